@@ -1,0 +1,100 @@
+// swift-tools-version:6.1
+import PackageDescription
+
+/// Settings every target of ours shares: Swift 6 mode with the two upcoming features the style guide asks for.
+let strictSettings: [SwiftSetting] = [
+    .swiftLanguageMode(.v6),
+    .enableUpcomingFeature("ExistentialAny"),
+    .enableUpcomingFeature("MemberImportVisibility"),
+]
+
+let crypto = Target.Dependency.product(name: "Crypto", package: "swift-crypto")
+let cryptoExtras = Target.Dependency.product(name: "_CryptoExtras", package: "swift-crypto")
+let nioCore = Target.Dependency.product(name: "NIOCore", package: "swift-nio")
+let nioPosix = Target.Dependency.product(name: "NIOPosix", package: "swift-nio")
+let logging = Target.Dependency.product(name: "Logging", package: "swift-log")
+let argumentParser = Target.Dependency.product(name: "ArgumentParser", package: "swift-argument-parser")
+
+let package = Package(
+    name: "passkey",
+    platforms: [.macOS(.v15)],
+    products: [
+        .executable(name: "passkey", targets: ["passkey"]),
+        .executable(name: "passkey-bench", targets: ["PasskeyBench"]),
+        .library(name: "CBOR", targets: ["CBOR"]),
+        .library(name: "WebAuthn", targets: ["WebAuthn"]),
+        .library(name: "CTAP2", targets: ["CTAP2"]),
+        .library(name: "CTAPHID", targets: ["CTAPHID"]),
+        .library(name: "RelyingParty", targets: ["RelyingParty"]),
+        .library(name: "PasskeyStore", targets: ["PasskeyStore"]),
+        .library(name: "CTAPHIDTransport", targets: ["CTAPHIDTransport"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/apple/swift-crypto.git", from: "4.5.2"),
+        .package(url: "https://github.com/apple/swift-nio.git", from: "2.101.3"),
+        .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.8.2"),
+        .package(url: "https://github.com/apple/swift-log.git", from: "1.16.2"),
+    ],
+    targets: [
+        // MARK: Pure protocol code: no I/O, no NIO.
+        .target(name: "CBOR", swiftSettings: strictSettings),
+        .target(name: "WebAuthn", dependencies: ["CBOR", crypto], swiftSettings: strictSettings),
+        .target(name: "CTAP2", dependencies: ["CBOR", "WebAuthn", crypto], swiftSettings: strictSettings),
+        .target(name: "CTAPHID", swiftSettings: strictSettings),
+        .target(name: "RelyingParty", dependencies: ["CBOR", "WebAuthn", crypto], swiftSettings: strictSettings),
+
+        // MARK: I/O adapters.
+        .systemLibrary(name: "CSQLite", pkgConfig: "sqlite3", providers: [.apt(["libsqlite3-dev"])]),
+        .target(
+            name: "PasskeyStore",
+            dependencies: ["CTAP2", "WebAuthn", "CSQLite", crypto, cryptoExtras],
+            swiftSettings: strictSettings
+        ),
+        .target(
+            name: "CTAPHIDTransport",
+            dependencies: ["CTAPHID", "CTAP2", nioCore, nioPosix, logging],
+            swiftSettings: strictSettings
+        ),
+
+        // MARK: Executables: wiring only.
+        .executableTarget(
+            name: "passkey",
+            dependencies: [
+                "CBOR", "WebAuthn", "CTAP2", "CTAPHID", "RelyingParty", "PasskeyStore", "CTAPHIDTransport",
+                argumentParser, logging, crypto,
+            ],
+            swiftSettings: strictSettings
+        ),
+        .executableTarget(
+            name: "PasskeyBench",
+            dependencies: ["CBOR", "WebAuthn", "CTAP2", "PasskeyStore", crypto, argumentParser],
+            swiftSettings: strictSettings
+        ),
+
+        // MARK: Tests.
+        .testTarget(name: "CBORTests", dependencies: ["CBOR"], swiftSettings: strictSettings),
+        .testTarget(name: "WebAuthnTests", dependencies: ["WebAuthn", "CBOR", crypto], swiftSettings: strictSettings),
+        .testTarget(
+            name: "CTAP2Tests",
+            dependencies: ["CTAP2", "WebAuthn", "CBOR", "RelyingParty", crypto],
+            swiftSettings: strictSettings
+        ),
+        .testTarget(name: "CTAPHIDTests", dependencies: ["CTAPHID"], swiftSettings: strictSettings),
+        .testTarget(
+            name: "RelyingPartyTests",
+            dependencies: ["RelyingParty", "WebAuthn", "CBOR", crypto],
+            resources: [.copy("Vectors")],
+            swiftSettings: strictSettings
+        ),
+        .testTarget(
+            name: "PasskeyStoreTests",
+            dependencies: ["PasskeyStore", "CTAP2", "WebAuthn", crypto],
+            swiftSettings: strictSettings
+        ),
+        .testTarget(
+            name: "CTAPHIDTransportTests",
+            dependencies: ["CTAPHIDTransport", "CTAPHID", "CTAP2", nioCore, nioPosix],
+            swiftSettings: strictSettings
+        ),
+    ]
+)

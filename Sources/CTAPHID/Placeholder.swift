@@ -1,0 +1,1 @@
+// Module CTAPHID: work in progress.

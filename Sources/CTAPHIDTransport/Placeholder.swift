@@ -1,0 +1,1 @@
+// Module CTAPHIDTransport: work in progress.

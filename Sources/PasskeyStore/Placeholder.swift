@@ -1,0 +1,1 @@
+// Module PasskeyStore: work in progress.

@@ -1,0 +1,1 @@
+// Module RelyingParty: work in progress.
