@@ -4,179 +4,179 @@
 /// canonical order, and nothing after it. Every length is checked against the bytes that remain
 /// before anything is allocated, so a hostile length prefix cannot make it reserve memory.
 public struct CBORDecoder: Sendable {
-  /// The deepest nesting of arrays and maps accepted. CTAP2 clients use at most four levels.
-  public var maximumDepth: Int
+    /// The deepest nesting of arrays and maps accepted. CTAP2 clients use at most four levels.
+    public var maximumDepth: Int
 
-  public init(maximumDepth: Int = 16) {
-    self.maximumDepth = maximumDepth
-  }
+    public init(maximumDepth: Int = 16) {
+        self.maximumDepth = maximumDepth
+    }
 
-  /// Decodes the single data item that makes up `bytes`.
-  public func decode(_ bytes: some Collection<UInt8>) throws(CBORError) -> CBORValue {
-    let input = Array(bytes)
-    var reader = Reader(bytes: input, maximumDepth: maximumDepth)
-    let value = try reader.readItem(depth: 0)
-    guard reader.offset == input.count else { throw .trailingBytes }
-    return value
-  }
+    /// Decodes the single data item that makes up `bytes`.
+    public func decode(_ bytes: some Collection<UInt8>) throws(CBORError) -> CBORValue {
+        let input = Array(bytes)
+        var reader = Reader(bytes: input, maximumDepth: maximumDepth)
+        let value = try reader.readItem(depth: 0)
+        guard reader.offset == input.count else { throw .trailingBytes }
+        return value
+    }
 
-  /// Decodes the data item at the start of `bytes` and returns it with the number of bytes it used.
-  /// For formats that put CBOR in front of other bytes (the COSE key inside authenticator data).
-  public func decodePrefix(_ bytes: some Collection<UInt8>) throws(CBORError) -> (
-    value: CBORValue, length: Int
-  ) {
-    let input = Array(bytes)
-    var reader = Reader(bytes: input, maximumDepth: maximumDepth)
-    let value = try reader.readItem(depth: 0)
-    return (value, reader.offset)
-  }
+    /// Decodes the data item at the start of `bytes` and returns it with the number of bytes it used.
+    /// For formats that put CBOR in front of other bytes (the COSE key inside authenticator data).
+    public func decodePrefix(_ bytes: some Collection<UInt8>) throws(CBORError) -> (
+        value: CBORValue, length: Int
+    ) {
+        let input = Array(bytes)
+        var reader = Reader(bytes: input, maximumDepth: maximumDepth)
+        let value = try reader.readItem(depth: 0)
+        return (value, reader.offset)
+    }
 }
 
 extension CBORValue {
-  /// Decodes `bytes` with the default strict decoder.
-  public init(decoding bytes: some Collection<UInt8>) throws(CBORError) {
-    self = try CBORDecoder().decode(bytes)
-  }
+    /// Decodes `bytes` with the default strict decoder.
+    public init(decoding bytes: some Collection<UInt8>) throws(CBORError) {
+        self = try CBORDecoder().decode(bytes)
+    }
 }
 
 private struct Reader {
-  let bytes: [UInt8]
-  let maximumDepth: Int
-  var offset = 0
+    let bytes: [UInt8]
+    let maximumDepth: Int
+    var offset = 0
 
-  init(bytes: [UInt8], maximumDepth: Int) {
-    self.bytes = bytes
-    self.maximumDepth = maximumDepth
-  }
-
-  var remaining: Int { bytes.count - offset }
-
-  mutating func readByte() throws(CBORError) -> UInt8 {
-    guard offset < bytes.count else { throw .unexpectedEnd }
-    defer { offset += 1 }
-    return bytes[offset]
-  }
-
-  mutating func readBytes(_ count: Int) throws(CBORError) -> ArraySlice<UInt8> {
-    guard count <= remaining else { throw .unexpectedEnd }
-    defer { offset += count }
-    return bytes[offset..<offset + count]
-  }
-
-  /// Reads the argument that follows an initial byte, insisting on the shortest form.
-  mutating func readArgument(_ info: UInt8) throws(CBORError) -> UInt64 {
-    switch info {
-    case 0..<24:
-      return UInt64(info)
-    case 24:
-      let value = UInt64(try readByte())
-      guard value >= 24 else { throw .nonMinimalEncoding }
-      return value
-    case 25:
-      let value = try readBigEndian(2)
-      guard value > 0xFF else { throw .nonMinimalEncoding }
-      return value
-    case 26:
-      let value = try readBigEndian(4)
-      guard value > 0xFFFF else { throw .nonMinimalEncoding }
-      return value
-    case 27:
-      let value = try readBigEndian(8)
-      guard value > 0xFFFF_FFFF else { throw .nonMinimalEncoding }
-      return value
-    case 31:
-      throw .indefiniteLength
-    default:
-      throw .reservedAdditionalInformation
+    init(bytes: [UInt8], maximumDepth: Int) {
+        self.bytes = bytes
+        self.maximumDepth = maximumDepth
     }
-  }
 
-  mutating func readBigEndian(_ count: Int) throws(CBORError) -> UInt64 {
-    var value: UInt64 = 0
-    for byte in try readBytes(count) { value = value << 8 | UInt64(byte) }
-    return value
-  }
+    var remaining: Int { bytes.count - offset }
 
-  /// A length or count that must fit in what is left of the input, `unit` bytes per element at least.
-  mutating func readLength(_ info: UInt8, unit: Int) throws(CBORError) -> Int {
-    let length = try readArgument(info)
-    guard length <= UInt64(remaining / unit) else { throw .unexpectedEnd }
-    return Int(length)
-  }
+    mutating func readByte() throws(CBORError) -> UInt8 {
+        guard offset < bytes.count else { throw .unexpectedEnd }
+        defer { offset += 1 }
+        return bytes[offset]
+    }
 
-  mutating func readItem(depth: Int) throws(CBORError) -> CBORValue {
-    let initial = try readByte()
-    let major = initial >> 5
-    let info = initial & 0x1F
-    switch major {
-    case 0:
-      return .unsigned(try readArgument(info))
-    case 1:
-      return .negative(try readArgument(info))
-    case 2:
-      return .bytes(Array(try readBytes(try readLength(info, unit: 1))))
-    case 3:
-      let raw = try readBytes(try readLength(info, unit: 1))
-      guard let text = String(validating: raw, as: UTF8.self) else { throw .invalidUTF8 }
-      return .text(text)
-    case 4:
-      guard depth < maximumDepth else { throw .nestingTooDeep }
-      let count = try readLength(info, unit: 1)
-      var elements: [CBORValue] = []
-      elements.reserveCapacity(count)
-      for _ in 0..<count { elements.append(try readItem(depth: depth + 1)) }
-      return .array(elements)
-    case 5:
-      guard depth < maximumDepth else { throw .nestingTooDeep }
-      let count = try readLength(info, unit: 2)
-      var entries: [CBORValue: CBORValue] = [:]
-      entries.reserveCapacity(count)
-      var previousKey: ArraySlice<UInt8>? = nil
-      for _ in 0..<count {
-        let keyStart = offset
-        let key = try readItem(depth: depth + 1)
-        let keyBytes = bytes[keyStart..<offset]
-        if let previousKey {
-          switch CanonicalOrder.compare(previousKey, keyBytes) {
-          case .ascending: break
-          case .same: throw .duplicateMapKey
-          case .descending: throw .mapKeysOutOfOrder
-          }
+    mutating func readBytes(_ count: Int) throws(CBORError) -> ArraySlice<UInt8> {
+        guard count <= remaining else { throw .unexpectedEnd }
+        defer { offset += count }
+        return bytes[offset..<offset + count]
+    }
+
+    /// Reads the argument that follows an initial byte, insisting on the shortest form.
+    mutating func readArgument(_ info: UInt8) throws(CBORError) -> UInt64 {
+        switch info {
+        case 0..<24:
+            return UInt64(info)
+        case 24:
+            let value = UInt64(try readByte())
+            guard value >= 24 else { throw .nonMinimalEncoding }
+            return value
+        case 25:
+            let value = try readBigEndian(2)
+            guard value > 0xFF else { throw .nonMinimalEncoding }
+            return value
+        case 26:
+            let value = try readBigEndian(4)
+            guard value > 0xFFFF else { throw .nonMinimalEncoding }
+            return value
+        case 27:
+            let value = try readBigEndian(8)
+            guard value > 0xFFFF_FFFF else { throw .nonMinimalEncoding }
+            return value
+        case 31:
+            throw .indefiniteLength
+        default:
+            throw .reservedAdditionalInformation
         }
-        previousKey = keyBytes
-        entries[key] = try readItem(depth: depth + 1)
-      }
-      return .map(entries)
-    case 6:
-      throw .unsupportedTag
-    default:
-      return try readSimple(info)
     }
-  }
 
-  mutating func readSimple(_ info: UInt8) throws(CBORError) -> CBORValue {
-    switch info {
-    case 20: return .bool(false)
-    case 21: return .bool(true)
-    case 22: return .null
-    case 24: throw .unsupportedSimpleValue(try readByte())
-    case 25: return .float(Double(Float16(bitPattern: UInt16(try readBigEndian(2)))))
-    case 26: return .float(Double(Float(bitPattern: UInt32(try readBigEndian(4)))))
-    case 27: return .float(Double(bitPattern: try readBigEndian(8)))
-    case 31: throw .indefiniteLength
-    case 28...30: throw .reservedAdditionalInformation
-    default: throw .unsupportedSimpleValue(info)
+    mutating func readBigEndian(_ count: Int) throws(CBORError) -> UInt64 {
+        var value: UInt64 = 0
+        for byte in try readBytes(count) { value = value << 8 | UInt64(byte) }
+        return value
     }
-  }
+
+    /// A length or count that must fit in what is left of the input, `unit` bytes per element at least.
+    mutating func readLength(_ info: UInt8, unit: Int) throws(CBORError) -> Int {
+        let length = try readArgument(info)
+        guard length <= UInt64(remaining / unit) else { throw .unexpectedEnd }
+        return Int(length)
+    }
+
+    mutating func readItem(depth: Int) throws(CBORError) -> CBORValue {
+        let initial = try readByte()
+        let major = initial >> 5
+        let info = initial & 0x1F
+        switch major {
+        case 0:
+            return .unsigned(try readArgument(info))
+        case 1:
+            return .negative(try readArgument(info))
+        case 2:
+            return .bytes(Array(try readBytes(try readLength(info, unit: 1))))
+        case 3:
+            let raw = try readBytes(try readLength(info, unit: 1))
+            guard let text = String(validating: raw, as: UTF8.self) else { throw .invalidUTF8 }
+            return .text(text)
+        case 4:
+            guard depth < maximumDepth else { throw .nestingTooDeep }
+            let count = try readLength(info, unit: 1)
+            var elements: [CBORValue] = []
+            elements.reserveCapacity(count)
+            for _ in 0..<count { elements.append(try readItem(depth: depth + 1)) }
+            return .array(elements)
+        case 5:
+            guard depth < maximumDepth else { throw .nestingTooDeep }
+            let count = try readLength(info, unit: 2)
+            var entries: [CBORValue: CBORValue] = [:]
+            entries.reserveCapacity(count)
+            var previousKey: ArraySlice<UInt8>? = nil
+            for _ in 0..<count {
+                let keyStart = offset
+                let key = try readItem(depth: depth + 1)
+                let keyBytes = bytes[keyStart..<offset]
+                if let previousKey {
+                    switch CanonicalOrder.compare(previousKey, keyBytes) {
+                    case .ascending: break
+                    case .same: throw .duplicateMapKey
+                    case .descending: throw .mapKeysOutOfOrder
+                    }
+                }
+                previousKey = keyBytes
+                entries[key] = try readItem(depth: depth + 1)
+            }
+            return .map(entries)
+        case 6:
+            throw .unsupportedTag
+        default:
+            return try readSimple(info)
+        }
+    }
+
+    mutating func readSimple(_ info: UInt8) throws(CBORError) -> CBORValue {
+        switch info {
+        case 20: return .bool(false)
+        case 21: return .bool(true)
+        case 22: return .null
+        case 24: throw .unsupportedSimpleValue(try readByte())
+        case 25: return .float(Double(Float16(bitPattern: UInt16(try readBigEndian(2)))))
+        case 26: return .float(Double(Float(bitPattern: UInt32(try readBigEndian(4)))))
+        case 27: return .float(Double(bitPattern: try readBigEndian(8)))
+        case 31: throw .indefiniteLength
+        case 28...30: throw .reservedAdditionalInformation
+        default: throw .unsupportedSimpleValue(info)
+        }
+    }
 }
 
 /// CTAP2 canonical key order: the shorter encoding first, equal lengths compared bytewise.
 enum CanonicalOrder {
-  enum Result { case ascending, same, descending }
+    enum Result { case ascending, same, descending }
 
-  static func compare(_ a: some Collection<UInt8>, _ b: some Collection<UInt8>) -> Result {
-    if a.count != b.count { return a.count < b.count ? .ascending : .descending }
-    for (x, y) in zip(a, b) where x != y { return x < y ? .ascending : .descending }
-    return .same
-  }
+    static func compare(_ a: some Collection<UInt8>, _ b: some Collection<UInt8>) -> Result {
+        if a.count != b.count { return a.count < b.count ? .ascending : .descending }
+        for (x, y) in zip(a, b) where x != y { return x < y ? .ascending : .descending }
+        return .same
+    }
 }

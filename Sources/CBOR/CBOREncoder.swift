@@ -1,87 +1,87 @@
 extension CBORValue {
-  /// The CTAP2 canonical encoding: shortest arguments, definite lengths, map keys sorted by
-  /// encoded length and then bytewise.
-  public func encoded() -> [UInt8] {
-    var output: [UInt8] = []
-    encode(into: &output)
-    return output
-  }
+    /// The CTAP2 canonical encoding: shortest arguments, definite lengths, map keys sorted by
+    /// encoded length and then bytewise.
+    public func encoded() -> [UInt8] {
+        var output: [UInt8] = []
+        encode(into: &output)
+        return output
+    }
 
-  /// Appends the canonical encoding to `output`.
-  public func encode(into output: inout [UInt8]) {
-    switch self {
-    case .unsigned(let value):
-      Self.appendHead(major: 0, argument: value, to: &output)
-    case .negative(let value):
-      Self.appendHead(major: 1, argument: value, to: &output)
-    case .bytes(let bytes):
-      Self.appendHead(major: 2, argument: UInt64(bytes.count), to: &output)
-      output.append(contentsOf: bytes)
-    case .text(let text):
-      let utf8 = text.utf8
-      Self.appendHead(major: 3, argument: UInt64(utf8.count), to: &output)
-      output.append(contentsOf: utf8)
-    case .array(let elements):
-      Self.appendHead(major: 4, argument: UInt64(elements.count), to: &output)
-      for element in elements { element.encode(into: &output) }
-    case .map(let entries):
-      Self.appendHead(major: 5, argument: UInt64(entries.count), to: &output)
-      let encodedKeys = entries.map { (key: $0.key.encoded(), value: $0.value) }
-      let sorted = encodedKeys.sorted { CanonicalOrder.compare($0.key, $1.key) == .ascending }
-      for entry in sorted {
-        output.append(contentsOf: entry.key)
-        entry.value.encode(into: &output)
-      }
-    case .bool(let value):
-      output.append(value ? 0xF5 : 0xF4)
-    case .null:
-      output.append(0xF6)
-    case .float(let value):
-      Self.appendFloat(value, to: &output)
+    /// Appends the canonical encoding to `output`.
+    public func encode(into output: inout [UInt8]) {
+        switch self {
+        case .unsigned(let value):
+            Self.appendHead(major: 0, argument: value, to: &output)
+        case .negative(let value):
+            Self.appendHead(major: 1, argument: value, to: &output)
+        case .bytes(let bytes):
+            Self.appendHead(major: 2, argument: UInt64(bytes.count), to: &output)
+            output.append(contentsOf: bytes)
+        case .text(let text):
+            let utf8 = text.utf8
+            Self.appendHead(major: 3, argument: UInt64(utf8.count), to: &output)
+            output.append(contentsOf: utf8)
+        case .array(let elements):
+            Self.appendHead(major: 4, argument: UInt64(elements.count), to: &output)
+            for element in elements { element.encode(into: &output) }
+        case .map(let entries):
+            Self.appendHead(major: 5, argument: UInt64(entries.count), to: &output)
+            let encodedKeys = entries.map { (key: $0.key.encoded(), value: $0.value) }
+            let sorted = encodedKeys.sorted { CanonicalOrder.compare($0.key, $1.key) == .ascending }
+            for entry in sorted {
+                output.append(contentsOf: entry.key)
+                entry.value.encode(into: &output)
+            }
+        case .bool(let value):
+            output.append(value ? 0xF5 : 0xF4)
+        case .null:
+            output.append(0xF6)
+        case .float(let value):
+            Self.appendFloat(value, to: &output)
+        }
     }
-  }
 
-  private static func appendHead(major: UInt8, argument: UInt64, to output: inout [UInt8]) {
-    let type = major << 5
-    switch argument {
-    case 0..<24:
-      output.append(type | UInt8(argument))
-    case 24...0xFF:
-      output.append(type | 24)
-      output.append(UInt8(argument))
-    case 0x100...0xFFFF:
-      output.append(type | 25)
-      appendBigEndian(argument, byteCount: 2, to: &output)
-    case 0x1_0000...0xFFFF_FFFF:
-      output.append(type | 26)
-      appendBigEndian(argument, byteCount: 4, to: &output)
-    default:
-      output.append(type | 27)
-      appendBigEndian(argument, byteCount: 8, to: &output)
+    private static func appendHead(major: UInt8, argument: UInt64, to output: inout [UInt8]) {
+        let type = major << 5
+        switch argument {
+        case 0..<24:
+            output.append(type | UInt8(argument))
+        case 24...0xFF:
+            output.append(type | 24)
+            output.append(UInt8(argument))
+        case 0x100...0xFFFF:
+            output.append(type | 25)
+            appendBigEndian(argument, byteCount: 2, to: &output)
+        case 0x1_0000...0xFFFF_FFFF:
+            output.append(type | 26)
+            appendBigEndian(argument, byteCount: 4, to: &output)
+        default:
+            output.append(type | 27)
+            appendBigEndian(argument, byteCount: 8, to: &output)
+        }
     }
-  }
 
-  private static func appendBigEndian(_ value: UInt64, byteCount: Int, to output: inout [UInt8]) {
-    for shift in stride(from: (byteCount - 1) * 8, through: 0, by: -8) {
-      output.append(UInt8(truncatingIfNeeded: value >> UInt64(shift)))
+    private static func appendBigEndian(_ value: UInt64, byteCount: Int, to output: inout [UInt8]) {
+        for shift in stride(from: (byteCount - 1) * 8, through: 0, by: -8) {
+            output.append(UInt8(truncatingIfNeeded: value >> UInt64(shift)))
+        }
     }
-  }
 
-  /// Writes the narrowest IEEE 754 width that holds the value exactly (RFC 8949 §4.2.1).
-  private static func appendFloat(_ value: Double, to output: inout [UInt8]) {
-    let half = Float16(value)
-    if Double(half) == value || (value.isNaN) {
-      output.append(0xF9)
-      appendBigEndian(UInt64(value.isNaN ? 0x7E00 : half.bitPattern), byteCount: 2, to: &output)
-      return
+    /// Writes the narrowest IEEE 754 width that holds the value exactly (RFC 8949 §4.2.1).
+    private static func appendFloat(_ value: Double, to output: inout [UInt8]) {
+        let half = Float16(value)
+        if Double(half) == value || (value.isNaN) {
+            output.append(0xF9)
+            appendBigEndian(UInt64(value.isNaN ? 0x7E00 : half.bitPattern), byteCount: 2, to: &output)
+            return
+        }
+        let single = Float(value)
+        if Double(single) == value {
+            output.append(0xFA)
+            appendBigEndian(UInt64(single.bitPattern), byteCount: 4, to: &output)
+            return
+        }
+        output.append(0xFB)
+        appendBigEndian(value.bitPattern, byteCount: 8, to: &output)
     }
-    let single = Float(value)
-    if Double(single) == value {
-      output.append(0xFA)
-      appendBigEndian(UInt64(single.bitPattern), byteCount: 4, to: &output)
-      return
-    }
-    output.append(0xFB)
-    appendBigEndian(value.bitPattern, byteCount: 8, to: &output)
-  }
 }

@@ -5,110 +5,110 @@
 /// CTAP2 canonical order and the decoder refuses any other order, so no information is lost.
 /// Floats are accepted when decoding and written in their shortest lossless width.
 public enum CBORValue: Hashable, Sendable {
-  /// Major type 0: an unsigned integer.
-  case unsigned(UInt64)
-  /// Major type 1: the integer `-1 - n`.
-  case negative(UInt64)
-  /// Major type 2: a byte string.
-  case bytes([UInt8])
-  /// Major type 3: a UTF-8 text string.
-  case text(String)
-  /// Major type 4: an array.
-  case array([CBORValue])
-  /// Major type 5: a map with unique keys.
-  case map([CBORValue: CBORValue])
-  /// Simple values 20 and 21.
-  case bool(Bool)
-  /// Simple value 22.
-  case null
-  /// Major type 7 floating point (half, single or double precision on the wire).
-  case float(Double)
+    /// Major type 0: an unsigned integer.
+    case unsigned(UInt64)
+    /// Major type 1: the integer `-1 - n`.
+    case negative(UInt64)
+    /// Major type 2: a byte string.
+    case bytes([UInt8])
+    /// Major type 3: a UTF-8 text string.
+    case text(String)
+    /// Major type 4: an array.
+    case array([CBORValue])
+    /// Major type 5: a map with unique keys.
+    case map([CBORValue: CBORValue])
+    /// Simple values 20 and 21.
+    case bool(Bool)
+    /// Simple value 22.
+    case null
+    /// Major type 7 floating point (half, single or double precision on the wire).
+    case float(Double)
 }
 
 extension CBORValue {
-  /// A signed integer as whichever of `.unsigned` or `.negative` the wire would use.
-  public static func int<I: BinaryInteger>(_ value: I) -> CBORValue {
-    if value >= 0 { return .unsigned(UInt64(value)) }
-    return .negative(UInt64(-1 - Int64(value)))
-  }
-
-  /// The value as a Swift `Int`, when it is an integer that fits.
-  public var intValue: Int? {
-    switch self {
-    case .unsigned(let n): return n <= UInt64(Int.max) ? Int(n) : nil
-    case .negative(let n): return n <= UInt64(Int.max) ? -1 - Int(n) : nil
-    default: return nil
+    /// A signed integer as whichever of `.unsigned` or `.negative` the wire would use.
+    public static func int<I: BinaryInteger>(_ value: I) -> CBORValue {
+        if value >= 0 { return .unsigned(UInt64(value)) }
+        return .negative(UInt64(-1 - Int64(value)))
     }
-  }
 
-  /// The contents of a byte string.
-  public var bytesValue: [UInt8]? {
-    if case .bytes(let bytes) = self { return bytes }
-    return nil
-  }
-
-  /// The contents of a text string.
-  public var textValue: String? {
-    if case .text(let text) = self { return text }
-    return nil
-  }
-
-  /// The elements of an array.
-  public var arrayValue: [CBORValue]? {
-    if case .array(let elements) = self { return elements }
-    return nil
-  }
-
-  /// The entries of a map.
-  public var mapValue: [CBORValue: CBORValue]? {
-    if case .map(let entries) = self { return entries }
-    return nil
-  }
-
-  /// The value of `true` or `false`.
-  public var boolValue: Bool? {
-    if case .bool(let value) = self { return value }
-    return nil
-  }
-
-  /// A short name for the item's type, for error messages.
-  public var typeName: String {
-    switch self {
-    case .unsigned, .negative: "integer"
-    case .bytes: "byte string"
-    case .text: "text string"
-    case .array: "array"
-    case .map: "map"
-    case .bool: "boolean"
-    case .null: "null"
-    case .float: "float"
+    /// The value as a Swift `Int`, when it is an integer that fits.
+    public var intValue: Int? {
+        switch self {
+        case .unsigned(let n): return n <= UInt64(Int.max) ? Int(n) : nil
+        case .negative(let n): return n <= UInt64(Int.max) ? -1 - Int(n) : nil
+        default: return nil
+        }
     }
-  }
+
+    /// The contents of a byte string.
+    public var bytesValue: [UInt8]? {
+        if case .bytes(let bytes) = self { return bytes }
+        return nil
+    }
+
+    /// The contents of a text string.
+    public var textValue: String? {
+        if case .text(let text) = self { return text }
+        return nil
+    }
+
+    /// The elements of an array.
+    public var arrayValue: [CBORValue]? {
+        if case .array(let elements) = self { return elements }
+        return nil
+    }
+
+    /// The entries of a map.
+    public var mapValue: [CBORValue: CBORValue]? {
+        if case .map(let entries) = self { return entries }
+        return nil
+    }
+
+    /// The value of `true` or `false`.
+    public var boolValue: Bool? {
+        if case .bool(let value) = self { return value }
+        return nil
+    }
+
+    /// A short name for the item's type, for error messages.
+    public var typeName: String {
+        switch self {
+        case .unsigned, .negative: "integer"
+        case .bytes: "byte string"
+        case .text: "text string"
+        case .array: "array"
+        case .map: "map"
+        case .bool: "boolean"
+        case .null: "null"
+        case .float: "float"
+        }
+    }
 }
 
 extension CBORValue: ExpressibleByIntegerLiteral {
-  public init(integerLiteral value: Int) { self = .int(value) }
+    public init(integerLiteral value: Int) { self = .int(value) }
 }
 
 extension CBORValue: ExpressibleByStringLiteral {
-  public init(stringLiteral value: String) { self = .text(value) }
+    public init(stringLiteral value: String) { self = .text(value) }
 }
 
 extension CBORValue: ExpressibleByBooleanLiteral {
-  public init(booleanLiteral value: Bool) { self = .bool(value) }
+    public init(booleanLiteral value: Bool) { self = .bool(value) }
 }
 
 extension CBORValue: ExpressibleByNilLiteral {
-  public init(nilLiteral: ()) { self = .null }
+    public init(nilLiteral: ()) { self = .null }
 }
 
 extension CBORValue: ExpressibleByArrayLiteral {
-  public init(arrayLiteral elements: CBORValue...) { self = .array(elements) }
+    public init(arrayLiteral elements: CBORValue...) { self = .array(elements) }
 }
 
 extension CBORValue: ExpressibleByDictionaryLiteral {
-  /// Builds a map; a repeated key keeps its last value.
-  public init(dictionaryLiteral elements: (CBORValue, CBORValue)...) {
-    self = .map(Dictionary(elements, uniquingKeysWith: { _, last in last }))
-  }
+    /// Builds a map; a repeated key keeps its last value.
+    public init(dictionaryLiteral elements: (CBORValue, CBORValue)...) {
+        self = .map(Dictionary(elements, uniquingKeysWith: { _, last in last }))
+    }
 }

@@ -6,156 +6,156 @@ import Foundation
 /// The private key is here in the clear: stores that persist credentials encrypt it at rest.
 /// `backupEligible` is fixed when the credential is made and never changes afterwards.
 public struct StoredCredential: Sendable {
-  /// The credential ID the relying party stores (random, 16 bytes or longer).
-  public var id: [UInt8]
-  /// The relying party identifier, for example `example.com`.
-  public var relyingPartyID: String
-  /// The relying party's human-palatable name, when the request carried one.
-  public var relyingPartyName: String?
-  /// The user handle chosen by the relying party (at most 64 bytes).
-  public var userHandle: [UInt8]
-  /// The account name, for example `alice@example.com`.
-  public var userName: String?
-  /// The account's display name.
-  public var userDisplayName: String?
-  /// The credential's ES256 signing key.
-  public var privateKey: P256.Signing.PrivateKey
-  /// Whether the credential is discoverable (a resident key) or usable only through an allowList.
-  public var isDiscoverable: Bool
-  /// The BE flag: set at creation, never changed.
-  public var backupEligible: Bool
-  /// The BS flag; only ever true when `backupEligible` is.
-  public var backupState: Bool
-  /// When the credential was made; orders discoverable credentials newest first.
-  public var creationDate: Date
+    /// The credential ID the relying party stores (random, 16 bytes or longer).
+    public var id: [UInt8]
+    /// The relying party identifier, for example `example.com`.
+    public var relyingPartyID: String
+    /// The relying party's human-palatable name, when the request carried one.
+    public var relyingPartyName: String?
+    /// The user handle chosen by the relying party (at most 64 bytes).
+    public var userHandle: [UInt8]
+    /// The account name, for example `alice@example.com`.
+    public var userName: String?
+    /// The account's display name.
+    public var userDisplayName: String?
+    /// The credential's ES256 signing key.
+    public var privateKey: P256.Signing.PrivateKey
+    /// Whether the credential is discoverable (a resident key) or usable only through an allowList.
+    public var isDiscoverable: Bool
+    /// The BE flag: set at creation, never changed.
+    public var backupEligible: Bool
+    /// The BS flag; only ever true when `backupEligible` is.
+    public var backupState: Bool
+    /// When the credential was made; orders discoverable credentials newest first.
+    public var creationDate: Date
 
-  public init(
-    id: [UInt8],
-    relyingPartyID: String,
-    relyingPartyName: String? = nil,
-    userHandle: [UInt8],
-    userName: String? = nil,
-    userDisplayName: String? = nil,
-    privateKey: P256.Signing.PrivateKey,
-    isDiscoverable: Bool,
-    backupEligible: Bool,
-    backupState: Bool,
-    creationDate: Date
-  ) {
-    self.id = id
-    self.relyingPartyID = relyingPartyID
-    self.relyingPartyName = relyingPartyName
-    self.userHandle = userHandle
-    self.userName = userName
-    self.userDisplayName = userDisplayName
-    self.privateKey = privateKey
-    self.isDiscoverable = isDiscoverable
-    self.backupEligible = backupEligible
-    self.backupState = backupState && backupEligible
-    self.creationDate = creationDate
-  }
+    public init(
+        id: [UInt8],
+        relyingPartyID: String,
+        relyingPartyName: String? = nil,
+        userHandle: [UInt8],
+        userName: String? = nil,
+        userDisplayName: String? = nil,
+        privateKey: P256.Signing.PrivateKey,
+        isDiscoverable: Bool,
+        backupEligible: Bool,
+        backupState: Bool,
+        creationDate: Date
+    ) {
+        self.id = id
+        self.relyingPartyID = relyingPartyID
+        self.relyingPartyName = relyingPartyName
+        self.userHandle = userHandle
+        self.userName = userName
+        self.userDisplayName = userDisplayName
+        self.privateKey = privateKey
+        self.isDiscoverable = isDiscoverable
+        self.backupEligible = backupEligible
+        self.backupState = backupState && backupEligible
+        self.creationDate = creationDate
+    }
 }
 
 /// Why a credential store could not do what was asked. The store is unchanged after any of these.
 public struct CredentialStoreError: Error, Hashable, Sendable, CustomStringConvertible {
-  /// The broad reason, stable for callers to switch on.
-  public enum Code: String, Hashable, Sendable {
-    /// The passphrase does not open this store.
-    case wrongPassphrase
-    /// The file is not a passkey store, or is damaged or truncated.
-    case corrupt
-    /// The file was written by a newer version of this program.
-    case newerSchema
-    /// The store holds as many credentials as it may.
-    case full
-    /// The file system refused (permissions, missing directory, disk full).
-    case io
-    /// The store is in use by another process.
-    case busy
-  }
+    /// The broad reason, stable for callers to switch on.
+    public enum Code: String, Hashable, Sendable {
+        /// The passphrase does not open this store.
+        case wrongPassphrase
+        /// The file is not a passkey store, or is damaged or truncated.
+        case corrupt
+        /// The file was written by a newer version of this program.
+        case newerSchema
+        /// The store holds as many credentials as it may.
+        case full
+        /// The file system refused (permissions, missing directory, disk full).
+        case io
+        /// The store is in use by another process.
+        case busy
+    }
 
-  /// The broad reason.
-  public var code: Code
-  /// A sentence for the user; never contains key material or passphrases.
-  public var message: String
+    /// The broad reason.
+    public var code: Code
+    /// A sentence for the user; never contains key material or passphrases.
+    public var message: String
 
-  public init(_ code: Code, _ message: String) {
-    self.code = code
-    self.message = message
-  }
+    public init(_ code: Code, _ message: String) {
+        self.code = code
+        self.message = message
+    }
 
-  public var description: String { message }
+    public var description: String { message }
 }
 
 /// Where the authenticator keeps its passkeys. Implementations must be safe to call concurrently
 /// and must make each write atomic: after a failure nothing has changed.
 public protocol CredentialStore: Sendable {
-  /// All credentials of one relying party, newest first.
-  func credentials(forRelyingParty relyingPartyID: String) async throws(CredentialStoreError)
-    -> [StoredCredential]
-  /// Every credential in the store, grouped by relying party and newest first within each.
-  func allCredentials() async throws(CredentialStoreError) -> [StoredCredential]
-  /// The credential with this ID, whatever its relying party.
-  func credential(id: [UInt8]) async throws(CredentialStoreError) -> StoredCredential?
-  /// Adds a credential. A discoverable credential replaces any discoverable credential of the
-  /// same relying party and user handle (CTAP 2.1 §6.1.2 step 17).
-  func save(_ credential: StoredCredential) async throws(CredentialStoreError)
-  /// Deletes one credential; returns whether it existed.
-  func deleteCredential(id: [UInt8]) async throws(CredentialStoreError) -> Bool
-  /// Deletes every credential (authenticatorReset).
-  func deleteAll() async throws(CredentialStoreError)
+    /// All credentials of one relying party, newest first.
+    func credentials(forRelyingParty relyingPartyID: String) async throws(CredentialStoreError)
+        -> [StoredCredential]
+    /// Every credential in the store, grouped by relying party and newest first within each.
+    func allCredentials() async throws(CredentialStoreError) -> [StoredCredential]
+    /// The credential with this ID, whatever its relying party.
+    func credential(id: [UInt8]) async throws(CredentialStoreError) -> StoredCredential?
+    /// Adds a credential. A discoverable credential replaces any discoverable credential of the
+    /// same relying party and user handle (CTAP 2.1 §6.1.2 step 17).
+    func save(_ credential: StoredCredential) async throws(CredentialStoreError)
+    /// Deletes one credential; returns whether it existed.
+    func deleteCredential(id: [UInt8]) async throws(CredentialStoreError) -> Bool
+    /// Deletes every credential (authenticatorReset).
+    func deleteAll() async throws(CredentialStoreError)
 }
 
 /// A store that lives only as long as the process: for tests, benchmarks and `--ephemeral`.
 public actor InMemoryCredentialStore: CredentialStore {
-  private var stored: [StoredCredential] = []
-  /// The largest number of credentials kept; `save` beyond it fails with `.full`.
-  public let capacity: Int
+    private var stored: [StoredCredential] = []
+    /// The largest number of credentials kept; `save` beyond it fails with `.full`.
+    public let capacity: Int
 
-  public init(capacity: Int = 10_000, credentials: [StoredCredential] = []) {
-    self.capacity = capacity
-    self.stored = credentials
-  }
-
-  public func credentials(forRelyingParty relyingPartyID: String) throws(CredentialStoreError)
-    -> [StoredCredential]
-  {
-    // Kept in insertion order, so reversing yields newest first even when dates tie.
-    stored.reversed().filter { $0.relyingPartyID == relyingPartyID }
-  }
-
-  public func allCredentials() throws(CredentialStoreError) -> [StoredCredential] {
-    stored.reversed().enumerated()
-      .sorted { ($0.element.relyingPartyID, $0.offset) < ($1.element.relyingPartyID, $1.offset) }
-      .map(\.element)
-  }
-
-  public func credential(id: [UInt8]) throws(CredentialStoreError) -> StoredCredential? {
-    stored.first { $0.id == id }
-  }
-
-  public func save(_ credential: StoredCredential) throws(CredentialStoreError) {
-    var remaining = stored
-    if credential.isDiscoverable {
-      remaining.removeAll {
-        $0.isDiscoverable && $0.relyingPartyID == credential.relyingPartyID
-          && $0.userHandle == credential.userHandle
-      }
+    public init(capacity: Int = 10_000, credentials: [StoredCredential] = []) {
+        self.capacity = capacity
+        self.stored = credentials
     }
-    guard remaining.count < capacity else {
-      throw CredentialStoreError(.full, "the credential store is full")
+
+    public func credentials(forRelyingParty relyingPartyID: String) throws(CredentialStoreError)
+        -> [StoredCredential]
+    {
+        // Kept in insertion order, so reversing yields newest first even when dates tie.
+        stored.reversed().filter { $0.relyingPartyID == relyingPartyID }
     }
-    remaining.append(credential)
-    stored = remaining
-  }
 
-  public func deleteCredential(id: [UInt8]) throws(CredentialStoreError) -> Bool {
-    let before = stored.count
-    stored.removeAll { $0.id == id }
-    return stored.count != before
-  }
+    public func allCredentials() throws(CredentialStoreError) -> [StoredCredential] {
+        stored.reversed().enumerated()
+            .sorted { ($0.element.relyingPartyID, $0.offset) < ($1.element.relyingPartyID, $1.offset) }
+            .map(\.element)
+    }
 
-  public func deleteAll() throws(CredentialStoreError) {
-    stored.removeAll()
-  }
+    public func credential(id: [UInt8]) throws(CredentialStoreError) -> StoredCredential? {
+        stored.first { $0.id == id }
+    }
+
+    public func save(_ credential: StoredCredential) throws(CredentialStoreError) {
+        var remaining = stored
+        if credential.isDiscoverable {
+            remaining.removeAll {
+                $0.isDiscoverable && $0.relyingPartyID == credential.relyingPartyID
+                    && $0.userHandle == credential.userHandle
+            }
+        }
+        guard remaining.count < capacity else {
+            throw CredentialStoreError(.full, "the credential store is full")
+        }
+        remaining.append(credential)
+        stored = remaining
+    }
+
+    public func deleteCredential(id: [UInt8]) throws(CredentialStoreError) -> Bool {
+        let before = stored.count
+        stored.removeAll { $0.id == id }
+        return stored.count != before
+    }
+
+    public func deleteAll() throws(CredentialStoreError) {
+        stored.removeAll()
+    }
 }

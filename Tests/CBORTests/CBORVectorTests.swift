@@ -4,115 +4,115 @@ import Testing
 /// RFC 8949 Appendix A examples that fall inside the CTAP2 subset, plus the canonical-form
 /// rejections the strict decoder must make.
 struct CBORVectorTests {
-  static let canonical: [(hex: String, value: CBORValue)] = [
-    ("00", 0), ("01", 1), ("0a", 10), ("17", 23), ("1818", 24), ("1819", 25), ("1864", 100),
-    ("1903e8", 1000), ("1a000f4240", 1_000_000),
-    ("1b000000e8d4a51000", .unsigned(1_000_000_000_000)),
-    ("1bffffffffffffffff", .unsigned(.max)), ("3bffffffffffffffff", .negative(.max)),
-    ("20", -1), ("29", -10), ("3863", -100), ("3903e7", -1000),
-    ("f4", false), ("f5", true), ("f6", nil),
-    ("40", .bytes([])), ("4401020304", .bytes([1, 2, 3, 4])),
-    ("60", ""), ("6161", "a"), ("6449455446", "IETF"), ("62225c", "\"\\"), ("62c3bc", "\u{00fc}"),
-    ("63e6b0b4", "\u{6c34}"), ("64f0908591", "\u{10151}"),
-    ("80", []), ("83010203", [1, 2, 3]), ("8301820203820405", [1, [2, 3], [4, 5]]),
-    (
-      "98190102030405060708090a0b0c0d0e0f101112131415161718181819",
-      .array((1...25).map { .int($0) })
-    ),
-    ("a0", [:]), ("a201020304", [1: 2, 3: 4]), ("a26161016162820203", ["a": 1, "b": [2, 3]]),
-    ("826161a161626163", ["a", ["b": "c"]]),
-    (
-      "a56161614161626142616361436164614461656145",
-      ["a": "A", "b": "B", "c": "C", "d": "D", "e": "E"]
-    ),
-    // Floats in their shortest form re-encode identically.
-    ("f90000", .float(0.0)), ("f93c00", .float(1.0)), ("fb3ff199999999999a", .float(1.1)),
-    ("f93e00", .float(1.5)), ("f97bff", .float(65504.0)), ("fa47c35000", .float(100000.0)),
-    ("fa7f7fffff", .float(3.4028234663852886e+38)), ("fb7e37e43c8800759c", .float(1.0e+300)),
-    ("f90001", .float(5.960464477539063e-8)), ("f90400", .float(0.00006103515625)),
-    ("f9c400", .float(-4.0)),
-    ("fbc010666666666666", .float(-4.1)), ("f97c00", .float(.infinity)),
-    ("f9fc00", .float(-.infinity)),
-  ]
+    static let canonical: [(hex: String, value: CBORValue)] = [
+        ("00", 0), ("01", 1), ("0a", 10), ("17", 23), ("1818", 24), ("1819", 25), ("1864", 100),
+        ("1903e8", 1000), ("1a000f4240", 1_000_000),
+        ("1b000000e8d4a51000", .unsigned(1_000_000_000_000)),
+        ("1bffffffffffffffff", .unsigned(.max)), ("3bffffffffffffffff", .negative(.max)),
+        ("20", -1), ("29", -10), ("3863", -100), ("3903e7", -1000),
+        ("f4", false), ("f5", true), ("f6", nil),
+        ("40", .bytes([])), ("4401020304", .bytes([1, 2, 3, 4])),
+        ("60", ""), ("6161", "a"), ("6449455446", "IETF"), ("62225c", "\"\\"), ("62c3bc", "\u{00fc}"),
+        ("63e6b0b4", "\u{6c34}"), ("64f0908591", "\u{10151}"),
+        ("80", []), ("83010203", [1, 2, 3]), ("8301820203820405", [1, [2, 3], [4, 5]]),
+        (
+            "98190102030405060708090a0b0c0d0e0f101112131415161718181819",
+            .array((1...25).map { .int($0) })
+        ),
+        ("a0", [:]), ("a201020304", [1: 2, 3: 4]), ("a26161016162820203", ["a": 1, "b": [2, 3]]),
+        ("826161a161626163", ["a", ["b": "c"]]),
+        (
+            "a56161614161626142616361436164614461656145",
+            ["a": "A", "b": "B", "c": "C", "d": "D", "e": "E"]
+        ),
+        // Floats in their shortest form re-encode identically.
+        ("f90000", .float(0.0)), ("f93c00", .float(1.0)), ("fb3ff199999999999a", .float(1.1)),
+        ("f93e00", .float(1.5)), ("f97bff", .float(65504.0)), ("fa47c35000", .float(100000.0)),
+        ("fa7f7fffff", .float(3.4028234663852886e+38)), ("fb7e37e43c8800759c", .float(1.0e+300)),
+        ("f90001", .float(5.960464477539063e-8)), ("f90400", .float(0.00006103515625)),
+        ("f9c400", .float(-4.0)),
+        ("fbc010666666666666", .float(-4.1)), ("f97c00", .float(.infinity)),
+        ("f9fc00", .float(-.infinity)),
+    ]
 
-  @Test(arguments: canonical)
-  func roundTrips(hex: String, value: CBORValue) throws {
-    #expect(try CBORValue(decoding: [UInt8](hex: hex)!) == value)
-    #expect(value.encoded().hexString == hex)
-  }
-
-  @Test func negativeZeroAndNaNDecode() throws {
-    let negativeZero = try CBORValue(decoding: [UInt8](hex: "f98000")!)
-    guard case .float(let zero) = negativeZero else {
-      Issue.record("not a float")
-      return
+    @Test(arguments: canonical)
+    func roundTrips(hex: String, value: CBORValue) throws {
+        #expect(try CBORValue(decoding: [UInt8](hex: hex)!) == value)
+        #expect(value.encoded().hexString == hex)
     }
-    #expect(zero == 0 && zero.sign == .minus)
-    guard case .float(let nan) = try CBORValue(decoding: [UInt8](hex: "f97e00")!) else {
-      Issue.record("not a float")
-      return
+
+    @Test func negativeZeroAndNaNDecode() throws {
+        let negativeZero = try CBORValue(decoding: [UInt8](hex: "f98000")!)
+        guard case .float(let zero) = negativeZero else {
+            Issue.record("not a float")
+            return
+        }
+        #expect(zero == 0 && zero.sign == .minus)
+        guard case .float(let nan) = try CBORValue(decoding: [UInt8](hex: "f97e00")!) else {
+            Issue.record("not a float")
+            return
+        }
+        #expect(nan.isNaN)
+        #expect(CBORValue.float(.nan).encoded().hexString == "f97e00")
     }
-    #expect(nan.isNaN)
-    #expect(CBORValue.float(.nan).encoded().hexString == "f97e00")
-  }
 
-  /// Wider-than-needed floats are data, not errors (CTAP2 does not use floats); they decode.
-  @Test(arguments: [
-    ("fa7f800000", Double.infinity), ("fb7ff0000000000000", .infinity), ("fa3fc00000", 1.5),
-  ])
-  func widerFloatsDecode(hex: String, expected: Double) throws {
-    #expect(try CBORValue(decoding: [UInt8](hex: hex)!) == .float(expected))
-  }
+    /// Wider-than-needed floats are data, not errors (CTAP2 does not use floats); they decode.
+    @Test(arguments: [
+        ("fa7f800000", Double.infinity), ("fb7ff0000000000000", .infinity), ("fa3fc00000", 1.5),
+    ])
+    func widerFloatsDecode(hex: String, expected: Double) throws {
+        #expect(try CBORValue(decoding: [UInt8](hex: hex)!) == .float(expected))
+    }
 
-  /// Map keys sort by encoded length first: -1 (0x20) precedes 24 (0x1818) although 0x18 < 0x20.
-  @Test func mapKeysSortLengthFirst() throws {
-    let value: CBORValue = [24: 2, -1: 1, "aa": 3, 0: 0]
-    #expect(value.encoded().hexString == "a4000020011818026261610" + "3")
-    #expect(try CBORValue(decoding: value.encoded()) == value)
-  }
+    /// Map keys sort by encoded length first: -1 (0x20) precedes 24 (0x1818) although 0x18 < 0x20.
+    @Test func mapKeysSortLengthFirst() throws {
+        let value: CBORValue = [24: 2, -1: 1, "aa": 3, 0: 0]
+        #expect(value.encoded().hexString == "a4000020011818026261610" + "3")
+        #expect(try CBORValue(decoding: value.encoded()) == value)
+    }
 
-  static let rejected: [(hex: String, error: CBORError)] = [
-    ("1817", .nonMinimalEncoding), ("190017", .nonMinimalEncoding), ("1900ff", .nonMinimalEncoding),
-    ("1a0000ffff", .nonMinimalEncoding), ("1b00000000ffffffff", .nonMinimalEncoding),
-    ("3817", .nonMinimalEncoding), ("58010a", .nonMinimalEncoding), ("780161", .nonMinimalEncoding),
-    ("9800", .nonMinimalEncoding), ("b800", .nonMinimalEncoding),
-    ("a203040102", .mapKeysOutOfOrder), ("a21818022001", .mapKeysOutOfOrder),
-    ("a2626161010203", .mapKeysOutOfOrder), ("a201020103", .duplicateMapKey),
-    ("a2616101616102", .duplicateMapKey),
-    ("0000", .trailingBytes), ("80ff", .trailingBytes),
-    ("5f42010243030405ff", .indefiniteLength), ("7f657374726561646d696e67ff", .indefiniteLength),
-    ("9fff", .indefiniteLength), ("bf61610161629f0203ffff", .indefiniteLength),
-    ("ff", .indefiniteLength),
-    ("62c328", .invalidUTF8), ("61ff", .invalidUTF8), ("63eda080", .invalidUTF8),
-    ("c074323031332d30332d32315432303a30343a30305a", .unsupportedTag),
-    ("c11a514b67b0", .unsupportedTag),
-    ("f7", .unsupportedSimpleValue(23)), ("f0", .unsupportedSimpleValue(16)),
-    ("f8ff", .unsupportedSimpleValue(255)),
-    ("1c", .reservedAdditionalInformation), ("5d", .reservedAdditionalInformation),
-    ("", .unexpectedEnd), ("18", .unexpectedEnd), ("1a0000", .unexpectedEnd),
-    ("4401", .unexpectedEnd),
-    ("5affffffff", .unexpectedEnd), ("9bffffffffffffffff", .unexpectedEnd),
-    ("bbffffffffffffffff", .unexpectedEnd),
-    ("a10102a1", .trailingBytes), ("a101", .unexpectedEnd), ("8301", .unexpectedEnd),
-  ]
+    static let rejected: [(hex: String, error: CBORError)] = [
+        ("1817", .nonMinimalEncoding), ("190017", .nonMinimalEncoding), ("1900ff", .nonMinimalEncoding),
+        ("1a0000ffff", .nonMinimalEncoding), ("1b00000000ffffffff", .nonMinimalEncoding),
+        ("3817", .nonMinimalEncoding), ("58010a", .nonMinimalEncoding), ("780161", .nonMinimalEncoding),
+        ("9800", .nonMinimalEncoding), ("b800", .nonMinimalEncoding),
+        ("a203040102", .mapKeysOutOfOrder), ("a21818022001", .mapKeysOutOfOrder),
+        ("a2626161010203", .mapKeysOutOfOrder), ("a201020103", .duplicateMapKey),
+        ("a2616101616102", .duplicateMapKey),
+        ("0000", .trailingBytes), ("80ff", .trailingBytes),
+        ("5f42010243030405ff", .indefiniteLength), ("7f657374726561646d696e67ff", .indefiniteLength),
+        ("9fff", .indefiniteLength), ("bf61610161629f0203ffff", .indefiniteLength),
+        ("ff", .indefiniteLength),
+        ("62c328", .invalidUTF8), ("61ff", .invalidUTF8), ("63eda080", .invalidUTF8),
+        ("c074323031332d30332d32315432303a30343a30305a", .unsupportedTag),
+        ("c11a514b67b0", .unsupportedTag),
+        ("f7", .unsupportedSimpleValue(23)), ("f0", .unsupportedSimpleValue(16)),
+        ("f8ff", .unsupportedSimpleValue(255)),
+        ("1c", .reservedAdditionalInformation), ("5d", .reservedAdditionalInformation),
+        ("", .unexpectedEnd), ("18", .unexpectedEnd), ("1a0000", .unexpectedEnd),
+        ("4401", .unexpectedEnd),
+        ("5affffffff", .unexpectedEnd), ("9bffffffffffffffff", .unexpectedEnd),
+        ("bbffffffffffffffff", .unexpectedEnd),
+        ("a10102a1", .trailingBytes), ("a101", .unexpectedEnd), ("8301", .unexpectedEnd),
+    ]
 
-  @Test(arguments: rejected)
-  func rejects(hex: String, error: CBORError) {
-    #expect(throws: error) { try CBORValue(decoding: [UInt8](hex: hex)!) }
-  }
+    @Test(arguments: rejected)
+    func rejects(hex: String, error: CBORError) {
+        #expect(throws: error) { try CBORValue(decoding: [UInt8](hex: hex)!) }
+    }
 
-  @Test func nestingLimit() throws {
-    let decoder = CBORDecoder(maximumDepth: 4)
-    let fourDeep = [UInt8](hex: "8181818101")!
-    #expect(try decoder.decode(fourDeep) == [[[[1]]]])
-    #expect(throws: CBORError.nestingTooDeep) { try decoder.decode([UInt8](hex: "818181818101")!) }
-    let hostile = [UInt8](repeating: 0x81, count: 100_000) + [0x00]
-    #expect(throws: CBORError.nestingTooDeep) { try CBORValue(decoding: hostile) }
-  }
+    @Test func nestingLimit() throws {
+        let decoder = CBORDecoder(maximumDepth: 4)
+        let fourDeep = [UInt8](hex: "8181818101")!
+        #expect(try decoder.decode(fourDeep) == [[[[1]]]])
+        #expect(throws: CBORError.nestingTooDeep) { try decoder.decode([UInt8](hex: "818181818101")!) }
+        let hostile = [UInt8](repeating: 0x81, count: 100_000) + [0x00]
+        #expect(throws: CBORError.nestingTooDeep) { try CBORValue(decoding: hostile) }
+    }
 
-  @Test func decodePrefixReportsLength() throws {
-    let (value, length) = try CBORDecoder().decodePrefix([UInt8](hex: "a1010201020304")!)
-    #expect(value == [1: 2])
-    #expect(length == 3)
-  }
+    @Test func decodePrefixReportsLength() throws {
+        let (value, length) = try CBORDecoder().decodePrefix([UInt8](hex: "a1010201020304")!)
+        #expect(value == [1: 2])
+        #expect(length == 3)
+    }
 }
