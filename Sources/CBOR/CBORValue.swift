@@ -98,10 +98,6 @@ extension CBORValue: ExpressibleByBooleanLiteral {
     public init(booleanLiteral value: Bool) { self = .bool(value) }
 }
 
-extension CBORValue: ExpressibleByNilLiteral {
-    public init(nilLiteral: ()) { self = .null }
-}
-
 extension CBORValue: ExpressibleByArrayLiteral {
     public init(arrayLiteral elements: CBORValue...) { self = .array(elements) }
 }

@@ -45,6 +45,8 @@ public struct CTAPError: Error, Hashable, Sendable, RawRepresentable {
     public static let notAllowed = CTAPError(rawValue: 0x30)
     /// A pinUvAuthToken is needed but none was given.
     public static let pinUvAuthTokenRequired = CTAPError(rawValue: 0x36)
+    /// Built-in user verification failed.
+    public static let userVerificationInvalid = CTAPError(rawValue: 0x3F)
     /// Any other failure.
     public static let other = CTAPError(rawValue: 0x7F)
 }
@@ -78,6 +80,7 @@ extension CTAPError: CustomStringConvertible {
             case .userActionTimeout: "CTAP2_ERR_USER_ACTION_TIMEOUT"
             case .notAllowed: "CTAP2_ERR_NOT_ALLOWED"
             case .pinUvAuthTokenRequired: "CTAP2_ERR_PUAT_REQUIRED"
+            case .userVerificationInvalid: "CTAP2_ERR_UV_INVALID"
             case .other: "CTAP1_ERR_OTHER"
             default: "CTAP status"
             }

@@ -10,7 +10,7 @@ struct CBORVectorTests {
         ("1b000000e8d4a51000", .unsigned(1_000_000_000_000)),
         ("1bffffffffffffffff", .unsigned(.max)), ("3bffffffffffffffff", .negative(.max)),
         ("20", -1), ("29", -10), ("3863", -100), ("3903e7", -1000),
-        ("f4", false), ("f5", true), ("f6", nil),
+        ("f4", false), ("f5", true), ("f6", .null),
         ("40", .bytes([])), ("4401020304", .bytes([1, 2, 3, 4])),
         ("60", ""), ("6161", "a"), ("6449455446", "IETF"), ("62225c", "\"\\"), ("62c3bc", "\u{00fc}"),
         ("63e6b0b4", "\u{6c34}"), ("64f0908591", "\u{10151}"),

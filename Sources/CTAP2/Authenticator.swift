@@ -1,0 +1,480 @@
+import CBOR
+import Crypto
+import Foundation
+import WebAuthn
+
+/// What kind of attestation statement makeCredential returns.
+public enum AttestationFormat: String, Hashable, Sendable, CaseIterable {
+    /// `none`: no statement (the default; what passkey providers send).
+    case none
+    /// `packed` self attestation: the credential key signs its own registration.
+    case packedSelf = "packed"
+}
+
+/// Who picks the account when several discoverable credentials match a getAssertion.
+public enum AccountSelection: Hashable, Sendable {
+    /// The platform: the authenticator returns numberOfCredentials and pages with
+    /// getNextAssertion (authenticators without a display, CTAP 2.1 §6.2.2).
+    case platform
+    /// The authenticator shows a chooser and returns the one chosen with `userSelected`.
+    case authenticator
+}
+
+/// Fixed facts about this authenticator.
+public struct AuthenticatorConfiguration: Sendable {
+    /// This project's AAGUID: 8391e378-32c7-4aa5-ad16-6f0cf4ad7b23.
+    public static let projectAAGUID = AAGUID(bytes: [UInt8](hex: "8391e37832c74aa5ad166f0cf4ad7b23")!)!
+
+    public var aaguid = Self.projectAAGUID
+    public var attestationFormat = AttestationFormat.none
+    /// Length of new credential IDs in bytes (16 or more).
+    public var credentialIDLength = 32
+    /// BE for new credentials: the store can be copied to another machine, as synced passkeys are.
+    public var backupEligible = true
+    /// BS for new credentials; only ever set together with BE.
+    public var backupState = true
+    public var accountSelection = AccountSelection.platform
+    /// authenticatorReset is accepted only this long after start-up (CTAP 2.1 §6.6).
+    public var resetWindow = Duration.seconds(10)
+    /// How long getNextAssertion may follow its getAssertion (CTAP 2.1 §6.3).
+    public var nextAssertionTimeout = Duration.seconds(30)
+    /// The largest request accepted and reported in getInfo.
+    public var maximumMessageSize = 7609
+    /// The transports getInfo reports.
+    public var transports = ["hybrid", "internal"]
+
+    public init() {}
+}
+
+/// Every effect the authenticator has, injected once (cf. OpenSK's `Env`).
+public struct AuthenticatorEnvironment: Sendable {
+    public var store: any CredentialStore
+    public var userInteraction: any UserInteraction
+    /// Cryptographically secure random bytes; seeded in tests.
+    public var randomBytes: @Sendable (Int) -> [UInt8]
+    /// A monotonic clock for timeouts.
+    public var now: @Sendable () -> ContinuousClock.Instant
+    /// The wall clock, for credential creation dates.
+    public var currentDate: @Sendable () -> Date
+    /// Told about store failures that become CTAP1_ERR_OTHER, so the operator can see them.
+    public var reportError: @Sendable (any Error) -> Void
+
+    public init(
+        store: any CredentialStore,
+        userInteraction: any UserInteraction,
+        randomBytes: @escaping @Sendable (Int) -> [UInt8] = AuthenticatorEnvironment.systemRandomBytes,
+        now: @escaping @Sendable () -> ContinuousClock.Instant = { ContinuousClock.now },
+        currentDate: @escaping @Sendable () -> Date = { Date() },
+        reportError: @escaping @Sendable (any Error) -> Void = { _ in }
+    ) {
+        self.store = store
+        self.userInteraction = userInteraction
+        self.randomBytes = randomBytes
+        self.now = now
+        self.currentDate = currentDate
+        self.reportError = reportError
+    }
+
+    /// Random bytes from the operating system's CSPRNG.
+    public static let systemRandomBytes: @Sendable (Int) -> [UInt8] = { count in
+        var generator = SystemRandomNumberGenerator()
+        return (0..<count).map { _ in UInt8.random(in: .min ... .max, using: &generator) }
+    }
+}
+
+/// What the authenticator is doing, for transports that report progress (CTAPHID KEEPALIVE).
+public enum AuthenticatorActivity: Hashable, Sendable {
+    case processing
+    case waitingForUser
+}
+
+/// A CTAP 2.1 authenticator for ES256 passkeys: CBOR request in, status byte and CBOR out.
+///
+/// All effects come from `AuthenticatorEnvironment`, so the same core serves CTAPHID, hybrid and
+/// tests. Requests are handled one at a time.
+public actor Authenticator {
+    public let configuration: AuthenticatorConfiguration
+    private let environment: AuthenticatorEnvironment
+    private let startedAt: ContinuousClock.Instant
+    private var pendingAssertions: PendingAssertions?
+    private var busy = false
+
+    /// State kept between getAssertion and getNextAssertion.
+    private struct PendingAssertions {
+        var remaining: [StoredCredential]
+        var clientDataHash: [UInt8]
+        var flags: AuthenticatorFlags
+        var userVerified: Bool
+        var issuedAt: ContinuousClock.Instant
+    }
+
+    public init(
+        configuration: AuthenticatorConfiguration = AuthenticatorConfiguration(), environment: AuthenticatorEnvironment
+    ) {
+        self.configuration = configuration
+        self.environment = environment
+        self.startedAt = environment.now()
+    }
+
+    /// Handles one CTAP2 message: the command byte followed by its CBOR parameters.
+    /// Returns the status byte, followed by the CBOR response on success.
+    public func handle(
+        _ message: [UInt8],
+        activity: @escaping @Sendable (AuthenticatorActivity) -> Void = { _ in }
+    ) async -> [UInt8] {
+        do throws(CTAPError) {
+            guard !busy else { throw CTAPError.other }
+            busy = true
+            defer { busy = false }
+            let response = try await perform(message, activity: activity)
+            return [0x00] + (response?.encoded() ?? [])
+        } catch {
+            return [error.rawValue]
+        }
+    }
+
+    private func perform(
+        _ message: [UInt8],
+        activity: @Sendable (AuthenticatorActivity) -> Void
+    ) async throws(CTAPError) -> CBORValue? {
+        guard let commandByte = message.first else { throw .invalidLength }
+        guard message.count <= configuration.maximumMessageSize else { throw .invalidLength }
+        let command = CTAPCommand(rawValue: commandByte)
+        if command != .getNextAssertion { pendingAssertions = nil }
+        let parameters: CBORValue? = try Self.decodeParameters(message.dropFirst())
+
+        switch command {
+        case .getInfo:
+            return info
+        case .makeCredential:
+            guard let parameters else { throw .missingParameter }
+            return try await makeCredential(MakeCredentialRequest(cbor: parameters), activity: activity)
+        case .getAssertion:
+            guard let parameters else { throw .missingParameter }
+            return try await getAssertion(GetAssertionRequest(cbor: parameters), activity: activity)
+        case .getNextAssertion:
+            return try getNextAssertion()
+        case .reset:
+            try await reset(activity: activity)
+            return nil
+        case .selection:
+            try await ask(
+                ConsentRequest(action: .selection, requiresPresence: true, requiresVerification: false), activity)
+            return nil
+        default:
+            throw .invalidCommand
+        }
+    }
+
+    private static func decodeParameters(_ bytes: ArraySlice<UInt8>) throws(CTAPError) -> CBORValue? {
+        guard !bytes.isEmpty else { return nil }
+        do {
+            return try CBORDecoder().decode(bytes)
+        } catch {
+            throw CTAPError(error)
+        }
+    }
+
+    // MARK: authenticatorGetInfo
+
+    /// The authenticatorGetInfo response (CTAP 2.1 §6.4): only what is implemented.
+    public var info: CBORValue {
+        [
+            1: ["FIDO_2_0", "FIDO_2_1"],
+            3: .bytes(configuration.aaguid.bytes),
+            4: ["rk": true, "up": true, "uv": true, "makeCredUvNotRqd": true],
+            5: .int(configuration.maximumMessageSize),
+            9: .array(configuration.transports.map(CBORValue.text)),
+            10: [["alg": .int(COSEAlgorithm.es256.rawValue), "type": "public-key"]],
+        ]
+    }
+
+    // MARK: authenticatorMakeCredential
+
+    private func makeCredential(
+        _ request: MakeCredentialRequest,
+        activity: @Sendable (AuthenticatorActivity) -> Void
+    ) async throws(CTAPError) -> CBORValue {
+        guard request.clientDataHash.count == 32 else { throw .invalidLength }
+        guard request.userHandle.count <= 64, !request.userHandle.isEmpty else { throw .invalidLength }
+        try Self.rejectPinUvAuthParam(request.pinUvAuthParam, protocol: request.pinUvAuthProtocol)
+        guard request.algorithms.contains(COSEAlgorithm.es256.rawValue) else { throw .unsupportedAlgorithm }
+        // Enterprise attestation is not supported (CTAP 2.1 §6.1.2 step 9).
+        guard request.enterpriseAttestation == nil else { throw .invalidParameter }
+
+        let discoverable = request.options["rk"] ?? false
+        guard request.options["up"] != false else { throw .invalidOption }
+        let verificationRequested = request.options["uv"] ?? false
+        // Built-in UV is configured, so a discoverable credential needs it (makeCredUvNotRqd covers non-discoverable only).
+        if discoverable && !verificationRequested { throw .pinUvAuthTokenRequired }
+
+        for descriptor in request.excludeList where descriptor.type == "public-key" {
+            guard let existing = try await storeCall({ try await $0.credential(id: descriptor.id) }),
+                existing.relyingPartyID == request.relyingPartyID
+            else { continue }
+            // The user's presence is collected first, so a site cannot silently probe for credentials.
+            _ = try? await ask(
+                ConsentRequest(
+                    action: .credentialExcluded(relyingPartyID: request.relyingPartyID),
+                    requiresPresence: true,
+                    requiresVerification: false
+                ),
+                activity
+            )
+            throw .credentialExcluded
+        }
+
+        let userVerified = try await ask(
+            ConsentRequest(
+                action: .makeCredential(
+                    relyingPartyID: request.relyingPartyID,
+                    userName: request.userName,
+                    userDisplayName: request.userDisplayName
+                ),
+                requiresPresence: true,
+                requiresVerification: verificationRequested
+            ),
+            activity
+        ).userVerified
+
+        let privateKey = generatePrivateKey()
+        let credential = StoredCredential(
+            id: environment.randomBytes(max(16, configuration.credentialIDLength)),
+            relyingPartyID: request.relyingPartyID,
+            relyingPartyName: request.relyingPartyName,
+            userHandle: request.userHandle,
+            userName: request.userName,
+            userDisplayName: request.userDisplayName,
+            privateKey: privateKey,
+            isDiscoverable: discoverable,
+            backupEligible: configuration.backupEligible,
+            backupState: configuration.backupState,
+            creationDate: environment.currentDate()
+        )
+        try await storeCall { try await $0.save(credential) }
+
+        var flags: AuthenticatorFlags = [.userPresent]
+        if userVerified { flags.insert(.userVerified) }
+        flags.formUnion(Self.backupFlags(credential))
+        let authenticatorData = AuthenticatorData(
+            relyingPartyIDHash: Array(SHA256.hash(data: Array(request.relyingPartyID.utf8))),
+            flags: flags,
+            signCount: 0,
+            attestedCredentialData: AttestedCredentialData(
+                aaguid: configuration.aaguid,
+                credentialID: credential.id,
+                publicKey: COSEKey(publicKey: privateKey.publicKey)
+            )
+        )
+        let statement: CBORValue
+        switch configuration.attestationFormat {
+        case .none:
+            statement = [:]
+        case .packedSelf:
+            let signature = try Self.sign(authenticatorData.bytes + request.clientDataHash, with: privateKey)
+            statement = ["alg": .int(COSEAlgorithm.es256.rawValue), "sig": .bytes(signature)]
+        }
+        return [
+            1: .text(configuration.attestationFormat.rawValue),
+            2: .bytes(authenticatorData.bytes),
+            3: statement,
+        ]
+    }
+
+    /// A fresh P-256 key from injected randomness. Importing a random scalar skips the FIPS
+    /// pairwise self-test and compact-form retries of swift-crypto's generator (see Tools/bench).
+    private func generatePrivateKey() -> P256.Signing.PrivateKey {
+        while true {
+            if let key = try? P256.Signing.PrivateKey(rawRepresentation: environment.randomBytes(32)) { return key }
+        }
+    }
+
+    // MARK: authenticatorGetAssertion
+
+    private func getAssertion(
+        _ request: GetAssertionRequest,
+        activity: @Sendable (AuthenticatorActivity) -> Void
+    ) async throws(CTAPError) -> CBORValue {
+        guard request.clientDataHash.count == 32 else { throw .invalidLength }
+        try Self.rejectPinUvAuthParam(request.pinUvAuthParam, protocol: request.pinUvAuthProtocol)
+        guard request.options["rk"] == nil else { throw .unsupportedOption }
+        let presenceRequested = request.options["up"] ?? true
+        let verificationRequested = request.options["uv"] ?? false
+
+        var candidates: [StoredCredential] = []
+        if request.allowList.isEmpty {
+            candidates = try await storeCall { try await $0.credentials(forRelyingParty: request.relyingPartyID) }
+                .filter(\.isDiscoverable)
+        } else {
+            for descriptor in request.allowList where descriptor.type == "public-key" {
+                if let credential = try await storeCall({ try await $0.credential(id: descriptor.id) }),
+                    credential.relyingPartyID == request.relyingPartyID
+                {
+                    candidates = [credential]
+                    break
+                }
+            }
+        }
+        guard !candidates.isEmpty else { throw .noCredentials }
+
+        let chooseOnAuthenticator =
+            configuration.accountSelection == .authenticator && request.allowList.isEmpty && candidates.count > 1
+        var userVerified = false
+        var userSelected = false
+        if presenceRequested || verificationRequested {
+            let approval = try await ask(
+                ConsentRequest(
+                    action: .getAssertion(
+                        relyingPartyID: request.relyingPartyID,
+                        accounts: candidates.map(AccountSummary.init),
+                        chooseOnAuthenticator: chooseOnAuthenticator
+                    ),
+                    requiresPresence: presenceRequested,
+                    requiresVerification: verificationRequested
+                ),
+                activity
+            )
+            userVerified = approval.userVerified
+            if chooseOnAuthenticator, let index = approval.selectedAccount, candidates.indices.contains(index) {
+                candidates = [candidates[index]]
+                userSelected = true
+            }
+        }
+
+        var flags: AuthenticatorFlags = []
+        if presenceRequested { flags.insert(.userPresent) }
+        if userVerified { flags.insert(.userVerified) }
+        let first = candidates.removeFirst()
+        var response = try assertion(
+            for: first, clientDataHash: request.clientDataHash, flags: flags, userVerified: userVerified)
+        if !candidates.isEmpty && !chooseOnAuthenticator {
+            response[5] = .int(candidates.count + 1)
+            pendingAssertions = PendingAssertions(
+                remaining: candidates,
+                clientDataHash: request.clientDataHash,
+                flags: flags,
+                userVerified: userVerified,
+                issuedAt: environment.now()
+            )
+        }
+        if userSelected { response[6] = true }
+        return .map(response)
+    }
+
+    private func getNextAssertion() throws(CTAPError) -> CBORValue {
+        guard var pending = pendingAssertions, !pending.remaining.isEmpty,
+            environment.now() - pending.issuedAt <= configuration.nextAssertionTimeout
+        else {
+            pendingAssertions = nil
+            throw .notAllowed
+        }
+        let credential = pending.remaining.removeFirst()
+        pendingAssertions = pending.remaining.isEmpty ? nil : pending
+        return .map(
+            try assertion(
+                for: credential,
+                clientDataHash: pending.clientDataHash,
+                flags: pending.flags,
+                userVerified: pending.userVerified
+            )
+        )
+    }
+
+    /// One assertion response: credential, authenticator data, signature and, for discoverable
+    /// credentials, the user (names only after user verification, CTAP 2.1 §6.2.2).
+    private func assertion(
+        for credential: StoredCredential,
+        clientDataHash: [UInt8],
+        flags: AuthenticatorFlags,
+        userVerified: Bool
+    ) throws(CTAPError) -> [CBORValue: CBORValue] {
+        let authenticatorData = AuthenticatorData(
+            relyingPartyIDHash: Array(SHA256.hash(data: Array(credential.relyingPartyID.utf8))),
+            flags: flags.union(Self.backupFlags(credential)),
+            signCount: 0
+        )
+        let signature = try Self.sign(authenticatorData.bytes + clientDataHash, with: credential.privateKey)
+        var response: [CBORValue: CBORValue] = [
+            1: CredentialDescriptor(id: credential.id).cborRepresentation,
+            2: .bytes(authenticatorData.bytes),
+            3: .bytes(signature),
+        ]
+        if credential.isDiscoverable {
+            var user: [CBORValue: CBORValue] = ["id": .bytes(credential.userHandle)]
+            if userVerified {
+                if let name = credential.userName { user["name"] = .text(name) }
+                if let displayName = credential.userDisplayName { user["displayName"] = .text(displayName) }
+            }
+            response[4] = .map(user)
+        }
+        return response
+    }
+
+    // MARK: authenticatorReset
+
+    private func reset(activity: @Sendable (AuthenticatorActivity) -> Void) async throws(CTAPError) {
+        guard environment.now() - startedAt <= configuration.resetWindow else { throw .notAllowed }
+        let count = try await storeCall { try await $0.allCredentials() }.count
+        try await ask(
+            ConsentRequest(action: .reset(passkeyCount: count), requiresPresence: true, requiresVerification: false),
+            activity
+        )
+        try await storeCall { try await $0.deleteAll() }
+    }
+
+    // MARK: Shared steps
+
+    /// Asks the user; any answer but approval ends the command with its status code.
+    @discardableResult
+    private func ask(
+        _ request: ConsentRequest,
+        _ activity: @Sendable (AuthenticatorActivity) -> Void
+    ) async throws(CTAPError) -> (userVerified: Bool, selectedAccount: Int?) {
+        activity(.waitingForUser)
+        defer { activity(.processing) }
+        switch await environment.userInteraction.requestConsent(request) {
+        case .approved(let userVerified, let selectedAccount):
+            return (userVerified && request.requiresVerification, selectedAccount)
+        case .denied: throw .operationDenied
+        case .verificationFailed: throw .userVerificationInvalid
+        case .timedOut: throw .userActionTimeout
+        case .cancelled: throw .keepaliveCancel
+        }
+    }
+
+    /// No PIN/UV auth protocol is implemented, so any pinUvAuthParam is refused the way
+    /// CTAP 2.1 §6.1.2 step 2 and §6.2.2 step 2 describe.
+    private static func rejectPinUvAuthParam(_ parameter: [UInt8]?, protocol version: Int?) throws(CTAPError) {
+        guard parameter != nil else { return }
+        guard version != nil else { throw .missingParameter }
+        throw .invalidParameter
+    }
+
+    private static func backupFlags(_ credential: StoredCredential) -> AuthenticatorFlags {
+        var flags: AuthenticatorFlags = []
+        if credential.backupEligible { flags.insert(.backupEligible) }
+        if credential.backupEligible && credential.backupState { flags.insert(.backupState) }
+        return flags
+    }
+
+    private static func sign(_ message: [UInt8], with key: P256.Signing.PrivateKey) throws(CTAPError) -> [UInt8] {
+        do {
+            return Array(try key.signature(for: message).derRepresentation)
+        } catch {
+            throw .other
+        }
+    }
+
+    /// Runs a store operation; a full store is CTAP2_ERR_KEY_STORE_FULL and any other failure
+    /// CTAP1_ERR_OTHER, reported to the operator.
+    private func storeCall<T>(_ body: (any CredentialStore) async throws -> T) async throws(CTAPError) -> T {
+        do {
+            return try await body(environment.store)
+        } catch let error as CredentialStoreError where error.code == .full {
+            throw .keyStoreFull
+        } catch {
+            environment.reportError(error)
+            throw .other
+        }
+    }
+}
