@@ -1,0 +1,128 @@
+import ArgumentParser
+import CBOR
+import CTAP2
+import Foundation
+import PasskeyStore
+import WebAuthn
+
+extension Passkey {
+    struct List: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "List the passkeys in the store.")
+
+        @OptionGroup var store: StoreOptions
+        @Option(name: .customLong("rp"), help: "Only passkeys of this relying party ID.") var relyingParty: String?
+        @Flag(help: "Print one JSON array instead of a table.") var json = false
+
+        func run() async throws {
+            let store = try await store.open(create: false)
+            defer { store.close() }
+            var credentials = try await store.allCredentials()
+            if let relyingParty { credentials = credentials.filter { $0.relyingPartyID == relyingParty } }
+            if json {
+                print(try Self.json(credentials))
+                return
+            }
+            guard !credentials.isEmpty else {
+                print(relyingParty.map { "No passkeys for \($0)." } ?? "No passkeys.")
+                return
+            }
+            for credential in credentials {
+                let user = [credential.userName, credential.userDisplayName.map { "(\($0))" }].compactMap { $0 }
+                print("\(credential.relyingPartyID)  \(user.joined(separator: " "))")
+                print("    id \(credential.id.base64URLEncodedString)")
+                var details = [credential.isDiscoverable ? "discoverable" : "server-side (needs allowList)"]
+                details.append("created \(ISO8601DateFormatter().string(from: credential.creationDate))")
+                details.append("backup eligible \(credential.backupEligible ? "yes" : "no")")
+                print("    " + details.joined(separator: ", "))
+            }
+        }
+
+        static func json(_ credentials: [StoredCredential]) throws -> String {
+            let objects: [[String: Any]] = credentials.map { credential in
+                var object: [String: Any] = [
+                    "rpId": credential.relyingPartyID,
+                    "credentialId": credential.id.base64URLEncodedString,
+                    "userHandle": credential.userHandle.base64URLEncodedString,
+                    "discoverable": credential.isDiscoverable,
+                    "backupEligible": credential.backupEligible,
+                    "backupState": credential.backupState,
+                    "created": ISO8601DateFormatter().string(from: credential.creationDate),
+                    "publicKey": COSEKey(publicKey: credential.privateKey.publicKey).coseRepresentation.encoded()
+                        .base64URLEncodedString,
+                ]
+                object["rpName"] = credential.relyingPartyName
+                object["userName"] = credential.userName
+                object["userDisplayName"] = credential.userDisplayName
+                return object
+            }
+            let data = try JSONSerialization.data(withJSONObject: objects, options: [.prettyPrinted, .sortedKeys])
+            return String(decoding: data, as: UTF8.self)
+        }
+    }
+
+    struct Delete: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Delete one passkey by its credential ID.")
+
+        @OptionGroup var store: StoreOptions
+        @Argument(help: "The credential ID, in base64url (as `passkey list` shows it) or hex.") var credentialID: String
+
+        func run() async throws {
+            guard let id = [UInt8](base64URLEncoded: credentialID) ?? [UInt8](hex: credentialID), !id.isEmpty else {
+                throw ValidationError("'\(credentialID)' is not a base64url or hex credential ID.")
+            }
+            let store = try await store.open(create: false)
+            defer { store.close() }
+            guard let credential = try await store.credential(id: id) else {
+                throw ValidationError("No passkey with credential ID \(credentialID).")
+            }
+            guard try await store.deleteCredential(id: id) else {
+                throw ValidationError("No passkey with credential ID \(credentialID).")
+            }
+            print("Deleted the passkey for \(credential.relyingPartyID) (\(AccountSummary.label(credential))).")
+        }
+    }
+
+    struct Info: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Show the authenticator's capabilities and the store.")
+
+        @OptionGroup var store: StoreOptions
+        @Flag(help: "Print one JSON object.") var json = false
+
+        func run() async throws {
+            let store = try await store.open(create: false)
+            defer { store.close() }
+            let count = try await store.allCredentials().count
+            let configuration = AuthenticatorConfiguration()
+            if json {
+                let object: [String: Any] = [
+                    "aaguid": configuration.aaguid.description,
+                    "versions": ["FIDO_2_0", "FIDO_2_1"],
+                    "algorithms": ["ES256"],
+                    "transports": configuration.transports,
+                    "store": store.url.path,
+                    "passkeys": count,
+                    "kdf": store.kdfParameters.description,
+                ]
+                let data = try JSONSerialization.data(withJSONObject: object, options: [.prettyPrinted, .sortedKeys])
+                print(String(decoding: data, as: UTF8.self))
+                return
+            }
+            print("passkey authenticator")
+            print("  AAGUID      \(configuration.aaguid)")
+            print("  versions    FIDO_2_0, FIDO_2_1")
+            print("  algorithms  ES256 (COSE -7)")
+            print("  options     rk, up, uv (store passphrase), makeCredUvNotRqd")
+            print("  transports  \(configuration.transports.joined(separator: ", "))")
+            print("store")
+            print("  path        \(store.url.path)")
+            print("  passkeys    \(count)")
+            print("  encryption  AES-256-GCM, key from \(store.kdfParameters)")
+        }
+    }
+}
+
+extension AccountSummary {
+    static func label(_ credential: StoredCredential) -> String {
+        credential.userName ?? credential.userDisplayName ?? "no name"
+    }
+}

@@ -1,0 +1,75 @@
+import ArgumentParser
+import CTAP2
+import Foundation
+import PasskeyStore
+
+/// `--store PATH` and the passphrase that unlocks it, shared by every command that touches passkeys.
+struct StoreOptions: ParsableArguments {
+    @Option(
+        name: .customLong("store"),
+        help: ArgumentHelp(
+            "The passkey store file (default: $PASSKEY_STORE, else $XDG_DATA_HOME/passkey/passkeys.sqlite).",
+            valueName: "path"))
+    var path: String?
+
+    var url: URL {
+        if let path { return URL(fileURLWithPath: path) }
+        return SQLiteCredentialStore.defaultURL(environment: ProcessInfo.processInfo.environment)
+    }
+
+    /// Opens the store, creating it when `create` allows and it does not exist yet. The
+    /// passphrase comes from $PASSKEY_PASSPHRASE or a prompt without echo.
+    func open(create: Bool) async throws -> SQLiteCredentialStore {
+        let url = url
+        let exists = FileManager.default.fileExists(atPath: url.path)
+        if !exists && !create {
+            throw ValidationError("No passkey store at \(url.path). Create one with `passkey serve` or choose another with --store.")
+        }
+        let passphrase = try await Self.passphrase(forNewStore: !exists, at: url)
+        if exists {
+            return try SQLiteCredentialStore.open(at: url, passphrase: passphrase)
+        }
+        let store = try SQLiteCredentialStore.create(at: url, passphrase: passphrase)
+        Terminal.shared.write("passkey: created a new encrypted passkey store at \(url.path)\n")
+        return store
+    }
+
+    private static func passphrase(forNewStore isNew: Bool, at url: URL) async throws -> String {
+        if let fromEnvironment = ProcessInfo.processInfo.environment["PASSKEY_PASSPHRASE"] {
+            guard !fromEnvironment.isEmpty else { throw ValidationError("PASSKEY_PASSPHRASE is set but empty.") }
+            return fromEnvironment
+        }
+        let terminal = Terminal.shared
+        guard terminal.isInteractive else {
+            throw ValidationError("The passkey store needs a passphrase: set PASSKEY_PASSPHRASE or run in a terminal.")
+        }
+        let question = isNew ? "Choose a passphrase for the new store at \(url.path): " : "Passphrase for \(url.path): "
+        terminal.write(question)
+        guard case .line(let first) = await terminal.readLine(timeout: .seconds(300), echo: false), !first.isEmpty else {
+            throw ValidationError("No passphrase given.")
+        }
+        guard isNew else { return first }
+        terminal.write("Repeat the passphrase: ")
+        guard case .line(let second) = await terminal.readLine(timeout: .seconds(300), echo: false), second == first else {
+            throw ValidationError("The passphrases do not match.")
+        }
+        return first
+    }
+}
+
+/// `--yes`: approve every request without asking (tests and CI only). Also $PASSKEY_ASSUME_YES=1.
+struct ApprovalOptions: ParsableArguments {
+    @Flag(name: .long, help: "Approve every request without asking. For tests and CI only; the output says so.")
+    var yes = false
+
+    var unattended: Bool { yes || ProcessInfo.processInfo.environment["PASSKEY_ASSUME_YES"] == "1" }
+
+    /// The user interaction to use: the terminal prompt, or the announced unattended approver.
+    func makeUserInteraction(store: SQLiteCredentialStore) -> any UserInteraction {
+        guard unattended else {
+            return TerminalUserInteraction(verifyPassphrase: { store.verifyPassphrase($0) })
+        }
+        Unattended.announce(reason: yes ? "--yes" : "PASSKEY_ASSUME_YES=1")
+        return Unattended.LoggingApproval()
+    }
+}

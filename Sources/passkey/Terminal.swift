@@ -1,0 +1,75 @@
+import Foundation
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Line input for prompts: reads from the controlling terminal when there is one (so prompts
+/// work while stdin is a pipe), polls so that a cancelled request stops waiting, and can turn
+/// echo off for passphrases. Prompts go to standard error, keeping standard output for results.
+struct Terminal: Sendable {
+    enum ReadResult: Equatable {
+        case line(String)
+        case endOfInput
+        case cancelled
+        case timedOut
+    }
+
+    /// The file descriptor prompts read from: /dev/tty if it opens, else standard input.
+    let inputDescriptor: Int32
+
+    static let shared = Terminal()
+
+    private init() {
+        let tty = open("/dev/tty", O_RDWR | O_CLOEXEC)
+        inputDescriptor = tty >= 0 ? tty : STDIN_FILENO
+    }
+
+    var isInteractive: Bool { isatty(inputDescriptor) == 1 }
+
+    func write(_ text: String) {
+        FileHandle.standardError.write(Data(text.utf8))
+    }
+
+    /// Reads one line, giving up when `timeout` passes or the task is cancelled.
+    func readLine(timeout: Duration, echo: Bool = true) async -> ReadResult {
+        let restore = echo ? nil : disableEcho()
+        defer {
+            if let restore {
+                restore()
+                write("\n")
+            }
+        }
+        let deadline = ContinuousClock.now + timeout
+        var bytes: [UInt8] = []
+        while true {
+            if Task.isCancelled { return .cancelled }
+            if ContinuousClock.now >= deadline { return .timedOut }
+            var descriptor = pollfd(fd: inputDescriptor, events: Int16(POLLIN), revents: 0)
+            let ready = poll(&descriptor, 1, 0)
+            if ready <= 0 {
+                try? await Task.sleep(for: .milliseconds(50))
+                continue
+            }
+            var byte: UInt8 = 0
+            let count = read(inputDescriptor, &byte, 1)
+            if count <= 0 { return bytes.isEmpty ? .endOfInput : .line(String(decoding: bytes, as: UTF8.self)) }
+            if byte == UInt8(ascii: "\n") { return .line(String(decoding: bytes, as: UTF8.self)) }
+            if bytes.count < 4096 { bytes.append(byte) }
+        }
+    }
+
+    /// Turns terminal echo off; returns the function that restores it.
+    private func disableEcho() -> (() -> Void)? {
+        var original = termios()
+        guard tcgetattr(inputDescriptor, &original) == 0 else { return nil }
+        var silent = original
+        silent.c_lflag &= ~tcflag_t(ECHO)
+        guard tcsetattr(inputDescriptor, TCSANOW, &silent) == 0 else { return nil }
+        let descriptor = inputDescriptor
+        return {
+            var restored = original
+            tcsetattr(descriptor, TCSANOW, &restored)
+        }
+    }
+}

@@ -1,0 +1,112 @@
+import CTAP2
+import Foundation
+
+/// Asks the person at the terminal: presence is a y/N answer, verification is the store
+/// passphrase, and several accounts give a numbered chooser when the authenticator chooses.
+struct TerminalUserInteraction: UserInteraction {
+    /// Checks a passphrase against the store in constant time.
+    let verifyPassphrase: @Sendable (String) -> Bool
+    /// How long a prompt waits for an answer (CTAP platforms give up after about 30 s).
+    var timeout = Duration.seconds(60)
+    var attempts = 3
+
+    func requestConsent(_ request: ConsentRequest) async -> ConsentResult {
+        let terminal = Terminal.shared
+        var selectedAccount: Int? = nil
+        if case .getAssertion(let rp, let accounts, true) = request.action {
+            terminal.write("Sign in to \(rp) as:\n")
+            for (index, account) in accounts.enumerated() {
+                terminal.write("  \(index + 1)) \(Self.describe(account))\n")
+            }
+            terminal.write("Choose 1-\(accounts.count), or press Enter to refuse: ")
+            switch await terminal.readLine(timeout: timeout) {
+            case .line(let answer):
+                guard let choice = Int(answer.trimmingCharacters(in: .whitespaces)), (1...accounts.count).contains(choice)
+                else { return .denied }
+                selectedAccount = choice - 1
+            case .endOfInput: return .denied
+            case .cancelled: return Self.cancelled(terminal)
+            case .timedOut: return Self.timedOut(terminal)
+            }
+        } else if request.requiresPresence {
+            terminal.write(Self.question(for: request.action) + " [y/N] ")
+            switch await terminal.readLine(timeout: timeout) {
+            case .line(let answer):
+                guard ["y", "yes"].contains(answer.trimmingCharacters(in: .whitespaces).lowercased()) else {
+                    return .denied
+                }
+            case .endOfInput: return .denied
+            case .cancelled: return Self.cancelled(terminal)
+            case .timedOut: return Self.timedOut(terminal)
+            }
+        }
+
+        guard request.requiresVerification else { return .approved(userVerified: false, selectedAccount: selectedAccount) }
+        for attempt in 1...attempts {
+            terminal.write("Store passphrase to verify it is you: ")
+            switch await terminal.readLine(timeout: timeout, echo: false) {
+            case .line(let passphrase):
+                if verifyPassphrase(passphrase) { return .approved(userVerified: true, selectedAccount: selectedAccount) }
+                terminal.write(attempt < attempts ? "Wrong passphrase, try again.\n" : "Wrong passphrase.\n")
+            case .endOfInput: return .verificationFailed
+            case .cancelled: return Self.cancelled(terminal)
+            case .timedOut: return Self.timedOut(terminal)
+            }
+        }
+        return .verificationFailed
+    }
+
+    static func question(for action: UserAction) -> String {
+        switch action {
+        case .makeCredential(let rp, let name, let displayName):
+            let who = name ?? displayName
+            return "Create a passkey for \(rp)\(who.map { " (\($0))" } ?? "")?"
+        case .credentialExcluded(let rp):
+            return "\(rp) asked to register a passkey that already exists here. Tell it so?"
+        case .getAssertion(let rp, let accounts, _):
+            if accounts.count == 1 { return "Sign in to \(rp) as \(accounts[0].label)?" }
+            return "Sign in to \(rp) (\(accounts.count) accounts: \(accounts.map(\.label).joined(separator: ", ")))?"
+        case .reset(let count):
+            return "Reset the authenticator and DELETE ALL \(count) passkey\(count == 1 ? "" : "s")?"
+        case .selection:
+            return "Use this authenticator?"
+        }
+    }
+
+    static func describe(_ account: AccountSummary) -> String {
+        guard let displayName = account.userDisplayName, displayName != account.label else { return account.label }
+        return "\(account.label) (\(displayName))"
+    }
+
+    private static func cancelled(_ terminal: Terminal) -> ConsentResult {
+        terminal.write("\n(cancelled by the platform)\n")
+        return .cancelled
+    }
+
+    private static func timedOut(_ terminal: Terminal) -> ConsentResult {
+        terminal.write("\n(no answer in time)\n")
+        return .timedOut
+    }
+}
+
+/// The unattended approver, announced once on standard error so nobody mistakes it for a prompt.
+enum Unattended {
+    static func announce(reason: String) {
+        Terminal.shared.write(
+            "passkey: unattended approval is ON (\(reason)): every request is approved without asking. "
+                + "Use it for tests and CI only.\n")
+    }
+
+    /// The approver that also logs each approval, so the output shows what was approved.
+    struct LoggingApproval: UserInteraction {
+        func requestConsent(_ request: ConsentRequest) async -> ConsentResult {
+            let result = await UnattendedApproval().requestConsent(request)
+            if case .approved = result {
+                var line = "passkey: auto-approved: " + TerminalUserInteraction.question(for: request.action)
+                if request.requiresVerification { line += " (user verification auto-approved)" }
+                Terminal.shared.write(line + "\n")
+            }
+            return result
+        }
+    }
+}

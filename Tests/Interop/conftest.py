@@ -1,0 +1,96 @@
+"""Fixtures that run `passkey serve --udp` and connect python-fido2 to it over UDP.
+
+Each datagram is one 64-byte CTAPHID report (see Docs/Transports.md), so python-fido2's own
+CtapHidDevice does all the framing: nothing here re-implements CTAPHID.
+"""
+
+import os
+import re
+import select
+import socket
+import subprocess
+import tempfile
+
+import pytest
+from fido2.hid import CtapHidDevice
+from fido2.hid.base import CtapHidConnection, HidDescriptor
+
+PASSKEY_BIN = os.environ.get("PASSKEY_BIN", ".build/debug/passkey")
+PASSPHRASE = "interop test passphrase"
+
+
+class UdpHidConnection(CtapHidConnection):
+    """A CTAPHID connection whose reports travel as UDP datagrams."""
+
+    def __init__(self, address):
+        self.sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        self.sock.connect(address)
+
+    def read_packet(self):
+        ready, _, _ = select.select([self.sock], [], [], 10)
+        if not ready:
+            raise TimeoutError("no CTAPHID report from passkey serve within 10 s")
+        return self.sock.recv(64)
+
+    def write_packet(self, data):
+        assert len(data) == 64
+        self.sock.send(data)
+
+    def close(self):
+        self.sock.close()
+
+
+class Server:
+    """A running `passkey serve --udp` process with its own store."""
+
+    def __init__(self, store_path, extra_args=()):
+        self.store_path = store_path
+        env = dict(os.environ, PASSKEY_PASSPHRASE=PASSPHRASE)
+        self.process = subprocess.Popen(
+            [PASSKEY_BIN, "serve", "--udp", "127.0.0.1:0", "--store", store_path, "--yes", *extra_args],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=env,
+        )
+        line = self.process.stdout.readline()
+        match = re.search(r"listening on udp://([\d.]+):(\d+)", line)
+        if not match:
+            self.process.kill()
+            raise RuntimeError(f"passkey serve did not start: {line!r} {self.process.stderr.read()!r}")
+        self.address = (match.group(1), int(match.group(2)))
+
+    def device(self):
+        descriptor = HidDescriptor("udp:%s:%d" % self.address, 0x1209, 0x5050, 64, 64, "passkey", None)
+        return CtapHidDevice(descriptor, UdpHidConnection(self.address))
+
+    def stop(self):
+        self.process.terminate()
+        try:
+            _, stderr = self.process.communicate(timeout=10)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            _, stderr = self.process.communicate()
+        return stderr
+
+
+@pytest.fixture
+def store_dir():
+    with tempfile.TemporaryDirectory() as directory:
+        yield directory
+
+
+@pytest.fixture
+def server(store_dir):
+    running = Server(os.path.join(store_dir, "passkeys.sqlite"))
+    yield running
+    stderr = running.stop()
+    # Nothing secret may reach the operator's terminal.
+    assert PASSPHRASE not in stderr
+
+
+@pytest.fixture
+def device(server):
+    dev = server.device()
+    yield dev
+    dev.close()

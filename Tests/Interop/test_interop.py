@@ -1,0 +1,224 @@
+"""python-fido2 and the webauthn package drive `passkey serve --udp` for real.
+
+Every registration and assertion is verified twice: by python-fido2's Fido2Server and by the
+independent `webauthn` package (py_webauthn). python-fido2's Ctap2 keeps strict CBOR on, so any
+non-canonical response fails the test.
+"""
+
+import json
+import os
+
+import pytest
+import webauthn
+from fido2.client import ClientError, DefaultClientDataCollector, Fido2Client, UserInteraction
+from fido2.ctap import CtapError
+from fido2.ctap2 import Ctap2
+from fido2.hid import CTAPHID
+from fido2.server import Fido2Server
+from fido2.webauthn import (
+    AttestedCredentialData,
+    PublicKeyCredentialDescriptor,
+    PublicKeyCredentialRpEntity,
+    PublicKeyCredentialUserEntity,
+    ResidentKeyRequirement,
+    UserVerificationRequirement,
+)
+from webauthn.helpers import base64url_to_bytes
+
+from conftest import Server
+
+RP_ID = "example.com"
+ORIGIN = "https://example.com"
+AAGUID = "8391e378-32c7-4aa5-ad16-6f0cf4ad7b23"
+
+
+class Approve(UserInteraction):
+    def request_uv(self, permissions, rd_id):
+        return True
+
+
+def client(device):
+    return Fido2Client(device, client_data_collector=DefaultClientDataCollector(ORIGIN), user_interaction=Approve())
+
+
+def rp_server():
+    return Fido2Server(PublicKeyCredentialRpEntity(name="Example", id=RP_ID), attestation="none")
+
+
+def register(device, name, user_id, resident=True, exclude=None):
+    """Registers one account; verifies it with Fido2Server and with py_webauthn."""
+    server = rp_server()
+    options, state = server.register_begin(
+        PublicKeyCredentialUserEntity(id=user_id, name=name, display_name=name.title()),
+        credentials=exclude,
+        resident_key_requirement=ResidentKeyRequirement.REQUIRED if resident else ResidentKeyRequirement.DISCOURAGED,
+        user_verification=UserVerificationRequirement.PREFERRED,
+    )
+    response = client(device).make_credential(options.public_key)
+    auth_data = server.register_complete(state, response)
+    credential = auth_data.credential_data
+
+    verified = webauthn.verify_registration_response(
+        credential=json.dumps(dict(response)),
+        expected_challenge=options.public_key.challenge,
+        expected_origin=ORIGIN,
+        expected_rp_id=RP_ID,
+        require_user_verification=True,
+    )
+    assert verified.credential_id == credential.credential_id
+    assert verified.aaguid == AAGUID
+    assert verified.sign_count == 0
+    assert verified.credential_device_type == "multi_device"
+    assert verified.credential_backed_up is True
+    assert str(credential.aaguid) == AAGUID
+    return credential, verified
+
+
+def authenticate(device, credentials, verified_by_id, allow=True):
+    """Signs in; verifies every returned assertion with Fido2Server and with py_webauthn."""
+    server = rp_server()
+    options, state = server.authenticate_begin(
+        credentials if allow else None, user_verification=UserVerificationRequirement.PREFERRED
+    )
+    selection = client(device).get_assertion(options.public_key)
+    results = []
+    for index in range(len(selection.get_assertions())):
+        response = selection.get_response(index)
+        server.authenticate_complete(state, credentials, response)
+        credential_id = response.raw_id
+        verified = verified_by_id[credential_id]
+        checked = webauthn.verify_authentication_response(
+            credential=json.dumps(dict(response)),
+            expected_challenge=options.public_key.challenge,
+            expected_origin=ORIGIN,
+            expected_rp_id=RP_ID,
+            credential_public_key=verified.credential_public_key,
+            credential_current_sign_count=0,
+            require_user_verification=True,
+        )
+        assert checked.credential_id == credential_id
+        results.append(response)
+    return results
+
+
+def test_get_info(device):
+    info = Ctap2(device).get_info()
+    assert info.versions == ["FIDO_2_0", "FIDO_2_1"]
+    assert str(info.aaguid) == AAGUID
+    assert info.options == {"rk": True, "up": True, "uv": True, "makeCredUvNotRqd": True}
+    assert info.transports == ["hybrid", "internal"]
+    assert info.algorithms == [{"alg": -7, "type": "public-key"}]
+
+
+def test_register_and_sign_in_with_and_without_allow_list(device):
+    credential, verified = register(device, "alice", b"user-alice")
+    by_id = {credential.credential_id: verified}
+
+    with_list = authenticate(device, [credential], by_id, allow=True)
+    assert [r.raw_id for r in with_list] == [credential.credential_id]
+
+    discovered = authenticate(device, [credential], by_id, allow=False)
+    assert [r.raw_id for r in discovered] == [credential.credential_id]
+    assert discovered[0].response.user_handle == b"user-alice"
+
+
+def test_non_discoverable_credential_needs_allow_list(device):
+    credential, verified = register(device, "nora", b"user-nora", resident=False)
+    authenticate(device, [credential], {credential.credential_id: verified}, allow=True)
+    with pytest.raises(ClientError) as error:
+        authenticate(device, [credential], {credential.credential_id: verified}, allow=False)
+    assert isinstance(error.value.cause, CtapError)
+    assert error.value.cause.code == CtapError.ERR.NO_CREDENTIALS
+
+
+def test_two_accounts_page_with_get_next_assertion(device):
+    alice, alice_verified = register(device, "alice", b"user-alice")
+    bob, bob_verified = register(device, "bob", b"user-bob")
+    by_id = {alice.credential_id: alice_verified, bob.credential_id: bob_verified}
+
+    # Raw CTAP: numberOfCredentials, newest first, then getNextAssertion.
+    ctap = Ctap2(device)
+    first = ctap.get_assertion(RP_ID, b"\x01" * 32)
+    assert first.number_of_credentials == 2
+    assert first.credential["id"] == bob.credential_id
+    second = ctap.get_next_assertion()
+    assert second.credential["id"] == alice.credential_id
+    with pytest.raises(CtapError) as error:
+        ctap.get_next_assertion()
+    assert error.value.code == CtapError.ERR.NOT_ALLOWED
+
+    # Through the WebAuthn client: both assertions verify.
+    responses = authenticate(device, [alice, bob], by_id, allow=False)
+    assert {r.raw_id for r in responses} == {alice.credential_id, bob.credential_id}
+
+
+def test_exclude_list_refuses_a_second_registration(device):
+    credential, _ = register(device, "alice", b"user-alice")
+    with pytest.raises(ClientError) as error:
+        register(device, "alice", b"user-alice-2", exclude=[credential])
+    assert error.value.code == ClientError.ERR.DEVICE_INELIGIBLE
+
+
+def test_ctap_errors_for_bad_requests(device):
+    ctap = Ctap2(device)
+    rp = {"id": RP_ID}
+    user = {"id": b"u", "name": "u"}
+    with pytest.raises(CtapError) as error:
+        ctap.make_credential(b"\x00" * 32, rp, user, [{"type": "public-key", "alg": -8}])
+    assert error.value.code == CtapError.ERR.UNSUPPORTED_ALGORITHM
+    with pytest.raises(CtapError) as error:
+        ctap.send_cbor(Ctap2.CMD.MAKE_CREDENTIAL, {1: b"\x00" * 32, 2: rp})
+    assert error.value.code == CtapError.ERR.MISSING_PARAMETER
+    with pytest.raises(CtapError) as error:
+        ctap.send_cbor(Ctap2.CMD.GET_ASSERTION, {1: 5, 2: b"\x00" * 32})
+    assert error.value.code == CtapError.ERR.CBOR_UNEXPECTED_TYPE
+    with pytest.raises(CtapError) as error:
+        device.call(CTAPHID.CBOR, b"\x01\xa2\x02\x00\x01\x00")  # keys out of order
+    assert error.value.code == CtapError.ERR.INVALID_CBOR
+    with pytest.raises(CtapError) as error:
+        ctap.get_assertion(RP_ID, b"\x00" * 32)
+    assert error.value.code == CtapError.ERR.NO_CREDENTIALS
+
+
+def test_ctaphid_ping_and_wink(device):
+    payload = os.urandom(1000)
+    assert device.ping(payload) == payload
+    device.wink()
+
+
+def test_reset_deletes_every_passkey(store_dir):
+    path = os.path.join(store_dir, "reset.sqlite")
+    first = Server(path)
+    try:
+        dev = first.device()
+        register(dev, "alice", b"user-alice")
+    finally:
+        first.stop()
+
+    # Reset is allowed only just after start-up, so use a fresh process.
+    second = Server(path)
+    try:
+        dev = second.device()
+        ctap = Ctap2(dev)
+        assert ctap.get_assertion(RP_ID, b"\x00" * 32).credential is not None
+        ctap.reset()
+        with pytest.raises(CtapError) as error:
+            ctap.get_assertion(RP_ID, b"\x00" * 32)
+        assert error.value.code == CtapError.ERR.NO_CREDENTIALS
+    finally:
+        second.stop()
+
+
+def test_passkeys_survive_a_restart(store_dir):
+    path = os.path.join(store_dir, "restart.sqlite")
+    first = Server(path)
+    try:
+        credential, verified = register(first.device(), "alice", b"user-alice")
+    finally:
+        first.stop()
+    second = Server(path)
+    try:
+        authenticate(second.device(), [credential], {credential.credential_id: verified}, allow=False)
+    finally:
+        second.stop()
+    assert os.stat(path).st_mode & 0o777 == 0o600

@@ -1,0 +1,45 @@
+# Shared set-up for Tools/test, Tools/demo and Tools/bench: installs what a fresh Debian machine lacks.
+# Source it; it defines ROOT and the functions below, and changes nothing it does not need to.
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
+APT_PACKAGES=(libssl-dev libqrencode-dev libbluetooth-dev libsqlite3-dev pkg-config python3-venv)
+PIP_PACKAGES=(fido2==2.2.1 webauthn==3.0.1 cbor2==6.2.1 pytest==8.3.4)
+
+say() { printf '==> %s\n' "$*" >&2; }
+
+# Installs the Debian packages that are not installed yet.
+ensure_apt_packages() {
+    local missing=()
+    for package in "${APT_PACKAGES[@]}"; do
+        dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed" || missing+=("$package")
+    done
+    [ ${#missing[@]} -eq 0 ] && return 0
+    say "installing Debian packages: ${missing[*]}"
+    local sudo=""
+    [ "$(id -u)" -ne 0 ] && sudo="sudo"
+    $sudo apt-get update -q
+    DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -q --no-install-recommends "${missing[@]}"
+}
+
+# Creates the project's Python venv (.venv, ignored by git) with the pinned interop packages.
+ensure_venv() {
+    local venv="$ROOT/.venv"
+    if [ ! -x "$venv/bin/python" ]; then
+        say "creating Python venv in .venv"
+        python3 -m venv "$venv"
+    fi
+    if ! "$venv/bin/python" -m pip freeze 2>/dev/null | grep -qx "fido2==2.2.1" \
+        || ! "$venv/bin/python" -c "import webauthn, cbor2, pytest" 2>/dev/null; then
+        say "installing Python packages: ${PIP_PACKAGES[*]}"
+        "$venv/bin/python" -m pip install -q --disable-pip-version-check "${PIP_PACKAGES[@]}"
+    fi
+    PYTHON="$venv/bin/python"
+}
+
+# Swift is expected at /opt/swift or on PATH.
+ensure_swift() {
+    if ! command -v swift >/dev/null 2>&1 && [ -x /opt/swift/usr/bin/swift ]; then
+        export PATH="/opt/swift/usr/bin:$PATH"
+    fi
+    command -v swift >/dev/null 2>&1 || { echo "swift not found: install Swift 6.1 or later" >&2; exit 1; }
+}
