@@ -174,8 +174,14 @@ public struct CTAPHIDStateMachine<Peer: Hashable & Sendable>: Sendable {
     /// The answer is split into reports for the peer that sent the request. An answer to a request that is no
     /// longer outstanding (its channel was resynchronized) is dropped. An empty answer, or one longer than
     /// 7609 bytes, cannot be framed and becomes `ERR_OTHER`.
-    public mutating func cborResponse(_ response: [UInt8], for transaction: CBORTransactionID, now: Instant) -> [Action]
-    {
+    ///
+    /// - Parameter now: When the answer arrived. Like every event, this one carries the time, although no rule
+    ///   depends on it today.
+    public mutating func cborResponse(
+        _ response: [UInt8],
+        for transaction: CBORTransactionID,
+        now: Instant
+    ) -> [Action] {
         guard case .processing(let pending) = state, pending.transaction == transaction else { return [] }
         state = .idle
         touch(transaction.channel)
