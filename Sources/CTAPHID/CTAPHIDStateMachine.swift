@@ -1,0 +1,480 @@
+/// Identifies one CTAPHID_CBOR request from dispatch to response.
+///
+/// A channel can be resynchronized (`CTAPHID_INIT`) while its request is still being processed and then send
+/// another request; the serial number tells the late answer to the first request apart from the second.
+public struct CBORTransactionID: Hashable, Sendable {
+    /// The channel the request arrived on, and where its response goes.
+    public let channel: ChannelID
+    /// A number unique among the requests one state machine has dispatched.
+    public let serial: UInt64
+}
+
+extension CBORTransactionID: CustomStringConvertible {
+    /// `channel#serial`.
+    public var description: String { "\(channel)#\(serial)" }
+}
+
+/// The CTAPHID protocol of an authenticator (CTAP 2.1 §11.2) as a pure state machine.
+///
+/// Feed it 64-byte reports from the host with ``receive(report:from:now:)``, the authenticator's answers with
+/// ``cborResponse(_:for:now:)``, and the passing of time with ``tick(now:)`` (every 50 ms is plenty). Each call
+/// returns the ``Action``s to carry out, in order. The state machine does no I/O and never reads a clock.
+///
+/// `Peer` is whatever identifies the sender of a report (a socket address, or a test value): replies to a
+/// report go to its sender, and the keepalives, timeout error and response of a transaction go to the sender
+/// of the packet that started it.
+///
+/// The rules, briefly:
+/// - One transaction at a time: while a message is being reassembled or a CBOR request is being processed on
+///   one channel, initialization packets on other channels get `ERR_CHANNEL_BUSY`. `CTAPHID_INIT` on the
+///   broadcast channel is always answered. A `CTAPHID_LOCK` reserves the authenticator in the same way.
+/// - Continuation packets must count 0, 1, 2, … on the channel being reassembled; any other is
+///   `ERR_INVALID_SEQ`. Continuation packets for no transaction are ignored.
+/// - A message must be complete within ``Configuration/transactionTimeout`` of its first packet, or it is
+///   dropped with `ERR_MSG_TIMEOUT`.
+/// - While a CBOR request is outstanding a `CTAPHID_KEEPALIVE` goes out every
+///   ``Configuration/keepaliveInterval``; `CTAPHID_CANCEL` on its channel becomes ``Action/cancel(_:)``.
+/// - This authenticator is CTAP2-only (capability NMSG): `CTAPHID_MSG` is answered with an ISO 7816 status
+///   word saying that no CTAP1 instruction is supported.
+/// - At most ``Configuration/maximumChannels`` channels are remembered; allocating another forgets the one
+///   used least recently (never one in a transaction or holding the lock).
+public struct CTAPHIDStateMachine<Peer: Hashable & Sendable>: Sendable {
+    /// The clock the state machine measures time with; callers pass its readings in.
+    public typealias Instant = ContinuousClock.Instant
+
+    /// Settings of the state machine.
+    public struct Configuration: Hashable, Sendable {
+        /// The version reported in the `CTAPHID_INIT` response.
+        public var deviceVersion = DeviceVersion(major: 1, minor: 0, build: 0)
+        /// How long a multi-packet message may take from its first packet to its last (default 500 ms).
+        public var transactionTimeout: Duration = .milliseconds(500)
+        /// The interval between keepalives while a CBOR request is outstanding (default 100 ms).
+        public var keepaliveInterval: Duration = .milliseconds(100)
+        /// How many channels are remembered at once (default 64, at least 1).
+        public var maximumChannels = 64
+
+        /// The default configuration.
+        public init() {}
+    }
+
+    /// What the caller must do after an event.
+    public enum Action: Hashable, Sendable {
+        /// Send this 64-byte report to this peer.
+        case send(report: [UInt8], to: Peer)
+        /// Give this CTAPHID_CBOR payload (CTAP command byte and CBOR parameters) to the authenticator, and
+        /// report its answer with ``CTAPHIDStateMachine/cborResponse(_:for:now:)``.
+        case dispatchCBOR(CBORTransactionID, request: [UInt8])
+        /// Cancel the authenticator's work on this request. It should still answer (with
+        /// CTAP2_ERR_KEEPALIVE_CANCEL 0x2D when the host cancelled); an answer to a request that was aborted by
+        /// a resynchronization is dropped.
+        case cancel(CBORTransactionID)
+        /// Identify the authenticator to the user (`CTAPHID_WINK` arrived on this channel).
+        case wink(ChannelID)
+    }
+
+    /// The capabilities this state machine implements and reports: WINK, CBOR and NMSG (no CTAP1/U2F).
+    public static var capabilities: CTAPHIDCapabilities { [.wink, .cbor, .nmsg] }
+    /// The CTAPHID protocol version reported in the `CTAPHID_INIT` response.
+    public static var protocolVersion: UInt8 { 2 }
+
+    private struct Reassembly {
+        var channel: ChannelID
+        var command: CTAPHIDCommand
+        var peer: Peer
+        var expectedLength: Int
+        var payload: [UInt8]
+        var nextSequence: UInt8
+        var deadline: Instant
+    }
+
+    private struct PendingRequest {
+        var transaction: CBORTransactionID
+        var peer: Peer
+        var status: KeepaliveStatus
+        var nextKeepalive: Instant
+        var cancelRequested: Bool
+    }
+
+    private enum State {
+        case idle
+        case reassembling(Reassembly)
+        case processing(PendingRequest)
+
+        var channel: ChannelID? {
+            switch self {
+            case .idle: nil
+            case .reassembling(let reassembly): reassembly.channel
+            case .processing(let pending): pending.transaction.channel
+            }
+        }
+    }
+
+    private struct Lock {
+        var channel: ChannelID
+        var expiry: Instant
+    }
+
+    /// The settings this state machine was created with.
+    public let configuration: Configuration
+    private var state = State.idle
+    private var lock: Lock?
+    /// Allocated channels, each with the value of `useCounter` when it was last used.
+    private var channels: [ChannelID: UInt64] = [:]
+    private var useCounter: UInt64 = 0
+    private var transactionCounter: UInt64 = 0
+    private var channelIDSource: any RandomNumberGenerator & Sendable
+
+    /// Creates a state machine with no channels allocated.
+    ///
+    /// - Parameters:
+    ///   - configuration: Timeouts, limits and the reported device version.
+    ///   - channelIDSource: Where new channel identifiers come from (32 random bits of each `next()`).
+    ///     Identifiers that are reserved or in use are skipped, so any generator works, even a constant one.
+    public init(
+        configuration: Configuration = Configuration(),
+        channelIDSource: any RandomNumberGenerator & Sendable = SystemRandomNumberGenerator()
+    ) {
+        self.configuration = configuration
+        self.channelIDSource = channelIDSource
+    }
+
+    /// The channels currently allocated, in no particular order.
+    public var allocatedChannels: Set<ChannelID> { Set(channels.keys) }
+
+    /// Whether a message is being reassembled or a CBOR request is outstanding.
+    public var isBusy: Bool { state.channel != nil }
+
+    // MARK: Events
+
+    /// A report arrived from the host.
+    ///
+    /// - Throws: ``CTAPHIDFramingError/wrongReportSize(_:)`` if the report is not 64 bytes; nothing changes then.
+    public mutating func receive(
+        report: [UInt8],
+        from peer: Peer,
+        now: Instant
+    ) throws(CTAPHIDFramingError) -> [Action] {
+        let packet = try CTAPHIDPacket(report: report)
+        var actions: [Action] = []
+        expire(now: now, into: &actions)
+        switch packet.kind {
+        case .initialization(let command, let length):
+            initializationPacket(
+                channel: packet.channel, command: command, length: Int(length), data: packet.data, peer: peer,
+                now: now, into: &actions)
+        case .continuation(let sequence):
+            continuationPacket(
+                channel: packet.channel, sequence: sequence, data: packet.data, now: now, into: &actions)
+        }
+        return actions
+    }
+
+    /// The authenticator answered a request (status byte and CBOR).
+    ///
+    /// The answer is split into reports for the peer that sent the request. An answer to a request that is no
+    /// longer outstanding (its channel was resynchronized) is dropped. An empty answer, or one longer than
+    /// 7609 bytes, cannot be framed and becomes `ERR_OTHER`.
+    ///
+    /// - Parameter now: When the answer arrived. Like every event, this one carries the time, although no rule
+    ///   depends on it today.
+    public mutating func cborResponse(
+        _ response: [UInt8],
+        for transaction: CBORTransactionID,
+        now: Instant
+    ) -> [Action] {
+        guard case .processing(let pending) = state, pending.transaction == transaction else { return [] }
+        state = .idle
+        touch(transaction.channel)
+        guard !response.isEmpty, response.count <= CTAPHIDPacket.maximumMessageLength else {
+            return error(.other, channel: transaction.channel, to: pending.peer)
+        }
+        return send(
+            CTAPHIDMessage(uncheckedChannel: transaction.channel, command: .cbor, payload: response),
+            to: pending.peer)
+    }
+
+    /// The authenticator changed what it is waiting for while processing a request.
+    ///
+    /// A change of status is sent to the host at once in a keepalive; the same status again changes nothing.
+    public mutating func keepaliveStatus(
+        _ status: KeepaliveStatus,
+        for transaction: CBORTransactionID,
+        now: Instant
+    ) -> [Action] {
+        guard case .processing(var pending) = state, pending.transaction == transaction, pending.status != status
+        else { return [] }
+        pending.status = status
+        pending.nextKeepalive = now.advanced(by: configuration.keepaliveInterval)
+        state = .processing(pending)
+        return keepalive(pending)
+    }
+
+    /// Time passed: sends keepalives that are due, times out slow messages and releases an expired lock.
+    public mutating func tick(now: Instant) -> [Action] {
+        var actions: [Action] = []
+        expire(now: now, into: &actions)
+        if case .processing(var pending) = state, now >= pending.nextKeepalive {
+            pending.nextKeepalive = now.advanced(by: configuration.keepaliveInterval)
+            state = .processing(pending)
+            actions += keepalive(pending)
+        }
+        return actions
+    }
+
+    // MARK: Packets
+
+    private mutating func initializationPacket(
+        channel: ChannelID,
+        command: CTAPHIDCommand,
+        length: Int,
+        data: [UInt8],
+        peer: Peer,
+        now: Instant,
+        into actions: inout [Action]
+    ) {
+        if channel == .reserved {
+            actions += error(.invalidChannel, channel: channel, to: peer)
+            return
+        }
+        if channel == .broadcast {
+            guard command == .initialize else {
+                actions += error(.invalidChannel, channel: channel, to: peer)
+                return
+            }
+            guard length == 8 else {
+                actions += error(.invalidLength, channel: channel, to: peer)
+                return
+            }
+            guard let allocated = allocateChannel() else {
+                actions += error(.channelBusy, channel: channel, to: peer)
+                return
+            }
+            actions += initResponse(channel: channel, nonce: data.prefix(8), allocated: allocated, to: peer)
+            return
+        }
+        guard channels[channel] != nil else {
+            actions += error(.invalidChannel, channel: channel, to: peer)
+            return
+        }
+        touch(channel)
+
+        let owner = state.channel ?? lock?.channel
+        if let owner, owner != channel {
+            // CANCEL is never answered (CTAP 2.1 §11.2.9.1.5), not even with a busy error.
+            if command != .cancel { actions += error(.channelBusy, channel: channel, to: peer) }
+            return
+        }
+
+        switch state {
+        case .idle:
+            break
+        case .reassembling:
+            state = .idle
+            guard command == .initialize else {
+                actions += error(.invalidSequence, channel: channel, to: peer)
+                return
+            }
+        case .processing(var pending):
+            switch command {
+            case .initialize:
+                state = .idle
+                actions.append(.cancel(pending.transaction))
+            case .cancel:
+                if !pending.cancelRequested {
+                    pending.cancelRequested = true
+                    state = .processing(pending)
+                    actions.append(.cancel(pending.transaction))
+                }
+                return
+            default:
+                actions += error(.channelBusy, channel: channel, to: peer)
+                return
+            }
+        }
+
+        switch command {
+        case .initialize:
+            guard length == 8 else {
+                actions += error(.invalidLength, channel: channel, to: peer)
+                return
+            }
+            actions += initResponse(channel: channel, nonce: data.prefix(8), allocated: channel, to: peer)
+        case .cancel:
+            return  // Nothing outstanding to cancel.
+        case .ping, .msg, .lock, .wink, .cbor:
+            let lengthIsValid =
+                switch command {
+                case .cbor: length > 0
+                case .lock: length == 1
+                case .wink: length == 0
+                default: true
+                }
+            guard lengthIsValid, length <= CTAPHIDPacket.maximumMessageLength else {
+                actions += error(.invalidLength, channel: channel, to: peer)
+                return
+            }
+            if length <= CTAPHIDPacket.initializationDataSize {
+                message(
+                    channel: channel, command: command, payload: Array(data.prefix(length)), peer: peer,
+                    now: now, into: &actions)
+            } else {
+                var payload = data
+                payload.reserveCapacity(length)
+                state = .reassembling(
+                    Reassembly(
+                        channel: channel, command: command, peer: peer, expectedLength: length, payload: payload,
+                        nextSequence: 0, deadline: now.advanced(by: configuration.transactionTimeout)))
+            }
+        default:
+            actions += error(.invalidCommand, channel: channel, to: peer)
+        }
+    }
+
+    private mutating func continuationPacket(
+        channel: ChannelID,
+        sequence: UInt8,
+        data: [UInt8],
+        now: Instant,
+        into actions: inout [Action]
+    ) {
+        // Spurious continuation packets (no transaction on this channel) are ignored.
+        guard case .reassembling(var reassembly) = state, reassembly.channel == channel else { return }
+        state = .idle  // Lets `reassembly.payload` grow in place.
+        guard sequence == reassembly.nextSequence else {
+            actions += error(.invalidSequence, channel: channel, to: reassembly.peer)
+            return
+        }
+        let missing = reassembly.expectedLength - reassembly.payload.count
+        reassembly.payload += data.prefix(missing)
+        if reassembly.payload.count == reassembly.expectedLength {
+            message(
+                channel: channel, command: reassembly.command, payload: reassembly.payload, peer: reassembly.peer,
+                now: now, into: &actions)
+        } else {
+            reassembly.nextSequence += 1
+            state = .reassembling(reassembly)
+        }
+    }
+
+    // MARK: Messages
+
+    /// A complete message of a command that needs its whole payload.
+    private mutating func message(
+        channel: ChannelID,
+        command: CTAPHIDCommand,
+        payload: [UInt8],
+        peer: Peer,
+        now: Instant,
+        into actions: inout [Action]
+    ) {
+        switch command {
+        case .ping:
+            actions += send(CTAPHIDMessage(uncheckedChannel: channel, command: .ping, payload: payload), to: peer)
+        case .msg:
+            let statusWord = CTAP1StatusWord.answeringWithoutCTAP1(payload)
+            actions += send(
+                CTAPHIDMessage(uncheckedChannel: channel, command: .msg, payload: statusWord.bytes), to: peer)
+        case .lock:
+            guard let seconds = payload.first, seconds <= 10 else {
+                actions += error(.invalidParameter, channel: channel, to: peer)
+                return
+            }
+            if seconds == 0 {
+                lock = nil
+            } else {
+                lock = Lock(channel: channel, expiry: now.advanced(by: .seconds(Int(seconds))))
+            }
+            actions += send(CTAPHIDMessage(uncheckedChannel: channel, command: .lock, payload: []), to: peer)
+        case .wink:
+            actions.append(.wink(channel))
+            actions += send(CTAPHIDMessage(uncheckedChannel: channel, command: .wink, payload: []), to: peer)
+        case .cbor:
+            transactionCounter += 1
+            let transaction = CBORTransactionID(channel: channel, serial: transactionCounter)
+            state = .processing(
+                PendingRequest(
+                    transaction: transaction, peer: peer, status: .processing,
+                    nextKeepalive: now.advanced(by: configuration.keepaliveInterval),
+                    cancelRequested: false))
+            actions.append(.dispatchCBOR(transaction, request: payload))
+        default:
+            actions += error(.invalidCommand, channel: channel, to: peer)
+        }
+    }
+
+    // MARK: Helpers
+
+    /// Drops a message that took too long (telling its sender) and a lock that ran out.
+    private mutating func expire(now: Instant, into actions: inout [Action]) {
+        if let lock, now >= lock.expiry {
+            self.lock = nil
+        }
+        if case .reassembling(let reassembly) = state, now >= reassembly.deadline {
+            state = .idle
+            actions += error(.messageTimeout, channel: reassembly.channel, to: reassembly.peer)
+        }
+    }
+
+    private mutating func touch(_ channel: ChannelID) {
+        guard channels[channel] != nil else { return }
+        useCounter += 1
+        channels[channel] = useCounter
+    }
+
+    /// Picks an unused identifier and remembers it, first forgetting the least recently used channel if the
+    /// table is full. Returns `nil` when the table is full of channels that cannot be forgotten.
+    private mutating func allocateChannel() -> ChannelID? {
+        let limit = max(1, configuration.maximumChannels)
+        while channels.count >= limit {
+            let protected = [state.channel, lock?.channel]
+            let evictable = channels.filter { !protected.contains($0.key) }
+            guard let oldest = evictable.min(by: { $0.value < $1.value }) else { return nil }
+            channels[oldest.key] = nil
+        }
+        func isFree(_ candidate: ChannelID) -> Bool {
+            candidate != .reserved && candidate != .broadcast && channels[candidate] == nil
+        }
+        var candidate = ChannelID(rawValue: UInt32(truncatingIfNeeded: channelIDSource.next()))
+        var attempts = 1
+        while !isFree(candidate) && attempts < 8 {
+            candidate = ChannelID(rawValue: UInt32(truncatingIfNeeded: channelIDSource.next()))
+            attempts += 1
+        }
+        // A generator that keeps repeating itself: step to the next free identifier. At most `limit + 2`
+        // identifiers are taken or reserved, so this ends within that many steps.
+        while !isFree(candidate) {
+            candidate = ChannelID(rawValue: candidate.rawValue &+ 1)
+        }
+        useCounter += 1
+        channels[candidate] = useCounter
+        return candidate
+    }
+
+    private func initResponse(
+        channel: ChannelID,
+        nonce: ArraySlice<UInt8>,
+        allocated: ChannelID,
+        to peer: Peer
+    ) -> [Action] {
+        let version = configuration.deviceVersion
+        let payload =
+            Array(nonce) + allocated.bytes + [
+                Self.protocolVersion, version.major, version.minor, version.build, Self.capabilities.rawValue,
+            ]
+        return send(CTAPHIDMessage(uncheckedChannel: channel, command: .initialize, payload: payload), to: peer)
+    }
+
+    private func keepalive(_ pending: PendingRequest) -> [Action] {
+        let message = CTAPHIDMessage(
+            uncheckedChannel: pending.transaction.channel, command: .keepalive, payload: [pending.status.rawValue])
+        return send(message, to: pending.peer)
+    }
+
+    private func error(_ code: CTAPHIDErrorCode, channel: ChannelID, to peer: Peer) -> [Action] {
+        send(CTAPHIDMessage(uncheckedChannel: channel, command: .error, payload: [code.rawValue]), to: peer)
+    }
+
+    private func send(_ message: CTAPHIDMessage, to peer: Peer) -> [Action] {
+        message.reports.map { .send(report: $0, to: peer) }
+    }
+}

@@ -1,1 +1,0 @@
-// Module CTAPHID: work in progress.

@@ -1,1 +1,0 @@
-// Module CTAPHIDTransport: work in progress.
