@@ -1,6 +1,7 @@
 import ArgumentParser
 import CBOR
 import CTAP2
+import Crypto
 import Foundation
 import PasskeyStore
 import WebAuthn

@@ -1,0 +1,95 @@
+import ArgumentParser
+import CTAP2
+import CTAPHID
+import CTAPHIDTransport
+import Dispatch
+import Foundation
+import Logging
+import NIOCore
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+extension AttestationFormat: ExpressibleByArgument {}
+
+extension Passkey {
+    struct Serve: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Run the authenticator as a CTAPHID device.",
+            discussion: """
+                With --udp, each UDP datagram on loopback carries one 64-byte CTAPHID report (see
+                Docs/Transports.md). Prints `listening on udp://HOST:PORT` when ready; stops on SIGINT or SIGTERM.
+                """
+        )
+
+        @OptionGroup var store: StoreOptions
+        @OptionGroup var approval: ApprovalOptions
+        @Option(
+            name: .customLong("udp"),
+            help: ArgumentHelp("Serve CTAPHID reports over UDP on this loopback address (port 0 picks one).", valueName: "host:port"))
+        var udp: String
+        @Option(help: "Attestation statement format for new credentials: none or packed (self attestation).")
+        var attestation: AttestationFormat = .none
+        @Flag(help: "Log one line per CTAPHID transaction (never payloads).") var verbose = false
+
+        func validate() throws {
+            _ = try Self.hostAndPort(udp)
+        }
+
+        static func hostAndPort(_ text: String) throws -> (host: String, port: Int) {
+            guard let colon = text.lastIndex(of: ":"), let port = Int(text[text.index(after: colon)...]),
+                (0...65535).contains(port), colon != text.startIndex
+            else { throw ValidationError("Expected HOST:PORT for --udp, for example 127.0.0.1:8765.") }
+            return (String(text[..<colon]), port)
+        }
+
+        func run() async throws {
+            let (host, port) = try Self.hostAndPort(udp)
+            let verbose = verbose
+            LoggingSystem.bootstrap { label in
+                var handler = StreamLogHandler.standardError(label: label)
+                handler.logLevel = verbose ? .debug : .notice
+                return handler
+            }
+            let store = try await store.open(create: true)
+            defer { store.close() }
+            var configuration = AuthenticatorConfiguration()
+            configuration.attestationFormat = attestation
+            let authenticator = Authenticator(
+                configuration: configuration,
+                environment: AuthenticatorEnvironment(
+                    store: store,
+                    userInteraction: approval.makeUserInteraction(store: store),
+                    reportError: { error in Terminal.shared.write("passkey: store error: \(error)\n") }
+                )
+            )
+            let server = try await CTAPHIDUDPServer.start(
+                host: host,
+                port: port,
+                logger: Logger(label: "passkey.ctaphid"),
+                wink: { Terminal.shared.write("passkey: wink! (the platform asked the authenticator to identify itself)\n") },
+                handler: { request, setKeepaliveStatus in
+                    await authenticator.handle(request) { activity in
+                        setKeepaliveStatus(activity == .waitingForUser ? .userPresenceNeeded : .processing)
+                    }
+                }
+            )
+            let address = server.localAddress
+            let shown = "udp://\(address.ipAddress ?? host):\(address.port ?? port)"
+            FileHandle.standardOutput.write(Data("listening on \(shown)\n".utf8))
+            Terminal.shared.write("passkey: serving \(try await store.allCredentials().count) passkey(s) from \(store.url.path)\n")
+
+            let signals = [SIGINT, SIGTERM].map { number in
+                signal(number, SIG_IGN)
+                let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
+                source.setEventHandler { Task { await server.close() } }
+                source.resume()
+                return source
+            }
+            defer { signals.forEach { $0.cancel() } }
+            try await server.run()
+            Terminal.shared.write("passkey: stopped\n")
+        }
+    }
+}
