@@ -494,12 +494,12 @@ extension SQLiteCredentialStore {
 
     /// Runs `body` on the connection under the lock.
     private func read<Result: Sendable>(
-        _ action: String,
+        _ action: @autoclosure () -> String,
         _ body: (SQLiteConnection, inout KeyCache) throws(CredentialStoreError) -> Result
     ) throws(CredentialStoreError) -> Result {
         try state.withLock { (state) throws(CredentialStoreError) -> Result in
             guard let connection = state.connection else {
-                throw CredentialStoreError(.io, "cannot \(action): the passkey store is closed")
+                throw CredentialStoreError(.io, "cannot \(action()): the passkey store is closed")
             }
             return try body(connection, &state.keys)
         }
@@ -507,14 +507,14 @@ extension SQLiteCredentialStore {
 
     /// Runs `body` inside one `BEGIN IMMEDIATE` transaction; commits if it returns, rolls back if anything throws.
     private func write<Result: Sendable>(
-        _ action: String,
+        _ action: @autoclosure () -> String,
         _ body: (SQLiteConnection, inout KeyCache) throws(CredentialStoreError) -> Result
     ) throws(CredentialStoreError) -> Result {
-        try read(action) { (connection, keys) throws(CredentialStoreError) -> Result in
-            try Self.sql(action) { () throws(SQLiteFailure) in try connection.prepared("BEGIN IMMEDIATE").run([]) }
+        try read(action()) { (connection, keys) throws(CredentialStoreError) -> Result in
+            try Self.sql(action()) { () throws(SQLiteFailure) in try connection.prepared("BEGIN IMMEDIATE").run([]) }
             do throws(CredentialStoreError) {
                 let result = try body(connection, &keys)
-                try Self.sql(action) { () throws(SQLiteFailure) in try connection.prepared("COMMIT").run([]) }
+                try Self.sql(action()) { () throws(SQLiteFailure) in try connection.prepared("COMMIT").run([]) }
                 return result
             } catch {
                 if !connection.isAutocommit {
@@ -527,16 +527,16 @@ extension SQLiteCredentialStore {
 
     @discardableResult
     private func sql<Result>(
-        _ action: String,
+        _ action: @autoclosure () -> String,
         _ body: () throws(SQLiteFailure) -> Result
     ) throws(CredentialStoreError) -> Result {
-        try Self.sql(action, body)
+        try Self.sql(action(), body)
     }
 
     /// Runs SQLite calls, turning a failure into a `CredentialStoreError` that says what was being done.
     @discardableResult
     private static func sql<Result>(
-        _ action: String,
+        _ action: @autoclosure () -> String,
         _ body: () throws(SQLiteFailure) -> Result
     ) throws(CredentialStoreError) -> Result {
         do {
@@ -544,16 +544,16 @@ extension SQLiteCredentialStore {
         } catch {
             switch error.primaryCode {
             case SQLITE_BUSY, SQLITE_LOCKED:
-                throw CredentialStoreError(.busy, "cannot \(action): the passkey store is in use by another process")
+                throw CredentialStoreError(.busy, "cannot \(action()): the passkey store is in use by another process")
             case SQLITE_CORRUPT, SQLITE_NOTADB:
                 throw CredentialStoreError(
-                    .corrupt, "cannot \(action): the passkey store is damaged (\(error.message))")
+                    .corrupt, "cannot \(action()): the passkey store is damaged (\(error.message))")
             case SQLITE_FULL:
-                throw CredentialStoreError(.io, "cannot \(action): the disk is full")
+                throw CredentialStoreError(.io, "cannot \(action()): the disk is full")
             case SQLITE_CONSTRAINT:
-                throw CredentialStoreError(.io, "cannot \(action): the store refused it (\(error.message))")
+                throw CredentialStoreError(.io, "cannot \(action()): the store refused it (\(error.message))")
             default:
-                throw CredentialStoreError(.io, "cannot \(action): \(error.message)")
+                throw CredentialStoreError(.io, "cannot \(action()): \(error.message)")
             }
         }
     }
@@ -593,13 +593,13 @@ extension SQLiteCredentialStore {
             throw CredentialStoreError(
                 .corrupt, "the passkey store is damaged: row \(record.sequence) has no credential ID")
         }
-        let damaged = "the passkey store is damaged: passkey \(hexPrefix(id))"
         guard let relyingPartyID = record.relyingPartyID, let userHandle = record.userHandle,
             let discoverable = record.discoverable, let backupEligible = record.backupEligible,
             let backupState = record.backupState, let milliseconds = record.creationMilliseconds,
             let sealed = record.sealedPrivateKey
         else {
-            throw CredentialStoreError(.corrupt, "\(damaged) is missing required fields")
+            throw CredentialStoreError(
+                .corrupt, "the passkey store is damaged: passkey \(hexPrefix(id)) is missing required fields")
         }
         let privateKey: P256.Signing.PrivateKey
         if let cached = keys.key(id: id, sealed: sealed) {
