@@ -1,1 +1,0 @@
-// Module PasskeyStore: work in progress.
