@@ -10,16 +10,22 @@ extension Array where Element == UInt8 {
     }
 
     /// Decodes base64url with or without padding; `nil` for anything else.
+    ///
+    /// Padding, when present, must complete the last group of four characters (`Zg==`, `Zm8=`);
+    /// `=` anywhere else, characters outside the URL-safe alphabet and a lone final character are refused.
     public init?(base64URLEncoded text: String) {
+        let padding = text.reversed().prefix(while: { $0 == "=" }).count
+        let body = text.dropLast(padding)
         guard
-            text.allSatisfy({
-                $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "-" || $0 == "_" || $0 == "=")
+            body.allSatisfy({
+                $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "-" || $0 == "_")
             })
         else { return nil }
-        var standard = text.replacingOccurrences(of: "-", with: "+").replacingOccurrences(
-            of: "_", with: "/")
-        standard = standard.replacingOccurrences(of: "=", with: "")
-        guard standard.count % 4 != 1 else { return nil }
+        guard body.count % 4 != 1 else { return nil }
+        if padding > 0 {
+            guard padding <= 2, (body.count + padding) % 4 == 0 else { return nil }
+        }
+        var standard = body.replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
         standard += String(repeating: "=", count: (4 - standard.count % 4) % 4)
         guard let data = Data(base64Encoded: standard) else { return nil }
         self = Array(data)

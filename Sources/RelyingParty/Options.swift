@@ -1,0 +1,181 @@
+import Foundation
+import WebAuthn
+
+/// The relying party as the client shows it (WebAuthn §5.4.2).
+public struct RelyingPartyEntity: Hashable, Sendable, Codable {
+    /// The RP ID: a registrable domain suffix of the origins, for example `example.org`.
+    public var id: String
+    /// A name for people.
+    public var name: String
+
+    /// An entity with `id` and a display `name` (the ID when none is given).
+    public init(id: String, name: String? = nil) {
+        self.id = id
+        self.name = name ?? id
+    }
+}
+
+/// The user account a credential is created for (WebAuthn §5.4.3).
+public struct UserEntity: Hashable, Sendable {
+    /// The user handle: at most 64 opaque bytes, no personal information.
+    public var id: [UInt8]
+    /// An account identifier such as an e-mail address.
+    public var name: String
+    /// A name for people.
+    public var displayName: String
+
+    /// A user with handle `id`, account `name` and `displayName` (the name when none is given).
+    public init(id: [UInt8], name: String, displayName: String? = nil) {
+        self.id = id
+        self.name = name
+        self.displayName = displayName ?? name
+    }
+}
+
+/// What a relying party asks for when it starts a registration, and later checks the response against.
+///
+/// Keep it (server-side) between sending the options and verifying the response. The challenge is the
+/// caller's: pass at least 16 fresh random bytes.
+public struct RegistrationOptions: Hashable, Sendable {
+    /// The random challenge the client must echo in clientDataJSON.
+    public var challenge: [UInt8]
+    /// The account the credential is for; its `id` becomes the record's user handle.
+    public var user: UserEntity
+    /// Acceptable credential algorithms, most preferred first (`pubKeyCredParams`).
+    public var algorithms: [COSEAlgorithm]
+    /// Whether the response must carry the UV flag.
+    public var userVerification: UserVerificationRequirement
+    /// Whether a discoverable credential is wanted.
+    public var residentKey: ResidentKeyRequirement
+    /// Which attestation to ask for.
+    public var attestation: AttestationConveyancePreference
+    /// Credential IDs the user already has here, so the authenticator does not create another.
+    public var excludeCredentials: [[UInt8]]
+    /// How long the client should wait, in milliseconds.
+    public var timeout: Int?
+
+    /// Options with the given challenge and user; the rest default to ES256, UV preferred,
+    /// a preferred discoverable credential and no attestation.
+    public init(
+        challenge: [UInt8],
+        user: UserEntity,
+        algorithms: [COSEAlgorithm] = [.es256],
+        userVerification: UserVerificationRequirement = .preferred,
+        residentKey: ResidentKeyRequirement = .preferred,
+        attestation: AttestationConveyancePreference = .none,
+        excludeCredentials: [[UInt8]] = [],
+        timeout: Int? = nil
+    ) {
+        self.challenge = challenge
+        self.user = user
+        self.algorithms = algorithms
+        self.userVerification = userVerification
+        self.residentKey = residentKey
+        self.attestation = attestation
+        self.excludeCredentials = excludeCredentials
+        self.timeout = timeout
+    }
+
+    /// `PublicKeyCredentialCreationOptionsJSON` (WebAuthn §5.1.8) for `relyingParty`, the object a web
+    /// page passes to `PublicKeyCredential.parseCreationOptionsFromJSON`. Keys are sorted.
+    public func json(relyingParty: RelyingPartyEntity) -> [UInt8] {
+        let options = CreationOptionsJSON(
+            rp: relyingParty,
+            user: .init(id: user.id.base64URLEncodedString, name: user.name, displayName: user.displayName),
+            challenge: challenge.base64URLEncodedString,
+            pubKeyCredParams: algorithms.map { .init(type: "public-key", alg: $0.rawValue) },
+            timeout: timeout,
+            excludeCredentials: excludeCredentials.map { .init(type: "public-key", id: $0.base64URLEncodedString) },
+            authenticatorSelection: .init(
+                residentKey: residentKey.rawValue, requireResidentKey: residentKey == .required,
+                userVerification: userVerification.rawValue),
+            attestation: attestation.rawValue)
+        return encodeSorted(options)
+    }
+}
+
+/// What a relying party asks for when it starts an authentication, and later checks the response against.
+public struct AuthenticationOptions: Hashable, Sendable {
+    /// The random challenge the client must echo in clientDataJSON.
+    public var challenge: [UInt8]
+    /// The credentials that may answer; empty for a discoverable-credential (username-less) flow.
+    public var allowCredentials: [[UInt8]]
+    /// Whether the response must carry the UV flag.
+    public var userVerification: UserVerificationRequirement
+    /// The user the relying party expects, when it already knows who is signing in.
+    public var expectedUserHandle: [UInt8]?
+    /// How long the client should wait, in milliseconds.
+    public var timeout: Int?
+
+    /// Options with the given challenge; the rest default to a discoverable flow with UV preferred.
+    public init(
+        challenge: [UInt8],
+        allowCredentials: [[UInt8]] = [],
+        userVerification: UserVerificationRequirement = .preferred,
+        expectedUserHandle: [UInt8]? = nil,
+        timeout: Int? = nil
+    ) {
+        self.challenge = challenge
+        self.allowCredentials = allowCredentials
+        self.userVerification = userVerification
+        self.expectedUserHandle = expectedUserHandle
+        self.timeout = timeout
+    }
+
+    /// `PublicKeyCredentialRequestOptionsJSON` (WebAuthn §5.1.9) for the RP ID `relyingPartyID`.
+    /// Keys are sorted.
+    public func json(relyingPartyID: String) -> [UInt8] {
+        let options = RequestOptionsJSON(
+            challenge: challenge.base64URLEncodedString,
+            timeout: timeout,
+            rpId: relyingPartyID,
+            allowCredentials: allowCredentials.map { .init(type: "public-key", id: $0.base64URLEncodedString) },
+            userVerification: userVerification.rawValue)
+        return encodeSorted(options)
+    }
+}
+
+private struct CredentialDescriptorJSON: Encodable {
+    var type: String
+    var id: String
+}
+
+private struct CreationOptionsJSON: Encodable {
+    struct User: Encodable {
+        var id: String
+        var name: String
+        var displayName: String
+    }
+    struct Parameters: Encodable {
+        var type: String
+        var alg: Int
+    }
+    struct Selection: Encodable {
+        var residentKey: String
+        var requireResidentKey: Bool
+        var userVerification: String
+    }
+    var rp: RelyingPartyEntity
+    var user: User
+    var challenge: String
+    var pubKeyCredParams: [Parameters]
+    var timeout: Int?
+    var excludeCredentials: [CredentialDescriptorJSON]
+    var authenticatorSelection: Selection
+    var attestation: String
+}
+
+private struct RequestOptionsJSON: Encodable {
+    var challenge: String
+    var timeout: Int?
+    var rpId: String
+    var allowCredentials: [CredentialDescriptorJSON]
+    var userVerification: String
+}
+
+private func encodeSorted(_ value: some Encodable) -> [UInt8] {
+    let encoder = JSONEncoder()
+    encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+    // These types hold only strings, integers, booleans and arrays of them, which always encode.
+    return Array((try? encoder.encode(value)) ?? Data())
+}

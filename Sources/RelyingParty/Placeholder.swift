@@ -1,1 +1,0 @@
-// Module RelyingParty: work in progress.

@@ -1,0 +1,49 @@
+import Testing
+import WebAuthn
+
+/// RFC 4648 §10 test vectors in the URL-safe alphabet, with and without padding.
+struct Base64URLTests {
+    static let rfc4648: [(bytes: String, unpadded: String, padded: String)] = [
+        ("", "", ""), ("f", "Zg", "Zg=="), ("fo", "Zm8", "Zm8="), ("foo", "Zm9v", "Zm9v"),
+        ("foob", "Zm9vYg", "Zm9vYg=="), ("fooba", "Zm9vYmE", "Zm9vYmE="), ("foobar", "Zm9vYmFy", "Zm9vYmFy"),
+    ]
+
+    @Test(arguments: rfc4648)
+    func encodesUnpaddedAndDecodesBothForms(bytes: String, unpadded: String, padded: String) {
+        let raw = Array(bytes.utf8)
+        #expect(raw.base64URLEncodedString == unpadded)
+        #expect([UInt8](base64URLEncoded: unpadded) == raw)
+        #expect([UInt8](base64URLEncoded: padded) == raw)
+    }
+
+    /// 0xfb 0xff 0xbf uses both URL-safe characters: `-` (62) and `_` (63).
+    @Test func usesTheURLSafeAlphabet() {
+        #expect([0xFB, 0xFF, 0xBF].base64URLEncodedString == "-_-_")
+        #expect([UInt8](base64URLEncoded: "-_-_") == [0xFB, 0xFF, 0xBF])
+    }
+
+    @Test(arguments: [
+        "+/+/",  // standard alphabet, not URL-safe
+        "Zm9v YmFy",  // whitespace
+        "Zm9v\n",  // newline
+        "Zg=",  // wrong amount of padding
+        "Zg===",  // too much padding
+        "Z",  // a single character cannot encode a byte
+        "Zm9vY",  // 5 characters: one left over
+        "Z=g=",  // padding inside the text
+        "=Zg=",  // padding first
+        "Zm9v8J+Ygw",  // non-ASCII
+        "é",
+    ])
+    func rejectsInvalidText(text: String) {
+        #expect([UInt8](base64URLEncoded: text) == nil)
+    }
+
+    @Test func roundTripsEveryByteValue() {
+        let all = (0...255).map(UInt8.init)
+        for length in [0, 1, 2, 3, 31, 32, 33, 256] {
+            let prefix = Array(all.prefix(length))
+            #expect([UInt8](base64URLEncoded: prefix.base64URLEncodedString) == prefix)
+        }
+    }
+}
