@@ -93,7 +93,7 @@ public enum AuthenticatorActivity: Hashable, Sendable {
 /// All effects come from `AuthenticatorEnvironment`, so the same core serves CTAPHID, hybrid and
 /// tests. Requests are handled one at a time.
 public actor Authenticator {
-    public let configuration: AuthenticatorConfiguration
+    public nonisolated let configuration: AuthenticatorConfiguration
     private let environment: AuthenticatorEnvironment
     private let startedAt: ContinuousClock.Instant
     private var pendingAssertions: PendingAssertions?

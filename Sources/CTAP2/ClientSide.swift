@@ -45,7 +45,9 @@ public enum CTAPClient {
         userVerification: Bool = true
     ) -> [UInt8] {
         var parameters: [CBORValue: CBORValue] = [1: .text(relyingPartyID), 2: .bytes(clientDataHash)]
-        if !allowList.isEmpty { parameters[3] = .array(allowList.map { CredentialDescriptor(id: $0).cborRepresentation }) }
+        if !allowList.isEmpty {
+            parameters[3] = .array(allowList.map { CredentialDescriptor(id: $0).cborRepresentation })
+        }
         var options: [CBORValue: CBORValue] = [:]
         if !userPresence { options["up"] = false }
         if userVerification { options["uv"] = true }
@@ -78,7 +80,8 @@ public struct MakeCredentialResponse: Sendable {
         guard statement.mapValue != nil else { throw .cborUnexpectedType }
         do {
             attestationObject = AttestationObject(
-                format: format, statement: statement, authenticatorData: try AuthenticatorData(bytes: authenticatorData))
+                format: format, statement: statement, authenticatorData: try AuthenticatorData(bytes: authenticatorData)
+            )
         } catch {
             throw .invalidCBOR
         }

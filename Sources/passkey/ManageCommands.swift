@@ -17,7 +17,7 @@ extension Passkey {
         func run() async throws {
             let store = try await store.open(create: false)
             defer { store.close() }
-            var credentials = try await store.allCredentials()
+            var credentials = try store.allCredentials()
             if let relyingParty { credentials = credentials.filter { $0.relyingPartyID == relyingParty } }
             if json {
                 print(try Self.json(credentials))
@@ -73,10 +73,10 @@ extension Passkey {
             }
             let store = try await store.open(create: false)
             defer { store.close() }
-            guard let credential = try await store.credential(id: id) else {
+            guard let credential = try store.credential(id: id) else {
                 throw ValidationError("No passkey with credential ID \(credentialID).")
             }
-            guard try await store.deleteCredential(id: id) else {
+            guard try store.deleteCredential(id: id) else {
                 throw ValidationError("No passkey with credential ID \(credentialID).")
             }
             print("Deleted the passkey for \(credential.relyingPartyID) (\(AccountSummary.label(credential))).")
@@ -84,7 +84,8 @@ extension Passkey {
     }
 
     struct Info: AsyncParsableCommand {
-        static let configuration = CommandConfiguration(abstract: "Show the authenticator's capabilities and the store.")
+        static let configuration = CommandConfiguration(
+            abstract: "Show the authenticator's capabilities and the store.")
 
         @OptionGroup var store: StoreOptions
         @Flag(help: "Print one JSON object.") var json = false
@@ -92,7 +93,7 @@ extension Passkey {
         func run() async throws {
             let store = try await store.open(create: false)
             defer { store.close() }
-            let count = try await store.allCredentials().count
+            let count = try store.allCredentials().count
             let configuration = AuthenticatorConfiguration()
             if json {
                 let object: [String: Any] = [

@@ -6,9 +6,10 @@ import Dispatch
 import Foundation
 import Logging
 import NIOCore
+import PasskeyStore
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 extension AttestationFormat: ExpressibleByArgument {}
@@ -27,7 +28,8 @@ extension Passkey {
         @OptionGroup var approval: ApprovalOptions
         @Option(
             name: .customLong("udp"),
-            help: ArgumentHelp("Serve CTAPHID reports over UDP on this loopback address (port 0 picks one).", valueName: "host:port"))
+            help: ArgumentHelp(
+                "Serve CTAPHID reports over UDP on this loopback address (port 0 picks one).", valueName: "host:port"))
         var udp: String
         @Option(help: "Attestation statement format for new credentials: none or packed (self attestation).")
         var attestation: AttestationFormat = .none
@@ -68,7 +70,9 @@ extension Passkey {
                 host: host,
                 port: port,
                 logger: Logger(label: "passkey.ctaphid"),
-                wink: { Terminal.shared.write("passkey: wink! (the platform asked the authenticator to identify itself)\n") },
+                wink: {
+                    Terminal.shared.write("passkey: wink! (the platform asked the authenticator to identify itself)\n")
+                },
                 handler: { request, setKeepaliveStatus in
                     await authenticator.handle(request) { activity in
                         setKeepaliveStatus(activity == .waitingForUser ? .userPresenceNeeded : .processing)
@@ -78,7 +82,8 @@ extension Passkey {
             let address = server.localAddress
             let shown = "udp://\(address.ipAddress ?? host):\(address.port ?? port)"
             FileHandle.standardOutput.write(Data("listening on \(shown)\n".utf8))
-            Terminal.shared.write("passkey: serving \(try await store.allCredentials().count) passkey(s) from \(store.url.path)\n")
+            Terminal.shared.write(
+                "passkey: serving \(try store.allCredentials().count) passkey(s) from \(store.url.path)\n")
 
             let signals = [SIGINT, SIGTERM].map { number in
                 signal(number, SIG_IGN)

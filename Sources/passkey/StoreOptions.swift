@@ -23,7 +23,8 @@ struct StoreOptions: ParsableArguments {
         let url = url
         let exists = FileManager.default.fileExists(atPath: url.path)
         if !exists && !create {
-            throw ValidationError("No passkey store at \(url.path). Create one with `passkey serve` or choose another with --store.")
+            throw ValidationError(
+                "No passkey store at \(url.path). Create one with `passkey serve` or choose another with --store.")
         }
         let passphrase = try await Self.passphrase(forNewStore: !exists, at: url)
         if exists {
@@ -45,12 +46,14 @@ struct StoreOptions: ParsableArguments {
         }
         let question = isNew ? "Choose a passphrase for the new store at \(url.path): " : "Passphrase for \(url.path): "
         terminal.write(question)
-        guard case .line(let first) = await terminal.readLine(timeout: .seconds(300), echo: false), !first.isEmpty else {
+        guard case .line(let first) = await terminal.readLine(timeout: .seconds(300), echo: false), !first.isEmpty
+        else {
             throw ValidationError("No passphrase given.")
         }
         guard isNew else { return first }
         terminal.write("Repeat the passphrase: ")
-        guard case .line(let second) = await terminal.readLine(timeout: .seconds(300), echo: false), second == first else {
+        guard case .line(let second) = await terminal.readLine(timeout: .seconds(300), echo: false), second == first
+        else {
             throw ValidationError("The passphrases do not match.")
         }
         return first

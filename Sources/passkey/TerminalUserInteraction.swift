@@ -21,7 +21,8 @@ struct TerminalUserInteraction: UserInteraction {
             terminal.write("Choose 1-\(accounts.count), or press Enter to refuse: ")
             switch await terminal.readLine(timeout: timeout) {
             case .line(let answer):
-                guard let choice = Int(answer.trimmingCharacters(in: .whitespaces)), (1...accounts.count).contains(choice)
+                guard let choice = Int(answer.trimmingCharacters(in: .whitespaces)),
+                    (1...accounts.count).contains(choice)
                 else { return .denied }
                 selectedAccount = choice - 1
             case .endOfInput: return .denied
@@ -41,12 +42,16 @@ struct TerminalUserInteraction: UserInteraction {
             }
         }
 
-        guard request.requiresVerification else { return .approved(userVerified: false, selectedAccount: selectedAccount) }
+        guard request.requiresVerification else {
+            return .approved(userVerified: false, selectedAccount: selectedAccount)
+        }
         for attempt in 1...attempts {
             terminal.write("Store passphrase to verify it is you: ")
             switch await terminal.readLine(timeout: timeout, echo: false) {
             case .line(let passphrase):
-                if verifyPassphrase(passphrase) { return .approved(userVerified: true, selectedAccount: selectedAccount) }
+                if verifyPassphrase(passphrase) {
+                    return .approved(userVerified: true, selectedAccount: selectedAccount)
+                }
                 terminal.write(attempt < attempts ? "Wrong passphrase, try again.\n" : "Wrong passphrase.\n")
             case .endOfInput: return .verificationFailed
             case .cancelled: return Self.cancelled(terminal)
@@ -99,12 +104,15 @@ enum Unattended {
 
     /// The approver that also logs each approval, so the output shows what was approved.
     struct LoggingApproval: UserInteraction {
+        /// Where each approval is reported; standard error unless the caller says otherwise.
+        var report: @Sendable (String) -> Void = { Terminal.shared.write($0 + "\n") }
+
         func requestConsent(_ request: ConsentRequest) async -> ConsentResult {
             let result = await UnattendedApproval().requestConsent(request)
             if case .approved = result {
                 var line = "passkey: auto-approved: " + TerminalUserInteraction.question(for: request.action)
                 if request.requiresVerification { line += " (user verification auto-approved)" }
-                Terminal.shared.write(line + "\n")
+                report(line)
             }
             return result
         }

@@ -23,7 +23,9 @@ struct ClientSideTests {
         #expect(assertion.userHandle == [7])
         #expect(assertion.userName == "alice")
         let signature = try P256.Signing.ECDSASignature(derRepresentation: assertion.signature)
-        #expect(try key.signingKey().isValidSignature(signature, for: assertion.authenticatorData + Fixtures.clientDataHash))
+        #expect(
+            try key.signingKey().isValidSignature(signature, for: assertion.authenticatorData + Fixtures.clientDataHash)
+        )
     }
 
     @Test func errorStatusesAreThrown() async throws {
