@@ -453,7 +453,8 @@ extension SQLiteCredentialStore {
             throw CredentialStoreError(.corrupt, "\(damaged): it has \(metaRows.count) settings rows instead of one")
         }
         guard meta.algorithm == KDFParameters.scryptAlgorithm else {
-            throw CredentialStoreError(.corrupt, "\(damaged): unknown key derivation “\(meta.algorithm ?? "none")”")
+            throw CredentialStoreError(
+                .corrupt, "\(damaged): unknown key derivation “\(meta.algorithm?.prefix(40) ?? "none")”")
         }
         guard let rounds = meta.rounds, let blockSize = meta.blockSize, let parallelism = meta.parallelism,
             let parameters = KDFParameters(
