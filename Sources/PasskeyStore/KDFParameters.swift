@@ -44,6 +44,7 @@ public struct KDFParameters: Sendable, Hashable, CustomStringConvertible {
     /// The memory one derivation needs, in bytes.
     public var memoryByteCount: Int { 128 * rounds * blockSize }
 
+    /// The parameters in scrypt's notation, for example `scrypt(N=32768, r=8, p=1)`.
     public var description: String {
         "scrypt(N=\(rounds), r=\(blockSize), p=\(parallelism))"
     }
@@ -54,8 +55,12 @@ public struct KDFParameters: Sendable, Hashable, CustomStringConvertible {
     /// methods opens the store. Callers reject empty passphrases before calling.
     func deriveKey(passphrase: String, salt: [UInt8]) throws(CredentialStoreError) -> SymmetricKey {
         let normalized = Array(passphrase.precomposedStringWithCanonicalMapping.utf8)
-        guard !normalized.isEmpty, !salt.isEmpty else {
+        // swift-crypto's scrypt needs a non-empty buffer for both.
+        guard !normalized.isEmpty else {
             throw CredentialStoreError(.wrongPassphrase, "the passphrase must not be empty")
+        }
+        guard !salt.isEmpty else {
+            throw CredentialStoreError(.corrupt, "the key derivation salt is empty")
         }
         do {
             return try KDF.Scrypt.deriveKey(

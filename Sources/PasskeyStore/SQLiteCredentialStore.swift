@@ -156,6 +156,7 @@ public final class SQLiteCredentialStore: CredentialStore {
 
     // MARK: CredentialStore
 
+    /// The passkeys of one relying party, newest first (creation date, then save order).
     public func credentials(forRelyingParty relyingPartyID: String) throws(CredentialStoreError)
         -> [StoredCredential]
     {
@@ -168,6 +169,7 @@ public final class SQLiteCredentialStore: CredentialStore {
         }
     }
 
+    /// Every passkey, ordered by relying party ID and newest first within each.
     public func allCredentials() throws(CredentialStoreError) -> [StoredCredential] {
         try read("read the passkeys") { (connection, keys) throws(CredentialStoreError) in
             let records = try sql("read the passkeys") { () throws(SQLiteFailure) in
@@ -178,6 +180,7 @@ public final class SQLiteCredentialStore: CredentialStore {
         }
     }
 
+    /// The passkey with this credential ID; its key comes from the decrypted-key cache when the row is unchanged.
     public func credential(id: [UInt8]) throws(CredentialStoreError) -> StoredCredential? {
         try read("read passkey \(hexPrefix(id))") { (connection, keys) throws(CredentialStoreError) in
             let records = try sql("read passkey \(hexPrefix(id))") { () throws(SQLiteFailure) in
@@ -188,6 +191,8 @@ public final class SQLiteCredentialStore: CredentialStore {
         }
     }
 
+    /// Stores a passkey in one transaction, first removing any discoverable passkey of the same relying party and
+    /// user handle when `credential` is discoverable. A credential ID already in the store fails with `.io`.
     public func save(_ credential: StoredCredential) throws(CredentialStoreError) {
         let action = "save passkey \(hexPrefix(credential.id))"
         try validate(credential, action: action)
@@ -220,6 +225,7 @@ public final class SQLiteCredentialStore: CredentialStore {
         }
     }
 
+    /// Deletes one passkey; returns whether it existed.
     public func deleteCredential(id: [UInt8]) throws(CredentialStoreError) -> Bool {
         let action = "delete passkey \(hexPrefix(id))"
         return try write(action) { (connection, keys) throws(CredentialStoreError) in
@@ -230,6 +236,7 @@ public final class SQLiteCredentialStore: CredentialStore {
         }
     }
 
+    /// Deletes every passkey, keeping the store, its passphrase and its settings.
     public func deleteAll() throws(CredentialStoreError) {
         try write("delete all passkeys") { (connection, keys) throws(CredentialStoreError) in
             keys.removeAll()
@@ -237,6 +244,16 @@ public final class SQLiteCredentialStore: CredentialStore {
                 try connection.prepared(SQL.deleteAll).run([])
             }
         }
+    }
+}
+
+extension SQLiteCredentialStore: CustomStringConvertible, CustomReflectable {
+    /// Names the file only; the store key and decrypted keys never appear in output.
+    public var description: String { "SQLiteCredentialStore(\(path), \(kdfParameters))" }
+
+    /// Shows the file and the key derivation parameters only, so `dump` cannot reveal key material.
+    public var customMirror: Mirror {
+        Mirror(self, children: ["url": url, "kdfParameters": kdfParameters], displayStyle: .class)
     }
 }
 
@@ -436,7 +453,8 @@ extension SQLiteCredentialStore {
             throw CredentialStoreError(.corrupt, "\(damaged): it has \(metaRows.count) settings rows instead of one")
         }
         guard meta.algorithm == KDFParameters.scryptAlgorithm else {
-            throw CredentialStoreError(.corrupt, "\(damaged): unknown key derivation “\(meta.algorithm ?? "none")”")
+            throw CredentialStoreError(
+                .corrupt, "\(damaged): unknown key derivation “\(meta.algorithm?.prefix(40) ?? "none")”")
         }
         guard let rounds = meta.rounds, let blockSize = meta.blockSize, let parallelism = meta.parallelism,
             let parameters = KDFParameters(

@@ -156,14 +156,16 @@ struct SQLiteCredentialStoreTests {
         let credentials = (0..<64).map { index in
             makeCredential(relyingParty: "rp\(index % 4).example", userHandle: [UInt8(index)])
         }
+        // Through the protocol, as the authenticator holds it.
+        let shared: any CredentialStore = store
         try await withThrowingTaskGroup(of: Void.self) { group in
             for credential in credentials {
                 group.addTask {
-                    try store.save(credential)
+                    try await shared.save(credential)
                     // Reads interleave with the writes of other tasks.
-                    let loaded = try store.credential(id: credential.id)
+                    let loaded = try await shared.credential(id: credential.id)
                     #expect(loaded?.privateKey.rawRepresentation == credential.privateKey.rawRepresentation)
-                    _ = try store.credentials(forRelyingParty: credential.relyingPartyID)
+                    _ = try await shared.credentials(forRelyingParty: credential.relyingPartyID)
                 }
             }
             try await group.waitForAll()

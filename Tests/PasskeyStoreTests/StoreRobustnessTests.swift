@@ -388,3 +388,50 @@ struct StoreRobustnessTests {
         #expect(try reopened.allCredentials().count == earlier.count + 1)
     }
 }
+
+/// The key derivation settings and what the store reveals about itself.
+struct KDFParametersAndOutputTests {
+    @Test func parametersAreCheckedWhenMade() {
+        #expect(KDFParameters.default.rounds == 32_768)
+        #expect(KDFParameters.default.blockSize == 8)
+        #expect(KDFParameters.default.parallelism == 1)
+        #expect(KDFParameters.default.memoryByteCount == 32 << 20)
+        #expect(KDFParameters.testing.rounds == 1024)
+        #expect(KDFParameters(rounds: 1 << 16, blockSize: 8, parallelism: 2) != nil)
+        #expect(KDFParameters(rounds: 1000, blockSize: 8, parallelism: 1) == nil)
+        #expect(KDFParameters(rounds: 1, blockSize: 8, parallelism: 1) == nil)
+        #expect(KDFParameters(rounds: 0, blockSize: 8, parallelism: 1) == nil)
+        #expect(KDFParameters(rounds: -4, blockSize: 8, parallelism: 1) == nil)
+        #expect(KDFParameters(rounds: 1 << 15, blockSize: 0, parallelism: 1) == nil)
+        #expect(KDFParameters(rounds: 1 << 15, blockSize: 8, parallelism: 17) == nil)
+        #expect(KDFParameters(rounds: 1 << 22, blockSize: 8, parallelism: 1) == nil)  // 4 GiB
+        #expect(KDFParameters(rounds: 1 << 23, blockSize: 1, parallelism: 1) == nil)
+    }
+
+    @Test func descriptionAndDumpShowNoKeyMaterial() throws {
+        let scratch = try Scratch()
+        let store = try scratch.makeStore()
+        try store.save(makeCredential())
+        _ = try store.allCredentials()
+        var dumped = ""
+        dump(store, to: &dumped)
+        for text in [dumped, String(describing: store), String(reflecting: store)] {
+            #expect(text.contains("passkeys.sqlite"))
+            #expect(!text.contains("storeKey"))
+            #expect(!text.contains("salt"))
+            #expect(!text.contains("KeyCache"))
+            #expect(!text.contains("SymmetricKey"))
+        }
+    }
+
+    @Test func createFailsCleanlyWhenTheDirectoryCannotExist() throws {
+        let scratch = try Scratch()
+        try Data("a file, not a directory".utf8).write(to: scratch.url("blocker"))
+        let error = expectStoreError(.io) {
+            try SQLiteCredentialStore.create(
+                at: scratch.url("blocker/passkeys.sqlite"), passphrase: "pw", kdf: .testing)
+        }
+        #expect(error?.message.contains("blocker") == true)
+        #expect(try FileManager.default.contentsOfDirectory(atPath: scratch.directory.path) == ["blocker"])
+    }
+}
