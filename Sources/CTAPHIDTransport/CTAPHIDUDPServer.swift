@@ -17,9 +17,16 @@ public typealias CBORHandler =
 public typealias WinkHandler = @Sendable () -> Void
 
 /// Why the server cannot start.
-public enum CTAPHIDUDPServerError: Error, Hashable, Sendable {
+public enum CTAPHIDUDPServerError: Error, Hashable, Sendable, CustomStringConvertible {
     /// The address is not a loopback address: an authenticator must not be reachable from the network.
     case notLoopback(String)
+
+    public var description: String {
+        switch self {
+        case .notLoopback(let host):
+            "\(host) is not a loopback address: the authenticator only listens on loopback (for example 127.0.0.1)"
+        }
+    }
 }
 
 /// CTAPHID over UDP on the loopback interface: each datagram is one 64-byte HID report.
@@ -75,8 +82,7 @@ public final class CTAPHIDUDPServer: Sendable {
         wink: WinkHandler? = nil,
         handler: @escaping CBORHandler
     ) async throws -> CTAPHIDUDPServer {
-        let address = try SocketAddress.makeAddressResolvingHost(host, port: port)
-        guard address.isLoopback else { throw CTAPHIDUDPServerError.notLoopback(host) }
+        let address = try loopbackAddress(host: host, port: port)
         let channel = try await DatagramBootstrap(group: group)
             .channelInitializer { channel in
                 channel.eventLoop.makeCompletedFuture {
@@ -105,6 +111,16 @@ public final class CTAPHIDUDPServer: Sendable {
     /// Closes the socket and cancels every request still being processed. Closing twice is harmless.
     public func close() async {
         try? await channel.close()
+    }
+}
+
+extension CTAPHIDUDPServer {
+    /// Resolves `host` and checks it is a loopback address, the only kind the server binds to.
+    /// - Throws: ``CTAPHIDUDPServerError/notLoopback(_:)``, or the resolver's error.
+    public static func loopbackAddress(host: String, port: Int) throws -> SocketAddress {
+        let address = try SocketAddress.makeAddressResolvingHost(host, port: port)
+        guard address.isLoopback else { throw CTAPHIDUDPServerError.notLoopback(host) }
+        return address
     }
 }
 

@@ -36,7 +36,9 @@ extension Passkey {
         @Flag(help: "Log one line per CTAPHID transaction (never payloads).") var verbose = false
 
         func validate() throws {
-            _ = try Self.hostAndPort(udp)
+            let (host, port) = try Self.hostAndPort(udp)
+            // Checked before the store is opened, so a bad address changes nothing.
+            _ = try CTAPHIDUDPServer.loopbackAddress(host: host, port: port)
         }
 
         static func hostAndPort(_ text: String) throws -> (host: String, port: Int) {

@@ -1,0 +1,119 @@
+"""The command-line tool, run as a user would: outputs, exit codes, and bad stores left untouched."""
+
+import hashlib
+import json
+import os
+import subprocess
+
+import pytest
+
+from conftest import PASSKEY_BIN, PASSPHRASE, Server
+from test_interop import register
+
+
+def run(*args, passphrase=PASSPHRASE, **kwargs):
+    env = dict(os.environ)
+    env.pop("PASSKEY_PASSPHRASE", None)
+    if passphrase is not None:
+        env["PASSKEY_PASSPHRASE"] = passphrase
+    return subprocess.run(
+        [PASSKEY_BIN, *args], capture_output=True, text=True, env=env, stdin=subprocess.DEVNULL, timeout=60, **kwargs
+    )
+
+
+def digest(path):
+    with open(path, "rb") as file:
+        return hashlib.sha256(file.read()).hexdigest()
+
+
+@pytest.fixture
+def populated_store(store_dir):
+    path = os.path.join(store_dir, "passkeys.sqlite")
+    server = Server(path)
+    try:
+        device = server.device()
+        alice, _ = register(device, "alice", b"user-alice")
+        register(device, "bob", b"user-bob")
+    finally:
+        server.stop()
+    return path, alice
+
+
+def test_demo_registers_and_signs_in():
+    result = run("demo", passphrase=None)
+    assert result.returncode == 0, result.stderr
+    assert "RP verified the registration" in result.stdout
+    assert "RP verified the sign-in" in result.stdout
+    assert "RP refused it: challengeMismatch" in result.stdout
+    assert "auto-approved: Create a passkey for example.com (alice)?" in result.stdout
+
+
+def test_list_delete_and_info(populated_store):
+    path, alice = populated_store
+    listed = json.loads(run("list", "--store", path, "--json").stdout)
+    assert sorted(entry["userName"] for entry in listed) == ["alice", "bob"]
+    assert all(entry["rpId"] == "example.com" and entry["discoverable"] for entry in listed)
+    assert all("privateKey" not in entry for entry in listed)
+
+    table = run("list", "--store", path, "--rp", "example.com")
+    assert table.returncode == 0 and "alice" in table.stdout and "bob" in table.stdout
+    assert "No passkeys for other.example." in run("list", "--store", path, "--rp", "other.example").stdout
+
+    alice_id = next(entry["credentialId"] for entry in listed if entry["userName"] == "alice")
+    deleted = run("delete", "--store", path, alice_id)
+    assert deleted.returncode == 0, deleted.stderr
+    assert "Deleted the passkey for example.com (alice)." in deleted.stdout
+    assert [entry["userName"] for entry in json.loads(run("list", "--store", path, "--json").stdout)] == ["bob"]
+
+    again = run("delete", "--store", path, alice_id)
+    assert again.returncode != 0 and "No passkey with credential ID" in again.stderr
+    garbage = run("delete", "--store", path, "not*an*id")
+    assert garbage.returncode != 0 and "is not a base64url or hex credential ID" in garbage.stderr
+
+    info = json.loads(run("info", "--store", path, "--json").stdout)
+    assert info["aaguid"] == "8391e378-32c7-4aa5-ad16-6f0cf4ad7b23"
+    assert info["passkeys"] == 1
+    assert info["kdf"].startswith("scrypt(")
+
+
+def test_bad_stores_get_clear_errors_and_stay_untouched(populated_store, store_dir):
+    path, _ = populated_store
+    before = digest(path)
+    wrong = run("list", "--store", path, passphrase="not the passphrase")
+    assert wrong.returncode != 0
+    assert "passphrase" in wrong.stderr.lower()
+    assert digest(path) == before
+
+    garbage = os.path.join(store_dir, "garbage.sqlite")
+    with open(garbage, "wb") as file:
+        file.write(os.urandom(4096))
+    garbage_before = digest(garbage)
+    corrupt = run("list", "--store", garbage)
+    assert corrupt.returncode != 0 and corrupt.stderr.startswith("Error: ")
+    assert digest(garbage) == garbage_before
+
+    missing = os.path.join(store_dir, "missing.sqlite")
+    absent = run("list", "--store", missing)
+    assert absent.returncode != 0 and "No passkey store at" in absent.stderr
+    assert not os.path.exists(missing)
+
+    no_passphrase = run("list", "--store", path, passphrase=None)
+    assert no_passphrase.returncode != 0 and "PASSKEY_PASSPHRASE" in no_passphrase.stderr
+
+
+def test_serve_refuses_bad_addresses_and_announces_unattended_mode(store_dir):
+    path = os.path.join(store_dir, "serve.sqlite")
+    bad = run("serve", "--udp", "no-port", "--store", path)
+    assert bad.returncode != 0 and "Expected HOST:PORT" in bad.stderr
+    public = run("serve", "--udp", "0.0.0.0:0", "--store", path, "--yes")
+    assert public.returncode != 0 and "0.0.0.0 is not a loopback address" in public.stderr
+    assert not os.path.exists(path)
+
+    server = Server(path)
+    try:
+        register(server.device(), "alice", b"user-alice")
+    finally:
+        stderr = server.stop()
+    assert "unattended approval is ON (--yes)" in stderr
+    assert "auto-approved: Create a passkey for example.com (alice)?" in stderr
+    assert PASSPHRASE not in stderr
