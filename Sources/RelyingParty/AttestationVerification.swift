@@ -45,10 +45,10 @@ enum AttestationVerification {
 
         guard let x5cValue = map["x5c"] else {
             // Self attestation: alg must be the credential key's, and the key signs.
-            guard alg == credential.publicKey.algorithm.rawValue else {
+            let keyAlgorithm = credential.publicKey.algorithm.rawValue
+            guard alg == keyAlgorithm else {
                 throw RelyingPartyError(
-                    .attestationInvalid,
-                    "self attestation alg \(alg) differs from the credential key's \(credential.publicKey.algorithm.rawValue)"
+                    .attestationInvalid, "self attestation alg \(alg) differs from the credential key's \(keyAlgorithm)"
                 )
             }
             let key: P256.Signing.PublicKey

@@ -1,0 +1,78 @@
+import CBOR
+import Crypto
+import Testing
+import WebAuthn
+
+struct COSEKeyTests {
+    /// The credential public key of the W3C WebAuthn Level 3 test vector "ES256 Credential with No
+    /// Attestation" (§16, #sctn-test-vectors-none-es256).
+    static let specKeyHex =
+        "a5010203262001215820afefa16f97ca9b2d23eb86ccb64098d20db90856062eb249c33a9b672f26df61"
+        + "225820930a56b87a2fca66334b03458abf879717c12cc68ed73290af2e2664796b9220"
+
+    @Test func parsesAndReencodesTheSpecKey() throws {
+        let bytes = try #require([UInt8](hex: Self.specKeyHex))
+        let key = try COSEKey(coseRepresentation: try CBORValue(decoding: bytes))
+        #expect(key.algorithm == .es256)
+        #expect(key.x.hexString == "afefa16f97ca9b2d23eb86ccb64098d20db90856062eb249c33a9b672f26df61")
+        #expect(key.y.hexString == "930a56b87a2fca66334b03458abf879717c12cc68ed73290af2e2664796b9220")
+        #expect(key.coseRepresentation.encoded() == bytes)
+    }
+
+    @Test func roundTripsASwiftCryptoKey() throws {
+        let privateKey = P256.Signing.PrivateKey()
+        let key = COSEKey(publicKey: privateKey.publicKey)
+        let decoded = try COSEKey(coseRepresentation: try CBORValue(decoding: key.coseRepresentation.encoded()))
+        #expect(decoded == key)
+        #expect(try decoded.signingKey().rawRepresentation == privateKey.publicKey.rawRepresentation)
+        // The encoding is the canonical {1: 2, 3: -7, -1: 1, -2: x, -3: y}.
+        #expect(Array(key.coseRepresentation.encoded().prefix(10)).hexString == "a5010203262001215820")
+    }
+
+    @Test func refusesAPointNotOnTheCurve() {
+        let one = [UInt8](repeating: 0, count: 31) + [1]
+        let value: CBORValue = [1: 2, 3: -7, -1: 1, -2: .bytes(one), -3: .bytes(one)]
+        #expect(throws: COSEError.pointNotOnCurve) { try COSEKey(coseRepresentation: value) }
+    }
+
+    static let coordinate = CBORValue.bytes([UInt8](repeating: 0, count: 32))
+
+    static func key(_ entries: [(CBORValue, CBORValue)]) -> CBORValue {
+        .map(Dictionary(entries, uniquingKeysWith: { _, last in last }))
+    }
+
+    static let others: [(value: CBORValue, expected: COSEError)] = [
+        // kty 1 (OKP), crv 6 (Ed25519), alg -8 (EdDSA)
+        (key([(1, 1), (3, -8), (-1, 6), (-2, coordinate)]), .unsupportedKey(keyType: 1, curve: 6, algorithm: -8)),
+        // kty 3 (RSA), alg -257 (RS256)
+        (
+            key([(1, 3), (3, -257), (-1, .bytes([1])), (-2, .bytes([1, 0, 1]))]),
+            .unsupportedKey(keyType: 3, curve: nil, algorithm: -257)
+        ),
+        // EC2 but curve 2 (P-384) and alg -35 (ES384)
+        (
+            key([(1, 2), (3, -35), (-1, 2), (-2, coordinate), (-3, coordinate)]),
+            .unsupportedKey(keyType: 2, curve: 2, algorithm: -35)
+        ),
+        // EC2 P-256 but alg missing
+        (
+            key([(1, 2), (-1, 1), (-2, coordinate), (-3, coordinate)]),
+            .unsupportedKey(keyType: 2, curve: 1, algorithm: nil)
+        ),
+        // kty under a text label
+        (
+            key([("kty", 2), (3, -7), (-1, 1), (-2, coordinate), (-3, coordinate)]),
+            .unsupportedKey(keyType: nil, curve: 1, algorithm: -7)
+        ),
+        // x too short, y missing, y as text
+        (key([(1, 2), (3, -7), (-1, 1), (-2, .bytes([1, 2, 3])), (-3, coordinate)]), .missingOrInvalidLabel(-2)),
+        (key([(1, 2), (3, -7), (-1, 1), (-2, coordinate)]), .missingOrInvalidLabel(-3)),
+        (key([(1, 2), (3, -7), (-1, 1), (-2, coordinate), (-3, "y")]), .missingOrInvalidLabel(-3)),
+        (.array([1, 2, 3]), .notAMap),
+    ]
+
+    @Test(arguments: others)
+    func refusesOtherKeys(value: CBORValue, expected: COSEError) {
+        #expect(throws: expected) { try COSEKey(coseRepresentation: value) }
+    }
+}
