@@ -3,18 +3,25 @@
 /// It accepts exactly one definite-length data item, minimally encoded, with map keys unique and in
 /// canonical order, and nothing after it. Every length is checked against the bytes that remain
 /// before anything is allocated, so a hostile length prefix cannot make it reserve memory.
+///
+/// A relying party must also read what real authenticators send, and some write map keys in another
+/// order or integers wider than needed; `requiresCanonicalForm: false` accepts those two deviations and
+/// nothing else (duplicate keys, indefinite lengths, invalid UTF-8 and tags are still refused).
 public struct CBORDecoder: Sendable {
     /// The deepest nesting of arrays and maps accepted. CTAP2 clients use at most four levels.
     public var maximumDepth: Int
+    /// Whether map key order and minimal integer encoding are enforced (CTAP2 canonical form).
+    public var requiresCanonicalForm: Bool
 
-    public init(maximumDepth: Int = 16) {
+    public init(maximumDepth: Int = 16, requiresCanonicalForm: Bool = true) {
         self.maximumDepth = maximumDepth
+        self.requiresCanonicalForm = requiresCanonicalForm
     }
 
     /// Decodes the single data item that makes up `bytes`.
     public func decode(_ bytes: some Collection<UInt8>) throws(CBORError) -> CBORValue {
         let input = Array(bytes)
-        var reader = Reader(bytes: input, maximumDepth: maximumDepth)
+        var reader = Reader(bytes: input, maximumDepth: maximumDepth, canonical: requiresCanonicalForm)
         let value = try reader.readItem(depth: 0)
         guard reader.offset == input.count else { throw .trailingBytes }
         return value
@@ -26,7 +33,7 @@ public struct CBORDecoder: Sendable {
         value: CBORValue, length: Int
     ) {
         let input = Array(bytes)
-        var reader = Reader(bytes: input, maximumDepth: maximumDepth)
+        var reader = Reader(bytes: input, maximumDepth: maximumDepth, canonical: requiresCanonicalForm)
         let value = try reader.readItem(depth: 0)
         return (value, reader.offset)
     }
@@ -42,11 +49,13 @@ extension CBORValue {
 private struct Reader {
     let bytes: [UInt8]
     let maximumDepth: Int
+    let canonical: Bool
     var offset = 0
 
-    init(bytes: [UInt8], maximumDepth: Int) {
+    init(bytes: [UInt8], maximumDepth: Int, canonical: Bool) {
         self.bytes = bytes
         self.maximumDepth = maximumDepth
+        self.canonical = canonical
     }
 
     var remaining: Int { bytes.count - offset }
@@ -70,19 +79,19 @@ private struct Reader {
             return UInt64(info)
         case 24:
             let value = UInt64(try readByte())
-            guard value >= 24 else { throw .nonMinimalEncoding }
+            guard value >= 24 || !canonical else { throw .nonMinimalEncoding }
             return value
         case 25:
             let value = try readBigEndian(2)
-            guard value > 0xFF else { throw .nonMinimalEncoding }
+            guard value > 0xFF || !canonical else { throw .nonMinimalEncoding }
             return value
         case 26:
             let value = try readBigEndian(4)
-            guard value > 0xFFFF else { throw .nonMinimalEncoding }
+            guard value > 0xFFFF || !canonical else { throw .nonMinimalEncoding }
             return value
         case 27:
             let value = try readBigEndian(8)
-            guard value > 0xFFFF_FFFF else { throw .nonMinimalEncoding }
+            guard value > 0xFFFF_FFFF || !canonical else { throw .nonMinimalEncoding }
             return value
         case 31:
             throw .indefiniteLength
@@ -136,7 +145,9 @@ private struct Reader {
                 let keyStart = offset
                 let key = try readItem(depth: depth + 1)
                 let keyBytes = bytes[keyStart..<offset]
-                if let previousKey {
+                if !canonical {
+                    guard entries[key] == nil else { throw .duplicateMapKey }
+                } else if let previousKey {
                     switch CanonicalOrder.compare(previousKey, keyBytes) {
                     case .ascending: break
                     case .same: throw .duplicateMapKey

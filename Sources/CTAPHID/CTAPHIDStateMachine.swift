@@ -30,8 +30,9 @@ extension CBORTransactionID: CustomStringConvertible {
 ///   broadcast channel is always answered. A `CTAPHID_LOCK` reserves the authenticator in the same way.
 /// - Continuation packets must count 0, 1, 2, … on the channel being reassembled; any other is
 ///   `ERR_INVALID_SEQ`. Continuation packets for no transaction are ignored.
-/// - A message must be complete within ``Configuration/transactionTimeout`` of its first packet, or it is
-///   dropped with `ERR_MSG_TIMEOUT`.
+/// - Each packet of a multi-packet message must follow the previous one within
+///   ``Configuration/transactionTimeout``, or the message is dropped with `ERR_MSG_TIMEOUT`. (Measured per gap,
+///   not over the whole message, so a long message from a busy host is not cut off while it is still arriving.)
 /// - While a CBOR request is outstanding a `CTAPHID_KEEPALIVE` goes out every
 ///   ``Configuration/keepaliveInterval``; `CTAPHID_CANCEL` on its channel becomes ``Action/cancel(_:)``.
 /// - This authenticator is CTAP2-only (capability NMSG): `CTAPHID_MSG` is answered with an ISO 7816 status
@@ -46,7 +47,7 @@ public struct CTAPHIDStateMachine<Peer: Hashable & Sendable>: Sendable {
     public struct Configuration: Hashable, Sendable {
         /// The version reported in the `CTAPHID_INIT` response.
         public var deviceVersion = DeviceVersion(major: 1, minor: 0, build: 0)
-        /// How long a multi-packet message may take from its first packet to its last (default 500 ms).
+        /// How long the next packet of a multi-packet message may take to follow the previous one (default 500 ms).
         public var transactionTimeout: Duration = .milliseconds(500)
         /// The interval between keepalives while a CBOR request is outstanding (default 100 ms).
         public var keepaliveInterval: Duration = .milliseconds(100)
@@ -352,6 +353,7 @@ public struct CTAPHIDStateMachine<Peer: Hashable & Sendable>: Sendable {
                 now: now, into: &actions)
         } else {
             reassembly.nextSequence += 1
+            reassembly.deadline = now.advanced(by: configuration.transactionTimeout)
             state = .reassembling(reassembly)
         }
     }

@@ -19,6 +19,10 @@ public struct RelyingPartyVerifier: Hashable, Sendable {
     public var signCountPolicy: SignCountPolicy
 
     /// A verifier for `relyingParty` that accepts `origins`.
+    /// Reads responses as authenticators write them: real ones do not all use CTAP2 canonical key order
+    /// or minimal integers, and WebAuthn does not require it of them. Everything else stays strict.
+    static let responseDecoder = CBORDecoder(requiresCanonicalForm: false)
+
     public init(
         relyingParty: RelyingPartyEntity,
         origins: Set<String>,
@@ -46,7 +50,7 @@ public struct RelyingPartyVerifier: Hashable, Sendable {
 
         let object: AttestationObject
         do {
-            object = try AttestationObject(bytes: response.attestationObject)
+            object = try AttestationObject(bytes: response.attestationObject, decoder: Self.responseDecoder)
         } catch {
             throw Self.refusal(error)
         }
@@ -107,7 +111,7 @@ public struct RelyingPartyVerifier: Hashable, Sendable {
         let clientData = try verifyClientData(response.clientDataJSON, type: .get, challenge: options.challenge)
         let authenticatorData: AuthenticatorData
         do {
-            authenticatorData = try AuthenticatorData(bytes: response.authenticatorData)
+            authenticatorData = try AuthenticatorData(bytes: response.authenticatorData, decoder: Self.responseDecoder)
         } catch {
             throw RelyingPartyError(.malformed, "authenticator data: \(error)")
         }

@@ -31,10 +31,12 @@ public struct AttestationObject: Hashable, Sendable {
     /// The canonical CBOR bytes, as a browser passes them to the relying party.
     public var bytes: [UInt8] { cborRepresentation.encoded() }
 
-    public init(bytes: [UInt8]) throws(AttestationObjectError) {
+    /// Parses an attestation object. Pass a decoder with `requiresCanonicalForm: false` to read what
+    /// authenticators that do not write canonical CBOR send (a relying party must accept those).
+    public init(bytes: [UInt8], decoder: CBORDecoder = CBORDecoder()) throws(AttestationObjectError) {
         let value: CBORValue
         do {
-            value = try CBORValue(decoding: bytes)
+            value = try decoder.decode(bytes)
         } catch {
             throw .invalidCBOR(error)
         }
@@ -47,7 +49,7 @@ public struct AttestationObject: Hashable, Sendable {
             throw .malformed("authData is missing or not bytes")
         }
         do {
-            self.authenticatorData = try AuthenticatorData(bytes: authData)
+            self.authenticatorData = try AuthenticatorData(bytes: authData, decoder: decoder)
         } catch {
             throw .invalidAuthenticatorData(error)
         }

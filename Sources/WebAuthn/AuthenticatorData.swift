@@ -115,7 +115,8 @@ public struct AuthenticatorData: Hashable, Sendable {
         self.bytes = bytes
     }
 
-    public init(bytes: [UInt8]) throws(AuthenticatorDataError) {
+    /// Parses authenticator data; `decoder` reads the embedded COSE key and extensions.
+    public init(bytes: [UInt8], decoder: CBORDecoder = CBORDecoder()) throws(AuthenticatorDataError) {
         guard bytes.count >= 37 else { throw .truncated }
         self.bytes = bytes
         relyingPartyIDHash = Array(bytes[0..<32])
@@ -133,7 +134,7 @@ public struct AuthenticatorData: Hashable, Sendable {
             offset += idLength
             let key: CBORValue
             do {
-                let (value, length) = try CBORDecoder().decodePrefix(bytes[offset...])
+                let (value, length) = try decoder.decodePrefix(bytes[offset...])
                 key = value
                 offset += length
             } catch {
@@ -152,7 +153,7 @@ public struct AuthenticatorData: Hashable, Sendable {
         if flags.contains(.extensionData) {
             let decoded: (value: CBORValue, length: Int)
             do {
-                decoded = try CBORDecoder().decodePrefix(bytes[offset...])
+                decoded = try decoder.decodePrefix(bytes[offset...])
             } catch {
                 throw .invalidCBOR(error)
             }

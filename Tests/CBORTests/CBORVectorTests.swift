@@ -116,3 +116,27 @@ struct CBORVectorTests {
         #expect(length == 3)
     }
 }
+
+/// The relying-party reading mode: key order and integer width are not enforced, everything else is.
+struct CBORLenientDecodingTests {
+    static let lenient = CBORDecoder(requiresCanonicalForm: false)
+
+    @Test(
+        arguments: [
+            ("a203040102", [1: 2, 3: 4] as CBORValue), ("a21818022001", [24: 2, -1: 1]),
+            ("1817", 23), ("190017", 23), ("58010a", CBORValue.bytes([10])),
+            ("a3636664740062616401636174740a", ["fdt": 0, "ad": 1, "att": 10]),
+        ] as [(String, CBORValue)])
+    func acceptsNonCanonicalOrderAndWidth(hex: String, value: CBORValue) throws {
+        #expect(try Self.lenient.decode([UInt8](hex: hex)!) == value)
+        #expect(throws: CBORError.self) { try CBORValue(decoding: [UInt8](hex: hex)!) }
+    }
+
+    @Test(arguments: [
+        ("a201020103", CBORError.duplicateMapKey), ("a2616101616102", .duplicateMapKey), ("9fff", .indefiniteLength),
+        ("62c328", .invalidUTF8), ("c11a514b67b0", .unsupportedTag), ("0000", .trailingBytes),
+    ])
+    func stillRejects(hex: String, error: CBORError) {
+        #expect(throws: error) { try Self.lenient.decode([UInt8](hex: hex)!) }
+    }
+}
