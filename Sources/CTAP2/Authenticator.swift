@@ -75,10 +75,11 @@ public struct AuthenticatorEnvironment: Sendable {
         self.reportError = reportError
     }
 
-    /// Random bytes from the operating system's CSPRNG.
+    /// Random bytes from BoringSSL's CSPRNG (seeded by the operating system) through swift-crypto: one call
+    /// per request rather than a system call per byte.
     public static let systemRandomBytes: @Sendable (Int) -> [UInt8] = { count in
-        var generator = SystemRandomNumberGenerator()
-        return (0..<count).map { _ in UInt8.random(in: .min ... .max, using: &generator) }
+        guard count > 0 else { return [] }
+        return SymmetricKey(size: SymmetricKeySize(bitCount: count * 8)).withUnsafeBytes { Array($0) }
     }
 }
 
@@ -123,7 +124,7 @@ public actor Authenticator {
         activity: @escaping @Sendable (AuthenticatorActivity) -> Void = { _ in }
     ) async -> [UInt8] {
         do throws(CTAPError) {
-            guard !busy else { throw CTAPError.other }
+            guard !busy else { throw CTAPError.channelBusy }
             busy = true
             defer { busy = false }
             let response = try await perform(message, activity: activity)

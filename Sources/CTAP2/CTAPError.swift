@@ -15,6 +15,8 @@ public struct CTAPError: Error, Hashable, Sendable, RawRepresentable {
     public static let invalidParameter = CTAPError(rawValue: 0x02)
     /// The request is longer than the authenticator accepts.
     public static let invalidLength = CTAPError(rawValue: 0x03)
+    /// Another request is still being handled (CTAP1_ERR_CHANNEL_BUSY).
+    public static let channelBusy = CTAPError(rawValue: 0x06)
     /// A CBOR value has the wrong type for its parameter.
     public static let cborUnexpectedType = CTAPError(rawValue: 0x11)
     /// The request is not valid CTAP2 canonical CBOR.
@@ -65,6 +67,7 @@ extension CTAPError: CustomStringConvertible {
             case .invalidCommand: "CTAP1_ERR_INVALID_COMMAND"
             case .invalidParameter: "CTAP1_ERR_INVALID_PARAMETER"
             case .invalidLength: "CTAP1_ERR_INVALID_LENGTH"
+            case .channelBusy: "CTAP1_ERR_CHANNEL_BUSY"
             case .cborUnexpectedType: "CTAP2_ERR_CBOR_UNEXPECTED_TYPE"
             case .invalidCBOR: "CTAP2_ERR_INVALID_CBOR"
             case .missingParameter: "CTAP2_ERR_MISSING_PARAMETER"

@@ -2,6 +2,7 @@ import CBOR
 import CTAP2
 import Crypto
 import Foundation
+import Synchronization
 import Testing
 import WebAuthn
 
@@ -379,5 +380,41 @@ struct ResetAndSelectionTests {
     @Test func selection() async throws {
         #expect(try await Harness().send(.selection).status == 0)
         #expect(try await Harness(answers: [.denied]).send(.selection).status == 0x27)
+    }
+}
+
+/// A user who answers only when the test says so.
+final class GatedUser: UserInteraction {
+    private let waiting = Mutex<[CheckedContinuation<Void, Never>]>([])
+    private let asked = Mutex(0)
+
+    func requestConsent(_ request: ConsentRequest) async -> ConsentResult {
+        asked.withLock { $0 += 1 }
+        await withCheckedContinuation { continuation in waiting.withLock { $0.append(continuation) } }
+        return .approved(userVerified: request.requiresVerification, selectedAccount: nil)
+    }
+
+    var questions: Int { asked.withLock { $0 } }
+
+    func release() {
+        for continuation in waiting.withLock({ list in
+            defer { list.removeAll() }; return list
+        }) { continuation.resume() }
+    }
+}
+
+struct ConcurrencyTests {
+    @Test func aSecondRequestWhileTheUserIsAskedIsBusy() async throws {
+        let user = GatedUser()
+        let authenticator = Authenticator(
+            environment: AuthenticatorEnvironment(store: InMemoryCredentialStore(), userInteraction: user))
+        let first = Task {
+            await authenticator.handle([CTAPCommand.makeCredential.rawValue] + Fixtures.makeCredential().encoded())
+        }
+        while user.questions == 0 { try await Task.sleep(for: .milliseconds(5)) }
+        #expect(await authenticator.handle([CTAPCommand.getInfo.rawValue]) == [0x06])
+        user.release()
+        #expect(await first.value.first == 0)
+        #expect(await authenticator.handle([CTAPCommand.getInfo.rawValue]).first == 0)
     }
 }
