@@ -1,5 +1,6 @@
 import Crypto
 import Foundation
+import Synchronization
 
 /// One passkey as the authenticator keeps it.
 ///
@@ -107,55 +108,91 @@ public protocol CredentialStore: Sendable {
 }
 
 /// A store that lives only as long as the process: for tests, benchmarks and `--ephemeral`.
-public actor InMemoryCredentialStore: CredentialStore {
-    private var stored: [StoredCredential] = []
+///
+/// Indexed by credential ID, so lookups and saves cost the same with ten passkeys or ten thousand.
+public final class InMemoryCredentialStore: CredentialStore {
+    private struct Entry {
+        var credential: StoredCredential
+        /// Insertion order; higher is newer, which breaks ties between equal creation dates.
+        var sequence: Int
+    }
+
+    private struct DiscoverableKey: Hashable {
+        var relyingPartyID: String
+        var userHandle: [UInt8]
+
+        init(_ credential: StoredCredential) {
+            relyingPartyID = credential.relyingPartyID
+            userHandle = credential.userHandle
+        }
+    }
+
+    private struct State {
+        var byID: [[UInt8]: Entry] = [:]
+        var discoverable: [DiscoverableKey: [UInt8]] = [:]
+        var nextSequence = 0
+    }
+
+    private let state: Mutex<State>
     /// The largest number of credentials kept; `save` beyond it fails with `.full`.
     public let capacity: Int
 
-    public init(capacity: Int = 10_000, credentials: [StoredCredential] = []) {
+    public init(capacity: Int = 100_000, credentials: [StoredCredential] = []) {
         self.capacity = capacity
-        self.stored = credentials
+        var initial = State()
+        for credential in credentials { Self.insert(credential, into: &initial) }
+        state = Mutex(initial)
     }
 
-    public func credentials(forRelyingParty relyingPartyID: String) throws(CredentialStoreError)
-        -> [StoredCredential]
-    {
-        // Kept in insertion order, so reversing yields newest first even when dates tie.
-        stored.reversed().filter { $0.relyingPartyID == relyingPartyID }
+    public func credentials(forRelyingParty relyingPartyID: String) throws(CredentialStoreError) -> [StoredCredential] {
+        Self.newestFirst(state.withLock { $0.byID.values.filter { $0.credential.relyingPartyID == relyingPartyID } })
     }
 
     public func allCredentials() throws(CredentialStoreError) -> [StoredCredential] {
-        stored.reversed().enumerated()
-            .sorted { ($0.element.relyingPartyID, $0.offset) < ($1.element.relyingPartyID, $1.offset) }
-            .map(\.element)
+        let entries = state.withLock { Array($0.byID.values) }
+        return Dictionary(grouping: entries, by: \.credential.relyingPartyID).sorted { $0.key < $1.key }
+            .flatMap { Self.newestFirst($0.value) }
     }
 
     public func credential(id: [UInt8]) throws(CredentialStoreError) -> StoredCredential? {
-        stored.first { $0.id == id }
+        state.withLock { $0.byID[id]?.credential }
     }
 
     public func save(_ credential: StoredCredential) throws(CredentialStoreError) {
-        var remaining = stored
-        if credential.isDiscoverable {
-            remaining.removeAll {
-                $0.isDiscoverable && $0.relyingPartyID == credential.relyingPartyID
-                    && $0.userHandle == credential.userHandle
+        try state.withLock { state throws(CredentialStoreError) in
+            let replaced = credential.isDiscoverable ? state.discoverable[DiscoverableKey(credential)] : nil
+            guard state.byID[credential.id] == nil || replaced == credential.id else {
+                throw CredentialStoreError(.io, "a credential with this ID already exists")
             }
+            guard state.byID.count - (replaced == nil ? 0 : 1) < capacity else {
+                throw CredentialStoreError(.full, "the credential store is full")
+            }
+            if let replaced { state.byID[replaced] = nil }
+            Self.insert(credential, into: &state)
         }
-        guard remaining.count < capacity else {
-            throw CredentialStoreError(.full, "the credential store is full")
-        }
-        remaining.append(credential)
-        stored = remaining
     }
 
     public func deleteCredential(id: [UInt8]) throws(CredentialStoreError) -> Bool {
-        let before = stored.count
-        stored.removeAll { $0.id == id }
-        return stored.count != before
+        state.withLock { state in
+            guard let removed = state.byID.removeValue(forKey: id) else { return false }
+            if removed.credential.isDiscoverable { state.discoverable[DiscoverableKey(removed.credential)] = nil }
+            return true
+        }
     }
 
     public func deleteAll() throws(CredentialStoreError) {
-        stored.removeAll()
+        state.withLock { $0 = State() }
+    }
+
+    private static func insert(_ credential: StoredCredential, into state: inout State) {
+        state.byID[credential.id] = Entry(credential: credential, sequence: state.nextSequence)
+        state.nextSequence += 1
+        if credential.isDiscoverable { state.discoverable[DiscoverableKey(credential)] = credential.id }
+    }
+
+    private static func newestFirst(_ entries: [Entry]) -> [StoredCredential] {
+        entries.sorted {
+            ($0.credential.creationDate, $0.sequence) > ($1.credential.creationDate, $1.sequence)
+        }.map(\.credential)
     }
 }

@@ -36,7 +36,7 @@ struct MakeCredentialTests {
         #expect(attested.aaguid == AuthenticatorConfiguration.projectAAGUID)
         #expect(attested.credentialID.count == 32)
 
-        let stored = try await harness.store.allCredentials()
+        let stored = try harness.store.allCredentials()
         #expect(stored.count == 1)
         #expect(stored[0].id == attested.credentialID)
         #expect(stored[0].isDiscoverable)
@@ -74,7 +74,7 @@ struct MakeCredentialTests {
         #expect(status == 0)
         let flags = try AuthenticatorData(bytes: try #require(body?[2]?.bytesValue)).flags
         #expect(flags.contains(.userPresent) && !flags.contains(.userVerified))
-        #expect(try await harness.store.allCredentials().first?.isDiscoverable == false)
+        #expect(try harness.store.allCredentials().first?.isDiscoverable == false)
     }
 
     @Test(
@@ -113,7 +113,7 @@ struct MakeCredentialTests {
         let (status, body) = try await harness.send(.makeCredential, request)
         #expect(status == UInt8(expected))
         #expect(body == nil)
-        #expect(try await harness.store.allCredentials().isEmpty)
+        #expect(try harness.store.allCredentials().isEmpty)
     }
 
     @Test func unknownKeysAndAlgorithmsAreIgnored() async throws {
@@ -131,7 +131,7 @@ struct MakeCredentialTests {
     func userRefusalStoresNothing(answer: ConsentResult, expected: Int) async throws {
         let harness = Harness(answers: [answer])
         #expect(try await harness.send(.makeCredential, Fixtures.makeCredential()).status == UInt8(expected))
-        #expect(try await harness.store.allCredentials().isEmpty)
+        #expect(try harness.store.allCredentials().isEmpty)
     }
 
     @Test func excludeListAsksThenRefuses() async throws {
@@ -143,7 +143,7 @@ struct MakeCredentialTests {
             .makeCredential, Fixtures.makeCredential(userID: [9], name: "bob", excludeList: [[0xAA], id]))
         #expect(status == 0x19)
         #expect(harness.user.requests.last?.action == .credentialExcluded(relyingPartyID: "example.com"))
-        #expect(try await harness.store.allCredentials().count == 1)
+        #expect(try harness.store.allCredentials().count == 1)
 
         // The same credential ID does not exclude a registration for another relying party.
         let other = try await harness.send(
@@ -155,7 +155,7 @@ struct MakeCredentialTests {
         let harness = Harness()
         _ = try await harness.send(.makeCredential, Fixtures.makeCredential(name: "alice"))
         _ = try await harness.send(.makeCredential, Fixtures.makeCredential(name: "alice-renamed"))
-        let stored = try await harness.store.allCredentials()
+        let stored = try harness.store.allCredentials()
         #expect(stored.map(\.userName) == ["alice-renamed"])
     }
 
@@ -216,7 +216,7 @@ struct GetAssertionTests {
 
     static func verify(_ body: CBORValue?, store: InMemoryCredentialStore) async throws -> AuthenticatorData {
         let id = try #require(body?[1]?["id"]?.bytesValue)
-        let credential = try #require(try await store.credential(id: id))
+        let credential = try #require(try store.credential(id: id))
         let authData = try #require(body?[2]?.bytesValue)
         let signature = try P256.Signing.ECDSASignature(derRepresentation: try #require(body?[3]?.bytesValue))
         #expect(credential.privateKey.publicKey.isValidSignature(signature, for: authData + Fixtures.clientDataHash))
@@ -361,7 +361,7 @@ struct ResetAndSelectionTests {
         _ = try await GetAssertionTests.register(["alice", "bob"], on: harness)
         #expect(try await harness.send(.reset).status == 0)
         #expect(harness.user.requests.last?.action == .reset(passkeyCount: 2))
-        #expect(try await harness.store.allCredentials().isEmpty)
+        #expect(try harness.store.allCredentials().isEmpty)
     }
 
     @Test func resetRefusedLateOrDenied() async throws {
@@ -369,12 +369,12 @@ struct ResetAndSelectionTests {
         _ = try await GetAssertionTests.register(["alice"], on: late)
         late.clock.advance(by: .seconds(11))
         #expect(try await late.send(.reset).status == 0x30)
-        #expect(try await late.store.allCredentials().count == 1)
+        #expect(try late.store.allCredentials().count == 1)
 
         let denied = Harness(answers: [.approved(userVerified: false, selectedAccount: nil), .denied])
         _ = try await GetAssertionTests.register(["alice"], on: denied)
         #expect(try await denied.send(.reset).status == 0x27)
-        #expect(try await denied.store.allCredentials().count == 1)
+        #expect(try denied.store.allCredentials().count == 1)
     }
 
     @Test func selection() async throws {
