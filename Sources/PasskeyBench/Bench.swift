@@ -30,9 +30,20 @@ struct AuthenticatorBench: AsyncParsableCommand {
         for round in 1...rounds {
             let figures = try await measureOnce()
             for (name, value) in figures { best[name] = max(best[name] ?? 0, value) }
-            print("round \(round): " + figures.map { "\($0.0) \(Int($0.1))/s" }.joined(separator: ", "))
+            print(
+                "round \(round): "
+                    + figures.filter { !$0.0.hasPrefix("step") }.map { "\($0.0) \(Int($0.1))/s" }.joined(
+                        separator: ", "))
         }
         let sign = best["raw sign"]!
+        print("")
+        print("getAssertion steps besides signing (µs each)")
+        for name in best.keys.filter({ $0.hasPrefix("step: ") }).sorted() {
+            print(
+                String(
+                    format: "  %@ %.2f", name.dropFirst(6).padding(toLength: 28, withPad: " ", startingAt: 0),
+                    1e6 / best[name]!))
+        }
         print("")
         print("key generation (per-credential hot path)")
         for name in ["keygen default", "keygen non-compact", "keygen raw import"] {
@@ -85,6 +96,17 @@ struct AuthenticatorBench: AsyncParsableCommand {
                     _ = try P256.Signing.PrivateKey(rawRepresentation: AuthenticatorEnvironment.systemRandomBytes(32))
                 }
             ))
+
+        let signature = try key.signature(for: message)
+        figures.append(("step: DER-encode signature", try measure { _ = signature.derRepresentation }))
+        figures.append(("step: SHA-256 of RP ID", try measure { _ = SHA256.hash(data: Array("rp7.example".utf8)) }))
+        let request = CBORValue.map([
+            1: "rp7.example", 2: .bytes([UInt8](repeating: 0xCD, count: 32)),
+            3: [["type": "public-key", "id": .bytes([UInt8](repeating: 7, count: 32))]],
+        ])
+        let requestBytes = request.encoded()
+        figures.append(("step: decode request CBOR", try measure { _ = try CBORValue(decoding: requestBytes) }))
+        figures.append(("step: encode request CBOR", try measure { _ = request.encoded() }))
 
         let memory = InMemoryCredentialStore()
         figures.append(("getAssertion memory", try await measureGetAssertion(store: memory)))
