@@ -19,49 +19,62 @@ public struct CBORDecoder: Sendable {
     }
 
     /// Decodes the single data item that makes up `bytes`.
-    public func decode(_ bytes: some Collection<UInt8>) throws(CBORError) -> CBORValue {
-        let input = Array(bytes)
-        var reader = Reader(bytes: input, maximumDepth: maximumDepth, canonical: requiresCanonicalForm)
+    public func decode(_ bytes: [UInt8]) throws(CBORError) -> CBORValue {
+        try decode(bytes[...])
+    }
+
+    /// Decodes the single data item that makes up `bytes`.
+    public func decode(_ bytes: ArraySlice<UInt8>) throws(CBORError) -> CBORValue {
+        var reader = Reader(bytes: bytes, maximumDepth: maximumDepth, canonical: requiresCanonicalForm)
         let value = try reader.readItem(depth: 0)
-        guard reader.offset == input.count else { throw .trailingBytes }
+        guard reader.offset == bytes.endIndex else { throw .trailingBytes }
         return value
     }
 
     /// Decodes the data item at the start of `bytes` and returns it with the number of bytes it used.
     /// For formats that put CBOR in front of other bytes (the COSE key inside authenticator data).
-    public func decodePrefix(_ bytes: some Collection<UInt8>) throws(CBORError) -> (
-        value: CBORValue, length: Int
-    ) {
-        let input = Array(bytes)
-        var reader = Reader(bytes: input, maximumDepth: maximumDepth, canonical: requiresCanonicalForm)
+    public func decodePrefix(_ bytes: [UInt8]) throws(CBORError) -> (value: CBORValue, length: Int) {
+        try decodePrefix(bytes[...])
+    }
+
+    /// Decodes the data item at the start of `bytes` and returns it with the number of bytes it used.
+    public func decodePrefix(_ bytes: ArraySlice<UInt8>) throws(CBORError) -> (value: CBORValue, length: Int) {
+        var reader = Reader(bytes: bytes, maximumDepth: maximumDepth, canonical: requiresCanonicalForm)
         let value = try reader.readItem(depth: 0)
-        return (value, reader.offset)
+        return (value, reader.offset - bytes.startIndex)
     }
 }
 
 extension CBORValue {
     /// Decodes `bytes` with the default strict decoder.
-    public init(decoding bytes: some Collection<UInt8>) throws(CBORError) {
+    public init(decoding bytes: [UInt8]) throws(CBORError) {
+        self = try CBORDecoder().decode(bytes)
+    }
+
+    /// Decodes `bytes` with the default strict decoder.
+    public init(decoding bytes: ArraySlice<UInt8>) throws(CBORError) {
         self = try CBORDecoder().decode(bytes)
     }
 }
 
+/// Reads from a slice; `offset` is an index into it, so it starts at `bytes.startIndex`.
 private struct Reader {
-    let bytes: [UInt8]
+    let bytes: ArraySlice<UInt8>
     let maximumDepth: Int
     let canonical: Bool
-    var offset = 0
+    var offset: Int
 
-    init(bytes: [UInt8], maximumDepth: Int, canonical: Bool) {
+    init(bytes: ArraySlice<UInt8>, maximumDepth: Int, canonical: Bool) {
         self.bytes = bytes
         self.maximumDepth = maximumDepth
         self.canonical = canonical
+        self.offset = bytes.startIndex
     }
 
-    var remaining: Int { bytes.count - offset }
+    var remaining: Int { bytes.endIndex - offset }
 
     mutating func readByte() throws(CBORError) -> UInt8 {
-        guard offset < bytes.count else { throw .unexpectedEnd }
+        guard offset < bytes.endIndex else { throw .unexpectedEnd }
         defer { offset += 1 }
         return bytes[offset]
     }
@@ -185,7 +198,7 @@ private struct Reader {
 enum CanonicalOrder {
     enum Result { case ascending, same, descending }
 
-    static func compare(_ a: some Collection<UInt8>, _ b: some Collection<UInt8>) -> Result {
+    static func compare(_ a: ArraySlice<UInt8>, _ b: ArraySlice<UInt8>) -> Result {
         if a.count != b.count { return a.count < b.count ? .ascending : .descending }
         for (x, y) in zip(a, b) where x != y { return x < y ? .ascending : .descending }
         return .same

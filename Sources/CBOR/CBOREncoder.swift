@@ -26,10 +26,8 @@ extension CBORValue {
             for element in elements { element.encode(into: &output) }
         case .map(let entries):
             Self.appendHead(major: 5, argument: UInt64(entries.count), to: &output)
-            let encodedKeys = entries.map { (key: $0.key.encoded(), value: $0.value) }
-            let sorted = encodedKeys.sorted { CanonicalOrder.compare($0.key, $1.key) == .ascending }
-            for entry in sorted {
-                output.append(contentsOf: entry.key)
+            for entry in entries.sorted(by: { Self.canonicallyPrecedes($0.key, $1.key) }) {
+                entry.key.encode(into: &output)
                 entry.value.encode(into: &output)
             }
         case .bool(let value):
@@ -41,7 +39,38 @@ extension CBORValue {
         }
     }
 
-    private static func appendHead(major: UInt8, argument: UInt64, to output: inout [UInt8]) {
+    /// CTAP2 canonical key order without encoding the common keys: for two integers or two text strings
+    /// the order follows from their values; anything else is compared by its encoding.
+    static func canonicallyPrecedes(_ a: CBORValue, _ b: CBORValue) -> Bool {
+        switch (a, b) {
+        case (.unsigned(let x), .unsigned(let y)), (.negative(let x), .negative(let y)):
+            // Larger arguments never have shorter heads, so numeric order is encoded order.
+            return x < y
+        case (.unsigned(let x), .negative(let y)):
+            // Equal head lengths put major type 0 first; otherwise the shorter head wins.
+            return headLength(x) <= headLength(y)
+        case (.negative(let x), .unsigned(let y)):
+            return headLength(x) < headLength(y)
+        case (.text(let x), .text(let y)):
+            let (xCount, yCount) = (x.utf8.count, y.utf8.count)
+            if xCount != yCount { return xCount < yCount }
+            return x.utf8.lexicographicallyPrecedes(y.utf8)
+        default:
+            return CanonicalOrder.compare(a.encoded()[...], b.encoded()[...]) == .ascending
+        }
+    }
+
+    private static func headLength(_ argument: UInt64) -> Int {
+        switch argument {
+        case 0..<24: 1
+        case 24...0xFF: 2
+        case 0x100...0xFFFF: 3
+        case 0x1_0000...0xFFFF_FFFF: 5
+        default: 9
+        }
+    }
+
+    static func appendHead(major: UInt8, argument: UInt64, to output: inout [UInt8]) {
         let type = major << 5
         switch argument {
         case 0..<24:

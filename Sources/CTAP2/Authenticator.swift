@@ -1,6 +1,7 @@
 import CBOR
 import Crypto
 import Foundation
+import Synchronization
 import WebAuthn
 
 /// What kind of attestation statement makeCredential returns.
@@ -92,13 +93,21 @@ public enum AuthenticatorActivity: Hashable, Sendable {
 /// A CTAP 2.1 authenticator for ES256 passkeys: CBOR request in, status byte and CBOR out.
 ///
 /// All effects come from `AuthenticatorEnvironment`, so the same core serves CTAPHID, hybrid and
-/// tests. Requests are handled one at a time.
-public actor Authenticator {
-    public nonisolated let configuration: AuthenticatorConfiguration
+/// tests. Requests are handled one at a time: one that arrives while another waits for the user is
+/// answered CTAP1_ERR_CHANNEL_BUSY.
+///
+/// A class with its state under a mutex rather than an actor: the store and the user interaction are
+/// called without hopping between executors, which keeps getAssertion close to the cost of its signature.
+public final class Authenticator: Sendable {
+    public let configuration: AuthenticatorConfiguration
     private let environment: AuthenticatorEnvironment
     private let startedAt: ContinuousClock.Instant
-    private var pendingAssertions: PendingAssertions?
-    private var busy = false
+    private let state = Mutex(State())
+
+    private struct State {
+        var pendingAssertions: PendingAssertions?
+        var busy = false
+    }
 
     /// State kept between getAssertion and getNextAssertion.
     private struct PendingAssertions {
@@ -124,11 +133,13 @@ public actor Authenticator {
         activity: @escaping @Sendable (AuthenticatorActivity) -> Void = { _ in }
     ) async -> [UInt8] {
         do throws(CTAPError) {
-            guard !busy else { throw CTAPError.channelBusy }
-            busy = true
-            defer { busy = false }
-            let response = try await perform(message, activity: activity)
-            return [0x00] + (response?.encoded() ?? [])
+            let claimed = state.withLock { state in
+                defer { state.busy = true }
+                return !state.busy
+            }
+            guard claimed else { throw CTAPError.channelBusy }
+            defer { state.withLock { $0.busy = false } }
+            return try await perform(message, activity: activity)
         } catch {
             return [error.rawValue]
         }
@@ -137,19 +148,19 @@ public actor Authenticator {
     private func perform(
         _ message: [UInt8],
         activity: @Sendable (AuthenticatorActivity) -> Void
-    ) async throws(CTAPError) -> CBORValue? {
+    ) async throws(CTAPError) -> [UInt8] {
         guard let commandByte = message.first else { throw .invalidLength }
         guard message.count <= configuration.maximumMessageSize else { throw .invalidLength }
         let command = CTAPCommand(rawValue: commandByte)
-        if command != .getNextAssertion { pendingAssertions = nil }
+        if command != .getNextAssertion { state.withLock { $0.pendingAssertions = nil } }
         let parameters: CBORValue? = try Self.decodeParameters(message.dropFirst())
 
         switch command {
         case .getInfo:
-            return info
+            return Self.success(info)
         case .makeCredential:
             guard let parameters else { throw .missingParameter }
-            return try await makeCredential(MakeCredentialRequest(cbor: parameters), activity: activity)
+            return Self.success(try await makeCredential(MakeCredentialRequest(cbor: parameters), activity: activity))
         case .getAssertion:
             guard let parameters else { throw .missingParameter }
             return try await getAssertion(GetAssertionRequest(cbor: parameters), activity: activity)
@@ -157,14 +168,21 @@ public actor Authenticator {
             return try getNextAssertion()
         case .reset:
             try await reset(activity: activity)
-            return nil
+            return Self.success(nil)
         case .selection:
             try await ask(
                 ConsentRequest(action: .selection, requiresPresence: true, requiresVerification: false), activity)
-            return nil
+            return Self.success(nil)
         default:
             throw .invalidCommand
         }
+    }
+
+    /// A success response: status 0x00, then the body when there is one.
+    private static func success(_ body: CBORValue?) -> [UInt8] {
+        var writer = CBORWriter(prefix: [0x00], capacity: 256)
+        if let body { writer.value(body) }
+        return writer.bytes
     }
 
     private static func decodeParameters(_ bytes: ArraySlice<UInt8>) throws(CTAPError) -> CBORValue? {
@@ -272,7 +290,7 @@ public actor Authenticator {
         case .none:
             statement = [:]
         case .packedSelf:
-            let signature = try Self.sign(authenticatorData.bytes + request.clientDataHash, with: privateKey)
+            let signature = try Self.sign(authenticatorData.bytes, request.clientDataHash, with: privateKey)
             statement = ["alg": .int(COSEAlgorithm.es256.rawValue), "sig": .bytes(signature)]
         }
         return [
@@ -295,7 +313,7 @@ public actor Authenticator {
     private func getAssertion(
         _ request: GetAssertionRequest,
         activity: @Sendable (AuthenticatorActivity) -> Void
-    ) async throws(CTAPError) -> CBORValue {
+    ) async throws(CTAPError) -> [UInt8] {
         guard request.clientDataHash.count == 32 else { throw .invalidLength }
         try Self.rejectPinUvAuthParam(request.pinUvAuthParam, protocol: request.pinUvAuthProtocol)
         guard request.options["rk"] == nil else { throw .unsupportedOption }
@@ -346,69 +364,101 @@ public actor Authenticator {
         if presenceRequested { flags.insert(.userPresent) }
         if userVerified { flags.insert(.userVerified) }
         let first = candidates.removeFirst()
-        var response = try assertion(
-            for: first, clientDataHash: request.clientDataHash, flags: flags, userVerified: userVerified)
-        if !candidates.isEmpty && !chooseOnAuthenticator {
-            response[5] = .int(candidates.count + 1)
-            pendingAssertions = PendingAssertions(
+        let pagesRemaining = !candidates.isEmpty && !chooseOnAuthenticator
+        if pagesRemaining {
+            let pending = PendingAssertions(
                 remaining: candidates,
                 clientDataHash: request.clientDataHash,
                 flags: flags,
                 userVerified: userVerified,
                 issuedAt: environment.now()
             )
+            state.withLock { $0.pendingAssertions = pending }
         }
-        if userSelected { response[6] = true }
-        return .map(response)
+        return try assertion(
+            for: first, clientDataHash: request.clientDataHash, flags: flags, userVerified: userVerified,
+            numberOfCredentials: pagesRemaining ? candidates.count + 1 : nil, userSelected: userSelected)
     }
 
-    private func getNextAssertion() throws(CTAPError) -> CBORValue {
-        guard var pending = pendingAssertions, !pending.remaining.isEmpty,
-            environment.now() - pending.issuedAt <= configuration.nextAssertionTimeout
-        else {
-            pendingAssertions = nil
-            throw .notAllowed
+    private func getNextAssertion() throws(CTAPError) -> [UInt8] {
+        let now = environment.now()
+        let next = state.withLock { state -> (StoredCredential, PendingAssertions)? in
+            guard var pending = state.pendingAssertions, !pending.remaining.isEmpty,
+                now - pending.issuedAt <= configuration.nextAssertionTimeout
+            else {
+                state.pendingAssertions = nil
+                return nil
+            }
+            let credential = pending.remaining.removeFirst()
+            state.pendingAssertions = pending.remaining.isEmpty ? nil : pending
+            return (credential, pending)
         }
-        let credential = pending.remaining.removeFirst()
-        pendingAssertions = pending.remaining.isEmpty ? nil : pending
-        return .map(
-            try assertion(
-                for: credential,
-                clientDataHash: pending.clientDataHash,
-                flags: pending.flags,
-                userVerified: pending.userVerified
-            )
-        )
+        guard let (credential, pending) = next else { throw .notAllowed }
+        return try assertion(
+            for: credential, clientDataHash: pending.clientDataHash, flags: pending.flags,
+            userVerified: pending.userVerified)
     }
 
-    /// One assertion response: credential, authenticator data, signature and, for discoverable
-    /// credentials, the user (names only after user verification, CTAP 2.1 §6.2.2).
+    /// One whole assertion response (status byte and CBOR): credential, authenticator data, signature,
+    /// for discoverable credentials the user (names only after user verification, CTAP 2.1 §6.2.2), then
+    /// numberOfCredentials and userSelected when given. Written directly with keys in canonical order,
+    /// since this is the signing hot path.
     private func assertion(
         for credential: StoredCredential,
         clientDataHash: [UInt8],
         flags: AuthenticatorFlags,
-        userVerified: Bool
-    ) throws(CTAPError) -> [CBORValue: CBORValue] {
+        userVerified: Bool,
+        numberOfCredentials: Int? = nil,
+        userSelected: Bool = false
+    ) throws(CTAPError) -> [UInt8] {
         let authenticatorData = AuthenticatorData(
             relyingPartyIDHash: Array(SHA256.hash(data: Array(credential.relyingPartyID.utf8))),
             flags: flags.union(Self.backupFlags(credential)),
             signCount: 0
         )
-        let signature = try Self.sign(authenticatorData.bytes + clientDataHash, with: credential.privateKey)
-        var response: [CBORValue: CBORValue] = [
-            1: CredentialDescriptor(id: credential.id).cborRepresentation,
-            2: .bytes(authenticatorData.bytes),
-            3: .bytes(signature),
-        ]
+        let signature = try Self.sign(authenticatorData.bytes, clientDataHash, with: credential.privateKey)
+        let name = userVerified ? credential.userName : nil
+        let displayName = userVerified ? credential.userDisplayName : nil
+
+        var writer = CBORWriter(prefix: [0x00], capacity: 256)
+        var entries = 3
+        if credential.isDiscoverable { entries += 1 }
+        if numberOfCredentials != nil { entries += 1 }
+        if userSelected { entries += 1 }
+        writer.mapHeader(count: entries)
+        writer.int(1)  // credential: {"id", "type"}
+        writer.mapHeader(count: 2)
+        writer.text("id")
+        writer.byteString(credential.id)
+        writer.text("type")
+        writer.text("public-key")
+        writer.int(2)
+        writer.byteString(authenticatorData.bytes)
+        writer.int(3)
+        writer.byteString(signature)
         if credential.isDiscoverable {
-            var user: [CBORValue: CBORValue] = ["id": .bytes(credential.userHandle)]
-            if userVerified {
-                if let name = credential.userName { user["name"] = .text(name) }
-                if let displayName = credential.userDisplayName { user["displayName"] = .text(displayName) }
+            writer.int(4)  // user: {"id", "name", "displayName"}
+            writer.mapHeader(count: 1 + (name == nil ? 0 : 1) + (displayName == nil ? 0 : 1))
+            writer.text("id")
+            writer.byteString(credential.userHandle)
+            if let name {
+                writer.text("name")
+                writer.text(name)
             }
-            response[4] = .map(user)
+            if let displayName {
+                writer.text("displayName")
+                writer.text(displayName)
+            }
         }
-        return response
+        if let numberOfCredentials {
+            writer.int(5)
+            writer.int(numberOfCredentials)
+        }
+        if userSelected {
+            writer.int(6)
+            writer.bool(true)
+        }
+        return writer.bytes
     }
 
     // MARK: authenticatorReset
@@ -458,9 +508,15 @@ public actor Authenticator {
         return flags
     }
 
-    private static func sign(_ message: [UInt8], with key: P256.Signing.PrivateKey) throws(CTAPError) -> [UInt8] {
+    /// Signs `authenticatorData ‖ clientDataHash` (hashed in two updates, without joining them) and returns DER.
+    private static func sign(
+        _ authenticatorData: [UInt8], _ clientDataHash: [UInt8], with key: P256.Signing.PrivateKey
+    ) throws(CTAPError) -> [UInt8] {
+        var hasher = SHA256()
+        hasher.update(data: authenticatorData)
+        hasher.update(data: clientDataHash)
         do {
-            return Array(try key.signature(for: message).derRepresentation)
+            return ECDSASignatureDER.encode(raw: Array(try key.signature(for: hasher.finalize()).rawRepresentation))
         } catch {
             throw .other
         }

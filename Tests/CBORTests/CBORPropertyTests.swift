@@ -87,3 +87,26 @@ struct CBORPropertyTests {
         }
     }
 }
+
+/// The encoder's fast key ordering must agree with ordering by encoded bytes for every pair of keys.
+struct CanonicalKeyOrderTests {
+    @Test func fastOrderingMatchesEncodedOrdering() throws {
+        var rng = CBORPropertyTests.SplitMix64(state: 7049)
+        var keys: [CBORValue] = [
+            0, 23, 24, 255, 256, 65535, 65536, -1, -24, -25, -256, -257, "", "a", "b", "aa", "é", "z",
+        ]
+        for _ in 0..<300 { keys.append(CBORPropertyTests.randomValue(depth: 4, using: &rng)) }
+        for a in keys {
+            for b in keys where a != b {
+                let encoded = CBORValue.map([a: 0, b: 1]).encoded()
+                let aFirst = a.encoded().lexicographicallyPrecedes(b.encoded())
+                let lengthFirst =
+                    a.encoded().count != b.encoded().count ? a.encoded().count < b.encoded().count : aFirst
+                let expected =
+                    [UInt8]([0xA2])
+                    + (lengthFirst ? a.encoded() + [0] + b.encoded() + [1] : b.encoded() + [1] + a.encoded() + [0])
+                #expect(encoded == expected, "\(a) vs \(b)")
+            }
+        }
+    }
+}

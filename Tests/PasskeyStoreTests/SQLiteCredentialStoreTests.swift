@@ -71,14 +71,14 @@ struct SQLiteCredentialStoreTests {
         ]
         for credential in saved {
             try store.save(credential)
-            try await reference.save(credential)
+            try reference.save(credential)
         }
         let forB = try store.credentials(forRelyingParty: "b.example").map(\.id)
         #expect(forB == [saved[5].id, saved[4].id, saved[2].id, saved[0].id])
-        #expect(forB == (try await reference.credentials(forRelyingParty: "b.example").map(\.id)))
+        #expect(forB == (try reference.credentials(forRelyingParty: "b.example").map(\.id)))
         let all = try store.allCredentials().map(\.id)
         #expect(all == [saved[3].id, saved[1].id, saved[5].id, saved[4].id, saved[2].id, saved[0].id, saved[6].id])
-        #expect(all == (try await reference.allCredentials().map(\.id)))
+        #expect(all == (try reference.allCredentials().map(\.id)))
         #expect(try store.credentials(forRelyingParty: "nobody.example").isEmpty)
 
         // A credential saved last but made earlier (an import, say) sorts by its creation date.
