@@ -26,7 +26,9 @@ struct AuthenticatorBench: AsyncParsableCommand {
 
     @Option(help: "Seconds per measurement slice.") var seconds: Double = 0.5
     @Option(help: "Number of interleaved slices per figure; medians are reported.") var rounds = 7
-    @Option(help: ArgumentHelp("Only loop getAssertion (in-memory store) for this many seconds, for a profiler.", visibility: .hidden))
+    @Option(
+        help: ArgumentHelp(
+            "Only loop getAssertion (in-memory store) for this many seconds, for a profiler.", visibility: .hidden))
     var profileGetAssertion: Double?
 
     func run() async throws {
@@ -77,6 +79,12 @@ struct AuthenticatorBench: AsyncParsableCommand {
             record("step: DER-encode signature", try measure { _ = signature.derRepresentation })
             record("step: decode request CBOR", try measure { _ = try CBORValue(decoding: request.dropFirst()) })
             record("step: encode request CBOR", try measure { _ = decoded.encoded() })
+            record(
+                "step: parse getAssertion request",
+                try measure { _ = try GetAssertionRequest(cbor: try CBORValue(decoding: request.dropFirst())) })
+            let store = memoryAssertion.store
+            let id = memoryAssertion.credentialID
+            record("step: in-memory store lookup", try await measureAsync { _ = try await store.credential(id: id) })
             let noOp: [UInt8] = [0x42]
             let authenticator = memoryAssertion.authenticator
             record("step: authenticator call", try await measureAsync { _ = await authenticator.handle(noOp) })
@@ -164,6 +172,8 @@ struct AuthenticatorBench: AsyncParsableCommand {
 struct AssertionLoop {
     let authenticator: Authenticator
     let request: [UInt8]
+    let store: any CredentialStore
+    let credentialID: [UInt8]
 
     init(store: any CredentialStore) async throws {
         authenticator = Authenticator(
@@ -175,6 +185,8 @@ struct AssertionLoop {
                     RegistrationLoop.makeCredential(rp: "rp\(index % 10).example", user: index)))
             ids.append(response.credentialID)
         }
+        self.store = store
+        credentialID = ids[97]
         request = CTAPClient.getAssertionMessage(
             relyingPartyID: "rp7.example", clientDataHash: [UInt8](repeating: 0xCD, count: 32), allowList: [ids[97]],
             userVerification: false)
