@@ -28,6 +28,7 @@ let package = Package(
         .library(name: "RelyingParty", targets: ["RelyingParty"]),
         .library(name: "PasskeyStore", targets: ["PasskeyStore"]),
         .library(name: "CTAPHIDTransport", targets: ["CTAPHIDTransport"]),
+        .library(name: "Hybrid", targets: ["Hybrid"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-crypto.git", from: "4.5.2"),
@@ -42,6 +43,7 @@ let package = Package(
         .target(name: "CTAP2", dependencies: ["CBOR", "WebAuthn", crypto], swiftSettings: strictSettings),
         .target(name: "CTAPHID", swiftSettings: strictSettings),
         .target(name: "RelyingParty", dependencies: ["CBOR", "WebAuthn", crypto], swiftSettings: strictSettings),
+        .target(name: "Hybrid", dependencies: ["CBOR", crypto, cryptoExtras], swiftSettings: strictSettings),
 
         // MARK: I/O adapters.
         .systemLibrary(name: "CSQLite", pkgConfig: "sqlite3", providers: [.apt(["libsqlite3-dev"])]),
@@ -60,14 +62,14 @@ let package = Package(
         .executableTarget(
             name: "passkey",
             dependencies: [
-                "CBOR", "WebAuthn", "CTAP2", "CTAPHID", "RelyingParty", "PasskeyStore", "CTAPHIDTransport",
+                "CBOR", "WebAuthn", "CTAP2", "CTAPHID", "RelyingParty", "PasskeyStore", "CTAPHIDTransport", "Hybrid",
                 argumentParser, logging, crypto,
             ],
             swiftSettings: strictSettings
         ),
         .executableTarget(
             name: "PasskeyBench",
-            dependencies: ["CBOR", "WebAuthn", "CTAP2", "PasskeyStore", crypto, argumentParser],
+            dependencies: ["CBOR", "WebAuthn", "CTAP2", "PasskeyStore", "Hybrid", crypto, argumentParser],
             swiftSettings: strictSettings
         ),
 
@@ -80,6 +82,12 @@ let package = Package(
             swiftSettings: strictSettings
         ),
         .testTarget(name: "CTAPHIDTests", dependencies: ["CTAPHID"], swiftSettings: strictSettings),
+        .testTarget(
+            name: "HybridTests",
+            dependencies: ["Hybrid", "CBOR", crypto],
+            resources: [.copy("Vectors")],
+            swiftSettings: strictSettings
+        ),
         .testTarget(
             name: "RelyingPartyTests",
             dependencies: ["RelyingParty", "WebAuthn", "CBOR", crypto],
