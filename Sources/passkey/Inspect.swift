@@ -133,10 +133,15 @@ extension Passkey.Inspect {
         static func serviceData(fromHex text: String) throws -> [UInt8] {
             guard let bytes = [UInt8](hex: text) else { throw ValidationError("The advert must be hex.") }
             if bytes.count == EIDKey.advertByteCount { return bytes }
-            let data = try AdvertisingData(bytes: bytes)
+            let prefix = "The advert is \(bytes.count) bytes, not 20, and not advertising data"
+            let data: AdvertisingData
+            do {
+                data = try AdvertisingData(bytes: bytes)
+            } catch {
+                throw ValidationError("\(prefix): \(error).")
+            }
             guard let advert = data.caBLEAdvert else {
-                throw ValidationError(
-                    "The advert is \(bytes.count) bytes and not advertising data with 20 bytes of caBLE service data.")
+                throw ValidationError("\(prefix) with 20 bytes of service data for UUID 0xFDE2 or 0xFFF9.")
             }
             return advert
         }
