@@ -18,6 +18,7 @@ public enum AdvertError: Error, Hashable, Sendable {
 }
 
 extension AdvertError: CustomStringConvertible {
+    /// A one-line explanation for logs and error messages.
     public var description: String {
         switch self {
         case .wrongLength(let count): "advert has \(count) bytes (20 expected, or 16 for a plaintext)"

@@ -1,6 +1,8 @@
 /// An advertising data type (Bluetooth Assigned Numbers, "Common Data Types"). Unknown values survive as data.
 public struct ADType: RawRepresentable, Hashable, Sendable {
+    /// The value as the wire carries it.
     public var rawValue: UInt8
+    /// Wraps any value, known or not.
     public init(rawValue: UInt8) { self.rawValue = rawValue }
 
     /// Flags: discoverability and BR/EDR support. Only connectable advertising needs them.
@@ -19,7 +21,9 @@ public struct ADType: RawRepresentable, Hashable, Sendable {
 
 /// A 16-bit Bluetooth service UUID, short for `0000xxxx-0000-1000-8000-00805f9b34fb`.
 public struct ServiceUUID16: RawRepresentable, Hashable, Sendable, CustomStringConvertible {
+    /// The value as the wire carries it.
     public var rawValue: UInt16
+    /// Wraps any value, known or not.
     public init(rawValue: UInt16) { self.rawValue = rawValue }
 
     /// FIDO's caBLE UUID (an SDO service), used by newer Chromium and Google Play services.
@@ -31,6 +35,7 @@ public struct ServiceUUID16: RawRepresentable, Hashable, Sendable, CustomStringC
     /// The two bytes as advertising data carries them: little-endian.
     public var bytes: [UInt8] { [UInt8(truncatingIfNeeded: rawValue), UInt8(truncatingIfNeeded: rawValue >> 8)] }
 
+    /// A one-line explanation for logs and error messages.
     public var description: String {
         let hex = String(rawValue, radix: 16)
         return "0x" + String(repeating: "0", count: 4 - hex.count) + hex.uppercased()
@@ -83,6 +88,7 @@ public enum AdvertisingDataError: Error, Hashable, Sendable {
 }
 
 extension AdvertisingDataError: CustomStringConvertible {
+    /// A one-line explanation for logs and error messages.
     public var description: String {
         switch self {
         case .truncated(let offset): "AD structure at offset \(offset) runs past the end of the advertising data"

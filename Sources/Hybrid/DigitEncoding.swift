@@ -10,6 +10,7 @@ public enum DigitEncodingError: Error, Hashable, Sendable {
 }
 
 extension DigitEncodingError: CustomStringConvertible {
+    /// A one-line explanation for logs and error messages.
     public var description: String {
         switch self {
         case .invalidCharacter(let offset): "character at offset \(offset) is not a decimal digit"

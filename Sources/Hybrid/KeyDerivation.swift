@@ -4,7 +4,9 @@ import Crypto
 ///
 /// Chromium `device/fido/cable/v2_handshake.h` (`DerivedValueType`). Unknown values survive as data.
 public struct KeyPurpose: RawRepresentable, Hashable, Sendable, CustomStringConvertible {
+    /// The value as the wire carries it.
     public var rawValue: UInt32
+    /// Wraps any value, known or not.
     public init(rawValue: UInt32) { self.rawValue = rawValue }
 
     /// The 64-byte key pair that encrypts and authenticates BLE adverts (`kEIDKey`).
@@ -25,6 +27,7 @@ public struct KeyPurpose: RawRepresentable, Hashable, Sendable, CustomStringConv
         [0, 8, 16, 24].map { UInt8(truncatingIfNeeded: rawValue >> $0) }
     }
 
+    /// A one-line explanation for logs and error messages.
     public var description: String {
         switch self {
         case .eidKey: "eidKey"

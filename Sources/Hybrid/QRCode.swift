@@ -6,7 +6,9 @@ import Crypto
 /// Chromium writes `"ga"`, `"mc"` and, for digital credentials, `"dcp"` and `"dci"`; when parsing it treats any
 /// other value as `"ga"` (`RequestTypeFromString` in `device/fido/cable/v2_handshake.cc`).
 public struct HybridRequestType: RawRepresentable, Hashable, Sendable, CustomStringConvertible {
+    /// The value as the wire carries it.
     public var rawValue: String
+    /// Wraps any value, known or not.
     public init(rawValue: String) { self.rawValue = rawValue }
 
     /// WebAuthn `get()`: CTAP getAssertion.
@@ -26,6 +28,7 @@ public struct HybridRequestType: RawRepresentable, Hashable, Sendable, CustomStr
         }
     }
 
+    /// A one-line explanation for logs and error messages.
     public var description: String { rawValue }
 }
 
@@ -52,6 +55,7 @@ public enum QRCodeError: Error, Hashable, Sendable {
 }
 
 extension QRCodeError: CustomStringConvertible {
+    /// A one-line explanation for logs and error messages.
     public var description: String {
         switch self {
         case .missingPrefix: "not a hybrid QR code: it must start with FIDO:/"
@@ -233,12 +237,14 @@ public struct QRCodePayload: Sendable {
 }
 
 extension QRCodePayload: Hashable {
+    /// Equal when every field is, comparing keys by their compressed bytes.
     public static func == (lhs: QRCodePayload, rhs: QRCodePayload) -> Bool {
         lhs.compressedPublicKey == rhs.compressedPublicKey && lhs.secret == rhs.secret
             && lhs.knownDomainCount == rhs.knownDomainCount && lhs.timestamp == rhs.timestamp
             && lhs.stateAssisted == rhs.stateAssisted && lhs.requestType == rhs.requestType
     }
 
+    /// Hashes the fields that `==` compares.
     public func hash(into hasher: inout Hasher) {
         hasher.combine(compressedPublicKey)
         hasher.combine(secret)

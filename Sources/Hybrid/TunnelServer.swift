@@ -11,6 +11,7 @@ public enum TunnelIdentifierError: Error, Hashable, Sendable {
 }
 
 extension TunnelIdentifierError: CustomStringConvertible {
+    /// A one-line explanation for logs and error messages.
     public var description: String {
         switch self {
         case .wrongLength(let count): "identifier has the wrong length (\(count))"
@@ -51,6 +52,7 @@ public struct RoutingID: Hashable, Sendable, CustomStringConvertible {
     /// Six upper-case hex digits.
     public var hex: String { upperHex(bytes) }
 
+    /// A one-line explanation for logs and error messages.
     public var description: String { hex }
 }
 
@@ -80,6 +82,7 @@ public struct TunnelID: Hashable, Sendable, CustomStringConvertible {
     /// 32 upper-case hex digits.
     public var hex: String { upperHex(bytes) }
 
+    /// A one-line explanation for logs and error messages.
     public var description: String { hex }
 }
 
@@ -92,6 +95,7 @@ public enum TunnelDomainError: Error, Hashable, Sendable {
 }
 
 extension TunnelDomainError: CustomStringConvertible {
+    /// A one-line explanation for logs and error messages.
     public var description: String {
         switch self {
         case .unassigned(let id):
@@ -160,6 +164,7 @@ public struct TunnelDomain: Hashable, Sendable, CustomStringConvertible {
         return String(decoding: name, as: UTF8.self) + "." + tld
     }
 
+    /// A one-line explanation for logs and error messages.
     public var description: String { "\(id) (\(host))" }
 }
 
@@ -178,6 +183,7 @@ public enum TunnelPathError: Error, Hashable, Sendable {
 }
 
 extension TunnelPathError: CustomStringConvertible {
+    /// A one-line explanation for logs and error messages.
     public var description: String {
         switch self {
         case .unknownPath: "not a tunnel server path (/cable/new/…, /cable/connect/…/…, /cable/contact/…)"
@@ -254,6 +260,7 @@ public enum TunnelServerURLError: Error, Hashable, Sendable {
 }
 
 extension TunnelServerURLError: CustomStringConvertible {
+    /// A one-line explanation for logs and error messages.
     public var description: String {
         switch self {
         case .unsupportedScheme: "tunnel server URL must start with ws:// or wss://"
@@ -322,6 +329,7 @@ public struct TunnelServerBaseURL: Hashable, Sendable, CustomStringConvertible {
     /// `scheme://host[:port]`, without a trailing slash.
     public var string: String { "\(scheme)://\(host)" + (port.map { ":\($0)" } ?? "") }
 
+    /// A one-line explanation for logs and error messages.
     public var description: String { string }
 }
 
