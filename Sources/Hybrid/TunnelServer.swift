@@ -285,11 +285,14 @@ public struct TunnelServerBaseURL: Hashable, Sendable, CustomStringConvertible {
     public init(string: some StringProtocol) throws(TunnelServerURLError) {
         var rest = Substring(string)
         let schemes = ["wss://", "ws://"]
-        guard let scheme = schemes.first(where: { rest.lowercased().hasPrefix($0) }) else {
-            throw .unsupportedScheme
+        let matches = { (scheme: String) in
+            rest.utf8.count >= scheme.utf8.count
+                && zip(rest.utf8, scheme.utf8).allSatisfy { $0 == $1 || $0 | 0x20 == $1 && $1 >= UInt8(ascii: "a") }
         }
+        guard let scheme = schemes.first(where: matches) else { throw .unsupportedScheme }
         self.scheme = String(scheme.dropLast(3))
-        rest = rest.dropFirst(scheme.count)
+        // Dropped by bytes, so a combining mark after the "//" stays with the host and is refused there.
+        rest = Substring(String(decoding: rest.utf8.dropFirst(scheme.utf8.count), as: UTF8.self))
         if rest.hasSuffix("/") { rest = rest.dropLast() }
         guard !rest.contains(where: { "/?#@".contains($0) }) else { throw .unexpectedComponent }
         var hostPart = rest
