@@ -85,12 +85,17 @@ public struct Crypter: ~Copyable, Sendable {
         self.init(readKey: readKey, writeKey: writeKey, readSequenceNumber: 0, writeSequenceNumber: 0)
     }
 
-    /// Starts at arbitrary sequence numbers (tests reach the 2²⁴ limit this way).
-    init(readKey: SymmetricKey, writeKey: SymmetricKey, readSequenceNumber: UInt32, writeSequenceNumber: UInt32) {
+    /// Starts mid-session: at arbitrary sequence numbers and, optionally, with the received construction already
+    /// chosen (tests reach the 2²⁴ limit this way).
+    init(
+        readKey: SymmetricKey, writeKey: SymmetricKey, readSequenceNumber: UInt32, writeSequenceNumber: UInt32,
+        readConstruction: Construction? = nil
+    ) {
         self.readKey = readKey
         self.writeKey = writeKey
         self.readSequenceNumber = readSequenceNumber
         self.writeSequenceNumber = writeSequenceNumber
+        self.readConstruction = readConstruction
     }
 
     /// Pads and seals one message with the current construction (v2_handshake.cc `Crypter::Encrypt`).

@@ -179,6 +179,9 @@ public enum HandshakeResponder {
     public static func respond(
         to message: [UInt8], kind: Kind, psk: [UInt8], ephemeralKey: P256.KeyAgreement.PrivateKey
     ) throws(NoiseError) -> HandshakeResponse {
+        guard psk.count == 32 else { throw .wrongPSKLength(psk.count) }
+        let peerEphemeral = try HandshakeMessage.peerKey(message)
+        let peerBytes = message[0..<HandshakeMessage.pointLength]
         var state: SymmetricState
         switch kind {
         case .qrInitiated(let qrPublicKey):
@@ -186,8 +189,6 @@ public enum HandshakeResponder {
         case .stateAssisted(let identityKey):
             state = try SymmetricState(.nkpsk0, preMessageKey: identityKey.publicKey.uncompressed, psk: psk)
         }
-        let peerEphemeral = try HandshakeMessage.peerKey(message)
-        let peerBytes = message[0..<HandshakeMessage.pointLength]
 
         // v2_handshake.cc RespondToHandshake: MixHash(re), MixKey(re), NK: MixKey(DH(s, re)), DecryptAndHash.
         state.mixHash(peerBytes)

@@ -14,8 +14,15 @@ struct SplitMix64: RandomNumberGenerator {
         return z ^ (z >> 31)
     }
 
+    /// `count` random bytes, eight per step.
     mutating func bytes(_ count: Int) -> [UInt8] {
-        (0..<count).map { _ in UInt8(truncatingIfNeeded: next()) }
+        var bytes = [UInt8](repeating: 0, count: (count + 7) / 8 * 8)
+        bytes.withUnsafeMutableBytes { buffer in
+            for offset in stride(from: 0, to: buffer.count, by: 8) {
+                buffer.storeBytes(of: next(), toByteOffset: offset, as: UInt64.self)
+            }
+        }
+        return Array(bytes.prefix(count))
     }
 }
 
