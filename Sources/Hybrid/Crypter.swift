@@ -19,6 +19,7 @@ public enum CrypterError: Error, Hashable, Sendable {
 }
 
 extension CrypterError: CustomStringConvertible {
+    /// One line for logs; it never contains key material.
     public var description: String {
         switch self {
         case .wrongKeySize(let count): "caBLE crypter key is \(count) bytes, expected 32"
@@ -31,7 +32,8 @@ extension CrypterError: CustomStringConvertible {
     }
 }
 
-/// The transport after the handshake (write-up §6; Chromium v2_handshake.cc `Crypter`): AES-256-GCM with one
+/// The transport after the handshake (write-up §6; Chromium v2_handshake.cc @ccfdb09e `Crypter::Encrypt`,
+/// `Crypter::Decrypt`, `ConstructNonce`; the legacy construction from @0b007350): AES-256-GCM with one
 /// key and one `UInt32` sequence number per direction, both counting from 0.
 ///
 /// - Sending always uses the ``Construction/current`` construction.

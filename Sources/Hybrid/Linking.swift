@@ -20,6 +20,7 @@ public enum LinkingError: Error, Hashable, Sendable {
 }
 
 extension LinkingError: CustomStringConvertible {
+    /// One line for logs; it never contains key material.
     public var description: String {
         switch self {
         case .notAMap: "caBLE linking information is not a CBOR map"

@@ -1,8 +1,10 @@
 import Crypto
 
 // The caBLE v2 handshake: Noise KNpsk0 (QR-initiated) and NKpsk0 (state-assisted) over P-256, AES-256-GCM and
-// SHA-256, as Chromium's device/fido/cable/noise.cc and v2_handshake.cc (HandshakeInitiator::BuildInitialMessage,
-// HandshakeInitiator::ProcessResponse, RespondToHandshake) implement them. See Docs/HybridNoise.md.
+// SHA-256, as Chromium's device/fido/cable/noise.cc (@b2528ae3: Init, MixHash, MixKey, MixKeyAndHash,
+// EncryptAndHash, DecryptAndHash, traffic_keys) and v2_handshake.cc (@ccfdb09e: HandshakeInitiator::
+// BuildInitialMessage, HandshakeInitiator::ProcessResponse, RespondToHandshake) implement them; webauthn-rs
+// cable/noise.rs (CableNoise) is the same port. See Docs/HybridNoise.md.
 //
 //   KNpsk0 (prologue 0x01)          NKpsk0 (prologue 0x00)
 //     -> s  (client's QR key)          <- s  (authenticator identity key)
@@ -27,6 +29,7 @@ public enum NoiseError: Error, Hashable, Sendable {
 }
 
 extension NoiseError: CustomStringConvertible {
+    /// One line for logs; it never contains key material.
     public var description: String {
         switch self {
         case .wrongLength(let count): "Noise handshake message is \(count) bytes, expected 81"
@@ -116,9 +119,12 @@ public struct HandshakeInitiator: Sendable {
     }
 }
 
-extension HandshakeInitiator: CustomStringConvertible {
+extension HandshakeInitiator: CustomStringConvertible, CustomReflectable {
     /// Names the handshake only: the keys stay out of logs.
     public var description: String { "HandshakeInitiator(\(kind.protocolName))" }
+
+    /// Keeps the keys out of `dump` and the debugger.
+    public var customMirror: Mirror { Mirror(self, children: ["protocol": kind.protocolName]) }
 }
 
 /// The client after sending message 1, waiting for message 2.
@@ -157,9 +163,12 @@ public struct HandshakeInitiatorWaiting: Sendable {
     }
 }
 
-extension HandshakeInitiatorWaiting: CustomStringConvertible {
+extension HandshakeInitiatorWaiting: CustomStringConvertible, CustomReflectable {
     /// The keys stay out of logs.
     public var description: String { "HandshakeInitiatorWaiting" }
+
+    /// Keeps the keys out of `dump` and the debugger.
+    public var customMirror: Mirror { Mirror(self, children: [:]) }
 }
 
 /// The authenticator (the phone) side: answers message 1 in one step.

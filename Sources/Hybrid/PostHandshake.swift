@@ -1,7 +1,9 @@
 import CBOR
 
-// What travels inside the Crypter after the handshake (write-up §6; Chromium fido_tunnel_device.cc
-// OnTunnelData / EstablishedConnection::OnTunnelData / ProcessUpdate, v2_authenticator.cc TunnelTransport).
+// What travels inside the Crypter after the handshake (write-up §6; Chromium @ccfdb09e fido_tunnel_device.cc
+// FidoTunnelDevice::OnTunnelData (state kWaitingForPostHandshakeMessage), EstablishedConnection::OnTunnelData and
+// ProcessUpdate on the client; v2_authenticator.cc TunnelTransport::OnTunnelData on the phone; v2_handshake.cc
+// EncodePaddedCBORMap / DecodePaddedCBORMap).
 
 /// Why the post-handshake message or an update message was refused.
 public enum PostHandshakeError: Error, Hashable, Sendable {
@@ -20,6 +22,7 @@ public enum PostHandshakeError: Error, Hashable, Sendable {
 }
 
 extension PostHandshakeError: CustomStringConvertible {
+    /// One line for logs; it never contains key material.
     public var description: String {
         switch self {
         case .undecodable: "caBLE post-handshake message is not CBOR"
@@ -213,6 +216,7 @@ public enum FramingError: Error, Hashable, Sendable {
 }
 
 extension FramingError: CustomStringConvertible {
+    /// One line for logs; it never contains key material.
     public var description: String {
         switch self {
         case .empty: "caBLE message is empty"

@@ -14,9 +14,9 @@ struct CrypterTests {
 
     /// hybrid.json `crypter`: webauthn-rs `encrypt_decrypt_expected`, sequence numbers 0 and 1.
     @Test func sharedVectors() throws {
-        let entries = try HybridVectors.section("crypter")
+        let entries = try #require(try HybridVectors.section("crypter") as? [[String: Any]], "crypter entries")
         try #require(!entries.isEmpty, "section crypter is empty")
-        for case let entry as [String: Any] in entries {
+        for entry in entries {
             #expect(entry["construction"] as? String == "new")
             let key = try entry.hex("write_key")
             let plaintext = Array(try #require(entry["plaintext_utf8"] as? String).utf8)

@@ -185,7 +185,9 @@ struct HybridFuzzTests {
     /// information, and their revision-0 forms (16-bit and the old 8-bit padding).
     static func postHandshakeSeeds() throws -> [[UInt8]] {
         var seeds: [[UInt8]] = []
-        for case let entry as [String: Any] in try HybridVectors.section("post_handshake_plaintexts") {
+        let entries = try #require(
+            try HybridVectors.section("post_handshake_plaintexts") as? [[String: Any]], "post_handshake_plaintexts")
+        for entry in entries {
             seeds.append(try entry.hex("cbor"))
         }
         try #require(seeds.count >= 2)
