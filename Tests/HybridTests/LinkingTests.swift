@@ -149,6 +149,8 @@ struct LinkingTests {
             #expect(!text.contains("fcm-token"))
             #expect(text.contains("Test phone"))
         }
+        let labels = Mirror(reflecting: linking).children.compactMap(\.label)
+        #expect(!labels.contains("linkSecret") && !labels.contains("contactID") && labels.contains("name"))
         for error in [LinkingError.notAMap, .missingField(3), .invalidField(3), .signatureMismatch] {
             #expect(!String(describing: error).contains(secret))
         }

@@ -277,8 +277,18 @@ struct NoiseTests {
         let initiator = try HandshakeInitiator(kind: .qrInitiated(qrKey: qrKey), psk: psk, ephemeralKey: ephemeral)
         let text = String(describing: initiator)
         #expect(text == "HandshakeInitiator(Noise_KNpsk0_P256_AESGCM_SHA256)")
+        let secrets = [qrKey, ephemeral].map { Array($0.rawRepresentation).hexString } + [psk.hexString]
+        var dumped = ""
+        dump(initiator, to: &dumped)
         let (_, waiting) = try initiator.makeMessage()
         #expect(String(describing: waiting) == "HandshakeInitiatorWaiting")
+        dump(waiting, to: &dumped)
+        #expect(dumped.contains("Noise_KNpsk0"))
+        #expect(Mirror(reflecting: initiator).children.map(\.label) == ["protocol"])
+        #expect(Mirror(reflecting: waiting).children.isEmpty)
+        for secret in secrets {
+            #expect(!dumped.contains(secret) && !text.contains(secret))
+        }
         for error in [NoiseError.wrongLength(80), .invalidPoint, .authenticationFailed, .wrongPSKLength(3)] {
             #expect(!String(describing: error).contains(Array(qrKey.rawRepresentation).hexString))
         }
