@@ -84,7 +84,7 @@ let package = Package(
         .testTarget(name: "CTAPHIDTests", dependencies: ["CTAPHID"], swiftSettings: strictSettings),
         .testTarget(
             name: "HybridTests",
-            dependencies: ["Hybrid", "CBOR", crypto],
+            dependencies: ["Hybrid", "CBOR", "CTAP2", "WebAuthn", crypto],
             resources: [.copy("Vectors")],
             swiftSettings: strictSettings
         ),
