@@ -263,7 +263,7 @@ struct HybridFuzzTests {
             let revision: ProtocolRevision = index.isMultiple(of: 3) ? .zero : .one
             let input = Self.mutate(seeds[index % seeds.count], using: &rng)
             do throws(FramingError) {
-                let message = try TunnelMessage(plaintext: input, revision: revision)
+                let message = try TunnelFrame(plaintext: input, revision: revision)
                 #expect((try? message.plaintext(revision: revision)) == input)
                 tally.record("accepted")
             } catch {
