@@ -69,7 +69,7 @@ public struct HandshakeResponse: ~Copyable, Sendable {
 /// let (message1, waiting) = try HandshakeInitiator(kind: .qrInitiated(qrKey: qrKey), psk: psk,
 ///                                                  ephemeralKey: .init()).makeMessage()
 /// // send message1, receive message2
-/// var result = try waiting.processResponse(message2)
+/// let result = try waiting.processResponse(message2)
 /// ```
 public struct HandshakeInitiator: Sendable {
     /// Which of the two handshakes to run, with the static key the client knows.

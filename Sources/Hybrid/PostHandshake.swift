@@ -185,8 +185,8 @@ public enum PaddedCBOR {
 // MARK: - Messages after the post-handshake message
 
 /// The type byte of a revision-1 message (Chromium fido_tunnel_device.h `MessageType`). Unknown values survive as
-/// data when building, but ``TunnelMessage/init(plaintext:revision:)`` refuses them, as Chromium does.
-public struct TunnelMessageType: RawRepresentable, Hashable, Sendable {
+/// data when building, but ``TunnelFrame/init(plaintext:revision:)`` refuses them, as Chromium does.
+public struct TunnelFrameType: RawRepresentable, Hashable, Sendable {
     /// The byte on the wire.
     public var rawValue: UInt8
     /// Creates a type from its byte.
@@ -194,13 +194,13 @@ public struct TunnelMessageType: RawRepresentable, Hashable, Sendable {
 
     /// Client to authenticator only, empty payload: the client is done. Chromium treats one from the
     /// authenticator as an error.
-    public static let shutdown = TunnelMessageType(rawValue: 0)
+    public static let shutdown = TunnelFrameType(rawValue: 0)
     /// A CTAP command (command byte ‖ CBOR) or response (status byte ‖ CBOR).
-    public static let ctap = TunnelMessageType(rawValue: 1)
+    public static let ctap = TunnelFrameType(rawValue: 1)
     /// Authenticator to client: ``UpdateMessage``.
-    public static let update = TunnelMessageType(rawValue: 2)
+    public static let update = TunnelFrameType(rawValue: 2)
     /// Digital-credential request or response (JSON).
-    public static let json = TunnelMessageType(rawValue: 3)
+    public static let json = TunnelFrameType(rawValue: 3)
     /// The largest type Chromium accepts (`MessageType::kMaxValue`).
     public static let maximumKnown = json
 }
@@ -212,7 +212,7 @@ public enum FramingError: Error, Hashable, Sendable {
     /// The type byte is above 3 (Chromium `MessageType::kMaxValue`).
     case unknownType(UInt8)
     /// Revision 0 has no type byte, so it carries CTAP messages only.
-    case typeNotInRevisionZero(TunnelMessageType)
+    case typeNotInRevisionZero(TunnelFrameType)
 }
 
 extension FramingError: CustomStringConvertible {
@@ -228,20 +228,20 @@ extension FramingError: CustomStringConvertible {
 
 /// One decrypted message after the post-handshake message: `type ‖ payload` in revision 1, the bare CTAP
 /// message in revision 0.
-public struct TunnelMessage: Hashable, Sendable {
+public struct TunnelFrame: Hashable, Sendable {
     /// What the payload is.
-    public var type: TunnelMessageType
+    public var type: TunnelFrameType
     /// The bytes after the type byte.
     public var payload: [UInt8]
 
     /// Creates a message.
-    public init(type: TunnelMessageType, payload: [UInt8]) {
+    public init(type: TunnelFrameType, payload: [UInt8]) {
         self.type = type
         self.payload = payload
     }
 
     /// The client's last message (revision 1 only).
-    public static let shutdown = TunnelMessage(type: .shutdown, payload: [])
+    public static let shutdown = TunnelFrame(type: .shutdown, payload: [])
 
     /// Parses a decrypted message. Revision 1 refuses an empty message and a type above 3 (Chromium
     /// EstablishedConnection::OnTunnelData); revision 0 reads every message, even an empty one, as CTAP.
@@ -251,8 +251,8 @@ public struct TunnelMessage: Hashable, Sendable {
             self.init(type: .ctap, payload: plaintext)
         case .one:
             guard let first = plaintext.first else { throw .empty }
-            guard first <= TunnelMessageType.maximumKnown.rawValue else { throw .unknownType(first) }
-            self.init(type: TunnelMessageType(rawValue: first), payload: Array(plaintext.dropFirst()))
+            guard first <= TunnelFrameType.maximumKnown.rawValue else { throw .unknownType(first) }
+            self.init(type: TunnelFrameType(rawValue: first), payload: Array(plaintext.dropFirst()))
         }
     }
 
@@ -313,6 +313,6 @@ public struct UpdateMessage: Hashable, Sendable {
         return CBORValue.map(map).encoded()
     }
 
-    /// The update as a tunnel message.
-    public var message: TunnelMessage { TunnelMessage(type: .update, payload: payload) }
+    /// The update as a tunnel frame.
+    public var frame: TunnelFrame { TunnelFrame(type: .update, payload: payload) }
 }

@@ -41,7 +41,7 @@ struct CrypterTests {
         var peer = try Self.crypter(read: try vector.hex("write_key"), write: try vector.hex("read_key"))
         #expect(try peer.decrypt(try vector.hex("ciphertext")) == plaintext)
         // The plaintext is a revision-1 CTAP frame: type 1, makeCredential.
-        let frame = try TunnelMessage(plaintext: plaintext, revision: .one)
+        let frame = try TunnelFrame(plaintext: plaintext, revision: .one)
         #expect(frame.type == .ctap && frame.payload.first == 0x01)
     }
 

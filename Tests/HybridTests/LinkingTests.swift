@@ -191,9 +191,9 @@ struct LinkingTests {
 
         var learnt = try #require(parsed.linking)
         if revision == .one {
-            let update = try TunnelMessage(
+            let update = try TunnelFrame(
                 plaintext: try client.decrypt(
-                    try authenticator.encrypt(try UpdateMessage(linking: linking).message.plaintext(revision: .one))),
+                    try authenticator.encrypt(try UpdateMessage(linking: linking).frame.plaintext(revision: .one))),
                 revision: .one)
             #expect(update.type == .update)
             learnt = try #require(try UpdateMessage(payload: update.payload).linking)

@@ -139,31 +139,31 @@ struct PostHandshakeTests {
 
     @Test func framingRevisionOne() throws {
         for type: UInt8 in 0...3 {
-            let message = try TunnelMessage(plaintext: [type, 0xAA, 0xBB], revision: .one)
+            let message = try TunnelFrame(plaintext: [type, 0xAA, 0xBB], revision: .one)
             #expect(message.type.rawValue == type && message.payload == [0xAA, 0xBB])
             #expect(try message.plaintext(revision: .one) == [type, 0xAA, 0xBB])
         }
-        #expect(try TunnelMessage(plaintext: [0], revision: .one) == .shutdown)
-        #expect(try TunnelMessage.shutdown.plaintext(revision: .one) == [0])
-        #expect(throws: FramingError.empty) { try TunnelMessage(plaintext: [], revision: .one) }
+        #expect(try TunnelFrame(plaintext: [0], revision: .one) == .shutdown)
+        #expect(try TunnelFrame.shutdown.plaintext(revision: .one) == [0])
+        #expect(throws: FramingError.empty) { try TunnelFrame(plaintext: [], revision: .one) }
         for type: UInt8 in [4, 5, 0x7F, 0xFF] {
-            #expect(throws: FramingError.unknownType(type)) { try TunnelMessage(plaintext: [type, 1], revision: .one) }
+            #expect(throws: FramingError.unknownType(type)) { try TunnelFrame(plaintext: [type, 1], revision: .one) }
         }
         // The first client frame of a makeCredential (write-up §6): type 1, CTAP command 1, the CBOR map.
-        let frame = TunnelMessage(type: .ctap, payload: [0x01, 0xA0])
+        let frame = TunnelFrame(type: .ctap, payload: [0x01, 0xA0])
         #expect(try frame.plaintext(revision: .one) == [0x01, 0x01, 0xA0])
         // Unknown types can be built (open set), but a Chromium peer refuses them.
-        #expect(try TunnelMessage(type: TunnelMessageType(rawValue: 9), payload: []).plaintext(revision: .one) == [9])
+        #expect(try TunnelFrame(type: TunnelFrameType(rawValue: 9), payload: []).plaintext(revision: .one) == [9])
     }
 
     @Test func framingRevisionZero() throws {
         let ctap: [UInt8] = [0x00, 0xA1, 0x01, 0x02]
-        #expect(try TunnelMessage(plaintext: ctap, revision: .zero) == TunnelMessage(type: .ctap, payload: ctap))
-        #expect(try TunnelMessage(plaintext: [], revision: .zero) == TunnelMessage(type: .ctap, payload: []))
-        #expect(try TunnelMessage(type: .ctap, payload: ctap).plaintext(revision: .zero) == ctap)
-        for type in [TunnelMessageType.shutdown, .update, .json] {
+        #expect(try TunnelFrame(plaintext: ctap, revision: .zero) == TunnelFrame(type: .ctap, payload: ctap))
+        #expect(try TunnelFrame(plaintext: [], revision: .zero) == TunnelFrame(type: .ctap, payload: []))
+        #expect(try TunnelFrame(type: .ctap, payload: ctap).plaintext(revision: .zero) == ctap)
+        for type in [TunnelFrameType.shutdown, .update, .json] {
             #expect(throws: FramingError.typeNotInRevisionZero(type)) {
-                try TunnelMessage(type: type, payload: []).plaintext(revision: .zero)
+                try TunnelFrame(type: type, payload: []).plaintext(revision: .zero)
             }
         }
     }
@@ -186,7 +186,7 @@ struct PostHandshakeTests {
             readKey: SymmetricKey(data: [UInt8](repeating: 1, count: 32)),
             writeKey: SymmetricKey(data: [UInt8](repeating: 2, count: 32)))
         for update in [withoutLinking] + linkings.map(UpdateMessage.init(linking:)) {
-            let plaintext = try update.message.plaintext(revision: .one)
+            let plaintext = try update.frame.plaintext(revision: .one)
             #expect(plaintext.first == 2)
             #expect(try crypter.encrypt(plaintext).count == 512 + 16)
             #expect(try UpdateMessage(payload: Array(plaintext.dropFirst())) == update)
