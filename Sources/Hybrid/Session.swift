@@ -186,9 +186,9 @@ public struct HybridClientSession: ~Copyable {
             let awaiting: Bool
             if case .awaitingResponse = state { awaiting = true } else { awaiting = false }
             guard let plaintext = decrypt(message) else { return fail(lastError) }
-            let framed: TunnelMessage
+            let framed: TunnelFrame
             do throws(FramingError) {
-                framed = try TunnelMessage(plaintext: plaintext, revision: revision)
+                framed = try TunnelFrame(plaintext: plaintext, revision: revision)
             } catch {
                 return fail(.framing(error))
             }
@@ -226,7 +226,7 @@ public struct HybridClientSession: ~Copyable {
         guard case .ready(let revision, let handshakeHash) = state else {
             return fail(.protocolViolation("a CTAP request can only be sent when ready and idle"))
         }
-        guard let message = encrypt(TunnelMessage(type: .ctap, payload: request), revision: revision) else {
+        guard let message = encrypt(TunnelFrame(type: .ctap, payload: request), revision: revision) else {
             return fail(lastError)
         }
         state = .awaitingResponse(revision, handshakeHash: handshakeHash)
@@ -274,7 +274,7 @@ public struct HybridClientSession: ~Copyable {
         }
     }
 
-    private mutating func encrypt(_ message: TunnelMessage, revision: ProtocolRevision) -> [UInt8]? {
+    private mutating func encrypt(_ message: TunnelFrame, revision: ProtocolRevision) -> [UInt8]? {
         guard crypter != nil else { return nil }
         do {
             return try crypter!.encrypt(try message.plaintext(revision: revision))
@@ -424,9 +424,9 @@ public struct HybridAuthenticatorSession: ~Copyable {
             return [.stopAdvertising, .send(handshakeMessage), .send(encrypted)]
         case .ready:
             guard let plaintext = decrypt(message) else { return fail(lastError) }
-            let framed: TunnelMessage
+            let framed: TunnelFrame
             do throws(FramingError) {
-                framed = try TunnelMessage(plaintext: plaintext, revision: .one)
+                framed = try TunnelFrame(plaintext: plaintext, revision: .one)
             } catch {
                 return fail(.framing(error))
             }
@@ -457,7 +457,7 @@ public struct HybridAuthenticatorSession: ~Copyable {
         }
         let framed: [UInt8]
         do throws(FramingError) {
-            framed = try TunnelMessage(type: .ctap, payload: response).plaintext(revision: .one)
+            framed = try TunnelFrame(type: .ctap, payload: response).plaintext(revision: .one)
         } catch {
             return fail(.framing(error))
         }
