@@ -91,8 +91,6 @@ public enum KeyDerivation {
     }
 
     private static func hkdf(secret: [UInt8], salt: [UInt8], purpose: KeyPurpose, length: Int) -> [UInt8] {
-        let key = HKDF<SHA256>.deriveKey(
-            inputKeyMaterial: SymmetricKey(data: secret), salt: salt, info: purpose.info, outputByteCount: length)
-        return key.withUnsafeBytes { Array($0) }
+        HKDFSHA256.derive(inputKeyMaterial: secret, salt: salt, info: purpose.info, length: length)
     }
 }

@@ -385,10 +385,7 @@ struct SymmetricState: Sendable {
     }
 
     private func hkdf(_ inputKeyMaterial: some Sequence<UInt8>, count: Int) -> [UInt8] {
-        let derived = HKDF<SHA256>.deriveKey(
-            inputKeyMaterial: SymmetricKey(data: Array(inputKeyMaterial)), salt: chainingKey, info: [UInt8](),
-            outputByteCount: count)
-        return derived.withUnsafeBytes { Array($0) }
+        HKDFSHA256.derive(inputKeyMaterial: Array(inputKeyMaterial), salt: chainingKey, info: [], length: count)
     }
 
     /// noise.cc puts `n` in bytes 0–3 and Crypter puts it in 8–11; with `n = 0` both are 12 zero bytes.
