@@ -31,6 +31,41 @@ public enum HybridSessionError: Error, Hashable, Sendable, CustomStringConvertib
     }
 }
 
+/// The crypter of an established session, failing in the session's own error type. Both roles own one.
+struct SessionChannel: ~Copyable {
+    private var crypter: Crypter
+
+    init(_ crypter: consuming Crypter) {
+        self.crypter = crypter
+    }
+
+    mutating func open(_ message: [UInt8]) throws(HybridSessionError) -> [UInt8] {
+        do throws(CrypterError) {
+            return try crypter.decrypt(message)
+        } catch {
+            throw .crypter(error)
+        }
+    }
+
+    mutating func seal(_ plaintext: [UInt8]) throws(HybridSessionError) -> [UInt8] {
+        do throws(CrypterError) {
+            return try crypter.encrypt(plaintext)
+        } catch {
+            throw .crypter(error)
+        }
+    }
+
+    mutating func seal(_ frame: TunnelFrame, revision: ProtocolRevision) throws(HybridSessionError) -> [UInt8] {
+        let plaintext: [UInt8]
+        do throws(FramingError) {
+            plaintext = try frame.plaintext(revision: revision)
+        } catch {
+            throw .framing(error)
+        }
+        return try seal(plaintext)
+    }
+}
+
 // MARK: - Client (the computer that shows the QR code)
 
 /// The client role of a QR-initiated hybrid session, as a state machine: events in, actions out,
@@ -82,7 +117,7 @@ public struct HybridClientSession: ~Copyable {
     private let tunnelID: TunnelID
     private let tunnelServer: TunnelServerBaseURL?
     private var state = State.qrShown
-    private var crypter: Crypter?
+    private var channel: SessionChannel?
     /// The advert that was accepted, once one was.
     public private(set) var matchedAdvert: AdvertPlaintext?
 
@@ -156,13 +191,18 @@ public struct HybridClientSession: ~Copyable {
             do throws(NoiseError) {
                 let result = try waiting.processResponse(message)
                 state = .awaitingPostHandshake(handshakeHash: result.handshakeHash)
-                crypter = .some(result.crypter)
+                channel = SessionChannel(result.crypter)
                 return []
             } catch {
                 return fail(.handshake(error))
             }
         case .awaitingPostHandshake(let handshakeHash):
-            guard let plaintext = decrypt(message) else { return fail(lastError) }
+            let plaintext: [UInt8]
+            do throws(HybridSessionError) {
+                plaintext = try open(message)
+            } catch {
+                return fail(error)
+            }
             do throws(PostHandshakeError) {
                 let (postHandshake, revision) = try PostHandshakeMessage.parse(plaintext)
                 guard postHandshake.supportsCTAP, let getInfo = postHandshake.getInfo else {
@@ -185,7 +225,12 @@ public struct HybridClientSession: ~Copyable {
         case .ready(let revision, let handshakeHash), .awaitingResponse(let revision, let handshakeHash):
             let awaiting: Bool
             if case .awaitingResponse = state { awaiting = true } else { awaiting = false }
-            guard let plaintext = decrypt(message) else { return fail(lastError) }
+            let plaintext: [UInt8]
+            do throws(HybridSessionError) {
+                plaintext = try open(message)
+            } catch {
+                return fail(error)
+            }
             let framed: TunnelFrame
             do throws(FramingError) {
                 framed = try TunnelFrame(plaintext: plaintext, revision: revision)
@@ -226,8 +271,11 @@ public struct HybridClientSession: ~Copyable {
         guard case .ready(let revision, let handshakeHash) = state else {
             return fail(.protocolViolation("a CTAP request can only be sent when ready and idle"))
         }
-        guard let message = encrypt(TunnelFrame(type: .ctap, payload: request), revision: revision) else {
-            return fail(lastError)
+        let message: [UInt8]
+        do throws(HybridSessionError) {
+            message = try seal(TunnelFrame(type: .ctap, payload: request), revision: revision)
+        } catch {
+            return fail(error)
         }
         state = .awaitingResponse(revision, handshakeHash: handshakeHash)
         return [.send(message)]
@@ -238,7 +286,7 @@ public struct HybridClientSession: ~Copyable {
         switch state {
         case .ready(let revision, _), .awaitingResponse(let revision, _):
             state = .closed
-            guard revision == .one, let message = encrypt(.shutdown, revision: revision) else { return [.close(nil)] }
+            guard revision == .one, let message = try? seal(.shutdown, revision: revision) else { return [.close(nil)] }
             return [.send(message), .close(nil)]
         case .closed:
             return []
@@ -262,36 +310,20 @@ public struct HybridClientSession: ~Copyable {
 
     // MARK: Helpers
 
-    private var lastError = HybridSessionError.tunnelClosed
-
-    private mutating func decrypt(_ message: [UInt8]) -> [UInt8]? {
-        guard crypter != nil else { return nil }
-        do throws(CrypterError) {
-            return try crypter!.decrypt(message)
-        } catch {
-            lastError = .crypter(error)
-            return nil
-        }
+    private mutating func open(_ message: [UInt8]) throws(HybridSessionError) -> [UInt8] {
+        guard channel != nil else { throw .protocolViolation("no session keys yet") }
+        return try channel!.open(message)
     }
 
-    private mutating func encrypt(_ message: TunnelFrame, revision: ProtocolRevision) -> [UInt8]? {
-        guard crypter != nil else { return nil }
-        do {
-            return try crypter!.encrypt(try message.plaintext(revision: revision))
-        } catch let error as CrypterError {
-            lastError = .crypter(error)
-        } catch let error as FramingError {
-            lastError = .framing(error)
-        } catch {
-            lastError = .protocolViolation("\(error)")
-        }
-        return nil
+    private mutating func seal(_ frame: TunnelFrame, revision: ProtocolRevision) throws(HybridSessionError) -> [UInt8] {
+        guard channel != nil else { throw .protocolViolation("no session keys yet") }
+        return try channel!.seal(frame, revision: revision)
     }
 
     private mutating func fail(_ error: HybridSessionError) -> [Action] {
         guard case .closed = state else {
             state = .closed
-            crypter = nil
+            channel = nil
             return [.stopScanning, .close(error)]
         }
         return []
@@ -345,8 +377,7 @@ public struct HybridAuthenticatorSession: ~Copyable {
     private let advertNonce: [UInt8]
     private let getInfo: [UInt8]
     private var state = State.qrScanned
-    private var crypter: Crypter?
-    private var lastError = HybridSessionError.tunnelClosed
+    private var channel: SessionChannel?
 
     /// A session for one scanned QR code. The caller makes `ephemeralKey` and the 10-byte
     /// `advertNonce`, and passes the authenticator's getInfo response (CBOR, no status byte).
@@ -416,14 +447,24 @@ public struct HybridAuthenticatorSession: ~Copyable {
                 return fail(.handshake(error))
             }
             let handshakeMessage = response.message
-            crypter = .some(response.result.crypter)
+            channel = SessionChannel(response.result.crypter)
             // The post-handshake message carries getInfo; revision 1 (unpadded, with type bytes after it).
             let postHandshake = PostHandshakeMessage(getInfo: getInfo).plaintext(revision: .one)
-            guard let encrypted = encrypt(postHandshake) else { return fail(lastError) }
+            let encrypted: [UInt8]
+            do throws(HybridSessionError) {
+                encrypted = try seal(postHandshake)
+            } catch {
+                return fail(error)
+            }
             state = .ready
             return [.stopAdvertising, .send(handshakeMessage), .send(encrypted)]
         case .ready:
-            guard let plaintext = decrypt(message) else { return fail(lastError) }
+            let plaintext: [UInt8]
+            do throws(HybridSessionError) {
+                plaintext = try open(message)
+            } catch {
+                return fail(error)
+            }
             let framed: TunnelFrame
             do throws(FramingError) {
                 framed = try TunnelFrame(plaintext: plaintext, revision: .one)
@@ -436,7 +477,7 @@ public struct HybridAuthenticatorSession: ~Copyable {
                 return [.deliverCTAPRequest(framed.payload)]
             case .shutdown:
                 state = .closed
-                crypter = nil
+                channel = nil
                 return [.close(nil)]
             default:
                 return fail(.protocolViolation("unexpected message type \(framed.type.rawValue) from the client"))
@@ -455,13 +496,13 @@ public struct HybridAuthenticatorSession: ~Copyable {
         guard case .processing = state else {
             return fail(.protocolViolation("a CTAP response with no request outstanding"))
         }
-        let framed: [UInt8]
-        do throws(FramingError) {
-            framed = try TunnelFrame(type: .ctap, payload: response).plaintext(revision: .one)
+        let encrypted: [UInt8]
+        do throws(HybridSessionError) {
+            guard channel != nil else { throw .protocolViolation("no session keys yet") }
+            encrypted = try channel!.seal(TunnelFrame(type: .ctap, payload: response), revision: .one)
         } catch {
-            return fail(.framing(error))
+            return fail(error)
         }
-        guard let encrypted = encrypt(framed) else { return fail(lastError) }
         state = .ready
         return [.send(encrypted)]
     }
@@ -472,31 +513,21 @@ public struct HybridAuthenticatorSession: ~Copyable {
         case .closed: return []
         case .ready:
             state = .closed
-            crypter = nil
+            channel = nil
             return [.close(nil)]
         default:
             return fail(.tunnelClosed)
         }
     }
 
-    private mutating func decrypt(_ message: [UInt8]) -> [UInt8]? {
-        guard crypter != nil else { return nil }
-        do throws(CrypterError) {
-            return try crypter!.decrypt(message)
-        } catch {
-            lastError = .crypter(error)
-            return nil
-        }
+    private mutating func open(_ message: [UInt8]) throws(HybridSessionError) -> [UInt8] {
+        guard channel != nil else { throw .protocolViolation("no session keys yet") }
+        return try channel!.open(message)
     }
 
-    private mutating func encrypt(_ plaintext: [UInt8]) -> [UInt8]? {
-        guard crypter != nil else { return nil }
-        do throws(CrypterError) {
-            return try crypter!.encrypt(plaintext)
-        } catch {
-            lastError = .crypter(error)
-            return nil
-        }
+    private mutating func seal(_ plaintext: [UInt8]) throws(HybridSessionError) -> [UInt8] {
+        guard channel != nil else { throw .protocolViolation("no session keys yet") }
+        return try channel!.seal(plaintext)
     }
 
     private mutating func fail(_ error: HybridSessionError) -> [Action] {
@@ -504,7 +535,7 @@ public struct HybridAuthenticatorSession: ~Copyable {
             let wasAdvertising: Bool
             if case .advertising = state { wasAdvertising = true } else { wasAdvertising = false }
             state = .closed
-            crypter = nil
+            channel = nil
             return (wasAdvertising ? [.stopAdvertising] : []) + [.close(error)]
         }
         return []

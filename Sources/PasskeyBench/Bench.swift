@@ -143,27 +143,11 @@ struct AuthenticatorBench: AsyncParsableCommand {
     }
 
     func measure(_ body: () throws -> Void) throws -> Double {
-        for _ in 0..<100 { try body() }
-        let clock = ContinuousClock()
-        let start = clock.now
-        var count = 0
-        while clock.now - start < .seconds(seconds) {
-            for _ in 0..<50 { try body() }
-            count += 50
-        }
-        return Double(count) / Self.seconds(clock.now - start)
+        try SliceTimer(seconds: seconds).rate(body)
     }
 
     func measureAsync(_ body: () async throws -> Void) async throws -> Double {
-        for _ in 0..<100 { try await body() }
-        let clock = ContinuousClock()
-        let start = clock.now
-        var count = 0
-        while clock.now - start < .seconds(seconds) {
-            for _ in 0..<50 { try await body() }
-            count += 50
-        }
-        return Double(count) / Self.seconds(clock.now - start)
+        try await SliceTimer(seconds: seconds).rate(body)
     }
 
     static func seconds(_ duration: Duration) -> Double {
