@@ -276,7 +276,7 @@ public final class Authenticator: Sendable {
         if userVerified { flags.insert(.userVerified) }
         flags.formUnion(Self.backupFlags(credential))
         let authenticatorData = AuthenticatorData(
-            relyingPartyIDHash: Array(SHA256.hash(data: Array(request.relyingPartyID.utf8))),
+            relyingPartyIDHash: SHA256.hash(data: Array(request.relyingPartyID.utf8)).bytes,
             flags: flags,
             signCount: 0,
             attestedCredentialData: AttestedCredentialData(
@@ -412,7 +412,7 @@ public final class Authenticator: Sendable {
         userSelected: Bool = false
     ) throws(CTAPError) -> [UInt8] {
         let authenticatorData = AuthenticatorData(
-            relyingPartyIDHash: Array(SHA256.hash(data: Array(credential.relyingPartyID.utf8))),
+            relyingPartyIDHash: SHA256.hash(data: Array(credential.relyingPartyID.utf8)).bytes,
             flags: flags.union(Self.backupFlags(credential)),
             signCount: 0
         )

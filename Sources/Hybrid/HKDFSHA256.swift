@@ -32,7 +32,7 @@ struct HMACSHA256 {
     private var outer = SHA256()
 
     init(key: [UInt8]) {
-        var block = key.count > 64 ? Array(SHA256.hash(data: key)) : key
+        var block = key.count > 64 ? SHA256.hash(data: key).bytes : key
         block += [UInt8](repeating: 0, count: 64 - block.count)
         inner.update(data: block.map { $0 ^ 0x36 })
         outer.update(data: block.map { $0 ^ 0x5C })
@@ -43,7 +43,7 @@ struct HMACSHA256 {
         var inner = inner
         for part in parts { inner.update(data: part) }
         var outer = outer
-        outer.update(data: Array(inner.finalize()))
-        return Array(outer.finalize())
+        outer.update(data: inner.finalize().bytes)
+        return outer.finalize().bytes
     }
 }

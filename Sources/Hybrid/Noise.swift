@@ -332,7 +332,7 @@ struct SymmetricState: Sendable {
         var hasher = SHA256()
         hasher.update(data: hash)
         hasher.update(data: Array(data))
-        hash = Array(hasher.finalize())
+        hash = hasher.finalize().bytes
     }
 
     /// `ck, k = HKDF(salt: ck, ikm, 64)` (noise.cc HKDF2).

@@ -149,7 +149,7 @@ public struct TunnelDomain: Hashable, Sendable, CustomStringConvertible {
         input.append(UInt8(truncatingIfNeeded: id))
         input.append(UInt8(truncatingIfNeeded: id >> 8))
         input.append(0)  // Chromium hashes the template's terminating NUL too.
-        let digest = Array(SHA256.hash(data: input))
+        let digest = SHA256.hash(data: input).bytes
         var value: UInt64 = 0
         for index in 0..<8 { value |= UInt64(digest[index]) << (8 * UInt64(index)) }
         let tlds = ["com", "org", "net", "info"]
