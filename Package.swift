@@ -44,6 +44,7 @@ let package = Package(
         .target(name: "CTAPHID", swiftSettings: strictSettings),
         .target(name: "RelyingParty", dependencies: ["CBOR", "WebAuthn", crypto], swiftSettings: strictSettings),
         .target(name: "Hybrid", dependencies: ["CBOR", crypto, cryptoExtras], swiftSettings: strictSettings),
+        .target(name: "RelayCore", dependencies: ["Hybrid"], swiftSettings: strictSettings),
 
         // MARK: I/O adapters.
         .systemLibrary(name: "CSQLite", pkgConfig: "sqlite3", providers: [.apt(["libsqlite3-dev"])]),
@@ -82,6 +83,7 @@ let package = Package(
             swiftSettings: strictSettings
         ),
         .testTarget(name: "CTAPHIDTests", dependencies: ["CTAPHID"], swiftSettings: strictSettings),
+        .testTarget(name: "RelayCoreTests", dependencies: ["RelayCore", "Hybrid"], swiftSettings: strictSettings),
         .testTarget(
             name: "HybridTests",
             dependencies: ["Hybrid", "CBOR", "CTAP2", "WebAuthn", crypto],

@@ -1,0 +1,270 @@
+import Hybrid
+
+/// Limits of the relay, all configurable from `passkey-relay`'s flags.
+public struct RelayLimits: Hashable, Sendable {
+    /// A tunnel is closed this long after its authenticator side registered it (webauthn-rs: 120 s).
+    public var tunnelLifetime = Duration.seconds(120)
+    /// A tunnel with no message in either direction for this long is closed.
+    public var idleTimeout = Duration.seconds(60)
+    /// The largest binary message relayed (webauthn-rs: 16 KiB).
+    public var maximumMessageBytes = 16 * 1024
+    /// The most messages one side may send over a tunnel's life (webauthn-rs: 16).
+    public var maximumMessagesPerSide = 16
+    /// Bytes held for a peer that has not joined yet.
+    public var maximumBufferedBytes = 64 * 1024
+    /// Tunnels open at once.
+    public var maximumTunnels = 1024
+    /// WebSocket connections open at once from one source address.
+    public var maximumConnectionsPerAddress = 16
+
+    public init() {}
+}
+
+/// One WebSocket connection, named by the I/O layer.
+public struct ConnectionID: Hashable, Sendable, CustomStringConvertible {
+    public var rawValue: UInt64
+    public init(_ rawValue: UInt64) { self.rawValue = rawValue }
+    public var description: String { "#\(rawValue)" }
+}
+
+/// Which end of a tunnel a connection is.
+public enum RelaySide: String, Hashable, Sendable {
+    /// Connected with `/cable/new/…`: the phone.
+    case authenticator
+    /// Connected with `/cable/connect/…/…`: the computer.
+    case client
+}
+
+/// Why an upgrade request was refused, with the HTTP status to answer.
+public enum RelayRejection: String, Hashable, Sendable, CaseIterable {
+    case unknownPath, badHex, duplicateTunnel, unknownTunnel, tunnelAlreadyJoined, missingSubprotocol
+    case tooManyTunnels, tooManyConnectionsFromAddress
+
+    /// The HTTP status code of the refusal.
+    public var status: Int {
+        switch self {
+        case .unknownPath, .unknownTunnel: 404
+        case .badHex, .missingSubprotocol: 400
+        case .duplicateTunnel, .tunnelAlreadyJoined: 409
+        case .tooManyTunnels, .tooManyConnectionsFromAddress: 429
+        }
+    }
+}
+
+/// How a tunnel ended, for the one log line per tunnel.
+public enum TunnelOutcome: String, Hashable, Sendable {
+    case completed, neverJoined, lifetimeExpired, idle, messageTooLarge, tooManyMessages, bufferFull, textFrame
+}
+
+/// What the relay did over one tunnel's life. Never holds message contents.
+public struct TunnelRecord: Hashable, Sendable {
+    public var tunnelID: TunnelID
+    public var routingID: RoutingID
+    public var opened: ContinuousClock.Instant
+    public var paired: ContinuousClock.Instant?
+    public var closed: ContinuousClock.Instant
+    public var bytesFromAuthenticator: Int
+    public var bytesFromClient: Int
+    public var messagesFromAuthenticator: Int
+    public var messagesFromClient: Int
+    public var outcome: TunnelOutcome
+}
+
+/// The relay's pairing and forwarding rules as a pure state machine: upgrade requests, messages and
+/// closes in; forwards, closes and tunnel records out. The NIO server only executes its actions.
+///
+/// Tunnels are found by tunnel ID; the routing ID a `/connect` names must be the one `/new` was given.
+public struct RelayRegistry: Sendable {
+    /// What the I/O layer must do.
+    public enum Action: Hashable, Sendable {
+        /// Send this binary message on that connection.
+        case forward([UInt8], to: ConnectionID)
+        /// Close that connection with a WebSocket close code.
+        case close(ConnectionID, code: UInt16)
+        /// A tunnel ended: log its record.
+        case finished(TunnelRecord)
+    }
+
+    /// The answer to an upgrade request.
+    public enum UpgradeDecision: Hashable, Sendable {
+        /// Accept the upgrade with subprotocol `fido.cable`; `routingIDHeader` goes in `X-caBLE-Routing-ID`.
+        case accept(side: RelaySide, routingIDHeader: String?)
+        case reject(RelayRejection)
+    }
+
+    private struct Tunnel {
+        var routingID: RoutingID
+        var authenticator: ConnectionID
+        var client: ConnectionID?
+        var opened: ContinuousClock.Instant
+        var paired: ContinuousClock.Instant?
+        var lastActivity: ContinuousClock.Instant
+        var buffered: [[UInt8]] = []
+        var bufferedBytes = 0
+        var bytes: [RelaySide: Int] = [.authenticator: 0, .client: 0]
+        var messages: [RelaySide: Int] = [.authenticator: 0, .client: 0]
+    }
+
+    public let limits: RelayLimits
+    /// The first byte of every routing ID this relay hands out, so a load balancer can route by it.
+    public let routingIDPrefix: UInt8?
+    private var tunnels: [TunnelID: Tunnel] = [:]
+    private var connections: [ConnectionID: (tunnel: TunnelID, side: RelaySide, address: String)] = [:]
+    private var connectionsPerAddress: [String: Int] = [:]
+
+    public init(limits: RelayLimits = RelayLimits(), routingIDPrefix: UInt8? = nil) {
+        self.limits = limits
+        self.routingIDPrefix = routingIDPrefix
+    }
+
+    /// Tunnels open now, and how many of them have both sides.
+    public var openTunnels: Int { tunnels.count }
+    public var pairedTunnels: Int { tunnels.values.filter { $0.client != nil }.count }
+
+    /// An upgrade request for `path` from `address`. `randomRoutingID` gives 3 random bytes, used when the
+    /// request registers a new tunnel.
+    public mutating func upgrade(
+        path: String,
+        subprotocols: [String],
+        from address: String,
+        connection: ConnectionID,
+        now: ContinuousClock.Instant,
+        randomRoutingID: () -> [UInt8]
+    ) -> UpgradeDecision {
+        let parsed: TunnelPath
+        do throws(TunnelPathError) {
+            parsed = try TunnelPath(path: path)
+        } catch {
+            return .reject(error == .unknownPath ? .unknownPath : .badHex)
+        }
+        guard subprotocols.contains(TunnelServerProtocol.webSocketSubprotocol) else {
+            return .reject(.missingSubprotocol)
+        }
+        guard connectionsPerAddress[address, default: 0] < limits.maximumConnectionsPerAddress else {
+            return .reject(.tooManyConnectionsFromAddress)
+        }
+        switch parsed {
+        case .new(let tunnelID):
+            guard tunnels[tunnelID] == nil else { return .reject(.duplicateTunnel) }
+            guard tunnels.count < limits.maximumTunnels else { return .reject(.tooManyTunnels) }
+            var bytes = randomRoutingID()
+            if let routingIDPrefix { bytes[0] = routingIDPrefix }
+            guard let routingID = try? RoutingID(bytes: bytes) else { return .reject(.badHex) }
+            tunnels[tunnelID] = Tunnel(
+                routingID: routingID, authenticator: connection, opened: now, lastActivity: now)
+            register(connection, tunnel: tunnelID, side: .authenticator, address: address)
+            return .accept(side: .authenticator, routingIDHeader: routingID.hex)
+        case .connect(let routingID, let tunnelID):
+            guard var tunnel = tunnels[tunnelID], tunnel.routingID == routingID else { return .reject(.unknownTunnel) }
+            guard tunnel.client == nil else { return .reject(.tunnelAlreadyJoined) }
+            tunnel.client = connection
+            tunnel.paired = now
+            tunnel.lastActivity = now
+            tunnels[tunnelID] = tunnel
+            register(connection, tunnel: tunnelID, side: .client, address: address)
+            return .accept(side: .client, routingIDHeader: nil)
+        case .contact:
+            // State-assisted contact needs a push service to wake the phone; this relay has none.
+            return .reject(.unknownPath)
+        }
+    }
+
+    /// The upgraded connection is ready: the client side receives what the authenticator sent so far.
+    public mutating func joined(_ connection: ConnectionID) -> [Action] {
+        guard let entry = connections[connection], entry.side == .client, var tunnel = tunnels[entry.tunnel] else {
+            return []
+        }
+        let buffered = tunnel.buffered
+        tunnel.buffered = []
+        tunnel.bufferedBytes = 0
+        tunnels[entry.tunnel] = tunnel
+        return buffered.map { .forward($0, to: connection) }
+    }
+
+    /// A binary (or, against the protocol, text) message on a connection.
+    public mutating func message(
+        _ bytes: [UInt8], isText: Bool, from connection: ConnectionID, now: ContinuousClock.Instant
+    ) -> [Action] {
+        guard let entry = connections[connection], var tunnel = tunnels[entry.tunnel] else { return [] }
+        if isText { return finish(entry.tunnel, outcome: .textFrame, now: now, code: 1003) }
+        guard bytes.count <= limits.maximumMessageBytes else {
+            return finish(entry.tunnel, outcome: .messageTooLarge, now: now, code: 1009)
+        }
+        guard tunnel.messages[entry.side, default: 0] < limits.maximumMessagesPerSide else {
+            return finish(entry.tunnel, outcome: .tooManyMessages, now: now, code: 1008)
+        }
+        tunnel.messages[entry.side, default: 0] += 1
+        tunnel.bytes[entry.side, default: 0] += bytes.count
+        tunnel.lastActivity = now
+        let peer = entry.side == .authenticator ? tunnel.client : tunnel.authenticator
+        if let peer {
+            tunnels[entry.tunnel] = tunnel
+            return [.forward(bytes, to: peer)]
+        }
+        guard tunnel.bufferedBytes + bytes.count <= limits.maximumBufferedBytes else {
+            tunnels[entry.tunnel] = tunnel
+            return finish(entry.tunnel, outcome: .bufferFull, now: now, code: 1008)
+        }
+        tunnel.buffered.append(bytes)
+        tunnel.bufferedBytes += bytes.count
+        tunnels[entry.tunnel] = tunnel
+        return []
+    }
+
+    /// A connection closed (or failed): the other side is closed too.
+    public mutating func closed(_ connection: ConnectionID, now: ContinuousClock.Instant) -> [Action] {
+        guard let entry = connections[connection], let tunnel = tunnels[entry.tunnel] else {
+            unregister(connection)
+            return []
+        }
+        let outcome: TunnelOutcome = tunnel.client == nil ? .neverJoined : .completed
+        return finish(entry.tunnel, outcome: outcome, now: now, code: 1000, except: connection)
+    }
+
+    /// Closes tunnels past their lifetime or idle too long.
+    public mutating func tick(now: ContinuousClock.Instant) -> [Action] {
+        var actions: [Action] = []
+        for (tunnelID, tunnel) in tunnels {
+            if now - tunnel.opened >= limits.tunnelLifetime {
+                actions += finish(tunnelID, outcome: .lifetimeExpired, now: now, code: 1001)
+            } else if now - tunnel.lastActivity >= limits.idleTimeout {
+                actions += finish(tunnelID, outcome: .idle, now: now, code: 1001)
+            }
+        }
+        return actions
+    }
+
+    // MARK: Bookkeeping
+
+    private mutating func register(_ connection: ConnectionID, tunnel: TunnelID, side: RelaySide, address: String) {
+        connections[connection] = (tunnel, side, address)
+        connectionsPerAddress[address, default: 0] += 1
+    }
+
+    private mutating func unregister(_ connection: ConnectionID) {
+        guard let entry = connections.removeValue(forKey: connection) else { return }
+        connectionsPerAddress[entry.address, default: 1] -= 1
+        if connectionsPerAddress[entry.address] == 0 { connectionsPerAddress[entry.address] = nil }
+    }
+
+    /// Ends a tunnel: closes both sides (but `except`, which is already gone) and reports its record.
+    private mutating func finish(
+        _ tunnelID: TunnelID, outcome: TunnelOutcome, now: ContinuousClock.Instant, code: UInt16,
+        except: ConnectionID? = nil
+    ) -> [Action] {
+        guard let tunnel = tunnels.removeValue(forKey: tunnelID) else { return [] }
+        var actions: [Action] = []
+        for connection in [tunnel.authenticator, tunnel.client].compactMap({ $0 }) {
+            unregister(connection)
+            if connection != except { actions.append(.close(connection, code: code)) }
+        }
+        let record = TunnelRecord(
+            tunnelID: tunnelID, routingID: tunnel.routingID, opened: tunnel.opened, paired: tunnel.paired, closed: now,
+            bytesFromAuthenticator: tunnel.bytes[.authenticator, default: 0],
+            bytesFromClient: tunnel.bytes[.client, default: 0],
+            messagesFromAuthenticator: tunnel.messages[.authenticator, default: 0],
+            messagesFromClient: tunnel.messages[.client, default: 0], outcome: outcome)
+        actions.append(.finished(record))
+        return actions
+    }
+}

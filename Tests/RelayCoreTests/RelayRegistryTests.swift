@@ -1,0 +1,160 @@
+import Hybrid
+import RelayCore
+import Foundation
+import Testing
+
+struct RelayRegistryTests {
+    static let tunnelID = "00112233445566778899AABBCCDDEEFF"
+    static let start = ContinuousClock.now
+    static func at(_ seconds: Int) -> ContinuousClock.Instant { start + .seconds(seconds) }
+
+    let authenticator = ConnectionID(1)
+    let client = ConnectionID(2)
+
+    /// A registry with one tunnel registered by `authenticator` (routing ID 0A0B0C).
+    func registered(limits: RelayLimits = RelayLimits()) -> RelayRegistry {
+        var registry = RelayRegistry(limits: limits)
+        let decision = registry.upgrade(
+            path: "/cable/new/\(Self.tunnelID)", subprotocols: ["fido.cable"], from: "10.0.0.1",
+            connection: authenticator, now: Self.at(0), randomRoutingID: { [0x0A, 0x0B, 0x0C] })
+        #expect(decision == .accept(side: .authenticator, routingIDHeader: "0A0B0C"))
+        return registry
+    }
+
+    mutating func join(_ registry: inout RelayRegistry, path: String = "/cable/connect/0a0b0c/\(tunnelID)")
+        -> RelayRegistry.UpgradeDecision
+    {
+        registry.upgrade(
+            path: path, subprotocols: ["other", "fido.cable"], from: "10.0.0.2", connection: client, now: Self.at(1),
+            randomRoutingID: { [9, 9, 9] })
+    }
+
+    @Test mutating func relaysBothWaysInOrderAndBuffersBeforeTheClientJoins() {
+        var registry = registered()
+        #expect(registry.message([1], isText: false, from: authenticator, now: Self.at(0)).isEmpty)
+        #expect(registry.message([2, 2], isText: false, from: authenticator, now: Self.at(0)).isEmpty)
+        #expect(join(&registry) == .accept(side: .client, routingIDHeader: nil))
+        #expect(registry.joined(client) == [.forward([1], to: client), .forward([2, 2], to: client)])
+        #expect(
+            registry.message([3], isText: false, from: client, now: Self.at(2)) == [.forward([3], to: authenticator)])
+        #expect(
+            registry.message([4], isText: false, from: authenticator, now: Self.at(2)) == [.forward([4], to: client)])
+        #expect(registry.openTunnels == 1 && registry.pairedTunnels == 1)
+
+        let actions = registry.closed(client, now: Self.at(3))
+        #expect(actions.first == .close(authenticator, code: 1000))
+        guard case .finished(let record) = actions.last else {
+            Issue.record("no record")
+            return
+        }
+        #expect(record.outcome == .completed)
+        #expect(record.bytesFromAuthenticator == 4 && record.messagesFromAuthenticator == 3)
+        #expect(record.bytesFromClient == 1 && record.messagesFromClient == 1)
+        #expect(registry.openTunnels == 0)
+        #expect(registry.message([5], isText: false, from: authenticator, now: Self.at(4)).isEmpty)
+    }
+
+    @Test mutating func refusals() {
+        var registry = registered()
+        let tries: [(String, [String], RelayRejection)] = [
+            ("/cable/other", ["fido.cable"], .unknownPath),
+            ("/cable/new/XYZ", ["fido.cable"], .badHex),
+            ("/cable/new/\(Self.tunnelID)", ["fido.cable"], .duplicateTunnel),
+            ("/cable/connect/0A0B0D/\(Self.tunnelID)", ["fido.cable"], .unknownTunnel),
+            ("/cable/connect/0A0B0C/FFEEDDCCBBAA99887766554433221100", ["fido.cable"], .unknownTunnel),
+            ("/cable/connect/0A0B0C/\(Self.tunnelID)", [], .missingSubprotocol),
+            ("/cable/connect/0A0B0C/\(Self.tunnelID)", ["chat"], .missingSubprotocol),
+        ]
+        for (path, subprotocols, rejection) in tries {
+            let decision = registry.upgrade(
+                path: path, subprotocols: subprotocols, from: "10.0.0.3", connection: ConnectionID(9), now: Self.at(1),
+                randomRoutingID: { [1, 2, 3] })
+            #expect(decision == .reject(rejection), "\(path)")
+        }
+        #expect(join(&registry) == .accept(side: .client, routingIDHeader: nil))
+        #expect(join(&registry) == .reject(.tunnelAlreadyJoined))
+        #expect(RelayRejection.duplicateTunnel.status == 409 && RelayRejection.unknownTunnel.status == 404)
+        #expect(RelayRejection.badHex.status == 400)
+    }
+
+    @Test(arguments: [
+        ([UInt8](repeating: 0, count: 17), false, TunnelOutcome.messageTooLarge, UInt16(1009)),
+        ([1], true, .textFrame, 1003),
+    ])
+    mutating func badMessagesCloseTheTunnel(bytes: [UInt8], isText: Bool, outcome: TunnelOutcome, code: UInt16) {
+        var limits = RelayLimits()
+        limits.maximumMessageBytes = 16
+        var registry = registered(limits: limits)
+        _ = join(&registry)
+        let actions = registry.message(bytes, isText: isText, from: client, now: Self.at(2))
+        #expect(actions.prefix(2) == [.close(authenticator, code: code), .close(client, code: code)])
+        if case .finished(let record) = actions.last { #expect(record.outcome == outcome) }
+        #expect(registry.openTunnels == 0)
+    }
+
+    @Test func messageCountAndBufferLimits() {
+        var limits = RelayLimits()
+        limits.maximumMessagesPerSide = 2
+        var registry = registered(limits: limits)
+        #expect(registry.message([1], isText: false, from: authenticator, now: Self.at(0)).isEmpty)
+        #expect(registry.message([2], isText: false, from: authenticator, now: Self.at(0)).isEmpty)
+        #expect(
+            registry.message([3], isText: false, from: authenticator, now: Self.at(0)).first
+                == .close(authenticator, code: 1008))
+
+        limits = RelayLimits()
+        limits.maximumBufferedBytes = 10
+        registry = registered(limits: limits)
+        #expect(
+            registry.message(Array(repeating: 1, count: 10), isText: false, from: authenticator, now: Self.at(0))
+                .isEmpty)
+        let overflow = registry.message([1], isText: false, from: authenticator, now: Self.at(0))
+        guard case .finished(let record) = overflow.last else {
+            Issue.record("no record")
+            return
+        }
+        #expect(record.outcome == .bufferFull)
+    }
+
+    @Test mutating func lifetimeAndIdleTimeouts() {
+        var limits = RelayLimits()
+        limits.idleTimeout = .seconds(30)
+        var registry = registered(limits: limits)
+        _ = join(&registry)
+        #expect(registry.tick(now: Self.at(29)).isEmpty)
+        let idle = registry.tick(now: Self.at(31))
+        if case .finished(let record) = idle.last { #expect(record.outcome == .idle) } else { Issue.record("not idle") }
+
+        registry = registered()
+        for second in stride(from: 10, to: 120, by: 10) {
+            _ = registry.message([1], isText: false, from: authenticator, now: Self.at(second))
+            #expect(registry.tick(now: Self.at(second)).isEmpty || second >= 120)
+        }
+        let expired = registry.tick(now: Self.at(120))
+        if case .finished(let record) = expired.last {
+            #expect(record.outcome == .lifetimeExpired)
+        } else {
+            Issue.record("not expired")
+        }
+    }
+
+    @Test func connectionAndTunnelCaps() {
+        var limits = RelayLimits()
+        limits.maximumConnectionsPerAddress = 2
+        limits.maximumTunnels = 3
+        var registry = RelayRegistry(limits: limits, routingIDPrefix: 0x42)
+        func open(_ index: UInt8, from address: String) -> RelayRegistry.UpgradeDecision {
+            registry.upgrade(
+                path: "/cable/new/" + String(repeating: String(format: "%02X", index), count: 16),
+                subprotocols: ["fido.cable"], from: address, connection: ConnectionID(UInt64(index)), now: Self.at(0),
+                randomRoutingID: { [1, 2, 3] })
+        }
+        #expect(open(1, from: "a") == .accept(side: .authenticator, routingIDHeader: "420203"))
+        #expect(open(2, from: "a") == .accept(side: .authenticator, routingIDHeader: "420203"))
+        #expect(open(3, from: "a") == .reject(.tooManyConnectionsFromAddress))
+        #expect(open(4, from: "b") == .accept(side: .authenticator, routingIDHeader: "420203"))
+        #expect(open(5, from: "c") == .reject(.tooManyTunnels))
+        _ = registry.closed(ConnectionID(1), now: Self.at(1))
+        #expect(open(6, from: "a") == .accept(side: .authenticator, routingIDHeader: "420203"))
+    }
+}
