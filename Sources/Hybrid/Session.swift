@@ -31,25 +31,36 @@ public enum HybridSessionError: Error, Hashable, Sendable, CustomStringConvertib
     }
 }
 
-/// The crypter of an established session, failing in the session's own error type. Both roles own one.
+/// The session's crypter once the handshake has made one, failing in the session's own error type. Both roles
+/// own one; before the handshake and after the end it holds no keys and refuses to seal or open.
 struct SessionChannel: ~Copyable {
-    private var crypter: Crypter
+    private var crypter: Crypter?
 
-    init(_ crypter: consuming Crypter) {
-        self.crypter = crypter
+    init() {}
+
+    /// Takes the crypter the handshake produced.
+    mutating func establish(_ crypter: consuming Crypter) {
+        self.crypter = .some(crypter)
+    }
+
+    /// Drops the keys.
+    mutating func close() {
+        crypter = nil
     }
 
     mutating func open(_ message: [UInt8]) throws(HybridSessionError) -> [UInt8] {
+        guard crypter != nil else { throw .protocolViolation("no session keys yet") }
         do throws(CrypterError) {
-            return try crypter.decrypt(message)
+            return try crypter!.decrypt(message)
         } catch {
             throw .crypter(error)
         }
     }
 
     mutating func seal(_ plaintext: [UInt8]) throws(HybridSessionError) -> [UInt8] {
+        guard crypter != nil else { throw .protocolViolation("no session keys yet") }
         do throws(CrypterError) {
-            return try crypter.encrypt(plaintext)
+            return try crypter!.encrypt(plaintext)
         } catch {
             throw .crypter(error)
         }
@@ -117,7 +128,7 @@ public struct HybridClientSession: ~Copyable {
     private let tunnelID: TunnelID
     private let tunnelServer: TunnelServerBaseURL?
     private var state = State.qrShown
-    private var channel: SessionChannel?
+    private var channel = SessionChannel()
     /// The advert that was accepted, once one was.
     public private(set) var matchedAdvert: AdvertPlaintext?
 
@@ -191,7 +202,7 @@ public struct HybridClientSession: ~Copyable {
             do throws(NoiseError) {
                 let result = try waiting.processResponse(message)
                 state = .awaitingPostHandshake(handshakeHash: result.handshakeHash)
-                channel = SessionChannel(result.crypter)
+                channel.establish(result.crypter)
                 return []
             } catch {
                 return fail(.handshake(error))
@@ -199,7 +210,7 @@ public struct HybridClientSession: ~Copyable {
         case .awaitingPostHandshake(let handshakeHash):
             let plaintext: [UInt8]
             do throws(HybridSessionError) {
-                plaintext = try open(message)
+                plaintext = try channel.open(message)
             } catch {
                 return fail(error)
             }
@@ -227,7 +238,7 @@ public struct HybridClientSession: ~Copyable {
             if case .awaitingResponse = state { awaiting = true } else { awaiting = false }
             let plaintext: [UInt8]
             do throws(HybridSessionError) {
-                plaintext = try open(message)
+                plaintext = try channel.open(message)
             } catch {
                 return fail(error)
             }
@@ -273,7 +284,7 @@ public struct HybridClientSession: ~Copyable {
         }
         let message: [UInt8]
         do throws(HybridSessionError) {
-            message = try seal(TunnelFrame(type: .ctap, payload: request), revision: revision)
+            message = try channel.seal(TunnelFrame(type: .ctap, payload: request), revision: revision)
         } catch {
             return fail(error)
         }
@@ -286,7 +297,9 @@ public struct HybridClientSession: ~Copyable {
         switch state {
         case .ready(let revision, _), .awaitingResponse(let revision, _):
             state = .closed
-            guard revision == .one, let message = try? seal(.shutdown, revision: revision) else { return [.close(nil)] }
+            guard revision == .one, let message = try? channel.seal(.shutdown, revision: revision) else {
+                return [.close(nil)]
+            }
             return [.send(message), .close(nil)]
         case .closed:
             return []
@@ -310,20 +323,10 @@ public struct HybridClientSession: ~Copyable {
 
     // MARK: Helpers
 
-    private mutating func open(_ message: [UInt8]) throws(HybridSessionError) -> [UInt8] {
-        guard channel != nil else { throw .protocolViolation("no session keys yet") }
-        return try channel!.open(message)
-    }
-
-    private mutating func seal(_ frame: TunnelFrame, revision: ProtocolRevision) throws(HybridSessionError) -> [UInt8] {
-        guard channel != nil else { throw .protocolViolation("no session keys yet") }
-        return try channel!.seal(frame, revision: revision)
-    }
-
     private mutating func fail(_ error: HybridSessionError) -> [Action] {
         guard case .closed = state else {
             state = .closed
-            channel = nil
+            channel.close()
             return [.stopScanning, .close(error)]
         }
         return []
@@ -377,7 +380,7 @@ public struct HybridAuthenticatorSession: ~Copyable {
     private let advertNonce: [UInt8]
     private let getInfo: [UInt8]
     private var state = State.qrScanned
-    private var channel: SessionChannel?
+    private var channel = SessionChannel()
 
     /// A session for one scanned QR code. The caller makes `ephemeralKey` and the 10-byte
     /// `advertNonce`, and passes the authenticator's getInfo response (CBOR, no status byte).
@@ -447,12 +450,12 @@ public struct HybridAuthenticatorSession: ~Copyable {
                 return fail(.handshake(error))
             }
             let handshakeMessage = response.message
-            channel = SessionChannel(response.result.crypter)
+            channel.establish(response.result.crypter)
             // The post-handshake message carries getInfo; revision 1 (unpadded, with type bytes after it).
             let postHandshake = PostHandshakeMessage(getInfo: getInfo).plaintext(revision: .one)
             let encrypted: [UInt8]
             do throws(HybridSessionError) {
-                encrypted = try seal(postHandshake)
+                encrypted = try channel.seal(postHandshake)
             } catch {
                 return fail(error)
             }
@@ -461,7 +464,7 @@ public struct HybridAuthenticatorSession: ~Copyable {
         case .ready:
             let plaintext: [UInt8]
             do throws(HybridSessionError) {
-                plaintext = try open(message)
+                plaintext = try channel.open(message)
             } catch {
                 return fail(error)
             }
@@ -477,7 +480,7 @@ public struct HybridAuthenticatorSession: ~Copyable {
                 return [.deliverCTAPRequest(framed.payload)]
             case .shutdown:
                 state = .closed
-                channel = nil
+                channel.close()
                 return [.close(nil)]
             default:
                 return fail(.protocolViolation("unexpected message type \(framed.type.rawValue) from the client"))
@@ -498,8 +501,7 @@ public struct HybridAuthenticatorSession: ~Copyable {
         }
         let encrypted: [UInt8]
         do throws(HybridSessionError) {
-            guard channel != nil else { throw .protocolViolation("no session keys yet") }
-            encrypted = try channel!.seal(TunnelFrame(type: .ctap, payload: response), revision: .one)
+            encrypted = try channel.seal(TunnelFrame(type: .ctap, payload: response), revision: .one)
         } catch {
             return fail(error)
         }
@@ -513,21 +515,11 @@ public struct HybridAuthenticatorSession: ~Copyable {
         case .closed: return []
         case .ready:
             state = .closed
-            channel = nil
+            channel.close()
             return [.close(nil)]
         default:
             return fail(.tunnelClosed)
         }
-    }
-
-    private mutating func open(_ message: [UInt8]) throws(HybridSessionError) -> [UInt8] {
-        guard channel != nil else { throw .protocolViolation("no session keys yet") }
-        return try channel!.open(message)
-    }
-
-    private mutating func seal(_ plaintext: [UInt8]) throws(HybridSessionError) -> [UInt8] {
-        guard channel != nil else { throw .protocolViolation("no session keys yet") }
-        return try channel!.seal(plaintext)
     }
 
     private mutating func fail(_ error: HybridSessionError) -> [Action] {
@@ -535,7 +527,7 @@ public struct HybridAuthenticatorSession: ~Copyable {
             let wasAdvertising: Bool
             if case .advertising = state { wasAdvertising = true } else { wasAdvertising = false }
             state = .closed
-            channel = nil
+            channel.close()
             return (wasAdvertising ? [.stopAdvertising] : []) + [.close(error)]
         }
         return []
