@@ -2,7 +2,7 @@
 # Source it; it defines ROOT and the functions below, and changes nothing it does not need to.
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
-APT_PACKAGES=(libssl-dev libqrencode-dev libbluetooth-dev libsqlite3-dev pkg-config python3-venv)
+APT_PACKAGES=(libssl-dev libqrencode-dev libbluetooth-dev libsqlite3-dev libzbar-dev libpng-dev pkg-config python3-venv)
 PIP_PACKAGES=(fido2==2.2.1 webauthn==3.0.1 cbor2==6.2.1 pytest==8.3.4)
 
 say() { printf '==> %s\n' "$*" >&2; }

@@ -1,0 +1,87 @@
+/// Bluetooth LE proximity for hybrid sign-in, behind one small protocol: the authenticator advertises the
+/// encrypted caBLE service data, the client scans for it. Two backends implement it: BlueZ's HCI socket
+/// (`--ble hci[:N]`) and a simulated radio over UDP (`--ble sim[:HOST:PORT]`, Docs/Hybrid.md).
+///
+/// Both carry LE *advertising data*: the AD structures a controller puts in an advertising PDU, at most 31 bytes.
+/// Callers build and parse it with `Hybrid.AdvertisingData`.
+
+/// Why a radio could not be used.
+public enum ProximityError: Error, Hashable, Sendable, CustomStringConvertible {
+    /// The radio does not exist or this process may not use it; the text says which, and what to do.
+    case unavailable(String)
+    /// The advertising data is longer than a legacy advertising PDU carries (31 bytes).
+    case advertisingDataTooLong(Int)
+    /// The radio failed while in use (a controller error, a socket error).
+    case failed(String)
+
+    public var description: String {
+        switch self {
+        case .unavailable(let reason): reason
+        case .advertisingDataTooLong(let count):
+            "advertising data has \(count) bytes; a legacy advertisement carries at most 31"
+        case .failed(let reason): "Bluetooth radio failed: \(reason)"
+        }
+    }
+}
+
+/// Sends one advertisement over and over until told to stop.
+public protocol ProximityAdvertiser: Sendable {
+    /// Starts sending `advertisingData` (AD structures, at most 31 bytes), replacing whatever was being sent.
+    func startAdvertising(_ advertisingData: [UInt8]) async throws(ProximityError)
+    /// Stops sending. Stopping twice, or before starting, does nothing.
+    func stopAdvertising() async
+    /// Releases the radio. The advertiser is not used again.
+    func close() async
+}
+
+/// Listens for advertisements.
+public protocol ProximityScanner: Sendable {
+    /// Starts listening and passes the advertising data of every advertisement seen to `onAdvert`, duplicates
+    /// included, from any thread, until `stopScanning()`.
+    func startScanning(_ onAdvert: @escaping @Sendable ([UInt8]) -> Void) async throws(ProximityError)
+    /// Stops listening: `onAdvert` is not called after this returns.
+    func stopScanning() async
+    /// Releases the radio. The scanner is not used again.
+    func close() async
+}
+
+/// Which radio to use, as written after `--ble`.
+public enum ProximityMode: Hashable, Sendable, CustomStringConvertible {
+    /// A BlueZ controller through a raw HCI socket: `hci` (adapter 0) or `hci:N`.
+    case hci(adapter: Int)
+    /// The simulated radio: `sim` (127.0.0.1:47250) or `sim:HOST:PORT`.
+    case simulated(host: String, port: Int)
+
+    /// The simulated radio's default UDP address.
+    public static let defaultSimulatedHost = "127.0.0.1"
+    public static let defaultSimulatedPort = 47250
+
+    /// Parses `hci`, `hci:N`, `sim` or `sim:HOST:PORT`; `nil` for anything else.
+    public init?(argument: String) {
+        if argument == "hci" {
+            self = .hci(adapter: 0)
+        } else if argument.hasPrefix("hci:"), let adapter = Int(argument.dropFirst(4)), (0...0xFFFF).contains(adapter) {
+            self = .hci(adapter: adapter)
+        } else if argument == "sim" {
+            self = .simulated(host: Self.defaultSimulatedHost, port: Self.defaultSimulatedPort)
+        } else if argument.hasPrefix("sim:") {
+            let address = argument.dropFirst(4)
+            guard let colon = address.lastIndex(of: ":"), colon != address.startIndex,
+                let port = Int(address[address.index(after: colon)...]), (0...65535).contains(port)
+            else { return nil }
+            var host = String(address[..<colon])
+            if host.hasPrefix("["), host.hasSuffix("]") { host = String(host.dropFirst().dropLast()) }
+            guard !host.isEmpty else { return nil }
+            self = .simulated(host: host, port: port)
+        } else {
+            return nil
+        }
+    }
+
+    public var description: String {
+        switch self {
+        case .hci(let adapter): "hci:\(adapter)"
+        case .simulated(let host, let port): host.contains(":") ? "sim:[\(host)]:\(port)" : "sim:\(host):\(port)"
+        }
+    }
+}
