@@ -33,6 +33,8 @@ let package = Package(
         .library(name: "CTAPHIDTransport", targets: ["CTAPHIDTransport"]),
         .library(name: "Hybrid", targets: ["Hybrid"]),
         .library(name: "Proximity", targets: ["Proximity"]),
+        .library(name: "HybridTransport", targets: ["HybridTransport"]),
+        .library(name: "CrossDevice", targets: ["CrossDevice"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-crypto.git", from: "4.5.2"),
@@ -51,6 +53,11 @@ let package = Package(
         .target(name: "Hybrid", dependencies: ["CBOR", crypto, cryptoExtras], swiftSettings: strictSettings),
         .target(name: "RelayCore", dependencies: ["Hybrid"], swiftSettings: strictSettings),
         .target(name: "Proximity", swiftSettings: strictSettings),
+        .target(
+            name: "HybridTransport",
+            dependencies: ["Hybrid", "Proximity", crypto, nioCore, nioPosix, nioHTTP1, nioWebSocket, nioSSL, logging],
+            swiftSettings: strictSettings
+        ),
 
         // MARK: I/O adapters.
         .systemLibrary(name: "CSQLite", pkgConfig: "sqlite3", providers: [.apt(["libsqlite3-dev"])]),
@@ -62,6 +69,14 @@ let package = Package(
         .target(
             name: "CTAPHIDTransport",
             dependencies: ["CTAPHID", "CTAP2", nioCore, nioPosix, logging],
+            swiftSettings: strictSettings
+        ),
+
+        .target(
+            name: "CrossDevice",
+            dependencies: [
+                "HybridTransport", "Hybrid", "Proximity", "CTAP2", "RelyingParty", "WebAuthn", crypto, nioSSL,
+            ],
             swiftSettings: strictSettings
         ),
 
@@ -89,6 +104,11 @@ let package = Package(
             swiftSettings: strictSettings
         ),
         .testTarget(name: "CTAPHIDTests", dependencies: ["CTAPHID"], swiftSettings: strictSettings),
+        .testTarget(
+            name: "HybridTransportTests",
+            dependencies: ["HybridTransport", "Hybrid", "Proximity", crypto, nioCore, nioPosix],
+            swiftSettings: strictSettings
+        ),
         .testTarget(name: "RelayCoreTests", dependencies: ["RelayCore", "Hybrid"], swiftSettings: strictSettings),
         .testTarget(
             name: "HybridTests",

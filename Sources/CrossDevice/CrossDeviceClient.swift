@@ -1,0 +1,208 @@
+import CTAP2
+import Crypto
+import Foundation
+import Hybrid
+import HybridTransport
+import NIOSSL
+import Proximity
+import RelyingParty
+import WebAuthn
+
+/// Why a cross-device ceremony failed, in the words a user needs.
+public enum CrossDeviceError: Error, Sendable, CustomStringConvertible {
+    /// The browser-side checks refused the RP ID or origin; no QR code was shown.
+    case origin(OriginCheckError)
+    /// Nothing is registered for this RP in the state file, so a sign-in could not be verified.
+    case noRegisteredPasskey(rpID: String)
+    /// The QR code, radio, relay or hybrid protocol failed.
+    case transport(HybridTransportError)
+    /// The authenticator answered with a CTAP error (the user said no, no passkey for this site, …).
+    case authenticator(CTAPError)
+    /// The relying party refused the response.
+    case verification(RelyingPartyError)
+
+    public var description: String {
+        switch self {
+        case .origin(let error): error.description
+        case .noRegisteredPasskey(let rpID):
+            "no passkey for \(rpID) is registered in the relying party state: run `passkey client register` first"
+        case .transport(let error): error.description
+        case .authenticator(let error): "the authenticator refused: \(error)"
+        case .verification(let error): "the relying party refused the response: \(error)"
+        }
+    }
+}
+
+/// Progress of a cross-device ceremony: the hybrid steps, then the relying party's verdict.
+public enum CrossDeviceProgress: Hashable, Sendable {
+    case hybrid(HybridClientProgress)
+    /// The relying party verified the response.
+    case verified
+}
+
+/// The outcome of a verified registration.
+public struct CrossDeviceRegistration: Sendable {
+    public var rpID: String
+    public var userName: String
+    public var credential: CredentialRecord
+    public var attestationFormat: String
+    public var userVerified: Bool
+}
+
+/// The outcome of a verified sign-in.
+public struct CrossDeviceSignIn: Sendable {
+    public var rpID: String
+    /// The account the relying party matched by user handle (from its records).
+    public var userName: String?
+    public var credentialID: [UInt8]
+    public var userVerified: Bool
+}
+
+/// The computer's part of a cross-device registration or sign-in, as a browser and a relying party do it
+/// together: check the origin, show the QR code, reach the phone over hybrid, send one CTAP request with a
+/// browser-built clientDataJSON, and verify the answer with this package's WebAuthn verifier.
+public struct CrossDeviceClient: Sendable {
+    public var relyingParty: RelyingPartyEntity
+    public var origin: String
+    public var scanner: any ProximityScanner
+    public var tunnelServer: TunnelServerBaseURL?
+    public var tls: TLSConfiguration?
+    public var timeouts: HybridTimeouts
+    public var progress: @Sendable (CrossDeviceProgress) -> Void
+
+    /// Checks the RP ID against the origin at once: a mismatch throws before anything is shown or sent.
+    public init(
+        relyingParty: RelyingPartyEntity,
+        origin: String? = nil,
+        scanner: any ProximityScanner,
+        tunnelServer: TunnelServerBaseURL? = nil,
+        tls: TLSConfiguration? = nil,
+        timeouts: HybridTimeouts = HybridTimeouts(),
+        progress: @escaping @Sendable (CrossDeviceProgress) -> Void = { _ in }
+    ) throws(CrossDeviceError) {
+        do throws(OriginCheckError) {
+            self.origin = try OriginCheck.validate(
+                relyingPartyID: relyingParty.id, origin: origin ?? "https://\(relyingParty.id)")
+        } catch {
+            throw .origin(error)
+        }
+        self.relyingParty = relyingParty
+        self.scanner = scanner
+        self.tunnelServer = tunnelServer
+        self.tls = tls
+        self.timeouts = timeouts
+        self.progress = progress
+    }
+
+    private var verifier: RelyingPartyVerifier {
+        RelyingPartyVerifier(relyingParty: relyingParty, origins: [origin])
+    }
+
+    /// Registers a discoverable passkey for `userName` and adds it to `state`.
+    public func register(
+        userName: String, displayName: String? = nil, state: inout RelyingPartyState
+    ) async throws(CrossDeviceError) -> CrossDeviceRegistration {
+        let options = RegistrationOptions(
+            challenge: Self.randomBytes(32),
+            user: UserEntity(id: Self.randomBytes(16), name: userName, displayName: displayName ?? userName),
+            userVerification: .required, residentKey: .required,
+            excludeCredentials: state.accounts(for: relyingParty.id).map(\.credential.id))
+        let clientData = CollectedClientData(type: .create, challenge: options.challenge, origin: origin)
+        let request = CTAPClient.makeCredentialMessage(
+            clientDataHash: Array(SHA256.hash(data: clientData.jsonBytes)),
+            relyingPartyID: relyingParty.id, relyingPartyName: relyingParty.name, userHandle: options.user.id,
+            userName: userName, userDisplayName: options.user.displayName, excludeList: options.excludeCredentials)
+        let answer = try await exchange(request, requestType: .makeCredential)
+        let created: MakeCredentialResponse
+        do throws(CTAPError) {
+            created = try MakeCredentialResponse(ctapResponse: answer)
+        } catch {
+            throw .authenticator(error)
+        }
+        let result: RegistrationResult
+        do throws(RelyingPartyError) {
+            result = try verifier.verifyRegistration(
+                RegistrationResponse(
+                    clientDataJSON: clientData.jsonBytes, attestationObject: created.attestationObject.bytes,
+                    transports: ["hybrid"]),
+                options: options)
+        } catch {
+            throw .verification(error)
+        }
+        progress(.verified)
+        state.add(
+            RelyingPartyState.Account(
+                rpID: relyingParty.id, userName: userName, registered: Date(), credential: result.credential))
+        return CrossDeviceRegistration(
+            rpID: relyingParty.id, userName: userName, credential: result.credential,
+            attestationFormat: created.attestationObject.format,
+            userVerified: result.authenticatorData.flags.contains(.userVerified))
+    }
+
+    /// Signs in with a passkey registered in `state`: discoverable (no allowList) unless `userName` names the
+    /// account to use, whose credential then goes in the allowList. Updates the record in `state`.
+    public func signIn(userName: String? = nil, state: inout RelyingPartyState) async throws(CrossDeviceError)
+        -> CrossDeviceSignIn
+    {
+        let accounts = state.accounts(for: relyingParty.id).filter { userName == nil || $0.userName == userName }
+        guard !accounts.isEmpty else { throw .noRegisteredPasskey(rpID: relyingParty.id) }
+        let allowList = userName == nil ? [] : accounts.map(\.credential.id)
+        let options = AuthenticationOptions(
+            challenge: Self.randomBytes(32), allowCredentials: allowList, userVerification: .required)
+        let clientData = CollectedClientData(type: .get, challenge: options.challenge, origin: origin)
+        let request = CTAPClient.getAssertionMessage(
+            relyingPartyID: relyingParty.id, clientDataHash: Array(SHA256.hash(data: clientData.jsonBytes)),
+            allowList: allowList)
+        let answer = try await exchange(request, requestType: .getAssertion)
+        let assertion: GetAssertionResponse
+        do throws(CTAPError) {
+            assertion = try GetAssertionResponse(ctapResponse: answer)
+        } catch {
+            throw .authenticator(error)
+        }
+        let result: AuthenticationResult
+        do throws(RelyingPartyError) {
+            result = try verifier.verifyAuthentication(
+                AuthenticationResponse(
+                    credentialID: assertion.credentialID, clientDataJSON: clientData.jsonBytes,
+                    authenticatorData: assertion.authenticatorData, signature: assertion.signature,
+                    userHandle: assertion.userHandle),
+                options: options, credentials: accounts.map(\.credential))
+        } catch {
+            throw .verification(error)
+        }
+        progress(.verified)
+        state.update(result.credential)
+        return CrossDeviceSignIn(
+            rpID: relyingParty.id,
+            userName: accounts.first { $0.credential.id == assertion.credentialID }?.userName,
+            credentialID: assertion.credentialID, userVerified: result.userVerified)
+    }
+
+    /// One hybrid session carrying one CTAP request.
+    private func exchange(_ request: [UInt8], requestType: HybridRequestType) async throws(CrossDeviceError)
+        -> [UInt8]
+    {
+        let progress = progress
+        do throws(HybridTransportError) {
+            let connection = try await HybridClient.connect(
+                requestType: requestType, scanner: scanner, tunnelServer: tunnelServer, tls: tls,
+                timeouts: timeouts, progress: { progress(.hybrid($0)) })
+            do throws(HybridTransportError) {
+                let answer = try await connection.request(request)
+                await connection.close()
+                return answer
+            } catch {
+                await connection.close()
+                throw error
+            }
+        } catch {
+            throw .transport(error)
+        }
+    }
+
+    static func randomBytes(_ count: Int) -> [UInt8] {
+        var generator = SystemRandomNumberGenerator()
+        return (0..<count).map { _ in generator.next() }
+    }
+}

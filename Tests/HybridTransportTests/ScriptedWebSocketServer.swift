@@ -1,0 +1,116 @@
+import Crypto
+import Foundation
+import NIOCore
+import NIOPosix
+import Synchronization
+
+/// A WebSocket "server" that answers the upgrade with a scripted response and then writes scripted raw
+/// bytes: a hostile relay for the tunnel client's tests.
+final class ScriptedWebSocketServer: Sendable {
+    /// What to do with one connection.
+    struct Script: Sendable {
+        /// The status line and extra headers of the answer; `nil` status sends 101 with a correct accept key.
+        var status = "101 Switching Protocols"
+        var subprotocol: String? = "fido.cable"
+        var extraHeaders: [String] = []
+        /// Raw bytes to write right after the upgrade response (frames, garbage).
+        var afterUpgrade: [UInt8] = []
+        /// Whether to close the TCP connection after writing.
+        var closeAfter = false
+    }
+
+    private let channel: any Channel
+    /// Bytes the client sent after its upgrade request.
+    let received = ReceivedBytes()
+
+    var port: Int { channel.localAddress!.port! }
+    var url: String { "ws://127.0.0.1:\(port)" }
+
+    init(script: Script) async throws {
+        let received = received
+        channel = try await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
+            .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
+            .childChannelInitializer { channel in
+                channel.eventLoop.makeCompletedFuture {
+                    try channel.pipeline.syncOperations.addHandler(ScriptHandler(script: script, received: received))
+                }
+            }
+            .bind(host: "127.0.0.1", port: 0).get()
+    }
+
+    func close() async {
+        try? await channel.close()
+    }
+
+    /// An unmasked server frame.
+    static func frame(opcode: UInt8, fin: Bool = true, payload: [UInt8], masked: Bool = false) -> [UInt8] {
+        var bytes: [UInt8] = [(fin ? 0x80 : 0) | opcode]
+        let maskBit: UInt8 = masked ? 0x80 : 0
+        if payload.count < 126 {
+            bytes.append(maskBit | UInt8(payload.count))
+        } else if payload.count <= 0xFFFF {
+            bytes += [maskBit | 126, UInt8(payload.count >> 8), UInt8(payload.count & 0xFF)]
+        } else {
+            bytes.append(maskBit | 127)
+            for shift in stride(from: 56, through: 0, by: -8) { bytes.append(UInt8((payload.count >> shift) & 0xFF)) }
+        }
+        if masked {
+            let key: [UInt8] = [1, 2, 3, 4]
+            bytes += key
+            bytes += payload.enumerated().map { $0.element ^ key[$0.offset % 4] }
+        } else {
+            bytes += payload
+        }
+        return bytes
+    }
+}
+
+private final class ScriptHandler: ChannelInboundHandler {
+    typealias InboundIn = ByteBuffer
+    typealias OutboundOut = ByteBuffer
+
+    let script: ScriptedWebSocketServer.Script
+    let received: ReceivedBytes
+    var request: [UInt8] = []
+    var upgraded = false
+
+    init(script: ScriptedWebSocketServer.Script, received: ReceivedBytes) {
+        self.script = script
+        self.received = received
+    }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        let bytes = Array(buffer: unwrapInboundIn(data))
+        guard !upgraded else {
+            received.bytes.withLock { $0 += bytes }
+            return
+        }
+        request += bytes
+        guard let text = String(bytes: request, encoding: .utf8), text.contains("\r\n\r\n") else { return }
+        upgraded = true
+        let key =
+            text.split(separator: "\r\n").first { $0.lowercased().hasPrefix("sec-websocket-key:") }
+            .map { $0.split(separator: ":", maxSplits: 1)[1].trimmingCharacters(in: .whitespaces) } ?? ""
+        let accept = Data(Insecure.SHA1.hash(data: Data((key + "258EAFA5-E914-47DA-95CA-C5AB0DC85B11").utf8)))
+            .base64EncodedString()
+        var response = "HTTP/1.1 \(script.status)\r\n"
+        if script.status.hasPrefix("101") {
+            response += "Upgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Accept: \(accept)\r\n"
+            if let subprotocol = script.subprotocol { response += "Sec-WebSocket-Protocol: \(subprotocol)\r\n" }
+        } else {
+            response += "Content-Length: 0\r\n"
+        }
+        for header in script.extraHeaders { response += header + "\r\n" }
+        response += "\r\n"
+        var buffer = context.channel.allocator.buffer(string: response)
+        buffer.writeBytes(script.afterUpgrade)
+        let write = context.writeAndFlush(wrapOutboundOut(buffer))
+        if script.closeAfter {
+            write.assumeIsolated().whenComplete { _ in context.close(promise: nil) }
+        }
+    }
+}
+
+final class ReceivedBytes: Sendable {
+    let bytes = Mutex<[UInt8]>([])
+}

@@ -1,0 +1,205 @@
+import Foundation
+import HybridTransport
+import Synchronization
+import Testing
+
+/// The tunnel client against a scripted, sometimes hostile, relay.
+struct TunnelConnectionTests {
+    typealias Script = ScriptedWebSocketServer.Script
+
+    @discardableResult
+    private func withServer<T>(
+        _ script: Script, _ body: (ScriptedWebSocketServer) async throws -> T
+    ) async throws -> T {
+        let server = try await ScriptedWebSocketServer(script: script)
+        do {
+            let result = try await body(server)
+            await server.close()
+            return result
+        } catch {
+            await server.close()
+            throw error
+        }
+    }
+
+    @Test func upgradeReadsRoutingIDAndDeliversBinaryMessagesInOrder() async throws {
+        var script = Script()
+        script.extraHeaders = ["X-caBLE-Routing-ID: 0A0B0C"]
+        script.afterUpgrade =
+            ScriptedWebSocketServer.frame(opcode: 2, payload: [1, 2, 3])
+            + ScriptedWebSocketServer.frame(opcode: 9, payload: [7])  // ping, answered with pong
+            + ScriptedWebSocketServer.frame(opcode: 2, fin: false, payload: [4])  // fragmented message
+            + ScriptedWebSocketServer.frame(opcode: 0, fin: false, payload: [5])
+            + ScriptedWebSocketServer.frame(opcode: 0, fin: true, payload: [6])
+            + ScriptedWebSocketServer.frame(opcode: 2, payload: Array(repeating: 9, count: 300))
+        try await withServer(script) { server in
+            let tunnel = try await TunnelConnection.connect(to: server.url + "/cable/new/00", timeout: .seconds(5))
+            #expect(tunnel.routingIDHeader == "0A0B0C")
+            #expect(try await tunnel.receive(timeout: .seconds(5), waitingFor: "test") == [1, 2, 3])
+            #expect(try await tunnel.receive(timeout: .seconds(5), waitingFor: "test") == [4, 5, 6])
+            #expect(
+                try await tunnel.receive(timeout: .seconds(5), waitingFor: "test") == Array(repeating: 9, count: 300))
+            try await tunnel.send([0xAA, 0xBB])
+            await tunnel.close()
+            // What the client sent after the upgrade: a masked pong, the masked binary message, a masked close.
+            var frames: [ClientFrame] = []
+            for _ in 0..<100 {
+                frames = try Self.parseClientFrames(server.received.bytes.withLock { $0 })
+                if frames.count >= 3 { break }
+                try await Task.sleep(for: .milliseconds(20))
+            }
+            try #require(frames.map(\.opcode) == [0xA, 0x2, 0x8])
+            #expect(frames[0].payload == [7])
+            #expect(frames[1].payload == [0xAA, 0xBB])
+            #expect(frames[2].payload == [0x03, 0xE8])
+        }
+    }
+
+    @Test func refusedUpgradeReportsTheStatus() async throws {
+        for status in ["404 Not Found", "409 Conflict", "400 Bad Request"] {
+            var script = Script()
+            script.status = status
+            try await withServer(script) { server in
+                await #expect(throws: TunnelError.refused(status: Int(status.prefix(3))!)) {
+                    _ = try await TunnelConnection.connect(to: server.url + "/cable/new/00", timeout: .seconds(5))
+                }
+            }
+        }
+    }
+
+    @Test func upgradeWithoutTheFIDOSubprotocolIsRefused() async throws {
+        for subprotocol in [nil, "chat"] as [String?] {
+            var script = Script()
+            script.subprotocol = subprotocol
+            try await withServer(script) { server in
+                await #expect(throws: TunnelError.badUpgrade("the server did not select subprotocol fido.cable")) {
+                    _ = try await TunnelConnection.connect(to: server.url + "/x", timeout: .seconds(5))
+                }
+            }
+        }
+    }
+
+    @Test func duplicateRoutingIDHeaderIsRefused() async throws {
+        var script = Script()
+        script.extraHeaders = ["X-caBLE-Routing-ID: 000001", "X-caBLE-Routing-ID: 000002"]
+        try await withServer(script) { server in
+            await #expect(throws: TunnelError.badUpgrade("the server sent X-caBLE-Routing-ID twice")) {
+                _ = try await TunnelConnection.connect(to: server.url + "/x", timeout: .seconds(5))
+            }
+        }
+    }
+
+    @Test func textFrameMaskedFrameAndOversizeMessageEndTheTunnelWithAnError() async throws {
+        let hostile: [(String, [UInt8])] = [
+            ("text", ScriptedWebSocketServer.frame(opcode: 1, payload: Array("hi".utf8))),
+            ("masked", ScriptedWebSocketServer.frame(opcode: 2, payload: [1], masked: true)),
+            ("oversize", ScriptedWebSocketServer.frame(opcode: 2, payload: Array(repeating: 0, count: 70_000))),
+            ("reserved opcode", [0x83, 0x00]),
+            ("continuation without start", ScriptedWebSocketServer.frame(opcode: 0, payload: [1])),
+        ]
+        for (name, bytes) in hostile {
+            var script = Script()
+            script.afterUpgrade = bytes
+            try await withServer(script) { server in
+                let tunnel = try await TunnelConnection.connect(to: server.url + "/x", timeout: .seconds(5))
+                do {
+                    let message = try await tunnel.receive(timeout: .seconds(5), waitingFor: "test")
+                    Issue.record("\(name): expected an error, got \(String(describing: message))")
+                } catch let error as TunnelError {
+                    switch error {
+                    case .protocolViolation, .connectionFailed: break
+                    default: Issue.record("\(name): unexpected error \(error)")
+                    }
+                }
+                await tunnel.close()
+            }
+        }
+    }
+
+    @Test func closeFromTheServerEndsReceivingCleanly() async throws {
+        var script = Script()
+        script.afterUpgrade =
+            ScriptedWebSocketServer.frame(opcode: 2, payload: [1])
+            + ScriptedWebSocketServer.frame(opcode: 8, payload: [0x03, 0xE8])
+        try await withServer(script) { server in
+            let tunnel = try await TunnelConnection.connect(to: server.url + "/x", timeout: .seconds(5))
+            #expect(try await tunnel.receive(timeout: .seconds(5), waitingFor: "test") == [1])
+            #expect(try await tunnel.receive(timeout: .seconds(5), waitingFor: "test") == nil)
+            #expect(try await tunnel.receive(timeout: .seconds(5), waitingFor: "test") == nil)
+        }
+    }
+
+    @Test func silentServerTimesOutWithTheGivenReason() async throws {
+        try await withServer(Script()) { server in
+            let tunnel = try await TunnelConnection.connect(to: server.url + "/x", timeout: .seconds(5))
+            let started = ContinuousClock.now
+            await #expect(throws: TunnelError.timedOut("waiting for the handshake")) {
+                _ = try await tunnel.receive(timeout: .milliseconds(200), waitingFor: "waiting for the handshake")
+            }
+            #expect(ContinuousClock.now - started < .seconds(3))
+            await tunnel.close()
+        }
+    }
+
+    @Test func garbageInsteadOfHTTPFailsTheUpgrade() async throws {
+        var script = Script()
+        script.status = "101 Switching Protocols"
+        script.subprotocol = nil
+        // A server that answers with bytes that are not HTTP at all.
+        let server = try await ScriptedWebSocketServer(
+            script: Script(
+                status: "\u{1}\u{2} nonsense", subprotocol: nil, afterUpgrade: [0xFF, 0, 1], closeAfter: true))
+        await #expect(throws: (any Error).self) {
+            _ = try await TunnelConnection.connect(to: server.url + "/x", timeout: .seconds(5))
+        }
+        await server.close()
+    }
+
+    @Test func unreachableAndInvalidURLsGiveClearErrors() async throws {
+        await #expect(throws: TunnelError.invalidURL("http://example.com/x")) {
+            _ = try await TunnelConnection.connect(to: "http://example.com/x")
+        }
+        do {
+            _ = try await TunnelConnection.connect(to: "ws://127.0.0.1:1/cable/new/00", timeout: .seconds(5))
+            Issue.record("connected to port 1")
+        } catch {
+            guard case .unreachable(let host, let port, _) = error else {
+                Issue.record("unexpected \(error)")
+                return
+            }
+            #expect(host == "127.0.0.1" && port == 1)
+            #expect(error.description.hasPrefix("relay 127.0.0.1:1 unreachable"))
+        }
+    }
+
+    // MARK: Helpers
+
+    struct ClientFrame {
+        var opcode: UInt8
+        var payload: [UInt8]
+    }
+
+    /// Parses masked client frames; every client frame must be masked.
+    static func parseClientFrames(_ bytes: [UInt8]) throws -> [ClientFrame] {
+        var frames: [ClientFrame] = []
+        var offset = 0
+        while offset + 6 <= bytes.count {
+            let opcode = bytes[offset] & 0x0F
+            let masked = bytes[offset + 1] & 0x80 != 0
+            try #require(masked, "client frames must be masked")
+            var length = Int(bytes[offset + 1] & 0x7F)
+            offset += 2
+            if length == 126 {
+                length = Int(bytes[offset]) << 8 | Int(bytes[offset + 1])
+                offset += 2
+            }
+            guard offset + 4 + length <= bytes.count else { break }
+            let key = Array(bytes[offset..<offset + 4])
+            offset += 4
+            let payload = bytes[offset..<offset + length].enumerated().map { $0.element ^ key[$0.offset % 4] }
+            offset += length
+            frames.append(ClientFrame(opcode: opcode, payload: payload))
+        }
+        return frames
+    }
+}
