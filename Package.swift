@@ -33,6 +33,7 @@ let package = Package(
         .library(name: "CTAPHIDTransport", targets: ["CTAPHIDTransport"]),
         .library(name: "Hybrid", targets: ["Hybrid"]),
         .library(name: "Proximity", targets: ["Proximity"]),
+        .library(name: "BlueZProximity", targets: ["BlueZProximity"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-crypto.git", from: "4.5.2"),
@@ -51,6 +52,8 @@ let package = Package(
         .target(name: "Hybrid", dependencies: ["CBOR", crypto, cryptoExtras], swiftSettings: strictSettings),
         .target(name: "RelayCore", dependencies: ["Hybrid"], swiftSettings: strictSettings),
         .target(name: "Proximity", swiftSettings: strictSettings),
+        .systemLibrary(name: "CBlueZ", pkgConfig: "bluez", providers: [.apt(["libbluetooth-dev"])]),
+        .target(name: "BlueZProximity", dependencies: ["Proximity", "CBlueZ"], swiftSettings: strictSettings),
 
         // MARK: I/O adapters.
         .systemLibrary(name: "CSQLite", pkgConfig: "sqlite3", providers: [.apt(["libsqlite3-dev"])]),
@@ -112,5 +115,7 @@ let package = Package(
             dependencies: ["CTAPHIDTransport", "CTAPHID", "CTAP2", nioCore, nioPosix],
             swiftSettings: strictSettings
         ),
+        .testTarget(
+            name: "BlueZProximityTests", dependencies: ["BlueZProximity", "Proximity"], swiftSettings: strictSettings),
     ]
 )
