@@ -116,6 +116,9 @@ let package = Package(
             swiftSettings: strictSettings
         ),
         .testTarget(
-            name: "BlueZProximityTests", dependencies: ["BlueZProximity", "Proximity"], swiftSettings: strictSettings),
+            name: "BlueZProximityTests",
+            dependencies: ["BlueZProximity", "Proximity"],
+            swiftSettings: strictSettings
+        ),
     ]
 )

@@ -39,7 +39,9 @@ public enum BlueZRadio {
     static func controller(
         adapter: Int, options: BlueZOptions, open: (Int) throws(HCISocketError) -> any HCISocket
     ) throws(ProximityError) -> HCIController {
-        guard (0...0xFFFE).contains(adapter) else { throw .unavailable("no Bluetooth adapter hci\(adapter)") }
+        guard (0...0xFFFE).contains(adapter) else {
+            throw .unavailable("no Bluetooth adapter hci\(adapter); \(ProximityErrorMapping.simulatedHint)")
+        }
         do {
             return HCIController(socket: try open(adapter), adapter: adapter, timeout: options.commandTimeout)
         } catch {
@@ -106,6 +108,14 @@ public final class BlueZAdvertiser: ProximityAdvertiser {
                 state.controller?.socket.close()
                 state.controller = nil
             }
+        }
+    }
+
+    /// A forgotten `close()`: restore the controller and release the socket.
+    deinit {
+        state.withLock { state in
+            Self.stop(&state)
+            state.controller?.socket.close()
         }
     }
 
@@ -178,6 +188,14 @@ public final class BlueZScanner: ProximityScanner {
                 state.controller?.socket.close()
                 state.controller = nil
             }
+        }
+    }
+
+    /// A forgotten `close()`: end the reader thread, restore the controller and release the socket.
+    deinit {
+        state.withLock { state in
+            Self.stop(&state)
+            state.controller?.socket.close()
         }
     }
 

@@ -33,12 +33,14 @@ final class LinuxHCISocket: HCISocket {
     /// `_IOW('H', 201, int)` from `<bluetooth/hci.h>`, which Swift does not import.
     static let deviceUpRequest = UInt(1 << 30 | MemoryLayout<Int32>.size << 16 | Int(UInt8(ascii: "H")) << 8 | 201)
 
-    /// Opens a raw socket on adapter `hciN`, bringing the adapter up if it is down.
+    /// Opens a raw socket on adapter `hciN`, bringing the adapter up if it is down and the process may.
     static func open(adapter: Int) throws(HCISocketError) -> any HCISocket {
         let fd = socket(AF_BLUETOOTH, Int32(SOCK_RAW.rawValue) | Int32(SOCK_CLOEXEC.rawValue), BTPROTO_HCI)
         guard fd >= 0 else { throw HCISocketError(call: "socket", code: errno) }
         do throws(HCISocketError) {
-            if ioctl(fd, deviceUpRequest, CInt(adapter)) < 0, errno != EALREADY {
+            // Already up is fine. Without CAP_NET_ADMIN the kernel refuses before looking at the adapter: go on, as an
+            // adapter that is up needs only CAP_NET_RAW; a missing one fails `bind`, a down one the first write.
+            if ioctl(fd, deviceUpRequest, CInt(adapter)) < 0, ![EALREADY, EPERM, EACCES].contains(errno) {
                 throw HCISocketError(call: "ioctl(HCIDEVUP)", code: errno)
             }
             var address = sockaddr_hci()

@@ -97,8 +97,10 @@ struct BlueZProximityTests {
             packet == bytes("01 0A 20 01 00")
                 ? [commandComplete(0x200A, status: 0x0C)] : [commandComplete(opcode(of: packet), status: 0)]
         }
-        try await Self.advertiser(socket).startAdvertising(Self.advert)
+        let advertiser = try Self.advertiser(socket)
+        try await advertiser.startAdvertising(Self.advert)
         #expect(socket.written == Self.advertiseCommands)
+        await advertiser.close()
     }
 
     @Test func controllerErrorStatusIsReported() async throws {
@@ -145,8 +147,10 @@ struct BlueZProximityTests {
                 commandComplete(opcode(of: packet), status: 0),
             ]
         }
-        try await Self.advertiser(socket).startAdvertising(Self.advert)
+        let advertiser = try Self.advertiser(socket)
+        try await advertiser.startAdvertising(Self.advert)
         #expect(socket.written == Self.advertiseCommands)
+        await advertiser.close()
     }
 
     @Test func answerWithoutStatusIsAnError() async throws {
@@ -276,6 +280,27 @@ struct BlueZProximityTests {
         await scanner.close()
     }
 
+    /// Dropping a scanner without `close()` still ends the reader, disables the scan and closes the socket.
+    @Test func droppedScannerCleansUp() async throws {
+        let socket = FakeHCISocket()
+        let seen = Collected<[UInt8]>()
+        do {
+            let scanner = try Self.scanner(socket)
+            try await scanner.startScanning { seen.append($0) }
+            socket.inject(advertisingReportEvent([ReportFields(data: [1])]))
+            #expect(try await seen.wait(for: 1) == [[1]])
+        }
+        #expect(socket.isClosed)
+        #expect(socket.written == Self.scanCommands + [bytes("01 0C 20 02 00 00")])
+    }
+
+    @Test func droppedAdvertiserCleansUp() async throws {
+        let socket = FakeHCISocket()
+        do { try await Self.advertiser(socket).startAdvertising(Self.advert) }
+        #expect(socket.isClosed)
+        #expect(socket.written == Self.advertiseCommands + [bytes("01 0A 20 01 00")])
+    }
+
     // MARK: Errors users see
 
     static let errnoMessages: [(Int32, String)] = [
@@ -344,7 +369,10 @@ struct BlueZProximityTests {
     }
 
     @Test func adapterOutOfRange() {
-        #expect(throws: ProximityError.unavailable("no Bluetooth adapter hci65535")) {
+        #expect(
+            throws: ProximityError.unavailable(
+                "no Bluetooth adapter hci65535; use --ble sim to use the simulated radio")
+        ) {
             try BlueZAdvertiser(adapter: 65535, options: BlueZOptions()) { _ throws(HCISocketError) in FakeHCISocket() }
         }
     }
