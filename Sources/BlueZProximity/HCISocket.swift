@@ -73,6 +73,7 @@ final class LinuxHCISocket: HCISocket {
 
     func write(_ packet: [UInt8]) throws(HCISocketError) {
         let fd = descriptor.withLock { $0 }
+        guard fd >= 0 else { throw HCISocketError(call: "write", code: EBADF) }
         while true {
             let written = packet.withUnsafeBytes { Glibc.write(fd, $0.baseAddress, $0.count) }
             if written == packet.count { return }
@@ -83,12 +84,16 @@ final class LinuxHCISocket: HCISocket {
 
     func read(timeout: Duration) throws(HCISocketError) -> [UInt8]? {
         let fd = descriptor.withLock { $0 }
+        guard fd >= 0 else { throw HCISocketError(call: "read", code: EBADF) }
         let deadline = ContinuousClock.now + timeout
         var buffer = [UInt8](repeating: 0, count: 1024)
         while true {
             let left = ContinuousClock.now.duration(to: deadline)
+            // Rounded up, so that a wait of under a millisecond does not spin.
             let milliseconds = max(
-                0, left.components.seconds * 1000 + left.components.attoseconds / 1_000_000_000_000_000)
+                0,
+                left.components.seconds * 1000 + (left.components.attoseconds + 999_999_999_999_999)
+                    / 1_000_000_000_000_000)
             var poller = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
             let ready = poll(&poller, 1, Int32(clamping: milliseconds))
             if ready < 0 {
