@@ -35,6 +35,7 @@ let package = Package(
         .library(name: "Proximity", targets: ["Proximity"]),
         .library(name: "HybridTransport", targets: ["HybridTransport"]),
         .library(name: "CrossDevice", targets: ["CrossDevice"]),
+        .library(name: "BlueZProximity", targets: ["BlueZProximity"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-crypto.git", from: "4.5.2"),
@@ -53,13 +54,10 @@ let package = Package(
         .target(name: "Hybrid", dependencies: ["CBOR", crypto, cryptoExtras], swiftSettings: strictSettings),
         .target(name: "RelayCore", dependencies: ["Hybrid"], swiftSettings: strictSettings),
         .target(name: "Proximity", swiftSettings: strictSettings),
-        .target(
-            name: "HybridTransport",
-            dependencies: ["Hybrid", "Proximity", crypto, nioCore, nioPosix, nioHTTP1, nioWebSocket, nioSSL, logging],
-            swiftSettings: strictSettings
-        ),
 
         // MARK: I/O adapters.
+        .systemLibrary(name: "CBlueZ", pkgConfig: "bluez", providers: [.apt(["libbluetooth-dev"])]),
+        .target(name: "BlueZProximity", dependencies: ["Proximity", "CBlueZ"], swiftSettings: strictSettings),
         .systemLibrary(name: "CSQLite", pkgConfig: "sqlite3", providers: [.apt(["libsqlite3-dev"])]),
         .target(
             name: "PasskeyStore",
@@ -71,11 +69,15 @@ let package = Package(
             dependencies: ["CTAPHID", "CTAP2", nioCore, nioPosix, logging],
             swiftSettings: strictSettings
         ),
-
+        .target(
+            name: "HybridTransport",
+            dependencies: ["Hybrid", "Proximity", crypto, nioCore, nioPosix, nioHTTP1, nioWebSocket, nioSSL, logging],
+            swiftSettings: strictSettings
+        ),
         .target(
             name: "CrossDevice",
             dependencies: [
-                "HybridTransport", "Hybrid", "Proximity", "CTAP2", "RelyingParty", "WebAuthn", crypto, nioSSL,
+                "HybridTransport", "BlueZProximity", "Hybrid", "Proximity", "CTAP2", "RelyingParty", "WebAuthn", crypto, nioSSL,
             ],
             swiftSettings: strictSettings
         ),
@@ -130,6 +132,11 @@ let package = Package(
         .testTarget(
             name: "CTAPHIDTransportTests",
             dependencies: ["CTAPHIDTransport", "CTAPHID", "CTAP2", nioCore, nioPosix],
+            swiftSettings: strictSettings
+        ),
+        .testTarget(
+            name: "BlueZProximityTests",
+            dependencies: ["BlueZProximity", "Proximity"],
             swiftSettings: strictSettings
         ),
     ]
