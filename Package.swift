@@ -33,6 +33,7 @@ let package = Package(
         .library(name: "CTAPHIDTransport", targets: ["CTAPHIDTransport"]),
         .library(name: "Hybrid", targets: ["Hybrid"]),
         .library(name: "Proximity", targets: ["Proximity"]),
+        .library(name: "QRImage", targets: ["QRImage"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-crypto.git", from: "4.5.2"),
@@ -51,6 +52,10 @@ let package = Package(
         .target(name: "Hybrid", dependencies: ["CBOR", crypto, cryptoExtras], swiftSettings: strictSettings),
         .target(name: "RelayCore", dependencies: ["Hybrid"], swiftSettings: strictSettings),
         .target(name: "Proximity", swiftSettings: strictSettings),
+        .systemLibrary(name: "CQRencode", pkgConfig: "libqrencode", providers: [.apt(["libqrencode-dev"])]),
+        .systemLibrary(name: "CZbar", pkgConfig: "zbar", providers: [.apt(["libzbar-dev"])]),
+        .systemLibrary(name: "CPNG", pkgConfig: "libpng", providers: [.apt(["libpng-dev"])]),
+        .target(name: "QRImage", dependencies: ["CQRencode", "CZbar", "CPNG"], swiftSettings: strictSettings),
 
         // MARK: I/O adapters.
         .systemLibrary(name: "CSQLite", pkgConfig: "sqlite3", providers: [.apt(["libsqlite3-dev"])]),
@@ -70,7 +75,7 @@ let package = Package(
             name: "passkey",
             dependencies: [
                 "CBOR", "WebAuthn", "CTAP2", "CTAPHID", "RelyingParty", "PasskeyStore", "CTAPHIDTransport", "Hybrid",
-                argumentParser, logging, crypto,
+                "QRImage", argumentParser, logging, crypto,
             ],
             swiftSettings: strictSettings
         ),
@@ -112,5 +117,6 @@ let package = Package(
             dependencies: ["CTAPHIDTransport", "CTAPHID", "CTAP2", nioCore, nioPosix],
             swiftSettings: strictSettings
         ),
+        .testTarget(name: "QRImageTests", dependencies: ["QRImage", "Hybrid", crypto], swiftSettings: strictSettings),
     ]
 )
