@@ -9,7 +9,8 @@ enum ImageFile {
     /// The bytes of the regular file at `path`; throws `.fileTooLarge` beyond `QRImageReader.maximumFileSize`
     /// without reading it.
     static func contents(of path: String) throws(QRImageError) -> [UInt8] {
-        let descriptor = open(path, O_RDONLY | O_CLOEXEC)
+        // O_NONBLOCK: opening a FIFO must not wait for a writer; it is refused below as not a regular file.
+        let descriptor = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK)
         guard descriptor >= 0 else { throw .unreadableFile(path: path, reason: systemError()) }
         defer { close(descriptor) }
         var status = stat()

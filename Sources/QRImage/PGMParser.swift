@@ -83,7 +83,7 @@ struct PGMParser {
         let needed = wide ? 2 * count : count
         let available = bytes.count - start
         guard available >= needed else { throw invalid("truncated raster: \(available) of \(needed) bytes") }
-        guard available == needed else { throw invalid("\(available - needed) bytes after the raster") }
+        guard available == needed else { throw invalid("data after the raster (\(available - needed) bytes)") }
         var pixels = [UInt8](repeating: 0, count: count)
         for pixel in 0..<count {
             let sample =

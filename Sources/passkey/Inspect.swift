@@ -19,7 +19,7 @@ extension Passkey.Inspect {
         static let configuration = CommandConfiguration(
             commandName: "qr", abstract: "Decode the FIDO:/ URL of a hybrid QR code.",
             discussion: """
-                Give the URL, or a PNG or PGM picture of the QR code with --image: it must hold exactly one
+                Give the URL, or a PNG or PGM picture of the QR code with --image: it must hold exactly one \
                 FIDO:/ QR code (other QR codes are ignored).
                 """
         )

@@ -154,7 +154,7 @@ struct ImageFileTests {
         ("P5 1 1 255a", "no whitespace after maxval"),
         ("P5 2 2 255 abc", "truncated raster: 3 of 4 bytes"),
         ("P5 2 1 256 abc", "truncated raster: 3 of 4 bytes"),
-        ("P5 1 1 255 ab", "1 bytes after the raster"),
+        ("P5 1 1 255 ab", "data after the raster (1 bytes)"),
         ("P5 1 1 100 \u{FF}", "sample 255 exceeds maxval 100"),
         ("P2 2 2 255 1 2 3", "truncated raster: 6 bytes cannot hold 4 samples"),
         ("P2 2 1 255 1 2 3", "data after the last of 2 samples"),
@@ -203,6 +203,12 @@ struct ImageFileTests {
         }
         #expect(throws: QRImageError.unreadableFile(path: directory.path, reason: "not a regular file")) {
             try QRImageReader.decode(contentsOf: directory.path)
+        }
+        // A FIFO with no writer: opening it must not block.
+        let fifo = directory.file("fifo")
+        #expect(mkfifo(fifo, 0o600) == 0)
+        #expect(throws: QRImageError.unreadableFile(path: fifo, reason: "not a regular file")) {
+            try QRImageReader.decode(contentsOf: fifo)
         }
     }
 
