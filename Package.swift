@@ -36,6 +36,7 @@ let package = Package(
         .library(name: "HybridTransport", targets: ["HybridTransport"]),
         .library(name: "CrossDevice", targets: ["CrossDevice"]),
         .library(name: "BlueZProximity", targets: ["BlueZProximity"]),
+        .library(name: "QRImage", targets: ["QRImage"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-crypto.git", from: "4.5.2"),
@@ -56,6 +57,10 @@ let package = Package(
         .target(name: "Proximity", swiftSettings: strictSettings),
 
         // MARK: I/O adapters.
+        .systemLibrary(name: "CQRencode", pkgConfig: "libqrencode", providers: [.apt(["libqrencode-dev"])]),
+        .systemLibrary(name: "CZbar", pkgConfig: "zbar", providers: [.apt(["libzbar-dev"])]),
+        .systemLibrary(name: "CPNG", pkgConfig: "libpng", providers: [.apt(["libpng-dev"])]),
+        .target(name: "QRImage", dependencies: ["CQRencode", "CZbar", "CPNG"], swiftSettings: strictSettings),
         .systemLibrary(name: "CBlueZ", pkgConfig: "bluez", providers: [.apt(["libbluetooth-dev"])]),
         .target(name: "BlueZProximity", dependencies: ["Proximity", "CBlueZ"], swiftSettings: strictSettings),
         .systemLibrary(name: "CSQLite", pkgConfig: "sqlite3", providers: [.apt(["libsqlite3-dev"])]),
@@ -87,7 +92,7 @@ let package = Package(
             name: "passkey",
             dependencies: [
                 "CBOR", "WebAuthn", "CTAP2", "CTAPHID", "RelyingParty", "PasskeyStore", "CTAPHIDTransport", "Hybrid",
-                argumentParser, logging, crypto,
+                "QRImage", "Proximity", "HybridTransport", "CrossDevice", argumentParser, logging, crypto, nioSSL,
             ],
             swiftSettings: strictSettings
         ),
@@ -139,5 +144,6 @@ let package = Package(
             dependencies: ["BlueZProximity", "Proximity"],
             swiftSettings: strictSettings
         ),
+        .testTarget(name: "QRImageTests", dependencies: ["QRImage", "Hybrid", crypto], swiftSettings: strictSettings),
     ]
 )

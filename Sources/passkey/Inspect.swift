@@ -2,6 +2,7 @@ import ArgumentParser
 import CBOR
 import Foundation
 import Hybrid
+import QRImage
 
 extension Passkey {
     struct Inspect: ParsableCommand {
@@ -16,13 +17,26 @@ extension Passkey {
 extension Passkey.Inspect {
     struct QRCode: ParsableCommand {
         static let configuration = CommandConfiguration(
-            commandName: "qr", abstract: "Decode the FIDO:/ URL of a hybrid QR code.")
+            commandName: "qr", abstract: "Decode the FIDO:/ URL of a hybrid QR code.",
+            discussion: """
+                Give the URL, or a PNG or PGM picture of the QR code with --image: it must hold exactly one \
+                FIDO:/ QR code (other QR codes are ignored).
+                """
+        )
 
         @Flag(help: "Print one JSON object.") var json = false
-        @Argument(help: "The FIDO:/… URL the QR code holds.") var url: String
+        @Option(help: ArgumentHelp("Read the QR code from a PNG or PGM image.", valueName: "file"))
+        var image: String?
+        @Argument(help: "The FIDO:/… URL the QR code holds.") var url: String?
+
+        func validate() throws {
+            guard (url == nil) != (image == nil) else {
+                throw ValidationError("Give exactly one of a URL and --image.")
+            }
+        }
 
         func run() throws {
-            let payload = try QRCodePayload(url: url)
+            let payload = try QRCodePayload(url: image.map(Self.fidoURL(inImage:)) ?? url ?? "")
             var object: [String: Any] = [
                 "publicKey": payload.compressedPublicKey.hexString,
                 "secret": payload.secret.hexString,
@@ -51,6 +65,31 @@ extension Passkey.Inspect {
             } else {
                 print("request type    absent (read as ga, \(Self.name(of: .getAssertion)))")
             }
+        }
+
+        /// The one `FIDO:/` URL among the QR codes in the image at `path`.
+        static func fidoURL(inImage path: String) throws -> String {
+            let texts = try QRImageReader.decode(contentsOf: path)
+            let urls = texts.filter { $0.utf8.count >= 6 && $0.prefix(6).lowercased() == "fido:/" }
+            switch (urls.count, texts.count) {
+            case (1, _):
+                return urls[0]
+            case (0, 1):
+                let shown = texts[0].count > 60 ? String(texts[0].prefix(60)) + "…" : texts[0]
+                throw ImageError("the QR code in \(path) is not a FIDO:/ URL: \"\(shown)\"")
+            case (0, let count):
+                throw ImageError("none of the \(count) QR codes in \(path) is a FIDO:/ URL")
+            case (let count, _):
+                throw ImageError("\(path) holds \(count) FIDO:/ QR codes; crop the image to one")
+            }
+        }
+
+        /// Why an image gave no single hybrid URL.
+        struct ImageError: Error, CustomStringConvertible {
+            /// The message printed after "Error: ".
+            var description: String
+
+            init(_ description: String) { self.description = description }
         }
 
         static func name(of type: HybridRequestType) -> String {

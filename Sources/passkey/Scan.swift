@@ -1,0 +1,152 @@
+import ArgumentParser
+import CTAP2
+import CrossDevice
+import Foundation
+import Hybrid
+import PasskeyStore
+import HybridTransport
+import Proximity
+import QRImage
+
+extension Passkey {
+    struct Scan: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Be the phone: answer a computer's hybrid QR code with the passkeys in the store.",
+            discussion: """
+                Reads the FIDO:/ URL from the argument, from --image (a PNG or PGM photo or screenshot of the \
+                QR code), or from standard input. Connects to the relay, advertises over Bluetooth so the \
+                computer knows this authenticator is near, answers the handshake, and serves one request \
+                (unless --keep-open), asking before it creates a passkey or signs in.
+                """
+        )
+
+        @Argument(help: "The FIDO:/… URL the QR code holds (default: read from --image or standard input).")
+        var url: String?
+        @Option(help: ArgumentHelp("Read the QR code from this PNG or PGM image.", valueName: "file"))
+        var image: String?
+        @OptionGroup var hybrid: HybridOptions
+        @OptionGroup var store: StoreOptions
+        @OptionGroup var approval: ApprovalOptions
+        @Flag(help: "Serve every request until the computer closes the tunnel, not only the first.")
+        var keepOpen = false
+        @Option(
+            help: ArgumentHelp(
+                "Tunnel server domain ID to advertise (0 Google, 1 Apple, 256+ hashed).", valueName: "id"))
+        var domain: UInt16 = 0
+
+        func validate() throws {
+            if url != nil && image != nil { throw ValidationError("Give the FIDO:/ URL or --image, not both.") }
+            guard TunnelDomain.isValid(domain) else {
+                throw ValidationError("--domain: \(TunnelDomainError.unassigned(domain))")
+            }
+        }
+
+        func run() async throws {
+            let payload = try readQRCode()
+            let status = StatusLine(enabled: true)
+            let kind = payload.requestType?.effective == .makeCredential ? "create a passkey" : "sign in"
+            status.say("QR code read: the computer asks to \(kind)")
+            let tls = try hybrid.tlsConfiguration()
+            let mode = hybrid.mode
+            let advertiser = try await Radio.advertiser(for: mode)
+            let store = try await store.open(create: true)
+            defer { store.close() }
+            var configuration = AuthenticatorConfiguration()
+            configuration.accountSelection = .authenticator
+            let authenticator = Authenticator(
+                configuration: configuration,
+                environment: AuthenticatorEnvironment(
+                    store: store, userInteraction: approval.makeUserInteraction(store: store),
+                    reportError: { error in Terminal.shared.write("passkey: store error: \(error)\n") }))
+            let service = CrossDeviceAuthenticator(
+                authenticator: authenticator, advertiser: advertiser, domain: try TunnelDomain(id: domain),
+                tunnelServer: hybrid.tunnelServer, tls: tls, timeouts: hybrid.timeouts, keepOpen: keepOpen,
+                progress: { event in status.say(Self.describe(event, mode: mode)) })
+            do {
+                let answered = try await service.serve(qrCode: payload)
+                await advertiser.close()
+                status.say("done: answered \(answered) request\(answered == 1 ? "" : "s")")
+            } catch {
+                await advertiser.close()
+                Terminal.shared.write("passkey: \(error)\n")
+                throw ExitCode.failure
+            }
+        }
+
+        /// The payload from the argument, the image or standard input, checked before anything is opened.
+        func readQRCode() throws -> QRCodePayload {
+            var text: String
+            if let url {
+                text = url
+            } else if let image {
+                let found = try QRImageReader.decode(contentsOf: image).filter {
+                    $0.uppercased().hasPrefix(QRCodePayload.prefix)
+                }
+                guard found.count == 1 else {
+                    throw ValidationError(
+                        found.isEmpty
+                            ? "\(image) holds no FIDO:/ QR code."
+                            : "\(image) holds \(found.count) FIDO:/ QR codes; crop it to one.")
+                }
+                text = found[0]
+            } else {
+                if isatty(STDIN_FILENO) == 1 { Terminal.shared.write("Paste the FIDO:/ URL and press Enter: ") }
+                guard let line = readLine(strippingNewline: true) else {
+                    throw ValidationError("No FIDO:/ URL given (argument, --image or standard input).")
+                }
+                text = line
+            }
+            text = text.trimmingCharacters(in: .whitespacesAndNewlines)
+            do {
+                return try QRCodePayload(url: text)
+            } catch {
+                throw ValidationError("Not a hybrid QR code: \(error)")
+            }
+        }
+
+        static func describe(_ event: HybridAuthenticatorProgress, mode: ProximityMode) -> String {
+            switch event {
+            case .connecting(let url): "connecting to the relay \(Self.host(of: url))"
+            case .advertising(let routingID): "tunnel registered (routing ID \(routingID)); advertising over \(mode)"
+            case .handshakeDone: "computer connected: handshake done, getInfo sent"
+            case .requestReceived(let command): "request received: \(CTAPCommandName.name(command))"
+            case .responseSent(let status):
+                "answer sent: \(status == 0 ? "OK" : CTAPError(rawValue: status).description)"
+            }
+        }
+
+        static func host(of url: String) -> String {
+            guard let components = URLComponents(string: url), let scheme = components.scheme,
+                let host = components.host
+            else { return url }
+            return "\(scheme)://\(host)" + (components.port.map { ":\($0)" } ?? "")
+        }
+    }
+}
+
+/// Progress lines on standard error, with the time since the command started.
+struct StatusLine: Sendable {
+    let enabled: Bool
+    let start = ContinuousClock.now
+
+    func say(_ text: String) {
+        guard enabled else { return }
+        let elapsed = ContinuousClock.now - start
+        let milliseconds = elapsed.components.seconds * 1000 + elapsed.components.attoseconds / 1_000_000_000_000_000
+        Terminal.shared.write(String(format: "[%6.3f s] ", Double(milliseconds) / 1000) + text + "\n")
+    }
+}
+
+/// Names of CTAP commands for status lines.
+enum CTAPCommandName {
+    static func name(_ command: UInt8) -> String {
+        switch command {
+        case 0x01: "makeCredential"
+        case 0x02: "getAssertion"
+        case 0x04: "getInfo"
+        case 0x08: "getNextAssertion"
+        case 0x0B: "selection"
+        default: String(format: "command 0x%02x", command)
+        }
+    }
+}
