@@ -24,6 +24,7 @@ let package = Package(
     products: [
         .executable(name: "passkey", targets: ["passkey"]),
         .executable(name: "passkey-bench", targets: ["PasskeyBench"]),
+        .executable(name: "passkey-relay", targets: ["passkey-relay"]),
         .library(name: "CBOR", targets: ["CBOR"]),
         .library(name: "WebAuthn", targets: ["WebAuthn"]),
         .library(name: "CTAP2", targets: ["CTAP2"]),
@@ -33,6 +34,7 @@ let package = Package(
         .library(name: "CTAPHIDTransport", targets: ["CTAPHIDTransport"]),
         .library(name: "Hybrid", targets: ["Hybrid"]),
         .library(name: "Proximity", targets: ["Proximity"]),
+        .library(name: "RelayServer", targets: ["RelayServer"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-crypto.git", from: "4.5.2"),
@@ -50,6 +52,11 @@ let package = Package(
         .target(name: "RelyingParty", dependencies: ["CBOR", "WebAuthn", crypto], swiftSettings: strictSettings),
         .target(name: "Hybrid", dependencies: ["CBOR", crypto, cryptoExtras], swiftSettings: strictSettings),
         .target(name: "RelayCore", dependencies: ["Hybrid"], swiftSettings: strictSettings),
+        .target(
+            name: "RelayServer",
+            dependencies: ["RelayCore", "Hybrid", nioCore, nioPosix, nioHTTP1, nioWebSocket, nioSSL, logging],
+            swiftSettings: strictSettings
+        ),
         .target(name: "Proximity", swiftSettings: strictSettings),
 
         // MARK: I/O adapters.
@@ -64,6 +71,11 @@ let package = Package(
             dependencies: ["CTAPHID", "CTAP2", nioCore, nioPosix, logging],
             swiftSettings: strictSettings
         ),
+        .executableTarget(
+            name: "passkey-relay",
+            dependencies: ["RelayServer", "RelayCore", nioSSL, argumentParser, logging],
+            swiftSettings: strictSettings
+        ),
 
         // MARK: Executables: wiring only.
         .executableTarget(
@@ -76,7 +88,10 @@ let package = Package(
         ),
         .executableTarget(
             name: "PasskeyBench",
-            dependencies: ["CBOR", "WebAuthn", "CTAP2", "PasskeyStore", "Hybrid", crypto, argumentParser],
+            dependencies: [
+                "CBOR", "WebAuthn", "CTAP2", "PasskeyStore", "Hybrid", crypto, argumentParser, nioCore, nioPosix,
+                nioWebSocket,
+            ],
             swiftSettings: strictSettings
         ),
 
@@ -90,6 +105,11 @@ let package = Package(
         ),
         .testTarget(name: "CTAPHIDTests", dependencies: ["CTAPHID"], swiftSettings: strictSettings),
         .testTarget(name: "RelayCoreTests", dependencies: ["RelayCore", "Hybrid"], swiftSettings: strictSettings),
+        .testTarget(
+            name: "RelayServerTests",
+            dependencies: ["RelayServer", "RelayCore", "Hybrid", nioCore, nioPosix, nioWebSocket, nioSSL, logging],
+            swiftSettings: strictSettings
+        ),
         .testTarget(
             name: "HybridTests",
             dependencies: ["Hybrid", "CBOR", "CTAP2", "WebAuthn", crypto],
