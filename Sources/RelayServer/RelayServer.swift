@@ -108,7 +108,7 @@ public final class RelayServer: Sendable {
         guard first else { return }
         ticker.cancel()
         try? await serverChannel.close()
-        let connections = state.allConnections
+        let connections = state.shutDown()
         for connection in connections { connection.close(code: 1001) }
         for connection in connections { try? await connection.channel.closeFuture.get() }
         try? await group.shutdownGracefully()

@@ -28,6 +28,8 @@ final class RelayState: Sendable {
         var pendingPerAddress: [String: Int] = [:]
         var nextConnection: UInt64 = 0
         var metrics = RelayMetrics()
+        /// Set by ``RelayState/shutDown()``: every close then says 1001 (going away).
+        var isShuttingDown = false
 
         mutating func resolve(_ actions: [RelayRegistry.Action]) -> [Effect] {
             var effects: [Effect] = []
@@ -41,7 +43,7 @@ final class RelayState: Sendable {
                     effects.append(.deliver(bytes, to: entry.connection))
                 case .close(let id, let code):
                     guard let entry = connections[id] else { continue }
-                    effects.append(.close(entry.connection, code: code))
+                    effects.append(.close(entry.connection, code: isShuttingDown ? 1001 : code))
                 case .finished(let record):
                     metrics.closed[record.outcome, default: 0] += 1
                     effects.append(.log(record))
@@ -150,12 +152,15 @@ final class RelayState: Sendable {
         return locked.withLock { state in state.resolve(state.registry.tick(now: now)) }
     }
 
-    // MARK: Reading
-
-    /// Every connection open now.
-    var allConnections: [RelayConnection] {
-        locked.withLock { state in state.connections.values.map(\.connection) }
+    /// The server is stopping: returns every connection open now, and from now on closes say 1001.
+    func shutDown() -> [RelayConnection] {
+        locked.withLock { state in
+            state.isShuttingDown = true
+            return state.connections.values.map(\.connection)
+        }
     }
+
+    // MARK: Reading
 
     /// The metrics in Prometheus text format.
     func metricsText() -> String {
