@@ -24,6 +24,7 @@ let package = Package(
     products: [
         .executable(name: "passkey", targets: ["passkey"]),
         .executable(name: "passkey-bench", targets: ["PasskeyBench"]),
+        .executable(name: "passkey-relay", targets: ["passkey-relay"]),
         .library(name: "CBOR", targets: ["CBOR"]),
         .library(name: "WebAuthn", targets: ["WebAuthn"]),
         .library(name: "CTAP2", targets: ["CTAP2"]),
@@ -37,6 +38,7 @@ let package = Package(
         .library(name: "CrossDevice", targets: ["CrossDevice"]),
         .library(name: "BlueZProximity", targets: ["BlueZProximity"]),
         .library(name: "QRImage", targets: ["QRImage"]),
+        .library(name: "RelayServer", targets: ["RelayServer"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-crypto.git", from: "4.5.2"),
@@ -54,6 +56,11 @@ let package = Package(
         .target(name: "RelyingParty", dependencies: ["CBOR", "WebAuthn", crypto], swiftSettings: strictSettings),
         .target(name: "Hybrid", dependencies: ["CBOR", crypto, cryptoExtras], swiftSettings: strictSettings),
         .target(name: "RelayCore", dependencies: ["Hybrid"], swiftSettings: strictSettings),
+        .target(
+            name: "RelayServer",
+            dependencies: ["RelayCore", "Hybrid", nioCore, nioPosix, nioHTTP1, nioWebSocket, nioSSL, logging],
+            swiftSettings: strictSettings
+        ),
         .target(name: "Proximity", swiftSettings: strictSettings),
 
         // MARK: I/O adapters.
@@ -86,19 +93,28 @@ let package = Package(
             ],
             swiftSettings: strictSettings
         ),
+        .executableTarget(
+            name: "passkey-relay",
+            dependencies: ["RelayServer", "RelayCore", nioSSL, argumentParser, logging],
+            swiftSettings: strictSettings
+        ),
 
         // MARK: Executables: wiring only.
         .executableTarget(
             name: "passkey",
             dependencies: [
                 "CBOR", "WebAuthn", "CTAP2", "CTAPHID", "RelyingParty", "PasskeyStore", "CTAPHIDTransport", "Hybrid",
-                "QRImage", "Proximity", "HybridTransport", "CrossDevice", argumentParser, logging, crypto, nioSSL,
+                "QRImage", "Proximity", "HybridTransport", "CrossDevice", "RelayServer", argumentParser, logging, crypto,
+                nioSSL,
             ],
             swiftSettings: strictSettings
         ),
         .executableTarget(
             name: "PasskeyBench",
-            dependencies: ["CBOR", "WebAuthn", "CTAP2", "PasskeyStore", "Hybrid", crypto, argumentParser],
+            dependencies: [
+                "CBOR", "WebAuthn", "CTAP2", "PasskeyStore", "Hybrid", crypto, argumentParser, nioCore, nioPosix,
+                nioWebSocket,
+            ],
             swiftSettings: strictSettings
         ),
 
@@ -113,10 +129,18 @@ let package = Package(
         .testTarget(name: "CTAPHIDTests", dependencies: ["CTAPHID"], swiftSettings: strictSettings),
         .testTarget(
             name: "HybridTransportTests",
-            dependencies: ["HybridTransport", "Hybrid", "Proximity", crypto, nioCore, nioPosix],
+            dependencies: [
+                "HybridTransport", "CrossDevice", "RelayServer", "RelayCore", "Hybrid", "Proximity", "CTAP2",
+                "RelyingParty", crypto, nioCore, nioPosix, logging,
+            ],
             swiftSettings: strictSettings
         ),
         .testTarget(name: "RelayCoreTests", dependencies: ["RelayCore", "Hybrid"], swiftSettings: strictSettings),
+        .testTarget(
+            name: "RelayServerTests",
+            dependencies: ["RelayServer", "RelayCore", "Hybrid", nioCore, nioPosix, nioWebSocket, nioSSL, logging],
+            swiftSettings: strictSettings
+        ),
         .testTarget(
             name: "HybridTests",
             dependencies: ["Hybrid", "CBOR", "CTAP2", "WebAuthn", crypto],

@@ -54,6 +54,8 @@ public enum RelayRejection: String, Hashable, Sendable, CaseIterable {
 /// How a tunnel ended, for the one log line per tunnel.
 public enum TunnelOutcome: String, Hashable, Sendable {
     case completed, neverJoined, lifetimeExpired, idle, messageTooLarge, tooManyMessages, bufferFull, textFrame
+    /// A side broke the WebSocket protocol (unmasked frame, bad opcode, stray continuation, …).
+    case protocolError
 }
 
 /// What the relay did over one tunnel's life. Never holds message contents.
@@ -111,6 +113,7 @@ public struct RelayRegistry: Sendable {
     private var tunnels: [TunnelID: Tunnel] = [:]
     private var connections: [ConnectionID: (tunnel: TunnelID, side: RelaySide, address: String)] = [:]
     private var connectionsPerAddress: [String: Int] = [:]
+    private var pairedCount = 0
 
     public init(limits: RelayLimits = RelayLimits(), routingIDPrefix: UInt8? = nil) {
         self.limits = limits
@@ -119,7 +122,7 @@ public struct RelayRegistry: Sendable {
 
     /// Tunnels open now, and how many of them have both sides.
     public var openTunnels: Int { tunnels.count }
-    public var pairedTunnels: Int { tunnels.values.filter { $0.client != nil }.count }
+    public var pairedTunnels: Int { pairedCount }
 
     /// An upgrade request for `path` from `address`. `randomRoutingID` gives 3 random bytes, used when the
     /// request registers a new tunnel.
@@ -159,6 +162,7 @@ public struct RelayRegistry: Sendable {
             guard tunnel.client == nil else { return .reject(.tunnelAlreadyJoined) }
             tunnel.client = connection
             tunnel.paired = now
+            pairedCount += 1
             tunnel.lastActivity = now
             tunnels[tunnelID] = tunnel
             register(connection, tunnel: tunnelID, side: .client, address: address)
@@ -221,6 +225,18 @@ public struct RelayRegistry: Sendable {
         return finish(entry.tunnel, outcome: outcome, now: now, code: 1000, except: connection)
     }
 
+    /// A connection broke the rules in a way the I/O layer found (a frame over the size limit, a protocol
+    /// error): its tunnel ends with `outcome`, and both sides, this one included, are closed with `code`.
+    public mutating func failed(
+        _ connection: ConnectionID, outcome: TunnelOutcome, code: UInt16, now: ContinuousClock.Instant
+    ) -> [Action] {
+        guard let entry = connections[connection], tunnels[entry.tunnel] != nil else {
+            unregister(connection)
+            return [.close(connection, code: code)]
+        }
+        return finish(entry.tunnel, outcome: outcome, now: now, code: code)
+    }
+
     /// Closes tunnels past their lifetime or idle too long.
     public mutating func tick(now: ContinuousClock.Instant) -> [Action] {
         var actions: [Action] = []
@@ -253,6 +269,7 @@ public struct RelayRegistry: Sendable {
         except: ConnectionID? = nil
     ) -> [Action] {
         guard let tunnel = tunnels.removeValue(forKey: tunnelID) else { return [] }
+        if tunnel.client != nil { pairedCount -= 1 }
         var actions: [Action] = []
         for connection in [tunnel.authenticator, tunnel.client].compactMap({ $0 }) {
             unregister(connection)

@@ -1,127 +1,220 @@
 import ArgumentParser
-import CBOR
 import CTAP2
-import Crypto
+import CrossDevice
 import Foundation
+import Hybrid
+import HybridTransport
+import Logging
 import PasskeyStore
+import Proximity
+import QRImage
+import RelayServer
 import RelyingParty
+import Synchronization
 import WebAuthn
 
 extension Passkey {
     struct Demo: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
-            abstract: "Register a passkey and sign in with it, verified by a relying party, in one process.",
+            abstract: "Watch a cross-device passkey registration and sign-in, all on this machine.",
             discussion: """
-                Uses a throw-away encrypted store in a temporary directory and answers its own prompts. The
-                relying party side is this package's WebAuthn Level 3 verifier.
+                Starts a relay on a free loopback port and a simulated Bluetooth radio, then plays both parts: \
+                the computer that shows a QR code (a browser with a relying party) and the phone that scans it \
+                (this package's authenticator with a throw-away encrypted store). It registers a passkey, signs \
+                in with it, and shows that the QR code alone, without the phone's advert nearby, gets nowhere. \
+                The demo approves on the user's behalf, and says so.
                 """
         )
 
         @Option(help: "Relying party ID.") var rp = "example.com"
         @Option(help: "Account name to register.") var user = "alice"
+        @Flag(help: "Do not draw the QR code.") var noQR = false
 
         func run() async throws {
-            let origin = "https://\(rp)"
+            let clock = DemoClock()
             let directory = FileManager.default.temporaryDirectory.appendingPathComponent(
                 "passkey-demo-\(UUID().uuidString)")
             try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
             defer { try? FileManager.default.removeItem(at: directory) }
-            // A random passphrase that lives only in memory for the demo's throw-away store.
+
+            print("passkey demo: cross-device (hybrid) registration and sign-in, all on this machine")
+            // The relay: the real tunnel protocol on a free loopback port.
+            var relayConfiguration = RelayServerConfiguration()
+            relayConfiguration.port = 0
+            relayConfiguration.threads = 1
+            var relayLogger = Logger(label: "passkey.demo.relay")
+            relayLogger.logLevel = .error
+            let relay = try await RelayServer.start(relayConfiguration, logger: relayLogger)
+            defer { Task { await relay.shutdown() } }
+            let tunnelServer = try TunnelServerBaseURL(string: relay.baseURL)
+            clock.step("relay listening on \(relay.baseURL) (passkey-relay, in process)")
+
+            // The phone: an encrypted store with a passphrase that lives only in memory.
             let passphrase = AuthenticatorEnvironment.systemRandomBytes(24).base64URLEncodedString
             let store = try SQLiteCredentialStore.create(
-                at: directory.appendingPathComponent("passkeys.sqlite"), passphrase: passphrase)
+                at: directory.appendingPathComponent("phone.sqlite"), passphrase: passphrase, kdf: .testing)
             defer { store.close() }
+            var configuration = AuthenticatorConfiguration()
+            configuration.accountSelection = .authenticator
             let authenticator = Authenticator(
+                configuration: configuration,
                 environment: AuthenticatorEnvironment(
-                    store: store, userInteraction: Unattended.LoggingApproval(report: { print("   " + $0) })))
-            let verifier = RelyingPartyVerifier(
-                relyingParty: RelyingPartyEntity(id: rp, name: "Demo RP"), origins: [origin])
+                    store: store,
+                    userInteraction: Unattended.LoggingApproval(report: { clock.step("phone: " + $0) })))
+            clock.step(
+                "phone: authenticator AAGUID \(authenticator.configuration.aaguid), encrypted store \(store.url.lastPathComponent)"
+            )
+            clock.step("approvals: unattended, the demo answers the phone's prompts itself")
 
-            print("passkey demo: register a passkey and sign in with it")
-            print("  relying party   \(rp), origin \(origin)  (verifier: Sources/RelyingParty)")
-            print("  authenticator   AAGUID \(authenticator.configuration.aaguid)")
-            print("  store           \(store.url.path)")
-            print("                  private keys sealed with AES-256-GCM, key from \(store.kdfParameters)")
-            print("  approvals       unattended: the demo answers its own prompts, and says so below")
+            // The radio: the computer scans a UDP port; the phone advertises to it.
+            let scanner = try await SimulatedRadio.scanner(host: "127.0.0.1", port: 0)
+            let radio = ProximityMode.simulated(host: "127.0.0.1", port: scanner.port)
+            clock.step("simulated Bluetooth radio on udp://127.0.0.1:\(scanner.port) (Docs/Proximity.md)")
+            var state = RelyingPartyState()
+            let showQR = !noQR
 
             // 1. Registration.
-            print("\n1. Registration")
-            let userHandle = AuthenticatorEnvironment.systemRandomBytes(16)
-            let registrationOptions = RegistrationOptions(
-                challenge: AuthenticatorEnvironment.systemRandomBytes(32),
-                user: UserEntity(id: userHandle, name: user, displayName: user.capitalized),
-                userVerification: .required, residentKey: .required)
-            print(
-                "   RP sends options        \(String(decoding: registrationOptions.json(relyingParty: verifier.relyingParty), as: UTF8.self))"
-            )
-            let createData = CollectedClientData(
-                type: .create, challenge: registrationOptions.challenge, origin: origin)
-            print("   browser clientDataJSON  \(String(decoding: createData.jsonBytes, as: UTF8.self))")
-            let makeCredential = CTAPClient.makeCredentialMessage(
-                clientDataHash: Array(SHA256.hash(data: createData.jsonBytes)),
-                relyingPartyID: rp, relyingPartyName: "Demo RP", userHandle: userHandle,
-                userName: user, userDisplayName: user.capitalized)
-            print("   → authenticatorMakeCredential, \(makeCredential.count) bytes of CTAP2 CBOR")
-            let created = try MakeCredentialResponse(ctapResponse: await authenticator.handle(makeCredential))
-            let attestationObject = created.attestationObject.bytes
-            print("   ← attestation object, fmt \(created.attestationObject.format), \(attestationObject.count) bytes")
-            let registration = try verifier.verifyRegistration(
-                RegistrationResponse(clientDataJSON: createData.jsonBytes, attestationObject: attestationObject),
-                options: registrationOptions)
-            let record = registration.credential
-            print("   RP verified the registration:")
-            print("      credential ID  \(record.id.base64URLEncodedString)")
-            print("      public key     ES256 (P-256), x \(Array(record.publicKey.x.prefix(8)).hexString)…")
-            print(
-                "      flags          \(Self.describe(registration.authenticatorData.flags)), sign count \(record.signCount)"
-            )
-
-            // 2. Sign-in with a discoverable credential: no allowCredentials, the user handle identifies the account.
-            print("\n2. Sign-in (discoverable passkey, no allowCredentials)")
-            let authenticationOptions = AuthenticationOptions(
-                challenge: AuthenticatorEnvironment.systemRandomBytes(32), userVerification: .required)
-            let getData = CollectedClientData(type: .get, challenge: authenticationOptions.challenge, origin: origin)
-            print("   browser clientDataJSON  \(String(decoding: getData.jsonBytes, as: UTF8.self))")
-            let getAssertion = CTAPClient.getAssertionMessage(
-                relyingPartyID: rp, clientDataHash: Array(SHA256.hash(data: getData.jsonBytes)))
-            print("   → authenticatorGetAssertion, \(getAssertion.count) bytes of CTAP2 CBOR")
-            let assertion = try GetAssertionResponse(ctapResponse: await authenticator.handle(getAssertion))
-            print(
-                "   ← assertion: \(assertion.authenticatorData.count)-byte authenticator data, \(assertion.signature.count)-byte ECDSA signature"
-            )
-            let response = AuthenticationResponse(
-                credentialID: assertion.credentialID, clientDataJSON: getData.jsonBytes,
-                authenticatorData: assertion.authenticatorData, signature: assertion.signature,
-                userHandle: assertion.userHandle)
-            let authentication = try verifier.verifyAuthentication(
-                response, options: authenticationOptions, credentials: [record])
-            print("   RP verified the sign-in: signature valid for the stored public key")
-            print(
-                "      account        \(assertion.userName ?? user) (user handle \(userHandle.base64URLEncodedString))")
-            print(
-                "      flags          \(Self.describe(authentication.authenticatorData.flags)), user verified \(authentication.userVerified)"
-            )
-
-            // 3. The same assertion presented again, for a new challenge, is refused.
-            print("\n3. Replay: the same assertion against a fresh challenge")
-            let replayOptions = AuthenticationOptions(challenge: AuthenticatorEnvironment.systemRandomBytes(32))
-            do {
-                _ = try verifier.verifyAuthentication(response, options: replayOptions, credentials: [record])
-                print("   the replay was accepted: this is a bug")
-                throw ExitCode.failure
-            } catch let error as RelyingPartyError {
-                print("   RP refused it: \(error)")
+            print("\n1. Registration of \(user) at \(rp)")
+            let registration = try await ceremony(
+                clock: clock, relay: tunnelServer, radio: radio, scanner: scanner, authenticator: authenticator,
+                showQR: showQR, state: &state
+            ) { client, state throws(CrossDeviceError) in
+                try await client.register(userName: user, displayName: user.capitalized, state: &state)
             }
+            clock.step(
+                "registered: credential \(registration.credential.id.base64URLEncodedString.prefix(16))…, "
+                    + "ES256 public key stored by the RP, private key sealed in the phone's store")
 
-            print("\nDone: 1 passkey registered and used; its private key never left the authenticator's store.")
+            // 2. Sign-in, discoverable: no allowList, the phone offers its account.
+            print("\n2. Sign-in at \(rp) (discoverable: the phone picks the account)")
+            let signIn = try await ceremony(
+                clock: clock, relay: tunnelServer, radio: radio, scanner: scanner, authenticator: authenticator,
+                showQR: false, state: &state
+            ) { client, state throws(CrossDeviceError) in
+                try await client.signIn(state: &state)
+            }
+            clock.step(
+                "signed in as \(signIn.userName ?? "?"): signature verified, user verified \(signIn.userVerified)")
+
+            // 3. The same QR flow, but the phone is out of radio range: it cannot help the computer.
+            print("\n3. A QR code seen from afar (mailed, or on a fake site): the advert never reaches the computer")
+            let farAway = try await SimulatedRadio.scanner(host: "127.0.0.1", port: 0)
+            let farRadio = ProximityMode.simulated(host: "127.0.0.1", port: farAway.port)
+            do {
+                _ = try await ceremony(
+                    clock: clock, relay: tunnelServer, radio: farRadio, scanner: scanner, authenticator: authenticator,
+                    showQR: false, timeout: .seconds(2), state: &state
+                ) { client, state throws(CrossDeviceError) in
+                    try await client.signIn(state: &state)
+                }
+                clock.step("the sign-in succeeded without the advert: this is a bug")
+                throw ExitCode.failure
+            } catch let error as CrossDeviceError {
+                clock.step("computer: \(error)")
+            }
+            await farAway.close()
+            await scanner.close()
+            let metrics = relay.metricsText().split(separator: "\n").filter {
+                $0.hasPrefix("relay_tunnels_paired_total") || $0.hasPrefix("relay_bytes_relayed_total")
+            }
+            clock.step("relay saw only ciphertext: \(metrics.joined(separator: ", "))")
+            print("\nDone in \(clock.elapsed): 1 passkey registered and used over hybrid; the relay never saw a key.")
         }
 
-        static func describe(_ flags: AuthenticatorFlags) -> String {
-            let names: [(AuthenticatorFlags, String)] = [
-                (.userPresent, "UP"), (.userVerified, "UV"), (.backupEligible, "BE"), (.backupState, "BS"),
-                (.attestedCredentialData, "AT"), (.extensionData, "ED"),
-            ]
-            return names.filter { flags.contains($0.0) }.map(\.1).joined(separator: " ")
+        /// One ceremony: the computer shows a QR code, the phone scans it (as soon as it appears), both meet.
+        private func ceremony<T: Sendable>(
+            clock: DemoClock, relay: TunnelServerBaseURL, radio: ProximityMode, scanner: SimulatedScanner,
+            authenticator: Authenticator, showQR: Bool, timeout: Duration = .seconds(30),
+            state: inout RelyingPartyState,
+            _ body: (CrossDeviceClient, inout RelyingPartyState) async throws(CrossDeviceError) -> T
+        ) async throws -> T {
+            let (qrCodes, qrSink) = AsyncStream.makeStream(of: String.self)
+            let client = try CrossDeviceClient(
+                relyingParty: RelyingPartyEntity(id: rp, name: "Demo RP"), scanner: scanner, tunnelServer: relay,
+                timeouts: HybridTimeouts(all: timeout),
+                progress: { event in
+                    switch event {
+                    case .hybrid(.showQRCode(let url)):
+                        if showQR, let matrix = try? QRMatrix(encoding: url),
+                            let text = try? matrix.terminalText(
+                                style: .preferred(
+                                    environment: ProcessInfo.processInfo.environment, isTerminal: isatty(1) == 1))
+                        {
+                            print(text.hasSuffix("\n") ? text : text + "\n", terminator: "")
+                        }
+                        clock.step("computer: QR code shown: \(url.prefix(40))… (\(url.count) characters)")
+                        qrSink.yield(url)
+                        qrSink.finish()
+                    case .hybrid(.advertSeen(let routingID, _)):
+                        clock.step("computer: advert decrypted with the QR secret: routing ID \(routingID)")
+                    case .hybrid(.tunnelConnected):
+                        clock.step("computer: tunnel connected through the relay")
+                    case .hybrid(.handshakeDone):
+                        clock.step("computer: Noise handshake done, getInfo received (end-to-end encrypted)")
+                    case .hybrid(.requestSent(let command)):
+                        clock.step("computer: → \(CTAPCommandName.name(command)) with a browser-built clientDataJSON")
+                    case .hybrid(.responseReceived):
+                        clock.step("computer: ← answer received")
+                    case .verified:
+                        clock.step("relying party: response verified (WebAuthn L3 §7)")
+                    }
+                })
+            let advertiser = try await Radio.advertiser(for: radio, interval: .milliseconds(20))
+            let phone = CrossDeviceAuthenticator(
+                authenticator: authenticator, advertiser: advertiser, tunnelServer: relay,
+                timeouts: HybridTimeouts(all: timeout),
+                progress: { event in
+                    switch event {
+                    case .connecting: clock.step("phone: QR code scanned; registering a tunnel with the relay")
+                    case .advertising(let routingID):
+                        clock.step("phone: advertising the encrypted routing ID \(routingID) over Bluetooth")
+                    case .handshakeDone: clock.step("phone: handshake answered")
+                    case .requestReceived(let command): clock.step("phone: request \(CTAPCommandName.name(command))")
+                    case .responseSent: clock.step("phone: answer sent; closing the tunnel")
+                    }
+                })
+            let phoneTask = Task {
+                for await url in qrCodes {
+                    do {
+                        _ = try await phone.serve(qrCode: try QRCodePayload(url: url))
+                    } catch {
+                        clock.step("phone: \(error)")
+                    }
+                }
+            }
+            defer {
+                phoneTask.cancel()
+            }
+            do {
+                let result = try await body(client, &state)
+                qrSink.finish()
+                await phoneTask.value
+                await advertiser.close()
+                return result
+            } catch {
+                qrSink.finish()
+                await phoneTask.value
+                await advertiser.close()
+                throw error
+            }
         }
+    }
+}
+
+/// Prints each demo step with the time since the demo started.
+final class DemoClock: Sendable {
+    private let start = ContinuousClock.now
+    private let lock = Mutex(())
+
+    var elapsed: String { Self.format(ContinuousClock.now - start) }
+
+    func step(_ text: String) {
+        let line = "   [\(Self.format(ContinuousClock.now - start))] \(text)"
+        lock.withLock { _ in print(line) }
+    }
+
+    static func format(_ duration: Duration) -> String {
+        let (seconds, attoseconds) = duration.components
+        return String(format: "%6.3f s", Double(seconds) + Double(attoseconds) / 1e18)
     }
 }

@@ -157,4 +157,23 @@ struct RelayRegistryTests {
         _ = registry.closed(ConnectionID(1), now: Self.at(1))
         #expect(open(6, from: "a") == .accept(side: .authenticator, routingIDHeader: "420203"))
     }
+
+    @Test mutating func failedConnectionsCloseBothSidesWithTheirCode() {
+        var registry = registered()
+        #expect(registry.pairedTunnels == 0)
+        _ = join(&registry)
+        #expect(registry.pairedTunnels == 1)
+        let actions = registry.failed(client, outcome: .protocolError, code: 1002, now: Self.at(2))
+        #expect(actions.prefix(2) == [.close(authenticator, code: 1002), .close(client, code: 1002)])
+        guard case .finished(let record) = actions.last else {
+            Issue.record("no record")
+            return
+        }
+        #expect(record.outcome == .protocolError)
+        #expect(registry.openTunnels == 0 && registry.pairedTunnels == 0)
+        // A connection with no tunnel left is still closed.
+        #expect(
+            registry.failed(client, outcome: .messageTooLarge, code: 1009, now: Self.at(3))
+                == [.close(client, code: 1009)])
+    }
 }

@@ -1,0 +1,167 @@
+import Logging
+import NIOCore
+import NIOHTTP1
+import NIOPosix
+import NIOSSL
+import NIOWebSocket
+import RelayCore
+import Synchronization
+
+/// A caBLE v2 tunnel server: the relay between a phone (`/cable/new/{TUNNEL_ID}`) and a computer
+/// (`/cable/connect/{ROUTING_ID}/{TUNNEL_ID}`), over WebSocket with subprotocol `fido.cable`.
+///
+/// The pairing, forwarding and limit rules are ``RelayRegistry``'s; this class only runs them on SwiftNIO.
+/// Binary messages are relayed verbatim and in order; a close on one side closes the other; message
+/// contents are never logged. `GET /metrics` answers in Prometheus text format. See `Docs/Relay.md`.
+///
+/// ```swift
+/// var configuration = RelayServerConfiguration()
+/// configuration.port = 0
+/// let server = try await RelayServer.start(configuration, logger: Logger(label: "relay"))
+/// let endpoint = TunnelServerEndpoint.override(try TunnelServerBaseURL(string: server.baseURL))
+/// …
+/// await server.shutdown()
+/// ```
+public final class RelayServer: Sendable {
+    /// The bound port (the one the system chose when the configuration asked for port 0).
+    public let port: Int
+    /// `ws://HOST:PORT` or `wss://HOST:PORT`, for `TunnelServerBaseURL`.
+    public let baseURL: String
+
+    private let serverChannel: any Channel
+    private let group: MultiThreadedEventLoopGroup
+    private let state: RelayState
+    private let ticker: RepeatedTask
+    private let isShutDown = Mutex(false)
+
+    private init(
+        serverChannel: any Channel, group: MultiThreadedEventLoopGroup, state: RelayState, ticker: RepeatedTask,
+        port: Int, baseURL: String
+    ) {
+        self.serverChannel = serverChannel
+        self.group = group
+        self.state = state
+        self.ticker = ticker
+        self.port = port
+        self.baseURL = baseURL
+    }
+
+    /// Binds the listening socket and starts relaying.
+    ///
+    /// - Parameters:
+    ///   - configuration: Address, limits, TLS and timeouts.
+    ///   - logger: Receives one `info` line per tunnel (outcome, timings, byte and message counts), never
+    ///     message contents.
+    /// - Throws: ``RelayServerError``.
+    public static func start(_ configuration: RelayServerConfiguration, logger: Logger) async throws(RelayServerError)
+        -> RelayServer
+    {
+        guard configuration.threads > 0 else { throw .invalidConfiguration("threads must be at least 1") }
+        guard (0...65535).contains(configuration.port) else {
+            throw .invalidConfiguration("port \(configuration.port) is not 0–65535")
+        }
+        let limits = configuration.limits
+        guard limits.maximumMessageBytes > 0, limits.maximumMessageBytes <= Int(UInt32.max) else {
+            throw .invalidConfiguration("maximum message size must be 1 byte to 4 GiB")
+        }
+        let state = RelayState(limits: limits, routingIDPrefix: configuration.routingIDPrefix, logger: logger)
+        let group = MultiThreadedEventLoopGroup(numberOfThreads: configuration.threads)
+        let bootstrap = ServerBootstrap(group: group)
+            .serverChannelOption(.backlog, value: 4096)
+            .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
+            .childChannelOption(.tcpOption(.tcp_nodelay), value: 1)
+            .childChannelInitializer { channel in
+                channel.eventLoop.makeCompletedFuture {
+                    try Self.configure(channel, configuration: configuration, state: state)
+                }
+            }
+        let serverChannel: any Channel
+        do {
+            serverChannel = try await bootstrap.bind(host: configuration.host, port: configuration.port).get()
+        } catch {
+            try? await group.shutdownGracefully()
+            throw .cannotListen(host: configuration.host, port: configuration.port, reason: "\(error)")
+        }
+        let interval = TimeAmount(configuration.effectiveTickInterval)
+        let ticker = group.next().scheduleRepeatedTask(initialDelay: interval, delay: interval) { _ in
+            state.perform(state.tick())
+        }
+        let port = serverChannel.localAddress?.port ?? configuration.port
+        let host = configuration.host.contains(":") ? "[\(configuration.host)]" : configuration.host
+        let scheme = configuration.tls == nil ? "ws" : "wss"
+        return RelayServer(
+            serverChannel: serverChannel, group: group, state: state, ticker: ticker, port: port,
+            baseURL: "\(scheme)://\(host):\(port)")
+    }
+
+    /// What `GET /metrics` answers: tunnels and connections open, tunnels opened, paired and closed by
+    /// outcome, messages and bytes relayed, rejections by reason.
+    public func metricsText() -> String { state.metricsText() }
+
+    /// Stops accepting, closes every connection (WebSocket sides with close code 1001, going away) and
+    /// stops the event loops. Calling it again does nothing.
+    public func shutdown() async {
+        let first = isShutDown.withLock { done in
+            defer { done = true }
+            return !done
+        }
+        guard first else { return }
+        ticker.cancel()
+        try? await serverChannel.close()
+        let connections = state.shutDown()
+        for connection in connections { connection.close(code: 1001) }
+        for connection in connections { try? await connection.channel.closeFuture.get() }
+        try? await group.shutdownGracefully()
+    }
+
+    /// The pipeline of an accepted connection: TLS if configured, HTTP with the WebSocket upgrader, and
+    /// the fallback handler for everything not upgraded.
+    private static func configure(
+        _ channel: any Channel, configuration: RelayServerConfiguration, state: RelayState
+    ) throws {
+        let address = channel.remoteAddress?.ipAddress ?? "unknown"
+        guard
+            let connection = state.accept(
+                address: address, make: { RelayConnection(id: $0, address: address, channel: channel) })
+        else {
+            throw ChannelError.inputClosed  // too many pending connections from this address: closed at once
+        }
+        channel.closeFuture.whenComplete { _ in state.perform(state.disconnected(connection)) }
+        connection.startRequestTimer(configuration.requestTimeout, state: state)
+
+        let pipeline = channel.pipeline.syncOperations
+        if let tls = configuration.tls {
+            try pipeline.addHandler(NIOSSLServerHandler(context: tls))
+        }
+        let httpHandler = RelayHTTPHandler(connection: connection, state: state)
+        let boundHTTPHandler = NIOLoopBound(httpHandler, eventLoop: channel.eventLoop)
+        let upgrader = NIOWebSocketServerUpgrader(
+            maxFrameSize: max(configuration.limits.maximumMessageBytes, 125),
+            automaticErrorHandling: false,
+            shouldUpgrade: { channel, head in
+                channel.eventLoop.makeCompletedFuture {
+                    RelayHTTPHandler.shouldUpgrade(head, connection: connection, state: state)
+                }
+            },
+            upgradePipelineHandler: { channel, _ in
+                channel.eventLoop.makeCompletedFuture {
+                    let pipeline = channel.pipeline.syncOperations
+                    pipeline.removeHandler(boundHTTPHandler.value, promise: nil)
+                    try pipeline.addHandler(RelayWebSocketHandler(connection: connection, state: state))
+                    connection.upgradeCompleted(state: state)
+                }
+            })
+        var limits = NIOHTTPDecoderLimitConfiguration()
+        limits.maxHeaderFieldSize = 8 * 1024
+        limits.maxHeaderListSize = 16 * 1024
+        limits.maxHeaderFieldCount = 100
+        try pipeline.configureHTTPServerPipeline(
+            withPipeliningAssistance: false,
+            withServerUpgrade: (upgraders: [upgrader], completionHandler: { _ in }),
+            withErrorHandling: true,
+            withOutboundHeaderValidation: true,
+            withEncoderConfiguration: HTTPResponseEncoder.Configuration(),
+            withDecoderLimitConfiguration: limits)
+        try pipeline.addHandler(httpHandler)
+    }
+}

@@ -1,0 +1,83 @@
+import NIOCore
+import NIOSSL
+import RelayCore
+
+/// Settings of a ``RelayServer``.
+///
+/// ```swift
+/// var configuration = RelayServerConfiguration()
+/// configuration.port = 0                       // any free port; read it back from `server.port`
+/// configuration.limits.tunnelLifetime = .seconds(30)
+/// let server = try await RelayServer.start(configuration, logger: logger)
+/// ```
+public struct RelayServerConfiguration: Sendable {
+    /// The address to listen on (default `127.0.0.1`): an IPv4 or IPv6 address or a host name.
+    public var host = "127.0.0.1"
+    /// The TCP port (default 8080); 0 lets the system choose one (see ``RelayServer/port``).
+    public var port = 8080
+    /// Tunnel lifetime, idle timeout, message, buffer, tunnel and per-address limits.
+    public var limits = RelayLimits()
+    /// The first byte of every routing ID this relay hands out, so that a load balancer in front of several
+    /// relays can send `/cable/connect/{ROUTING_ID}/…` to the instance that registered the tunnel. `nil`: all
+    /// three bytes are random.
+    public var routingIDPrefix: UInt8?
+    /// Serve `wss` with this TLS context instead of plain `ws`; see ``makeTLSContext(certificateChainFile:privateKeyFile:)``.
+    public var tls: NIOSSLContext?
+    /// How long a connection may take to complete its TLS handshake and HTTP upgrade request before it is
+    /// closed (default 10 s).
+    public var requestTimeout = Duration.seconds(10)
+    /// How often lifetimes and idle timeouts are checked; `nil` (the default) derives it from the limits:
+    /// a tenth of the shorter of the two, between 10 ms and 1 s.
+    public var tickInterval: Duration?
+    /// Event loop threads (default: one per core).
+    public var threads = System.coreCount
+
+    /// The defaults: `127.0.0.1:8080`, plain `ws`, ``RelayLimits``' defaults.
+    public init() {}
+
+    /// The tick interval in use: ``tickInterval``, or the one derived from the limits.
+    var effectiveTickInterval: Duration {
+        if let tickInterval { return tickInterval }
+        let shortest = min(limits.tunnelLifetime, limits.idleTimeout) / 10
+        return min(max(shortest, .milliseconds(10)), .seconds(1))
+    }
+
+    /// A server TLS context from PEM files: the certificate chain (leaf first) and its private key.
+    /// - Throws: ``RelayServerError/tls(_:)`` when a file cannot be read or parsed.
+    public static func makeTLSContext(certificateChainFile: String, privateKeyFile: String) throws(RelayServerError)
+        -> NIOSSLContext
+    {
+        do {
+            let chain = try NIOSSLCertificate.fromPEMFile(certificateChainFile)
+            guard !chain.isEmpty else { throw RelayServerError.tls("\(certificateChainFile) holds no certificate") }
+            let key = try NIOSSLPrivateKey(file: privateKeyFile, format: .pem)
+            let configuration = TLSConfiguration.makeServerConfiguration(
+                certificateChain: chain.map { .certificate($0) }, privateKey: .privateKey(key))
+            return try NIOSSLContext(configuration: configuration)
+        } catch let error as RelayServerError {
+            throw error
+        } catch {
+            throw .tls("cannot load \(certificateChainFile) and \(privateKeyFile): \(error)")
+        }
+    }
+}
+
+/// Why a ``RelayServer`` could not start.
+public enum RelayServerError: Error, Hashable, Sendable, CustomStringConvertible {
+    /// The listening socket could not be bound (address in use, no such address, …); the reason is the
+    /// system's.
+    case cannotListen(host: String, port: Int, reason: String)
+    /// The TLS certificate or key could not be loaded.
+    case tls(String)
+    /// A setting is out of range (for example zero threads).
+    case invalidConfiguration(String)
+
+    /// A one-line explanation for logs and error messages.
+    public var description: String {
+        switch self {
+        case .cannotListen(let host, let port, let reason): "cannot listen on \(host):\(port): \(reason)"
+        case .tls(let reason): "TLS: \(reason)"
+        case .invalidConfiguration(let reason): "invalid configuration: \(reason)"
+        }
+    }
+}

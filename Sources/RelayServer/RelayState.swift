@@ -1,0 +1,207 @@
+import Hybrid
+import Logging
+import RelayCore
+import Synchronization
+
+/// A registry action with its connection looked up, carried out after the lock is released.
+enum Effect {
+    case deliver([UInt8], to: RelayConnection)
+    case close(RelayConnection, code: UInt16)
+    case log(TunnelRecord)
+}
+
+/// The registry, the connections by ID and the counters, behind one lock shared by every event loop.
+///
+/// Each call takes the lock once, asks ``RelayRegistry`` and resolves its actions to connections; the caller
+/// then runs ``perform(_:)`` outside the lock. Order is kept because one connection's frames are handled in
+/// order on its own event loop, and a delivery to another loop is queued behind whatever that loop is doing.
+final class RelayState: Sendable {
+    private struct Entry {
+        let connection: RelayConnection
+        /// Still in the HTTP stage: counted against the per-address limit of pending connections.
+        var isPending: Bool
+    }
+
+    private struct Locked {
+        var registry: RelayRegistry
+        var connections: [ConnectionID: Entry] = [:]
+        var pendingPerAddress: [String: Int] = [:]
+        var nextConnection: UInt64 = 0
+        var metrics = RelayMetrics()
+        /// Set by ``RelayState/shutDown()``: every close then says 1001 (going away).
+        var isShuttingDown = false
+
+        mutating func resolve(_ actions: [RelayRegistry.Action]) -> [Effect] {
+            var effects: [Effect] = []
+            effects.reserveCapacity(actions.count)
+            for action in actions {
+                switch action {
+                case .forward(let bytes, let id):
+                    guard let entry = connections[id] else { continue }
+                    metrics.messagesRelayed += 1
+                    metrics.bytesRelayed += bytes.count
+                    effects.append(.deliver(bytes, to: entry.connection))
+                case .close(let id, let code):
+                    guard let entry = connections[id] else { continue }
+                    effects.append(.close(entry.connection, code: isShuttingDown ? 1001 : code))
+                case .finished(let record):
+                    metrics.closed[record.outcome, default: 0] += 1
+                    effects.append(.log(record))
+                }
+            }
+            return effects
+        }
+
+        mutating func endPending(_ id: ConnectionID) {
+            guard let entry = connections[id], entry.isPending else { return }
+            connections[id]?.isPending = false
+            pendingPerAddress[entry.connection.address, default: 1] -= 1
+            if pendingPerAddress[entry.connection.address] == 0 {
+                pendingPerAddress[entry.connection.address] = nil
+            }
+        }
+    }
+
+    let limits: RelayLimits
+    private let locked: Mutex<Locked>
+    private let logger: Logger
+
+    init(limits: RelayLimits, routingIDPrefix: UInt8?, logger: Logger) {
+        self.limits = limits
+        self.logger = logger
+        locked = Mutex(Locked(registry: RelayRegistry(limits: limits, routingIDPrefix: routingIDPrefix)))
+    }
+
+    // MARK: Events
+
+    /// A TCP connection was accepted from `address`; `nil` when that address already has
+    /// `maximumConnectionsPerAddress` connections in the HTTP stage.
+    func accept(address: String, make: (ConnectionID) -> RelayConnection) -> RelayConnection? {
+        locked.withLock { state in
+            guard state.pendingPerAddress[address, default: 0] < limits.maximumConnectionsPerAddress else {
+                state.metrics.rejections[.tooManyPendingConnections, default: 0] += 1
+                return nil
+            }
+            state.nextConnection += 1
+            let connection = make(ConnectionID(state.nextConnection))
+            state.connections[connection.id] = Entry(connection: connection, isPending: true)
+            state.pendingPerAddress[address, default: 0] += 1
+            state.metrics.connectionsAccepted += 1
+            return connection
+        }
+    }
+
+    /// An upgrade request that passed the HTTP checks.
+    func upgrade(_ connection: RelayConnection, path: String, subprotocols: [String]) -> RelayRegistry.UpgradeDecision {
+        let now = ContinuousClock.now
+        return locked.withLock { state in
+            let decision = state.registry.upgrade(
+                path: path, subprotocols: subprotocols, from: connection.address, connection: connection.id, now: now,
+                randomRoutingID: { (0..<RoutingID.byteCount).map { _ in UInt8.random(in: 0...255) } })
+            switch decision {
+            case .accept(let side, _):
+                state.endPending(connection.id)
+                if side == .authenticator { state.metrics.tunnelsOpened += 1 } else { state.metrics.tunnelsPaired += 1 }
+            case .reject:
+                break  // counted when the answer goes out
+            }
+            return decision
+        }
+    }
+
+    /// Counts a refusal made outside the registry.
+    func refused(_ refusal: Refusal) {
+        locked.withLock { $0.metrics.rejections[refusal, default: 0] += 1 }
+    }
+
+    /// The upgraded connection is ready for frames.
+    func joined(_ connection: RelayConnection) -> [Effect] {
+        locked.withLock { state in state.resolve(state.registry.joined(connection.id)) }
+    }
+
+    /// A whole message arrived on `connection`.
+    func message(_ bytes: [UInt8], isText: Bool, from connection: RelayConnection) -> [Effect] {
+        let now = ContinuousClock.now
+        return locked.withLock { state in
+            state.resolve(state.registry.message(bytes, isText: isText, from: connection.id, now: now))
+        }
+    }
+
+    /// `connection` broke a rule the I/O layer checks (frame too large, protocol error).
+    func failed(_ connection: RelayConnection, outcome: TunnelOutcome, code: UInt16) -> [Effect] {
+        let now = ContinuousClock.now
+        return locked.withLock { state in
+            state.resolve(state.registry.failed(connection.id, outcome: outcome, code: code, now: now))
+        }
+    }
+
+    /// The TCP connection is gone.
+    func disconnected(_ connection: RelayConnection) -> [Effect] {
+        let now = ContinuousClock.now
+        return locked.withLock { state in
+            state.endPending(connection.id)
+            let effects = state.resolve(state.registry.closed(connection.id, now: now))
+            state.connections[connection.id] = nil
+            return effects
+        }
+    }
+
+    /// Ends tunnels past their lifetime or idle timeout.
+    func tick() -> [Effect] {
+        let now = ContinuousClock.now
+        return locked.withLock { state in state.resolve(state.registry.tick(now: now)) }
+    }
+
+    /// The server is stopping: returns every connection open now, and from now on closes say 1001.
+    func shutDown() -> [RelayConnection] {
+        locked.withLock { state in
+            state.isShuttingDown = true
+            return state.connections.values.map(\.connection)
+        }
+    }
+
+    // MARK: Reading
+
+    /// The metrics in Prometheus text format.
+    func metricsText() -> String {
+        locked.withLock { state in
+            state.metrics.text(
+                openTunnels: state.registry.openTunnels, pairedTunnels: state.registry.pairedTunnels,
+                openConnections: state.connections.count)
+        }
+    }
+
+    // MARK: Effects
+
+    /// Carries out effects; call it without holding the lock.
+    func perform(_ effects: [Effect]) {
+        for effect in effects {
+            switch effect {
+            case .deliver(let bytes, let connection): connection.deliver(bytes)
+            case .close(let connection, let code): connection.close(code: code)
+            case .log(let record): log(record)
+            }
+        }
+    }
+
+    /// One line per tunnel: never message contents, and only the first 8 hex digits of the tunnel ID.
+    private func log(_ record: TunnelRecord) {
+        func milliseconds(_ duration: Duration) -> String {
+            let (seconds, attoseconds) = duration.components
+            return String(seconds * 1000 + attoseconds / 1_000_000_000_000_000)
+        }
+        logger.info(
+            "tunnel closed",
+            metadata: [
+                "outcome": "\(record.outcome.rawValue)",
+                "tunnel": "\(record.tunnelID.hex.prefix(8))",
+                "routing_id": "\(record.routingID.hex)",
+                "duration_ms": "\(milliseconds(record.closed - record.opened))",
+                "pair_ms": "\(record.paired.map { milliseconds($0 - record.opened) } ?? "-")",
+                "bytes_from_authenticator": "\(record.bytesFromAuthenticator)",
+                "bytes_from_client": "\(record.bytesFromClient)",
+                "messages_from_authenticator": "\(record.messagesFromAuthenticator)",
+                "messages_from_client": "\(record.messagesFromClient)",
+            ])
+    }
+}

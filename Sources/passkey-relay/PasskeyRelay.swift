@@ -1,0 +1,145 @@
+import ArgumentParser
+import Dispatch
+import Foundation
+import Logging
+import NIOSSL
+import RelayCore
+import RelayServer
+
+/// `passkey-relay`: a caBLE v2 tunnel server (see Docs/Relay.md).
+@main
+struct PasskeyRelay: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "passkey-relay",
+        abstract: "Relay hybrid (caBLE v2) tunnels between a phone and a computer over WebSocket.",
+        discussion: """
+            Prints one line, "listening on ws://HOST:PORT" (or wss://), when ready, logs one line per tunnel on \
+            standard error and serves GET /metrics. SIGINT or SIGTERM shuts it down cleanly.
+            """
+    )
+
+    @Option(help: "Address and port to listen on; port 0 picks a free port.") var listen = "127.0.0.1:8080"
+    @Option(help: "PEM certificate chain: serve wss (needs --tls-key).") var tlsCert: String?
+    @Option(help: "PEM private key of --tls-cert.") var tlsKey: String?
+    @Option(
+        help: "First byte of every routing ID, 2 hex digits, so a load balancer can route /cable/connect by it.")
+    var routingID: String?
+    @Option(help: "Seconds a tunnel may live after /cable/new.") var tunnelLifetime: Double = 120
+    @Option(help: "Seconds without a message before a tunnel is closed.") var idleTimeout: Double = 60
+    @Option(help: "Largest binary message relayed, in bytes.") var maxMessageBytes = 16 * 1024
+    @Option(help: "Most messages one side may send over a tunnel's life.") var maxMessagesPerSide = 16
+    @Option(help: "Bytes held for a peer that has not joined yet.") var maxBufferedBytes = 64 * 1024
+    @Option(help: "Tunnels open at once.") var maxTunnels = 1024
+    @Option(help: "Connections at once from one source address (WebSocket, and separately HTTP-stage).")
+    var maxConnectionsPerAddress = 16
+    @Option(help: "Seconds a connection may take for its TLS handshake and upgrade request.")
+    var requestTimeout: Double = 10
+    @Option(help: "Event loop threads (default: one per core).") var threads: Int?
+    @Option(help: "Log level: trace, debug, info, notice, warning, error, critical.") var logLevel = "info"
+
+    func validate() throws {
+        _ = try parsedListen()
+        _ = try parsedPrefix()
+        guard (tlsCert == nil) == (tlsKey == nil) else { throw ValidationError("--tls-cert and --tls-key go together") }
+        for (name, value) in [
+            ("--tunnel-lifetime", tunnelLifetime), ("--idle-timeout", idleTimeout), ("--request-timeout", requestTimeout),
+        ] {
+            guard value > 0, value <= 86400 else { throw ValidationError("\(name) must be between 0 and 86400 seconds") }
+        }
+        for (name, value) in [
+            ("--max-message-bytes", maxMessageBytes), ("--max-messages-per-side", maxMessagesPerSide),
+            ("--max-buffered-bytes", maxBufferedBytes), ("--max-tunnels", maxTunnels),
+            ("--max-connections-per-address", maxConnectionsPerAddress),
+        ] {
+            guard value > 0 else { throw ValidationError("\(name) must be at least 1") }
+        }
+        guard maxMessageBytes <= Int(UInt32.max) else { throw ValidationError("--max-message-bytes is too large") }
+        if let threads, threads < 1 { throw ValidationError("--threads must be at least 1") }
+        guard Logger.Level(rawValue: logLevel) != nil else { throw ValidationError("unknown --log-level \(logLevel)") }
+    }
+
+    func run() async throws {
+        let level = Logger.Level(rawValue: logLevel) ?? .info
+        LoggingSystem.bootstrap { label in
+            var handler = StreamLogHandler.standardError(label: label)
+            handler.logLevel = level
+            return handler
+        }
+        let logger = Logger(label: "passkey.relay")
+        raiseOpenFileLimit()
+
+        var configuration = RelayServerConfiguration()
+        (configuration.host, configuration.port) = try parsedListen()
+        configuration.routingIDPrefix = try parsedPrefix()
+        configuration.limits.tunnelLifetime = .seconds(tunnelLifetime)
+        configuration.limits.idleTimeout = .seconds(idleTimeout)
+        configuration.limits.maximumMessageBytes = maxMessageBytes
+        configuration.limits.maximumMessagesPerSide = maxMessagesPerSide
+        configuration.limits.maximumBufferedBytes = maxBufferedBytes
+        configuration.limits.maximumTunnels = maxTunnels
+        configuration.limits.maximumConnectionsPerAddress = maxConnectionsPerAddress
+        configuration.requestTimeout = .seconds(requestTimeout)
+        if let threads { configuration.threads = threads }
+        if let tlsCert, let tlsKey {
+            configuration.tls = try RelayServerConfiguration.makeTLSContext(
+                certificateChainFile: tlsCert, privateKeyFile: tlsKey)
+        }
+
+        let (signals, sources) = Self.signals([SIGINT, SIGTERM])
+        let server = try await RelayServer.start(configuration, logger: logger)
+        // Written straight to the file descriptor: tools wait for this line.
+        FileHandle.standardOutput.write(Data("listening on \(server.baseURL)\n".utf8))
+        for await signal in signals {
+            logger.info("shutting down", metadata: ["signal": "\(signal)"])
+            break
+        }
+        await server.shutdown()
+        sources.forEach { $0.cancel() }
+    }
+
+    private func parsedListen() throws -> (String, Int) {
+        guard let colon = listen.lastIndex(of: ":") else { throw ValidationError("--listen must be HOST:PORT") }
+        var host = String(listen[..<colon])
+        if host.hasPrefix("["), host.hasSuffix("]") { host = String(host.dropFirst().dropLast()) }
+        guard !host.isEmpty, let port = Int(listen[listen.index(after: colon)...]), (0...65535).contains(port) else {
+            throw ValidationError("--listen must be HOST:PORT with a port from 0 to 65535")
+        }
+        return (host, port)
+    }
+
+    private func parsedPrefix() throws -> UInt8? {
+        guard let routingID else { return nil }
+        guard routingID.utf8.count == 2, let byte = UInt8(routingID, radix: 16) else {
+            throw ValidationError("--routing-id must be one byte as 2 hex digits, such as 0A")
+        }
+        return byte
+    }
+
+    /// SIGINT and SIGTERM as a stream, and the sources to cancel when done; their default action (exit) is
+    /// turned off.
+    private static func signals(_ numbers: [Int32]) -> (AsyncStream<Int32>, [any DispatchSourceSignal]) {
+        let (stream, continuation) = AsyncStream.makeStream(of: Int32.self)
+        let sources = numbers.map { number in
+            signal(number, SIG_IGN)
+            let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
+            source.setEventHandler { continuation.yield(number) }
+            source.resume()
+            return source
+        }
+        return (stream, sources)
+    }
+
+    /// Raises the soft limit on open files to the hard limit: every tunnel holds two sockets.
+    private func raiseOpenFileLimit() {
+        var limit = rlimit()
+        guard getrlimit(openFilesResource, &limit) == 0, limit.rlim_cur < limit.rlim_max else { return }
+        limit.rlim_cur = limit.rlim_max
+        _ = setrlimit(openFilesResource, &limit)
+    }
+}
+
+#if os(Linux)
+private let openFilesResource = __rlimit_resource_t(RLIMIT_NOFILE.rawValue)
+#else
+private let openFilesResource = RLIMIT_NOFILE
+#endif

@@ -1,0 +1,221 @@
+import Foundation
+import NIOCore
+import NIOPosix
+import NIOSSL
+import Synchronization
+
+/// Why a test client gave up.
+struct ClientError: Error, CustomStringConvertible {
+    var description: String
+    init(_ description: String) { self.description = description }
+}
+
+/// Bytes received by a ``RawClient``, and whether the server closed the connection.
+final class ByteInbox: Sendable {
+    private struct State {
+        var bytes: [UInt8] = []
+        var closed = false
+    }
+    private let state = Mutex(State())
+
+    func append(_ bytes: ByteBuffer) { state.withLock { $0.bytes += bytes.readableBytesView } }
+    func close() { state.withLock { $0.closed = true } }
+
+    /// Takes what `parse` accepts from the front of the bytes, or reports the connection's end.
+    func take<T>(_ parse: (inout ArraySlice<UInt8>) -> T?) -> (value: T?, closed: Bool) {
+        state.withLock { state in
+            var slice = state.bytes[...]
+            if let value = parse(&slice) {
+                state.bytes = Array(slice)
+                return (value, state.closed)
+            }
+            return (nil, state.closed)
+        }
+    }
+}
+
+private final class InboxHandler: ChannelInboundHandler, Sendable {
+    typealias InboundIn = ByteBuffer
+    let inbox: ByteInbox
+    init(inbox: ByteInbox) { self.inbox = inbox }
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) { inbox.append(Self.unwrapInboundIn(data)) }
+    func channelInactive(context: ChannelHandlerContext) { inbox.close() }
+    func errorCaught(context: ChannelHandlerContext, error: any Error) { context.close(promise: nil) }
+}
+
+/// An HTTP response head as the test client parsed it.
+struct RawResponse {
+    var status: Int
+    var headers: [(name: String, value: String)]
+    var body: String
+
+    func header(_ name: String) -> String? {
+        headers.first { $0.name.lowercased() == name.lowercased() }?.value
+    }
+}
+
+/// A WebSocket frame from the server.
+struct RawFrame: Equatable {
+    var fin: Bool
+    var opcode: UInt8
+    var masked: Bool
+    var payload: [UInt8]
+
+    /// The close code of a close frame.
+    var closeCode: UInt16? {
+        guard opcode == 0x8, payload.count >= 2 else { return nil }
+        return UInt16(payload[0]) << 8 | UInt16(payload[1])
+    }
+}
+
+/// A TCP (or TLS) client that writes whatever bytes a test gives it, so that it can be as hostile as needed,
+/// and parses HTTP responses and server frames by hand.
+struct RawClient {
+    let channel: any Channel
+    let inbox: ByteInbox
+
+    static let timeout = Duration.seconds(5)
+
+    static func connect(
+        port: Int, host: String = "127.0.0.1", tls: NIOSSLContext? = nil, from sourceHost: String? = nil
+    ) async throws -> RawClient {
+        let inbox = ByteInbox()
+        var bootstrap = ClientBootstrap(group: MultiThreadedEventLoopGroup.singleton)
+            .channelOption(.tcpOption(.tcp_nodelay), value: 1)
+            .channelInitializer { channel in
+                channel.eventLoop.makeCompletedFuture {
+                    if let tls {
+                        try channel.pipeline.syncOperations.addHandler(NIOSSLClientHandler(context: tls, serverHostname: nil))
+                    }
+                    try channel.pipeline.syncOperations.addHandler(InboxHandler(inbox: inbox))
+                }
+            }
+        if let sourceHost { bootstrap = bootstrap.bind(to: try SocketAddress(ipAddress: sourceHost, port: 0)) }
+        let channel = try await bootstrap.connect(host: host, port: port).get()
+        return RawClient(channel: channel, inbox: inbox)
+    }
+
+    func send(_ bytes: [UInt8]) async throws {
+        try await channel.writeAndFlush(channel.allocator.buffer(bytes: bytes))
+    }
+
+    func send(_ text: String) async throws { try await send(Array(text.utf8)) }
+
+    func close() async { try? await channel.close() }
+
+    /// Waits for `parse` to accept the received bytes; `nil` when the connection closed first.
+    func wait<T>(for what: String, timeout: Duration = timeout, _ parse: (inout ArraySlice<UInt8>) -> T?)
+        async throws -> T?
+    {
+        let deadline = ContinuousClock.now + timeout
+        while true {
+            let (value, closed) = inbox.take(parse)
+            if let value { return value }
+            if closed { return nil }
+            guard ContinuousClock.now < deadline else { throw ClientError("timed out waiting for \(what)") }
+            try await Task.sleep(for: .milliseconds(2))
+        }
+    }
+
+    /// The next HTTP response; with `Content-Length`, its body too.
+    func readResponse() async throws -> RawResponse {
+        let response = try await wait(for: "an HTTP response") { bytes -> RawResponse? in
+            let text = Array(bytes)
+            guard let end = text.indices.dropLast(3).first(where: { text[$0..<$0 + 4] == [13, 10, 13, 10] })
+            else { return nil }
+            let lines = String(decoding: text[..<end], as: UTF8.self).components(separatedBy: "\r\n")
+            let status = Int(lines[0].split(separator: " ").dropFirst().first ?? "") ?? 0
+            let headers = lines.dropFirst().map { line -> (String, String) in
+                let parts = line.split(separator: ":", maxSplits: 1)
+                return (String(parts[0]), parts.count > 1 ? parts[1].trimmingCharacters(in: .whitespaces) : "")
+            }
+            var response = RawResponse(status: status, headers: headers, body: "")
+            let length = Int(response.header("Content-Length") ?? "0") ?? 0
+            guard text.count >= end + 4 + length else { return nil }
+            response.body = String(decoding: text[(end + 4)..<(end + 4 + length)], as: UTF8.self)
+            bytes = bytes.dropFirst(end + 4 + length)
+            return response
+        }
+        guard let response else { throw ClientError("connection closed before an HTTP response") }
+        return response
+    }
+
+    /// The next frame from the server; `nil` if the connection closed first.
+    func readFrame(timeout: Duration = timeout) async throws -> RawFrame? {
+        try await wait(for: "a frame", timeout: timeout) { bytes -> RawFrame? in
+            let data = Array(bytes)
+            guard data.count >= 2 else { return nil }
+            var length = Int(data[1] & 0x7F)
+            var offset = 2
+            if length == 126 {
+                guard data.count >= 4 else { return nil }
+                length = Int(data[2]) << 8 | Int(data[3])
+                offset = 4
+            } else if length == 127 {
+                guard data.count >= 10 else { return nil }
+                length = data[2..<10].reduce(0) { $0 << 8 | Int($1) }
+                offset = 10
+            }
+            let masked = data[1] & 0x80 != 0
+            if masked { offset += 4 }
+            guard data.count >= offset + length else { return nil }
+            bytes = bytes.dropFirst(offset + length)
+            return RawFrame(
+                fin: data[0] & 0x80 != 0, opcode: data[0] & 0x0F, masked: masked,
+                payload: Array(data[offset..<offset + length]))
+        }
+    }
+
+    /// Reads frames until a close frame, then expects the server to end the TCP connection; returns the code.
+    func expectClose(timeout: Duration = timeout) async throws -> UInt16? {
+        while let frame = try await readFrame(timeout: timeout) {
+            if frame.opcode == 0x8 {
+                try await expectEOF(timeout: timeout)
+                return frame.closeCode
+            }
+        }
+        throw ClientError("connection ended without a close frame")
+    }
+
+    /// Waits for the server to close the TCP connection, discarding whatever arrives.
+    func expectEOF(timeout: Duration = timeout) async throws {
+        let result: Int? = try await wait(for: "the end of the connection", timeout: timeout) { bytes in
+            bytes = bytes.dropFirst(bytes.count)
+            return nil
+        }
+        if result != nil { throw ClientError("unreachable") }
+    }
+
+    // MARK: Building requests and frames
+
+    static let key = "dGhlIHNhbXBsZSBub25jZQ=="
+
+    static func upgradeRequest(
+        path: String, method: String = "GET", protocols: String? = "fido.cable", key: String? = key,
+        version: String? = "13", extra: String = ""
+    ) -> String {
+        var request = "\(method) \(path) HTTP/1.1\r\nHost: relay.test\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+        if let key { request += "Sec-WebSocket-Key: \(key)\r\n" }
+        if let version { request += "Sec-WebSocket-Version: \(version)\r\n" }
+        if let protocols { request += "Sec-WebSocket-Protocol: \(protocols)\r\n" }
+        return request + extra + "\r\n"
+    }
+
+    /// A client frame (masked unless told otherwise).
+    static func frame(opcode: UInt8, _ payload: [UInt8], fin: Bool = true, masked: Bool = true, rsv: UInt8 = 0)
+        -> [UInt8]
+    {
+        var bytes: [UInt8] = [(fin ? 0x80 : 0) | rsv << 4 | opcode]
+        let maskBit: UInt8 = masked ? 0x80 : 0
+        switch payload.count {
+        case ..<126: bytes.append(maskBit | UInt8(payload.count))
+        case ..<65536: bytes += [maskBit | 126, UInt8(payload.count >> 8), UInt8(payload.count & 0xFF)]
+        default: bytes += [maskBit | 127] + (0..<8).reversed().map { UInt8(truncatingIfNeeded: payload.count >> ($0 * 8)) }
+        }
+        guard masked else { return bytes + payload }
+        let mask: [UInt8] = [0x37, 0xFA, 0x21, 0x3D]
+        return bytes + mask + payload.enumerated().map { $1 ^ mask[$0 & 3] }
+    }
+
+    static func binary(_ payload: [UInt8]) -> [UInt8] { frame(opcode: 0x2, payload) }
+}
