@@ -106,7 +106,9 @@ public struct CrossDeviceClient: Sendable {
             challenge: Self.randomBytes(32),
             user: UserEntity(id: Self.randomBytes(16), name: userName, displayName: displayName ?? userName),
             userVerification: .required, residentKey: .required,
-            excludeCredentials: state.accounts(for: relyingParty.id).map(\.credential.id))
+            // As a relying party does: the account's own passkeys, so the phone does not make a second one.
+            excludeCredentials: state.accounts(for: relyingParty.id).filter { $0.userName == userName }.map(
+                \.credential.id))
         let clientData = CollectedClientData(type: .create, challenge: options.challenge, origin: origin)
         let request = CTAPClient.makeCredentialMessage(
             clientDataHash: Array(SHA256.hash(data: clientData.jsonBytes)),

@@ -39,13 +39,20 @@ def populated_store(store_dir):
     return path, alice
 
 
-def test_demo_registers_and_signs_in():
+def test_demo_registers_and_signs_in_across_devices():
     result = run("demo", passphrase=None)
     assert result.returncode == 0, result.stderr
-    assert "RP verified the registration" in result.stdout
-    assert "RP verified the sign-in" in result.stdout
-    assert "RP refused it: challengeMismatch" in result.stdout
-    assert "auto-approved: Create a passkey for example.com (alice)?" in result.stdout
+    out = result.stdout
+    assert "relay listening on ws://127.0.0.1:" in out
+    assert "FIDO:/" in out
+    assert out.count("relying party: response verified") == 2
+    assert "registered: credential" in out
+    assert "signed in as alice: signature verified, user verified true" in out
+    assert "auto-approved: Create a passkey for example.com (alice)?" in out
+    assert "computer: no nearby authenticator answered within 2 s" in out
+    assert "relay_tunnels_paired_total 2" in out
+    # No private key material or passphrase is ever printed.
+    assert "privateKey" not in out and "passphrase" not in out.lower()
 
 
 def test_list_delete_and_info(populated_store):
