@@ -111,6 +111,7 @@ struct ClientOptions: ParsableArguments {
         } catch {
             text = "(the QR code could not be drawn: \(error))\n"
         }
+        if !text.hasSuffix("\n") { text += "\n" }
         text += url + "\n"
         if toStandardError {
             Terminal.shared.write(text)

@@ -93,7 +93,8 @@ struct CrossDeviceScenarioTests {
             let qr = Box<String?>(nil)
             let client = try CrossDeviceClient(
                 relyingParty: RelyingPartyEntity(id: "example.com"), scanner: scanner,
-                tunnelServer: try TunnelServerBaseURL(string: relay.baseURL), timeouts: HybridTimeouts(all: .seconds(1)),
+                tunnelServer: try TunnelServerBaseURL(string: relay.baseURL),
+                timeouts: HybridTimeouts(all: .seconds(1)),
                 progress: { event in
                     if case .hybrid(.showQRCode(let url)) = event { qr.set(url) }
                 })
@@ -172,7 +173,8 @@ struct CrossDeviceScenarioTests {
             let phone = Phone()
             var state = RelyingPartyState()
             do {
-                _ = try await Pair(relay: relay, phone: phone, clientRelayURL: proxy.url).register("alice", state: &state)
+                _ = try await Pair(relay: relay, phone: phone, clientRelayURL: proxy.url).register(
+                    "alice", state: &state)
                 Issue.record("registered through a tampering relay")
             } catch let error as CrossDeviceError {
                 guard case .transport(.session(.crypter)) = error else {

@@ -1,0 +1,214 @@
+import Foundation
+import Testing
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// The real executables over loopback: `passkey-relay`, `passkey client` as the computer and `passkey scan` as the
+/// phone, each its own process, meeting through the relay and the simulated radio.
+@Suite(.serialized)
+struct CommandLineScenarioTests {
+    static let binDirectory: URL? = {
+        let here = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath().deletingLastPathComponent()
+        return [here, here.deletingLastPathComponent()].first {
+            FileManager.default.isExecutableFile(atPath: $0.appendingPathComponent("passkey").path)
+                && FileManager.default.isExecutableFile(atPath: $0.appendingPathComponent("passkey-relay").path)
+        }
+    }()
+
+    @Test func registerThenSignInWithTheExecutables() async throws {
+        let bin = try #require(Self.binDirectory, "passkey and passkey-relay are not built next to the tests")
+        let directory = try temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let relay = try Child(
+            bin.appendingPathComponent("passkey-relay"), ["--listen", "127.0.0.1:0", "--threads", "1"])
+        defer { relay.stop() }
+        let listening = try #require(relay.stdoutLine(timeout: .seconds(20)))
+        #expect(listening.hasPrefix("listening on ws://127.0.0.1:"))
+        let relayURL = String(listening.dropFirst("listening on ".count))
+        let radio = "sim:127.0.0.1:\(try freeUDPPort())"
+        let rpState = directory.appendingPathComponent("rp.json").path
+        let store = directory.appendingPathComponent("phone.sqlite").path
+        let common = [
+            "--rp", "example.com", "--relay", relayURL, "--ble", radio, "--rp-state", rpState, "--timeout", "20",
+        ]
+        let environment = ["PASSKEY_PASSPHRASE": "correct horse", "NO_COLOR": "1"]
+
+        // Registration: the URL comes from the client's output and goes to `passkey scan` as an argument.
+        let register = try Child(
+            bin.appendingPathComponent("passkey"), ["client", "register", "--user", "alice", "--json"] + common,
+            environment: environment)
+        let url = try #require(register.stderrLine(timeout: .seconds(20), where: { $0.hasPrefix("FIDO:/") }))
+        let scan = try Child(
+            bin.appendingPathComponent("passkey"),
+            ["scan", url, "--relay", relayURL, "--ble", radio, "--store", store, "--yes"], environment: environment)
+        #expect(scan.wait() == 0)
+        #expect(register.wait() == 0)
+        let registered = try JSONSerialization.jsonObject(with: Data(register.output.utf8)) as? [String: Any]
+        #expect(registered?["outcome"] as? String == "registered")
+        #expect(registered?["user"] as? String == "alice")
+        #expect(registered?["userVerified"] as? Bool == true)
+        let scanLog = scan.errors
+        #expect(scanLog.contains("request received: makeCredential"))
+        #expect(scanLog.contains("auto-approved: Create a passkey for example.com (alice)?"))
+        #expect(!scanLog.contains("correct horse"), "the passphrase never appears in output")
+        #expect(try fileMode(rpState) == 0o600)
+
+        // Sign-in: the QR code goes through a PNG file and `passkey scan --image`.
+        let png = directory.appendingPathComponent("qr.png").path
+        let signIn = try Child(
+            bin.appendingPathComponent("passkey"), ["client", "sign-in", "--json", "--qr-png", png] + common,
+            environment: environment)
+        _ = try #require(signIn.stderrLine(timeout: .seconds(20), where: { $0.hasPrefix("FIDO:/") }))
+        let scanImage = try Child(
+            bin.appendingPathComponent("passkey"),
+            ["scan", "--image", png, "--relay", relayURL, "--ble", radio, "--store", store, "--yes"],
+            environment: environment)
+        #expect(scanImage.wait() == 0)
+        #expect(signIn.wait() == 0)
+        let signedIn = try JSONSerialization.jsonObject(with: Data(signIn.output.utf8)) as? [String: Any]
+        #expect(signedIn?["outcome"] as? String == "signedIn")
+        #expect(signedIn?["user"] as? String == "alice")
+        #expect(signedIn?["credentialID"] as? String == registered?["credentialID"] as? String)
+    }
+
+    @Test func aQRCodeNobodyAnswersFailsWithAPlainMessageAndStoresNothing() throws {
+        let bin = try #require(Self.binDirectory)
+        let directory = try temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let rpState = directory.appendingPathComponent("rp.json").path
+        let client = try Child(
+            bin.appendingPathComponent("passkey"),
+            [
+                "client", "register", "--rp", "example.com", "--user", "alice", "--relay", "ws://127.0.0.1:9",
+                "--ble", "sim:127.0.0.1:\(try freeUDPPort())", "--rp-state", rpState, "--timeout", "1",
+            ], environment: ["NO_COLOR": "1"])
+        #expect(client.wait() == 1)
+        #expect(client.errors.contains("passkey: no nearby authenticator answered within 1 s"))
+        #expect(client.output.contains("FIDO:/"), "the QR code and its URL were shown")
+        #expect(!FileManager.default.fileExists(atPath: rpState))
+    }
+
+    @Test func badInputIsRefusedBeforeAnythingHappens() throws {
+        let bin = try #require(Self.binDirectory)
+        let passkey = bin.appendingPathComponent("passkey")
+        let cases: [([String], String)] = [
+            (["scan", "FIDO:/123"], "Not a hybrid QR code"),
+            (["scan", "https://example.com"], "Not a hybrid QR code"),
+            (["scan", "--ble", "bluetooth", "FIDO:/1"], "bluetooth"),
+            (
+                ["client", "register", "--rp", "example.com", "--origin", "https://evil.example", "--user", "a"],
+                "is not evil.example or a registrable suffix"
+            ),
+            (["client", "sign-in", "--rp", "example.com", "--relay", "http://x"], "--relay"),
+        ]
+        for (arguments, message) in cases {
+            let child = try Child(passkey, arguments, environment: ["PASSKEY_STORE": "/nonexistent/never-created"])
+            #expect(child.wait() != 0, "\(arguments)")
+            #expect(child.errors.contains(message), "\(arguments): \(child.errors)")
+        }
+        #expect(!FileManager.default.fileExists(atPath: "/nonexistent/never-created"))
+    }
+}
+
+// MARK: - Processes
+
+/// A child process with its output collected in the background.
+final class Child: @unchecked Sendable {
+    // The lock guards `stdoutText` and `stderrText`, appended to from the reader threads.
+    private let process = Process()
+    private let lock = NSLock()
+    private var stdoutText = ""
+    private var stderrText = ""
+    private let readers = DispatchGroup()
+
+    init(_ executable: URL, _ arguments: [String], environment: [String: String] = [:]) throws {
+        process.executableURL = executable
+        process.arguments = arguments
+        process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
+        let stdout = Pipe()
+        let stderr = Pipe()
+        process.standardOutput = stdout
+        process.standardError = stderr
+        process.standardInput = FileHandle.nullDevice
+        try process.run()
+        for (pipe, isError) in [(stdout, false), (stderr, true)] {
+            readers.enter()
+            Thread.detachNewThread { [self] in
+                while true {
+                    let data = pipe.fileHandleForReading.availableData
+                    if data.isEmpty { break }
+                    let text = String(decoding: data, as: UTF8.self)
+                    lock.withLock { if isError { stderrText += text } else { stdoutText += text } }
+                }
+                readers.leave()
+            }
+        }
+    }
+
+    var output: String { lock.withLock { stdoutText } }
+    var errors: String { lock.withLock { stderrText } }
+
+    func stdoutLine(timeout: Duration, where matches: (String) -> Bool = { _ in true }) -> String? {
+        line(in: { self.output }, timeout: timeout, where: matches)
+    }
+
+    func stderrLine(timeout: Duration, where matches: (String) -> Bool = { _ in true }) -> String? {
+        line(in: { self.errors }, timeout: timeout, where: matches)
+    }
+
+    private func line(in text: () -> String, timeout: Duration, where matches: (String) -> Bool) -> String? {
+        let deadline = ContinuousClock.now + timeout
+        while ContinuousClock.now < deadline {
+            let complete = text().split(separator: "\n", omittingEmptySubsequences: false).dropLast()
+            if let line = complete.map(String.init).first(where: matches) { return line }
+            usleep(10_000)
+        }
+        return nil
+    }
+
+    /// Waits for the exit (at most 60 s) and returns the status.
+    func wait() -> Int32 {
+        let deadline = ContinuousClock.now + .seconds(60)
+        while process.isRunning && ContinuousClock.now < deadline { usleep(10_000) }
+        if process.isRunning { stop() }
+        process.waitUntilExit()
+        readers.wait()
+        return process.terminationStatus
+    }
+
+    func stop() {
+        if process.isRunning { process.terminate() }
+    }
+}
+
+func temporaryDirectory() throws -> URL {
+    let url = FileManager.default.temporaryDirectory.appendingPathComponent("passkey-test-\(UUID().uuidString)")
+    try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
+    return url
+}
+
+func fileMode(_ path: String) throws -> Int {
+    let attributes = try FileManager.default.attributesOfItem(atPath: path)
+    return (attributes[.posixPermissions] as? Int ?? 0) & 0o777
+}
+
+/// A UDP port free right now on loopback.
+func freeUDPPort() throws -> Int {
+    let descriptor = socket(AF_INET, Int32(SOCK_DGRAM.rawValue), 0)
+    guard descriptor >= 0 else { throw POSIXError(.EIO) }
+    defer { close(descriptor) }
+    var address = sockaddr_in()
+    address.sin_family = sa_family_t(AF_INET)
+    address.sin_addr.s_addr = inet_addr("127.0.0.1")
+    address.sin_port = 0
+    var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+    let bound = withUnsafeMutablePointer(to: &address) {
+        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { pointer in
+            bind(descriptor, pointer, length) == 0 && getsockname(descriptor, pointer, &length) == 0
+        }
+    }
+    guard bound else { throw POSIXError(.EADDRINUSE) }
+    return Int(UInt16(bigEndian: address.sin_port))
+}
