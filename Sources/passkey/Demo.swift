@@ -128,7 +128,6 @@ extension Passkey {
             state: inout RelyingPartyState,
             _ body: (CrossDeviceClient, inout RelyingPartyState) async throws(CrossDeviceError) -> T
         ) async throws -> T {
-            let (qrCodes, qrSink) = AsyncStream.makeStream(of: String.self)
             let client = try CrossDeviceClient(
                 relyingParty: RelyingPartyEntity(id: rp, name: "Demo RP"), scanner: scanner, tunnelServer: relay,
                 timeouts: HybridTimeouts(all: timeout),
@@ -143,8 +142,6 @@ extension Passkey {
                             print(text.hasSuffix("\n") ? text : text + "\n", terminator: "")
                         }
                         clock.step("computer: QR code shown: \(url.prefix(40))… (\(url.count) characters)")
-                        qrSink.yield(url)
-                        qrSink.finish()
                     case .hybrid(.advertSeen(let routingID, _)):
                         clock.step("computer: advert decrypted with the QR secret: routing ID \(routingID)")
                     case .hybrid(.tunnelConnected):
@@ -173,30 +170,9 @@ extension Passkey {
                     case .responseSent: clock.step("phone: answer sent; closing the tunnel")
                     }
                 })
-            let phoneTask = Task {
-                for await url in qrCodes {
-                    do {
-                        _ = try await phone.serve(qrCode: try QRCodePayload(url: url))
-                    } catch {
-                        clock.step("phone: \(error)")
-                    }
-                }
-            }
-            defer {
-                phoneTask.cancel()
-            }
-            do {
-                let result = try await body(client, &state)
-                qrSink.finish()
-                await phoneTask.value
-                await advertiser.close()
-                return result
-            } catch {
-                qrSink.finish()
-                await phoneTask.value
-                await advertiser.close()
-                throw error
-            }
+            defer { Task { await advertiser.close() } }
+            return try await client.withNearbyPhone(
+                phone, phoneFailed: { error in clock.step("phone: \(error)") }, state: &state, body)
         }
     }
 }

@@ -439,21 +439,13 @@ struct Pair {
         let ownScanner = scanner == nil ? try await SimulatedRadio.scanner(host: "127.0.0.1", port: 0) : nil
         let scanner: any ProximityScanner = self.scanner ?? ownScanner!
         let port = scannerPort ?? ownScanner!.port
-        let (qrCodes, qrSink) = AsyncStream.makeStream(of: String.self)
         let onAdvertSeen = onAdvertSeen
         let client = try CrossDeviceClient(
             relyingParty: RelyingPartyEntity(id: "example.com"), scanner: scanner,
             tunnelServer: try TunnelServerBaseURL(string: clientRelayURL ?? relayURL),
             timeouts: HybridTimeouts(all: timeout),
             progress: { event in
-                switch event {
-                case .hybrid(.showQRCode(let url)):
-                    qrSink.yield(url)
-                    qrSink.finish()
-                case .hybrid(.advertSeen(let routingID, _)):
-                    onAdvertSeen?(routingID)
-                default: break
-                }
+                if case .hybrid(.advertSeen(let routingID, _)) = event { onAdvertSeen?(routingID) }
             })
         let radio = try await SimulatedRadio.advertiser(host: "127.0.0.1", port: port, interval: .milliseconds(20))
         let advertiser: any ProximityAdvertiser = advertiserWrapper.map { $0.wrapping(radio) } ?? radio
@@ -464,26 +456,14 @@ struct Pair {
                 if case .advertising(let routingID) = event { advertiserWrapper?.record(routingID) }
             })
         let phoneError = phoneError
-        let phoneDelay = phoneDelay
-        let phoneTask = Task {
-            for await url in qrCodes {
-                if phoneDelay > .zero { try? await Task.sleep(for: phoneDelay) }
-                do {
-                    _ = try await service.serve(qrCode: try QRCodePayload(url: url))
-                } catch {
-                    phoneError?.set(error)
-                }
-            }
-        }
-        defer { qrSink.finish() }
         let result: Result<T, CrossDeviceError>
         do throws(CrossDeviceError) {
-            result = .success(try await body(client, &state))
+            result = .success(
+                try await client.withNearbyPhone(
+                    service, scanDelay: phoneDelay, phoneFailed: { phoneError?.set($0) }, state: &state, body))
         } catch {
             result = .failure(error)
         }
-        qrSink.finish()
-        await phoneTask.value
         await radio.close()
         await ownScanner?.close()
         return try result.get()
