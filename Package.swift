@@ -114,6 +114,7 @@ let package = Package(
             dependencies: [
                 "CBOR", "WebAuthn", "CTAP2", "PasskeyStore", "Hybrid", crypto, argumentParser, nioCore, nioPosix,
                 nioWebSocket,
+                "CrossDevice", "HybridTransport", "Proximity", "RelayServer", "RelayCore", "RelyingParty", logging,
             ],
             swiftSettings: strictSettings
         ),
