@@ -90,50 +90,58 @@ public final class TunnelConnection: Sendable {
         let requestHead = HTTPRequestHead(version: .http1_1, method: .GET, uri: path, headers: headers)
         let tlsHostname = host.first == "[" || host.allSatisfy({ $0.isNumber || $0 == "." }) ? nil : host
 
+        // An IP address needs no resolver round trip; a name goes through NIO's Happy Eyeballs.
+        let literal = host.hasPrefix("[") ? String(host.dropFirst().dropLast()) : host
+        let ipAddress = try? SocketAddress(ipAddress: literal, port: port)
         let upgradeResult: EventLoopFuture<UpgradeOutcome>
         do {
-            upgradeResult = try await ClientBootstrap(group: group)
+            let bootstrap = ClientBootstrap(group: group)
                 .connectTimeout(TimeAmount(timeout))
                 .channelOption(.socketOption(.tcp_nodelay), value: 1)
-                .connect(host: host, port: port) { channel in
-                    channel.eventLoop.makeCompletedFuture {
-                        if let sslContext {
-                            let handler = try NIOSSLClientHandler(context: sslContext, serverHostname: tlsHostname)
-                            try channel.pipeline.syncOperations.addHandler(handler)
-                        }
-                        let upgrader = NIOTypedWebSocketClientUpgrader<UpgradeOutcome>(
-                            maxFrameSize: maximumMessageBytes,
-                            // The frame handler answers protocol errors itself, and reports them.
-                            enableAutomaticErrorHandling: false,
-                            upgradePipelineHandler: { channel, response in
-                                channel.eventLoop.makeCompletedFuture {
-                                    let outcome = UpgradeOutcome.upgraded(response, channel).checked()
-                                    if case .upgraded = outcome {
-                                        try channel.pipeline.syncOperations.addHandler(TunnelFrameHandler(inbox: inbox))
-                                    }
-                                    return outcome
-                                }
-                            }
-                        )
-                        let configuration = NIOTypedHTTPClientUpgradeConfiguration<UpgradeOutcome>(
-                            upgradeRequestHead: requestHead,
-                            upgraders: [upgrader],
-                            notUpgradingCompletionHandler: { channel in
-                                channel.eventLoop.makeCompletedFuture {
-                                    let promise = channel.eventLoop.makePromise(of: Int.self)
-                                    try channel.pipeline.syncOperations.addHandler(StatusCatcher(promise: promise))
-                                    return .refused(promise.futureResult)
-                                }
-                            }
-                        )
-                        var pipeline = NIOUpgradableHTTPClientPipelineConfiguration(
-                            upgradeConfiguration: configuration)
-                        // Frames the relay sends right behind its 101 response arrive in the same read.
-                        pipeline.leftOverBytesStrategy = .forwardBytes
-                        return try channel.pipeline.syncOperations.configureUpgradableHTTPClientPipeline(
-                            configuration: pipeline)
+            let initializer: @Sendable (any Channel) -> EventLoopFuture<EventLoopFuture<UpgradeOutcome>> = { channel in
+                channel.eventLoop.makeCompletedFuture {
+                    if let sslContext {
+                        let handler = try NIOSSLClientHandler(context: sslContext, serverHostname: tlsHostname)
+                        try channel.pipeline.syncOperations.addHandler(handler)
                     }
+                    let upgrader = NIOTypedWebSocketClientUpgrader<UpgradeOutcome>(
+                        maxFrameSize: maximumMessageBytes,
+                        // The frame handler answers protocol errors itself, and reports them.
+                        enableAutomaticErrorHandling: false,
+                        upgradePipelineHandler: { channel, response in
+                            channel.eventLoop.makeCompletedFuture {
+                                let outcome = UpgradeOutcome.upgraded(response, channel).checked()
+                                if case .upgraded = outcome {
+                                    try channel.pipeline.syncOperations.addHandler(TunnelFrameHandler(inbox: inbox))
+                                }
+                                return outcome
+                            }
+                        }
+                    )
+                    let configuration = NIOTypedHTTPClientUpgradeConfiguration<UpgradeOutcome>(
+                        upgradeRequestHead: requestHead,
+                        upgraders: [upgrader],
+                        notUpgradingCompletionHandler: { channel in
+                            channel.eventLoop.makeCompletedFuture {
+                                let promise = channel.eventLoop.makePromise(of: Int.self)
+                                try channel.pipeline.syncOperations.addHandler(StatusCatcher(promise: promise))
+                                return .refused(promise.futureResult)
+                            }
+                        }
+                    )
+                    var pipeline = NIOUpgradableHTTPClientPipelineConfiguration(
+                        upgradeConfiguration: configuration)
+                    // Frames the relay sends right behind its 101 response arrive in the same read.
+                    pipeline.leftOverBytesStrategy = .forwardBytes
+                    return try channel.pipeline.syncOperations.configureUpgradableHTTPClientPipeline(
+                        configuration: pipeline)
                 }
+            }
+            if let ipAddress {
+                upgradeResult = try await bootstrap.connect(to: ipAddress, channelInitializer: initializer)
+            } else {
+                upgradeResult = try await bootstrap.connect(host: host, port: port, channelInitializer: initializer)
+            }
         } catch {
             throw .unreachable(host: host, port: port, reason: describe(error))
         }
