@@ -94,3 +94,17 @@ public enum KeyDerivation {
         HKDFSHA256.derive(inputKeyMaterial: secret, salt: salt, info: purpose.info, length: length)
     }
 }
+
+extension P256.KeyAgreement.PrivateKey {
+    /// A fresh key for one hybrid session: 32 random bytes imported as the scalar, retried in the rare case they
+    /// are not below the group order (probability about 2^-32). Uniform over valid scalars, and about ten times
+    /// faster than the default initializer, which runs a pairwise consistency test and retries for compact form
+    /// (`Tools/bench hybrid-core` measures both).
+    public static func randomSessionKey() -> P256.KeyAgreement.PrivateKey {
+        var generator = SystemRandomNumberGenerator()
+        while true {
+            let scalar = (0..<32).map { _ in UInt8.random(in: 0...255, using: &generator) }
+            if let key = try? P256.KeyAgreement.PrivateKey(rawRepresentation: scalar) { return key }
+        }
+    }
+}

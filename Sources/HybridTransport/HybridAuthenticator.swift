@@ -47,7 +47,7 @@ public enum HybridAuthenticator {
         do throws(AdvertError) {
             session = try HybridAuthenticatorSession(
                 qrCode: qrCode, getInfo: getInfo,
-                ephemeralKey: P256.KeyAgreement.PrivateKey(compactRepresentable: false),
+                ephemeralKey: P256.KeyAgreement.PrivateKey.randomSessionKey(),
                 advertNonce: nonce, domain: domain, tunnelServer: tunnelServer)
         } catch {
             throw .session(.protocolViolation("cannot build the advert: \(error)"))

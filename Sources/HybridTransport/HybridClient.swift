@@ -46,9 +46,9 @@ public enum HybridClient {
         var session: HybridClientSession
         do throws(QRCodeError) {
             session = try HybridClientSession(
-                qrKey: P256.KeyAgreement.PrivateKey(compactRepresentable: false),
+                qrKey: P256.KeyAgreement.PrivateKey.randomSessionKey(),
                 secret: secret,
-                ephemeralKey: P256.KeyAgreement.PrivateKey(compactRepresentable: false),
+                ephemeralKey: P256.KeyAgreement.PrivateKey.randomSessionKey(),
                 requestType: requestType,
                 timestamp: UInt64(max(0, Date().timeIntervalSince1970)),
                 tunnelServer: tunnelServer)

@@ -14,17 +14,6 @@ struct HybridCoreBench: AsyncParsableCommand {
     @Option(help: "Seconds per measurement slice.") var seconds: Double = 0.5
     @Option(help: "Number of interleaved slices per figure; medians are reported.") var rounds = 7
 
-    /// Ephemeral keys as the session drivers make them: 32 random bytes imported as a scalar.
-    static func ephemeralKey() -> P256.KeyAgreement.PrivateKey {
-        while true {
-            if let key = try? P256.KeyAgreement.PrivateKey(
-                rawRepresentation: AuthenticatorEnvironment.systemRandomBytes(32))
-            {
-                return key
-            }
-        }
-    }
-
     func run() throws {
         print("passkey-bench hybrid-core: \(rounds) interleaved slices of \(seconds) s per figure, medians")
         let timer = SliceTimer(seconds: seconds)
@@ -45,14 +34,15 @@ struct HybridCoreBench: AsyncParsableCommand {
         var samples: [String: [Double]] = [:]
         for _ in 0..<rounds {
             let ecdh = try timer.rate { _ = try a.sharedSecretFromKeyAgreement(with: b) }
-            let keygen = try timer.rate { _ = Self.ephemeralKey() }
+            let keygen = try timer.rate { _ = P256.KeyAgreement.PrivateKey.randomSessionKey() }
             let handshake = try timer.rate {
                 let (message, waiting) = try HandshakeInitiator(
-                    kind: .qrInitiated(qrKey: qrKey), psk: psk, ephemeralKey: Self.ephemeralKey()
+                    kind: .qrInitiated(qrKey: qrKey), psk: psk,
+                    ephemeralKey: P256.KeyAgreement.PrivateKey.randomSessionKey()
                 ).makeMessage()
                 let response = try HandshakeResponder.respond(
                     to: message, kind: .qrInitiated(qrPublicKey: qrKey.publicKey), psk: psk,
-                    ephemeralKey: Self.ephemeralKey())
+                    ephemeralKey: P256.KeyAgreement.PrivateKey.randomSessionKey())
                 let reply = response.message
                 _ = try waiting.processResponse(reply)
             }
