@@ -135,7 +135,9 @@ struct RelayBench: AsyncParsableCommand {
         let p99 = percentile(0.99)
         let latencyMet = p99 <= 2000
         print("")
-        print("latency at \(Self.format(Double(rate))) messages/s over \(latencyTunnels) tunnels (\(sorted.count) samples)")
+        print(
+            "latency at \(Self.format(Double(rate))) messages/s over \(latencyTunnels) tunnels (\(sorted.count) samples)"
+        )
         print(
             String(
                 format: "  p50 %.0f µs, p90 %.0f µs, p99 %.0f µs, p99.9 %.0f µs, max %.0f µs (target p99 ≤ 2 ms: %@)",
@@ -182,9 +184,9 @@ struct RelayBench: AsyncParsableCommand {
 }
 
 #if os(Linux)
-let openFilesResource = __rlimit_resource_t(RLIMIT_NOFILE.rawValue)
+    let openFilesResource = __rlimit_resource_t(RLIMIT_NOFILE.rawValue)
 #else
-let openFilesResource = RLIMIT_NOFILE
+    let openFilesResource = RLIMIT_NOFILE
 #endif
 
 /// Messages received, over all connections.
@@ -196,7 +198,11 @@ final class MessageCounter: Sendable {
 final class LatencySamples: Sendable {
     private let samples = Mutex<[UInt64]>([])
     func append(_ sample: UInt64) { samples.withLock { $0.append(sample) } }
-    func drain() -> [UInt64] { samples.withLock { samples in defer { samples = [] }; return samples } }
+    func drain() -> [UInt64] {
+        samples.withLock { samples in
+            defer { samples = [] }; return samples
+        }
+    }
 }
 
 /// Monotonic nanoseconds, comparable across threads of this process.
@@ -471,7 +477,8 @@ final class Pacer: Sendable {
         var frame = LoadGenerator.frame
         let now = monotonicNanoseconds()
         for index in 0..<8 {
-            frame[8 + index] = UInt8(truncatingIfNeeded: now >> (56 - 8 * UInt64(index))) ^ RelayBench.maskKey[index & 3]
+            frame[8 + index] =
+                UInt8(truncatingIfNeeded: now >> (56 - 8 * UInt64(index))) ^ RelayBench.maskKey[index & 3]
         }
         channel.writeAndFlush(channel.allocator.buffer(bytes: frame), promise: nil)
     }

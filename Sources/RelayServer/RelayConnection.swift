@@ -47,9 +47,15 @@ final class RelayConnection: Sendable {
     func startRequestTimer(_ timeout: Duration, state: RelayState) {
         let channel = channel
         loopState.value.requestTimeout = channel.eventLoop.scheduleTask(in: TimeAmount(timeout)) { [self] in
-            guard case .http = loopState.value.phase else { return }
-            state.refused(.requestTimeout)
-            channel.close(promise: nil)
+            switch loopState.value.phase {
+            case .http, .upgrading:
+                // `.upgrading` too: an accepted upgrade request whose body never ends is never upgraded.
+                state.refused(.requestTimeout)
+                loopState.value.phase = .closing
+                channel.close(promise: nil)
+            case .open, .closing:
+                break
+            }
         }
     }
 
