@@ -120,7 +120,8 @@ struct RelayBench: AsyncParsableCommand {
             let memoryMet = perTunnel <= 16 * 1024
             print(
                 String(
-                    format: "  %.0f bytes (%.1f KiB) per paired tunnel (target ≤ 16 KiB: %@)", perTunnel, perTunnel / 1024,
+                    format: "  %.0f bytes (%.1f KiB) per paired tunnel (target ≤ 16 KiB: %@)", perTunnel,
+                    perTunnel / 1024,
                     memoryMet ? "met" : "NOT MET"))
             if !memoryMet { failures.append("memory per tunnel") }
             try await generator.close(idle)

@@ -342,28 +342,29 @@ struct RelayServerTests {
     }
 
     @Test func aSlowRequestIsCutOff() async throws {
-        let relay = try await Relay.start { $0.requestTimeout = .milliseconds(200) }
+        let relay = try await Relay.start { $0.requestTimeout = .milliseconds(300) }
         defer { Task { await relay.server.shutdown() } }
         let start = ContinuousClock.now
         let client = try await RawClient.connect(port: relay.port)
-        try await client.send("GET /cable/new/\(Relay.randomTunnelID()) HTTP/1.1\r\nHost: x\r\n")  // never finished
+        // Never finished. (On a loaded machine the relay may already have given up: the send may fail.)
+        try? await client.send("GET /cable/new/\(Relay.randomTunnelID()) HTTP/1.1\r\nHost: x\r\n")
         try await client.expectEOF()
-        #expect(ContinuousClock.now - start >= .milliseconds(200))
+        #expect(ContinuousClock.now - start >= .milliseconds(300))
         #expect(relay.metric("relay_rejections_total{reason=\"requestTimeout\"}") == 1)
         // An upgraded connection is not cut off by the request timeout.
         let (authenticator, _) = try await relay.pair()
-        try await Task.sleep(for: .milliseconds(300))
+        try await Task.sleep(for: .milliseconds(400))
         try await authenticator.send(RawClient.frame(opcode: 0x9, [1]))
         #expect(try await authenticator.readFrame()?.opcode == 0xA)
     }
 
     @Test func anUpgradeRequestWhoseBodyNeverEndsIsCutOffAndFreesItsTunnel() async throws {
-        let relay = try await Relay.start { $0.requestTimeout = .milliseconds(200) }
+        let relay = try await Relay.start { $0.requestTimeout = .milliseconds(300) }
         defer { Task { await relay.server.shutdown() } }
         let client = try await RawClient.connect(port: relay.port)
         let request = RawClient.upgradeRequest(
             path: "/cable/new/\(Relay.randomTunnelID())", extra: "Content-Length: 1000000\r\n")
-        try await client.send(request + "partial body")
+        try? await client.send(request + "partial body")
         try await client.expectEOF()
         try await Relay.eventually("the tunnel to go") { relay.metric("relay_tunnels_open") == 0 }
         #expect(relay.metric("relay_rejections_total{reason=\"requestTimeout\"}") == 1)
