@@ -22,6 +22,8 @@ final class RelayConnection: Sendable {
 
     private struct LoopState {
         var phase = Phase.http
+        /// Messages were written but not flushed yet: one flush goes out after the current batch of work.
+        var flushScheduled = false
         /// Why the HTTP request is refused, when the upgrade path found out before the fallback handler.
         var refusal: Refusal?
         var requestTimeout: Scheduled<Void>?
@@ -47,9 +49,15 @@ final class RelayConnection: Sendable {
     func startRequestTimer(_ timeout: Duration, state: RelayState) {
         let channel = channel
         loopState.value.requestTimeout = channel.eventLoop.scheduleTask(in: TimeAmount(timeout)) { [self] in
-            guard case .http = loopState.value.phase else { return }
-            state.refused(.requestTimeout)
-            channel.close(promise: nil)
+            switch loopState.value.phase {
+            case .http, .upgrading:
+                // `.upgrading` too: an accepted upgrade request whose body never ends is never upgraded.
+                state.refused(.requestTimeout)
+                loopState.value.phase = .closing
+                channel.close(promise: nil)
+            case .open, .closing:
+                break
+            }
         }
     }
 
@@ -92,11 +100,20 @@ final class RelayConnection: Sendable {
         channel.pipeline.syncOperations.writeAndFlush(NIOAny(frame), promise: nil)
     }
 
+    /// Writes a message; the flush is batched: it runs once the event loop has finished what it is doing
+    /// now (the rest of a read, or the other deliveries queued from another loop), so that several messages
+    /// for this connection leave in one system call.
     private func write(_ message: [UInt8]) {
         var buffer = channel.allocator.buffer(capacity: message.count)
         buffer.writeBytes(message)
         let frame = WebSocketFrame(fin: true, opcode: .binary, data: buffer)
-        channel.pipeline.syncOperations.writeAndFlush(NIOAny(frame), promise: nil)
+        channel.pipeline.syncOperations.write(NIOAny(frame), promise: nil)
+        guard !loopState.value.flushScheduled else { return }
+        loopState.value.flushScheduled = true
+        channel.eventLoop.execute { [self] in
+            loopState.value.flushScheduled = false
+            channel.flush()
+        }
     }
 
     private func sendCloseFrame(code: UInt16?) {

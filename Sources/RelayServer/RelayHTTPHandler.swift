@@ -128,8 +128,10 @@ final class RelayHTTPHandler: ChannelInboundHandler, RemovableChannelHandler {
         headers.add(name: "Content-Type", value: "text/plain; version=0.0.4; charset=utf-8")
         headers.add(name: "Content-Length", value: String(body.utf8.count))
         headers.add(name: "Connection", value: "close")
-        context.write(Self.wrapOutboundOut(.head(HTTPResponseHead(version: .http1_1, status: status, headers: headers))))
-            .whenFailure { _ in }
+        context.write(
+            Self.wrapOutboundOut(.head(HTTPResponseHead(version: .http1_1, status: status, headers: headers)))
+        )
+        .whenFailure { _ in }
         context.write(Self.wrapOutboundOut(.body(.byteBuffer(context.channel.allocator.buffer(string: body)))))
             .whenFailure { _ in }
         let channel = context.channel

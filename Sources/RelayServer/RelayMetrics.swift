@@ -84,7 +84,8 @@ struct RelayMetrics {
         metric(
             "relay_tunnels_closed_total", "counter", "Tunnels ended, by outcome.",
             Self.outcomes.map { ("{outcome=\"\($0.rawValue)\"}", closed[$0, default: 0]) })
-        metric("relay_messages_relayed_total", "counter", "Binary messages delivered to a peer.", [("", messagesRelayed)])
+        metric(
+            "relay_messages_relayed_total", "counter", "Binary messages delivered to a peer.", [("", messagesRelayed)])
         metric("relay_bytes_relayed_total", "counter", "Payload bytes delivered to a peer.", [("", bytesRelayed)])
         metric(
             "relay_rejections_total", "counter", "Requests and connections refused, by reason.",

@@ -82,7 +82,17 @@ final class RelayWebSocketHandler: ChannelInboundHandler {
             connection.peerSentClose(code: payload.readInteger(as: UInt16.self))
         case .binary, .text, .continuation:
             var payload = Array(frame.data.readableBytesView)
-            for index in payload.indices { payload[index] ^= maskKey[index & 3] }
+            let key = (maskKey[0], maskKey[1], maskKey[2], maskKey[3])
+            payload.withUnsafeMutableBufferPointer { bytes in
+                for index in bytes.indices {
+                    switch index & 3 {
+                    case 0: bytes[index] ^= key.0
+                    case 1: bytes[index] ^= key.1
+                    case 2: bytes[index] ^= key.2
+                    default: bytes[index] ^= key.3
+                    }
+                }
+            }
             switch assembler.append(opcode: frame.opcode, fin: frame.fin, payload: payload) {
             case .incomplete:
                 break

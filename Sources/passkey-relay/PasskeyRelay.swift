@@ -42,9 +42,12 @@ struct PasskeyRelay: AsyncParsableCommand {
         _ = try parsedPrefix()
         guard (tlsCert == nil) == (tlsKey == nil) else { throw ValidationError("--tls-cert and --tls-key go together") }
         for (name, value) in [
-            ("--tunnel-lifetime", tunnelLifetime), ("--idle-timeout", idleTimeout), ("--request-timeout", requestTimeout),
+            ("--tunnel-lifetime", tunnelLifetime), ("--idle-timeout", idleTimeout),
+            ("--request-timeout", requestTimeout),
         ] {
-            guard value > 0, value <= 86400 else { throw ValidationError("\(name) must be between 0 and 86400 seconds") }
+            guard value > 0, value <= 86400 else {
+                throw ValidationError("\(name) must be between 0 and 86400 seconds")
+            }
         }
         for (name, value) in [
             ("--max-message-bytes", maxMessageBytes), ("--max-messages-per-side", maxMessagesPerSide),
@@ -139,7 +142,7 @@ struct PasskeyRelay: AsyncParsableCommand {
 }
 
 #if os(Linux)
-private let openFilesResource = __rlimit_resource_t(RLIMIT_NOFILE.rawValue)
+    private let openFilesResource = __rlimit_resource_t(RLIMIT_NOFILE.rawValue)
 #else
-private let openFilesResource = RLIMIT_NOFILE
+    private let openFilesResource = RLIMIT_NOFILE
 #endif

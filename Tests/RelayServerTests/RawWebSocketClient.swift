@@ -85,7 +85,8 @@ struct RawClient {
             .channelInitializer { channel in
                 channel.eventLoop.makeCompletedFuture {
                     if let tls {
-                        try channel.pipeline.syncOperations.addHandler(NIOSSLClientHandler(context: tls, serverHostname: nil))
+                        try channel.pipeline.syncOperations.addHandler(
+                            NIOSSLClientHandler(context: tls, serverHostname: nil))
                     }
                     try channel.pipeline.syncOperations.addHandler(InboxHandler(inbox: inbox))
                 }
@@ -210,7 +211,8 @@ struct RawClient {
         switch payload.count {
         case ..<126: bytes.append(maskBit | UInt8(payload.count))
         case ..<65536: bytes += [maskBit | 126, UInt8(payload.count >> 8), UInt8(payload.count & 0xFF)]
-        default: bytes += [maskBit | 127] + (0..<8).reversed().map { UInt8(truncatingIfNeeded: payload.count >> ($0 * 8)) }
+        default:
+            bytes += [maskBit | 127] + (0..<8).reversed().map { UInt8(truncatingIfNeeded: payload.count >> ($0 * 8)) }
         }
         guard masked else { return bytes + payload }
         let mask: [UInt8] = [0x37, 0xFA, 0x21, 0x3D]

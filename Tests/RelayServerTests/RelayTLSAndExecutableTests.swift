@@ -32,7 +32,8 @@ struct RelayTLSAndExecutableTests {
             openssl!,
             [
                 "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-keyout", key, "-out",
-                certificate, "-days", "1", "-nodes", "-subj", "/CN=localhost", "-addext", "subjectAltName=DNS:localhost",
+                certificate, "-days", "1", "-nodes", "-subj", "/CN=localhost", "-addext",
+                "subjectAltName=DNS:localhost",
             ])
         guard status == 0 else { throw ClientError("openssl req failed with status \(status)") }
         return (certificate, key)
@@ -42,7 +43,8 @@ struct RelayTLSAndExecutableTests {
     func relaysOverTLS() async throws {
         let (certificate, key) = try Self.makeCertificate()
         let relay = try await Relay.start {
-            $0.tls = try? RelayServerConfiguration.makeTLSContext(certificateChainFile: certificate, privateKeyFile: key)
+            $0.tls = try? RelayServerConfiguration.makeTLSContext(
+                certificateChainFile: certificate, privateKeyFile: key)
         }
         defer { Task { await relay.server.shutdown() } }
         #expect(relay.server.baseURL == "wss://127.0.0.1:\(relay.port)")
@@ -82,15 +84,20 @@ struct RelayTLSAndExecutableTests {
     /// `passkey-relay`, built next to this test bundle.
     static let executable: String? = {
         let bundle = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath().deletingLastPathComponent()
-        let candidates = [bundle, bundle.deletingLastPathComponent()].map { $0.appendingPathComponent("passkey-relay").path }
+        let candidates = [bundle, bundle.deletingLastPathComponent()].map {
+            $0.appendingPathComponent("passkey-relay").path
+        }
         return candidates.first { FileManager.default.isExecutableFile(atPath: $0) }
     }()
 
     @Test func theExecutablePrintsItsAddressRelaysAndExitsCleanlyOnSIGTERM() async throws {
-        let path = try #require(Self.executable, "passkey-relay is not built next to the tests: run swift build --build-tests")
+        let path = try #require(
+            Self.executable, "passkey-relay is not built next to the tests: run swift build --build-tests")
         let process = Process()
         process.executableURL = URL(fileURLWithPath: path)
-        process.arguments = ["--listen", "127.0.0.1:0", "--routing-id", "ab", "--tunnel-lifetime", "30", "--threads", "1"]
+        process.arguments = [
+            "--listen", "127.0.0.1:0", "--routing-id", "ab", "--tunnel-lifetime", "30", "--threads", "1",
+        ]
         let stdout = Pipe()
         let stderr = Pipe()
         process.standardOutput = stdout
