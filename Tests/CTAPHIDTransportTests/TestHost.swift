@@ -60,8 +60,15 @@ struct TestHost {
         try await channel.writeAndFlush(envelope)
     }
 
+    /// Sends every report of a message back to back, as a USB host does: queued at once and flushed together, so
+    /// a busy test machine cannot open gaps between them that the 500 ms message timeout would catch.
     func send(_ cid: UInt32, _ command: UInt8, _ payload: [UInt8]) async throws {
-        for report in hostReports(cid, command, payload) { try await send(datagram: report) }
+        let reports = hostReports(cid, command, payload)
+        for report in reports.dropLast() {
+            channel.write(
+                AddressedEnvelope(remoteAddress: server, data: channel.allocator.buffer(bytes: report)), promise: nil)
+        }
+        try await send(datagram: reports.last!)
     }
 
     /// The next datagram, or `nil` if none arrives in time.

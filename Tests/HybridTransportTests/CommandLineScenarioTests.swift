@@ -24,7 +24,8 @@ struct CommandLineScenarioTests {
         let relay = try Child(
             bin.appendingPathComponent("passkey-relay"), ["--listen", "127.0.0.1:0", "--threads", "1"])
         defer { relay.stop() }
-        let listening = try #require(relay.stdoutLine(timeout: .seconds(20)))
+        let listening = try #require(
+            await relay.stdoutLine(timeout: .seconds(20)), "passkey-relay said: \(relay.output) \(relay.errors)")
         #expect(listening.hasPrefix("listening on ws://127.0.0.1:"))
         let relayURL = String(listening.dropFirst("listening on ".count))
         let radio = "sim:127.0.0.1:\(try freeUDPPort())"
@@ -39,12 +40,12 @@ struct CommandLineScenarioTests {
         let register = try Child(
             bin.appendingPathComponent("passkey"), ["client", "register", "--user", "alice", "--json"] + common,
             environment: environment)
-        let url = try #require(register.stderrLine(timeout: .seconds(20), where: { $0.hasPrefix("FIDO:/") }))
+        let url = try #require(await register.stderrLine(timeout: .seconds(20), where: { $0.hasPrefix("FIDO:/") }))
         let scan = try Child(
             bin.appendingPathComponent("passkey"),
             ["scan", url, "--relay", relayURL, "--ble", radio, "--store", store, "--yes"], environment: environment)
-        #expect(scan.wait() == 0)
-        #expect(register.wait() == 0)
+        #expect(await scan.wait() == 0)
+        #expect(await register.wait() == 0)
         let registered = try JSONSerialization.jsonObject(with: Data(register.output.utf8)) as? [String: Any]
         #expect(registered?["outcome"] as? String == "registered")
         #expect(registered?["user"] as? String == "alice")
@@ -60,20 +61,20 @@ struct CommandLineScenarioTests {
         let signIn = try Child(
             bin.appendingPathComponent("passkey"), ["client", "sign-in", "--json", "--qr-png", png] + common,
             environment: environment)
-        _ = try #require(signIn.stderrLine(timeout: .seconds(20), where: { $0.hasPrefix("FIDO:/") }))
+        _ = try #require(await signIn.stderrLine(timeout: .seconds(20), where: { $0.hasPrefix("FIDO:/") }))
         let scanImage = try Child(
             bin.appendingPathComponent("passkey"),
             ["scan", "--image", png, "--relay", relayURL, "--ble", radio, "--store", store, "--yes"],
             environment: environment)
-        #expect(scanImage.wait() == 0)
-        #expect(signIn.wait() == 0)
+        #expect(await scanImage.wait() == 0)
+        #expect(await signIn.wait() == 0)
         let signedIn = try JSONSerialization.jsonObject(with: Data(signIn.output.utf8)) as? [String: Any]
         #expect(signedIn?["outcome"] as? String == "signedIn")
         #expect(signedIn?["user"] as? String == "alice")
         #expect(signedIn?["credentialID"] as? String == registered?["credentialID"] as? String)
     }
 
-    @Test func aQRCodeNobodyAnswersFailsWithAPlainMessageAndStoresNothing() throws {
+    @Test func aQRCodeNobodyAnswersFailsWithAPlainMessageAndStoresNothing() async throws {
         let bin = try #require(Self.binDirectory)
         let directory = try temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: directory) }
@@ -84,13 +85,13 @@ struct CommandLineScenarioTests {
                 "client", "register", "--rp", "example.com", "--user", "alice", "--relay", "ws://127.0.0.1:9",
                 "--ble", "sim:127.0.0.1:\(try freeUDPPort())", "--rp-state", rpState, "--timeout", "1",
             ], environment: ["NO_COLOR": "1"])
-        #expect(client.wait() == 1)
+        #expect(await client.wait() == 1)
         #expect(client.errors.contains("passkey: no nearby authenticator answered within 1 s"))
         #expect(client.output.contains("FIDO:/"), "the QR code and its URL were shown")
         #expect(!FileManager.default.fileExists(atPath: rpState))
     }
 
-    @Test func badInputIsRefusedBeforeAnythingHappens() throws {
+    @Test func badInputIsRefusedBeforeAnythingHappens() async throws {
         let bin = try #require(Self.binDirectory)
         let passkey = bin.appendingPathComponent("passkey")
         let cases: [([String], String)] = [
@@ -105,7 +106,7 @@ struct CommandLineScenarioTests {
         ]
         for (arguments, message) in cases {
             let child = try Child(passkey, arguments, environment: ["PASSKEY_STORE": "/nonexistent/never-created"])
-            #expect(child.wait() != 0, "\(arguments)")
+            #expect(await child.wait() != 0, "\(arguments)")
             #expect(child.errors.contains(message), "\(arguments): \(child.errors)")
         }
         #expect(!FileManager.default.fileExists(atPath: "/nonexistent/never-created"))
@@ -150,31 +151,34 @@ final class Child: @unchecked Sendable {
     var output: String { lock.withLock { stdoutText } }
     var errors: String { lock.withLock { stderrText } }
 
-    func stdoutLine(timeout: Duration, where matches: (String) -> Bool = { _ in true }) -> String? {
-        line(in: { self.output }, timeout: timeout, where: matches)
+    // Waiting polls with Task.sleep: blocking a thread of Swift's small cooperative pool would starve
+    // every other test running beside this one.
+
+    func stdoutLine(timeout: Duration, where matches: (String) -> Bool = { _ in true }) async -> String? {
+        await line(in: { self.output }, timeout: timeout, where: matches)
     }
 
-    func stderrLine(timeout: Duration, where matches: (String) -> Bool = { _ in true }) -> String? {
-        line(in: { self.errors }, timeout: timeout, where: matches)
+    func stderrLine(timeout: Duration, where matches: (String) -> Bool = { _ in true }) async -> String? {
+        await line(in: { self.errors }, timeout: timeout, where: matches)
     }
 
-    private func line(in text: () -> String, timeout: Duration, where matches: (String) -> Bool) -> String? {
+    private func line(in text: () -> String, timeout: Duration, where matches: (String) -> Bool) async -> String? {
         let deadline = ContinuousClock.now + timeout
         while ContinuousClock.now < deadline {
             let complete = text().split(separator: "\n", omittingEmptySubsequences: false).dropLast()
             if let line = complete.map(String.init).first(where: matches) { return line }
-            usleep(10_000)
+            try? await Task.sleep(for: .milliseconds(10))
         }
         return nil
     }
 
-    /// Waits for the exit (at most 60 s) and returns the status.
-    func wait() -> Int32 {
+    /// Waits for the exit (at most 60 s) and for the output to be read, and returns the status.
+    func wait() async -> Int32 {
         let deadline = ContinuousClock.now + .seconds(60)
-        while process.isRunning && ContinuousClock.now < deadline { usleep(10_000) }
+        while process.isRunning && ContinuousClock.now < deadline { try? await Task.sleep(for: .milliseconds(10)) }
         if process.isRunning { stop() }
-        process.waitUntilExit()
-        readers.wait()
+        while process.isRunning { try? await Task.sleep(for: .milliseconds(10)) }
+        while readers.wait(timeout: .now()) == .timedOut { try? await Task.sleep(for: .milliseconds(10)) }
         return process.terminationStatus
     }
 
