@@ -132,7 +132,7 @@ let package = Package(
             name: "HybridTransportTests",
             dependencies: [
                 "HybridTransport", "CrossDevice", "RelayServer", "RelayCore", "Hybrid", "Proximity", "CTAP2",
-                "RelyingParty", crypto, nioCore, nioPosix, logging,
+                "RelyingParty", crypto, nioCore, nioPosix, nioSSL, logging,
             ],
             swiftSettings: strictSettings
         ),

@@ -1,0 +1,86 @@
+import CTAP2
+import CrossDevice
+import Foundation
+import Hybrid
+import HybridTransport
+import Logging
+import NIOSSL
+import RelayServer
+import RelyingParty
+import Testing
+
+/// Both roles through a `wss://` relay with a private certificate authority, as `--relay-ca` sets up.
+struct SecureRelayTests {
+    static let openssl = ["/usr/bin/openssl", "/usr/local/bin/openssl"].first {
+        FileManager.default.isExecutableFile(atPath: $0)
+    }
+
+    @Test(.enabled(if: openssl != nil, "the openssl command-line tool is not installed"))
+    func registrationAndSignInOverWSSWithAPrivateCA() async throws {
+        let directory = try temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let certificate = directory.appendingPathComponent("cert.pem").path
+        let key = directory.appendingPathComponent("key.pem").path
+        let openssl = try Child(
+            URL(fileURLWithPath: Self.openssl!),
+            [
+                "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-keyout", key, "-out",
+                certificate, "-days", "1", "-nodes", "-subj", "/CN=localhost", "-addext",
+                "subjectAltName=DNS:localhost",
+            ])
+        try #require(await openssl.wait() == 0, "openssl: \(openssl.errors)")
+
+        var configuration = RelayServerConfiguration()
+        configuration.port = 0
+        configuration.threads = 1
+        configuration.tls = try RelayServerConfiguration.makeTLSContext(
+            certificateChainFile: certificate, privateKeyFile: key)
+        var logger = Logger(label: "test.relay")
+        logger.logLevel = .critical
+        let relay = try await RelayServer.start(configuration, logger: logger)
+        let relayURL = try TunnelServerBaseURL(string: "wss://localhost:\(relay.port)")
+        var trusting = TLSConfiguration.makeClientConfiguration()
+        trusting.trustRoots = .certificates(try NIOSSLCertificate.fromPEMFile(certificate))
+
+        let phone = Phone()
+        let scanner = try await SimulatedRadio.scanner(host: "127.0.0.1", port: 0)
+        let advertiser = try await SimulatedRadio.advertiser(host: "127.0.0.1", port: scanner.port)
+        func pair(clientTLS: TLSConfiguration?) throws -> (CrossDeviceClient, CrossDeviceAuthenticator) {
+            let client = try CrossDeviceClient(
+                relyingParty: RelyingPartyEntity(id: "example.com"), scanner: scanner, tunnelServer: relayURL,
+                tls: clientTLS, timeouts: HybridTimeouts(all: .seconds(10)))
+            let service = CrossDeviceAuthenticator(
+                authenticator: phone.authenticator, advertiser: advertiser, tunnelServer: relayURL, tls: trusting,
+                timeouts: HybridTimeouts(all: .seconds(2)))
+            return (client, service)
+        }
+
+        var state = RelyingPartyState()
+        let (client, service) = try pair(clientTLS: trusting)
+        let registration = try await client.withNearbyPhone(service, state: &state) {
+            client, state throws(CrossDeviceError) in
+            try await client.register(userName: "alice", state: &state)
+        }
+        let signIn = try await client.withNearbyPhone(service, state: &state) {
+            client, state throws(CrossDeviceError) in
+            try await client.signIn(state: &state)
+        }
+        #expect(signIn.credentialID == registration.credential.id)
+
+        // Without the private CA the client refuses the relay's certificate and nothing is signed.
+        let (untrusting, _) = try pair(clientTLS: nil)
+        do {
+            _ = try await untrusting.withNearbyPhone(service, state: &state) {
+                client, state throws(CrossDeviceError) in
+                try await client.signIn(state: &state)
+            }
+            Issue.record("signed in through a relay with an untrusted certificate")
+        } catch {
+            guard case .transport(.tunnel) = error else { throw error }
+        }
+        #expect(relay.metricsText().contains("relay_tunnels_paired_total 2\n"))
+        await advertiser.close()
+        await scanner.close()
+        await relay.shutdown()
+    }
+}
