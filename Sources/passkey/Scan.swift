@@ -83,7 +83,7 @@ extension Passkey {
                     $0.uppercased().hasPrefix(QRCodePayload.prefix)
                 }
                 guard found.count == 1 else {
-                    throw ValidationError(
+                    throw InputError(
                         found.isEmpty
                             ? "\(image) holds no FIDO:/ QR code."
                             : "\(image) holds \(found.count) FIDO:/ QR codes; crop it to one.")
@@ -92,7 +92,7 @@ extension Passkey {
             } else {
                 if isatty(STDIN_FILENO) == 1 { Terminal.shared.write("Paste the FIDO:/ URL and press Enter: ") }
                 guard let line = readLine(strippingNewline: true) else {
-                    throw ValidationError("No FIDO:/ URL given (argument, --image or standard input).")
+                    throw InputError("No FIDO:/ URL given (argument, --image or standard input).")
                 }
                 text = line
             }
@@ -100,7 +100,7 @@ extension Passkey {
             do {
                 return try QRCodePayload(url: text)
             } catch {
-                throw ValidationError("Not a hybrid QR code: \(error)")
+                throw InputError("Not a hybrid QR code: \(error)")
             }
         }
 
@@ -122,6 +122,12 @@ extension Passkey {
             return "\(scheme)://\(host)" + (components.port.map { ":\($0)" } ?? "")
         }
     }
+}
+
+/// Bad input found while running (not a usage mistake): printed as "Error: …", exit status 1, no usage text.
+struct InputError: Error, CustomStringConvertible {
+    var description: String
+    init(_ description: String) { self.description = description }
 }
 
 /// Progress lines on standard error, with the time since the command started.
