@@ -25,14 +25,14 @@ struct CommandLineScenarioTests {
             bin.appendingPathComponent("passkey-relay"), ["--listen", "127.0.0.1:0", "--threads", "1"])
         defer { relay.stop() }
         let listening = try #require(
-            await relay.stdoutLine(timeout: .seconds(20)), "passkey-relay said: \(relay.output) \(relay.errors)")
+            await relay.stdoutLine(timeout: .seconds(60)), "passkey-relay said: \(relay.output) \(relay.errors)")
         #expect(listening.hasPrefix("listening on ws://127.0.0.1:"))
         let relayURL = String(listening.dropFirst("listening on ".count))
         let radio = "sim:127.0.0.1:\(try freeUDPPort())"
         let rpState = directory.appendingPathComponent("rp.json").path
         let store = directory.appendingPathComponent("phone.sqlite").path
         let common = [
-            "--rp", "example.com", "--relay", relayURL, "--ble", radio, "--rp-state", rpState, "--timeout", "20",
+            "--rp", "example.com", "--relay", relayURL, "--ble", radio, "--rp-state", rpState, "--timeout", "60",
         ]
         let environment = ["PASSKEY_PASSPHRASE": "correct horse", "NO_COLOR": "1"]
 
@@ -40,7 +40,7 @@ struct CommandLineScenarioTests {
         let register = try Child(
             bin.appendingPathComponent("passkey"), ["client", "register", "--user", "alice", "--json"] + common,
             environment: environment)
-        let url = try #require(await register.stderrLine(timeout: .seconds(20), where: { $0.hasPrefix("FIDO:/") }))
+        let url = try #require(await register.stderrLine(timeout: .seconds(60), where: { $0.hasPrefix("FIDO:/") }))
         let scan = try Child(
             bin.appendingPathComponent("passkey"),
             ["scan", url, "--relay", relayURL, "--ble", radio, "--store", store, "--yes"], environment: environment)
@@ -61,7 +61,7 @@ struct CommandLineScenarioTests {
         let signIn = try Child(
             bin.appendingPathComponent("passkey"), ["client", "sign-in", "--json", "--qr-png", png] + common,
             environment: environment)
-        _ = try #require(await signIn.stderrLine(timeout: .seconds(20), where: { $0.hasPrefix("FIDO:/") }))
+        _ = try #require(await signIn.stderrLine(timeout: .seconds(60), where: { $0.hasPrefix("FIDO:/") }))
         let scanImage = try Child(
             bin.appendingPathComponent("passkey"),
             ["scan", "--image", png, "--relay", relayURL, "--ble", radio, "--store", store, "--yes"],
@@ -164,12 +164,13 @@ final class Child: @unchecked Sendable {
 
     private func line(in text: () -> String, timeout: Duration, where matches: (String) -> Bool) async -> String? {
         let deadline = ContinuousClock.now + timeout
-        while ContinuousClock.now < deadline {
+        while true {
+            // Checked once more after the deadline: on a loaded machine this task may wake up late.
             let complete = text().split(separator: "\n", omittingEmptySubsequences: false).dropLast()
             if let line = complete.map(String.init).first(where: matches) { return line }
+            if ContinuousClock.now >= deadline { return nil }
             try? await Task.sleep(for: .milliseconds(10))
         }
-        return nil
     }
 
     /// Waits for the exit (at most 60 s) and for the output to be read, and returns the status.
