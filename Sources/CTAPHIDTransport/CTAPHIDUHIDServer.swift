@@ -22,8 +22,9 @@ public struct UHIDHost: Hashable, Sendable, CustomStringConvertible {
 ///
 /// Starting writes `UHID_CREATE2` with ``FIDOHIDDevice/reportDescriptor``. A dedicated thread then reads the
 /// kernel's events: each `UHID_OUTPUT` carries one report (after its report number, which is stripped), and every
-/// report of the authenticator goes back in a `UHID_INPUT2`. `UHID_GET_REPORT` and `UHID_SET_REPORT` (feature
-/// reports, which a FIDO key does not have) are answered with EIO. Closing writes `UHID_DESTROY`, and the device
+/// report of the authenticator goes back in a `UHID_INPUT2`. An output report that arrives as `UHID_SET_REPORT` is
+/// taken the same way; `UHID_GET_REPORT` and other `UHID_SET_REPORT`s (feature reports, which a FIDO key does not
+/// have) are answered with EIO. Closing writes `UHID_DESTROY`, and the device
 /// disappears.
 ///
 /// ```swift
@@ -52,14 +53,16 @@ public final class CTAPHIDUHIDServer: Sendable {
     private let file: any UHIDDeviceFile
     private let logger: Logger
     private let driver: NIOLoopBound<CTAPHIDDriver<UHIDHost>>
+    private let eventLoop: any EventLoop
     /// Succeeds when the reader thread has ended (interrupted or end of file), fails if a read failed.
     private let finished: EventLoopPromise<Void>
     private let closing = Mutex(false)
 
     private init(
         device: UHIDCreate2, file: any UHIDDeviceFile, logger: Logger, driver: NIOLoopBound<CTAPHIDDriver<UHIDHost>>,
-        finished: EventLoopPromise<Void>
+        eventLoop: any EventLoop, finished: EventLoopPromise<Void>
     ) {
+        self.eventLoop = eventLoop
         self.device = device
         self.file = file
         self.logger = logger
@@ -114,7 +117,8 @@ public final class CTAPHIDUHIDServer: Sendable {
             return NIOLoopBound(driver, eventLoop: eventLoop)
         }.get()
         let server = CTAPHIDUHIDServer(
-            device: device, file: file, logger: logger, driver: driver, finished: eventLoop.makePromise())
+            device: device, file: file, logger: logger, driver: driver, eventLoop: eventLoop,
+            finished: eventLoop.makePromise())
         let thread = Thread { [server] in server.readEvents() }
         thread.name = "passkey uhid reader"
         thread.start()
@@ -144,7 +148,7 @@ public final class CTAPHIDUHIDServer: Sendable {
             return
         }
         let driver = self.driver
-        try? await driver.eventLoop.submit { driver.value.stop() }.get()
+        try? await eventLoop.submit { driver.value.stop() }.get()
         do {
             try file.write(UHIDEvent.destroy.bytes())
         } catch {
@@ -169,7 +173,7 @@ public final class CTAPHIDUHIDServer: Sendable {
             finished.fail(error)
         }
         let driver = self.driver
-        driver.eventLoop.execute { driver.value.stop() }
+        eventLoop.execute { driver.value.stop() }
     }
 
     private func handle(_ bytes: [UInt8]) {
@@ -188,11 +192,15 @@ public final class CTAPHIDUHIDServer: Sendable {
                     metadata: ["size": "\(data.count)", "type": "\(type.rawValue)"])
                 return
             }
-            let driver = self.driver
-            driver.eventLoop.execute {
-                // 64 bytes by construction, so this cannot throw.
-                try? driver.value.receive(report: report, from: UHIDHost())
+            receive(report)
+        case .setReport(let id, _, .output, let data):
+            // An output report sent as a SET_REPORT request (hidraw uses UHID_OUTPUT, but other kernel paths may not).
+            guard let report = FIDOHIDDevice.report(fromOutput: data) else {
+                reply(.setReportReply(id: id, error: UInt16(EINVAL)))
+                return
             }
+            reply(.setReportReply(id: id, error: 0))
+            receive(report)
         case .getReport(let id, let number, _):
             logger.debug("Refused GET_REPORT", metadata: ["report": "\(number)"])
             reply(.getReportReply(id: id, error: UInt16(EIO), data: []))
@@ -205,6 +213,14 @@ public final class CTAPHIDUHIDServer: Sendable {
             logger.debug("Ignored a uhid event of unknown type", metadata: ["type": "\(type)"])
         case .create2, .destroy, .input2, .getReportReply, .setReportReply:
             logger.debug("Ignored a uhid event only devices send", metadata: ["type": "\(event.type)"])
+        }
+    }
+
+    private func receive(_ report: [UInt8]) {
+        let driver = self.driver
+        eventLoop.execute {
+            // 64 bytes by construction, so this cannot throw.
+            try? driver.value.receive(report: report, from: UHIDHost())
         }
     }
 

@@ -97,7 +97,11 @@ public final class UHIDFileDescriptor: UHIDDeviceFile {
     /// keeps event boundaries as /dev/uhid does).
     public init(adopting descriptor: Int32) throws(UHIDError) {
         var pipeEnds: [Int32] = [-1, -1]
-        guard pipe2(&pipeEnds, O_CLOEXEC | O_NONBLOCK) == 0 else { throw .openFailed(path: "pipe", errno: errno) }
+        guard pipe(&pipeEnds) == 0 else { throw .openFailed(path: "pipe", errno: errno) }
+        for end in pipeEnds {
+            _ = fcntl(end, F_SETFD, FD_CLOEXEC)
+            _ = fcntl(end, F_SETFL, O_NONBLOCK)
+        }
         self.descriptor = descriptor
         (wakeRead, wakeWrite) = (pipeEnds[0], pipeEnds[1])
     }

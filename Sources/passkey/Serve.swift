@@ -63,7 +63,7 @@ extension Passkey {
                 return handler
             }
             // Opened before the store, so a kernel without uhid changes nothing.
-            let uhidFile = uhid ? try UHIDFileDescriptor.open() : nil
+            let uhidFile = try uhid ? UHIDFileDescriptor.open() : nil
             let store = try await store.open(create: true)
             defer { store.close() }
             var configuration = AuthenticatorConfiguration()

@@ -10,6 +10,8 @@ final class FakeKernel: Sendable {
 
     /// The kernel end, and the device file for the server.
     static func make() throws -> (FakeKernel, UHIDFileDescriptor) {
+        // A device that writes after the test dropped its kernel end must fail with EPIPE, not end the process.
+        signal(SIGPIPE, SIG_IGN)
         var ends: [Int32] = [-1, -1]
         try #require(socketpair(AF_UNIX, Int32(SOCK_SEQPACKET.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0, &ends) == 0)
         return (FakeKernel(descriptor: ends[0]), try UHIDFileDescriptor(adopting: ends[1]))
@@ -20,7 +22,7 @@ final class FakeKernel: Sendable {
     deinit { Glibc.close(descriptor) }
 
     /// Ends the connection: the device's next read sees end of file.
-    func hangUp() { shutdown(descriptor, Int32(SHUT_RDWR)) }
+    func hangUp() { shutdown(descriptor, Int32(SHUT_WR)) }
 
     /// Sends raw event bytes to the device.
     func send(bytes: [UInt8]) throws {

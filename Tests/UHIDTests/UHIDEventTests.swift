@@ -140,7 +140,8 @@ struct UHIDEventTests {
                 name: String(repeating: "n", count: 128), bus: 3, vendor: 1, product: 1, descriptor: [])
         }
         #expect(throws: UHIDCodecError.fieldTooLong("phys", length: 64, capacity: 63)) {
-            try UHIDCreate2(name: "x", phys: String(repeating: "p", count: 64), bus: 3, vendor: 1, product: 1, descriptor: [])
+            try UHIDCreate2(
+                name: "x", phys: String(repeating: "p", count: 64), bus: 3, vendor: 1, product: 1, descriptor: [])
         }
     }
 }

@@ -24,7 +24,8 @@ struct UHIDLayoutTests {
             (T.setReport, cuhid_type_set_report()), (T.setReportReply, cuhid_type_set_report_reply()),
         ]
         for (swift, c) in pairs { #expect(Int(swift) == c) }
-        #expect([T.destroy, T.start, T.stop, T.open, T.close, T.output, T.create2, T.input2] == [1, 2, 3, 4, 5, 6, 11, 12])
+        #expect(
+            [T.destroy, T.start, T.stop, T.open, T.close, T.output, T.create2, T.input2] == [1, 2, 3, 4, 5, 6, 11, 12])
         #expect(Int(UHIDReportType.feature.rawValue) == cuhid_report_feature())
         #expect(Int(UHIDReportType.output.rawValue) == cuhid_report_output())
         #expect(Int(UHIDReportType.input.rawValue) == cuhid_report_input())
