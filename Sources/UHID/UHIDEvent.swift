@@ -57,10 +57,10 @@ public struct UHIDCreate2: Hashable, Sendable {
 
 /// One `struct uhid_event` of `<linux/uhid.h>`: what is written to and read from /dev/uhid.
 ///
-/// The struct is packed: a `__u32 type`, then a union whose largest member (`uhid_create2_req`, 4372 bytes) sets
-/// the size, 4376 bytes. Integers are in the host's byte order; this codec writes and reads little-endian, the
-/// order of every Linux architecture Swift runs on (x86_64, aarch64). ``bytes`` is always the full 4376 bytes,
-/// zero-padded, as the kernel expects.
+/// The struct is packed: a `__u32 type`, then a union whose largest member is `uhid_create2_req` (4372 bytes),
+/// padded to 4376 by the union's 8-byte alignment, so an event is ``UHIDLayout/eventSize`` (4380) bytes. Integers
+/// are in the host's byte order; this codec writes and reads little-endian, the order of every Linux architecture
+/// Swift runs on (x86_64, aarch64). ``bytes()`` is always the full 4380 bytes, zero-padded.
 ///
 /// Events the kernel sends: ``start(flags:)``, ``stop``, ``open``, ``close``, ``output(data:type:)``,
 /// ``getReport(id:reportNumber:type:)`` and ``setReport(id:reportNumber:type:data:)``. Events the device
@@ -109,7 +109,7 @@ public enum UHIDEvent: Hashable, Sendable {
 extension UHIDEvent {
     /// Parses an event read from /dev/uhid.
     ///
-    /// The bytes must reach at least to the end of the event type's union member (a read returns all 4376);
+    /// The bytes must reach at least to the end of the event type's union member (a read returns all 4380);
     /// extra bytes are ignored.
     /// - Throws: ``UHIDCodecError/truncated(_:)`` for too few bytes, ``UHIDCodecError/sizeOutOfRange(_:)``
     ///   for a `size` field above 4096.
@@ -184,7 +184,7 @@ extension UHIDEvent {
         }
     }
 
-    /// The event as the 4376 bytes of a `struct uhid_event`, zero-padded.
+    /// The event as the 4380 bytes of a `struct uhid_event`, zero-padded.
     /// - Throws: ``UHIDCodecError/fieldTooLong(_:length:capacity:)`` if report data exceeds 4096 bytes.
     public func bytes() throws(UHIDCodecError) -> [UInt8] {
         var writer = Writer()

@@ -2,8 +2,10 @@
 ///
 /// `Tests/UHIDTests` checks every value against the kernel header with `sizeof` and `offsetof`.
 public enum UHIDLayout {
-    /// `sizeof(struct uhid_event)`: the 4-byte type and the 4372-byte `uhid_create2_req`.
-    public static let eventSize = 4376
+    /// `sizeof(struct uhid_event)`: the 4-byte type, then the union. Its largest member, `uhid_create2_req`, is 4372
+    /// bytes, but `uhid_start_req` (an unpacked `__u64`) gives the union 8-byte alignment, so the union is padded to
+    /// 4376 bytes; the packed event puts it at offset 4 and ends at 4380.
+    public static let eventSize = 4380
     /// The `__u32 type` field, at offset 0; the union follows it.
     public static let typeSize = 4
     /// `UHID_DATA_MAX`: the capacity of every report data array.

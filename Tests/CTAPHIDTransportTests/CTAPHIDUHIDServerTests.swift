@@ -125,7 +125,7 @@ struct CTAPHIDUHIDServerTests {
             try kernel.send(.setReport(id: 77, reportNumber: 0, type: .feature, data: [1, 2]))
             #expect(try await kernel.next() == .setReportReply(id: 77, error: 5))
 
-            try kernel.send(bytes: [99, 0, 0, 0] + Array(repeating: 0, count: 4372))  // unknown type
+            try kernel.send(bytes: [99, 0, 0, 0] + Array(repeating: 0, count: 4376))  // unknown type
             try kernel.send(bytes: [6, 0, 0, 0, 0xFF])  // a short OUTPUT
             try kernel.send(.output(data: Array(repeating: 0xFF, count: 63), type: .output))  // not a report
             try kernel.send(.output(data: [0] + Array(repeating: 0xFF, count: 64), type: .feature))

@@ -57,7 +57,7 @@ final class FakeKernel: Sendable {
     /// The next event, checking it is a whole `struct uhid_event`.
     func next(timeout: Duration = .seconds(5)) async throws -> UHIDEvent? {
         guard let bytes = try await nextBytes(timeout: timeout) else { return nil }
-        try #require(bytes.count == 4376, "events are written whole")
+        try #require(bytes.count == 4380, "events are written whole")
         return try UHIDEvent(bytes: bytes)
     }
 

@@ -5,7 +5,7 @@ import UHID
 struct UHIDEventTests {
     /// A zeroed event with the type, as little-endian `__u32`.
     func event(type: UInt32) -> [UInt8] {
-        var bytes = [UInt8](repeating: 0, count: 4376)
+        var bytes = [UInt8](repeating: 0, count: 4380)
         bytes[0...3] = [UInt8(type & 0xFF), UInt8(type >> 8 & 0xFF), UInt8(type >> 16 & 0xFF), UInt8(type >> 24)]
         return bytes
     }
@@ -31,7 +31,7 @@ struct UHIDEventTests {
             0xC0,
         ]
         expected[280..<(280 + 34)] = descriptor[...]
-        #expect(bytes.count == 4376)
+        #expect(bytes.count == 4380)
         #expect(bytes == expected)
         #expect(try UHIDEvent(bytes: bytes) == .create2(device))
     }

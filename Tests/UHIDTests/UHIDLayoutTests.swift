@@ -7,7 +7,7 @@ struct UHIDLayoutTests {
     @Test func eventSizeAndUnion() {
         #expect(cuhid_little_endian() == 1)
         #expect(UHIDLayout.eventSize == cuhid_event_size())
-        #expect(UHIDLayout.eventSize == 4376)
+        #expect(UHIDLayout.eventSize == 4380)
         #expect(UHIDLayout.typeSize == cuhid_union_offset())
         #expect(UHIDLayout.dataMaximum == cuhid_data_max())
         #expect(UHIDLayout.descriptorMaximum == cuhid_descriptor_max())
