@@ -20,11 +20,14 @@ extension Passkey {
         static let configuration = CommandConfiguration(
             abstract: "Run the authenticator as a CTAPHID device.",
             discussion: """
-                With --udp, each UDP datagram on loopback carries one 64-byte CTAPHID report; prints
-                `listening on udp://HOST:PORT` when ready. With --uhid, creates a virtual FIDO security key through
-                /dev/uhid for browsers and libfido2; prints `virtual FIDO device created: /dev/hidrawN` (or
-                `virtual FIDO device created (uhid)` if the node is not found), then `listening on uhid`. Stops on
-                SIGINT or SIGTERM (the uhid device disappears). See Docs/Transports.md.
+                With --udp, each UDP datagram on loopback carries one 64-byte CTAPHID report; prints \
+                `listening on udp://HOST:PORT` when ready.
+
+                With --uhid, creates a virtual FIDO security key through /dev/uhid for browsers and libfido2; \
+                prints `virtual FIDO device created: /dev/hidrawN` (or `virtual FIDO device created (uhid)` if the \
+                node is not found), then `listening on uhid`.
+
+                Stops on SIGINT or SIGTERM (the uhid device disappears). See Docs/Transports.md.
                 """
         )
 
