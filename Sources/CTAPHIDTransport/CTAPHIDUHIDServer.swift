@@ -98,24 +98,32 @@ public final class CTAPHIDUHIDServer: Sendable {
             throw error
         }
         let eventLoop = group.next()
-        let driver = try await eventLoop.submit {
-            let driver = CTAPHIDDriver<UHIDHost>(
-                configuration: configuration.protocolConfiguration,
-                tickInterval: configuration.tickInterval,
-                eventLoop: eventLoop,
-                logger: logger,
-                wink: wink,
-                handler: handler,
-                send: { report, _ in
-                    do {
-                        try file.write(UHIDEvent.input2(report).bytes())
-                    } catch {
-                        logger.debug("Cannot send an input report", metadata: ["error": "\(error)"])
-                    }
-                })
-            driver.start()
-            return NIOLoopBound(driver, eventLoop: eventLoop)
-        }.get()
+        let driver: NIOLoopBound<CTAPHIDDriver<UHIDHost>>
+        do {
+            driver = try await eventLoop.submit {
+                let driver = CTAPHIDDriver<UHIDHost>(
+                    configuration: configuration.protocolConfiguration,
+                    tickInterval: configuration.tickInterval,
+                    eventLoop: eventLoop,
+                    logger: logger,
+                    wink: wink,
+                    handler: handler,
+                    send: { report, _ in
+                        do {
+                            try file.write(UHIDEvent.input2(report).bytes())
+                        } catch {
+                            logger.debug("Cannot send an input report", metadata: ["error": "\(error)"])
+                        }
+                    })
+                driver.start()
+                return NIOLoopBound(driver, eventLoop: eventLoop)
+            }.get()
+        } catch {
+            // The event loop is shutting down: the device cannot be served.
+            try? file.write(UHIDEvent.destroy.bytes())
+            file.close()
+            throw error
+        }
         let server = CTAPHIDUHIDServer(
             device: device, file: file, logger: logger, driver: driver, eventLoop: eventLoop,
             finished: eventLoop.makePromise())
