@@ -32,6 +32,7 @@ let package = Package(
         .library(name: "RelyingParty", targets: ["RelyingParty"]),
         .library(name: "PasskeyStore", targets: ["PasskeyStore"]),
         .library(name: "CTAPHIDTransport", targets: ["CTAPHIDTransport"]),
+        .library(name: "UHID", targets: ["UHID"]),
         .library(name: "Hybrid", targets: ["Hybrid"]),
         .library(name: "Proximity", targets: ["Proximity"]),
         .library(name: "HybridTransport", targets: ["HybridTransport"]),
@@ -53,6 +54,7 @@ let package = Package(
         .target(name: "WebAuthn", dependencies: ["CBOR", crypto], swiftSettings: strictSettings),
         .target(name: "CTAP2", dependencies: ["CBOR", "WebAuthn", crypto], swiftSettings: strictSettings),
         .target(name: "CTAPHID", swiftSettings: strictSettings),
+        .target(name: "UHID", swiftSettings: strictSettings),
         .target(name: "RelyingParty", dependencies: ["CBOR", "WebAuthn", crypto], swiftSettings: strictSettings),
         .target(name: "Hybrid", dependencies: ["CBOR", crypto, cryptoExtras], swiftSettings: strictSettings),
         .target(name: "RelayCore", dependencies: ["Hybrid"], swiftSettings: strictSettings),
@@ -70,6 +72,8 @@ let package = Package(
         .target(name: "QRImage", dependencies: ["CQRencode", "CZbar", "CPNG"], swiftSettings: strictSettings),
         .systemLibrary(name: "CBlueZ", pkgConfig: "bluez", providers: [.apt(["libbluetooth-dev"])]),
         .target(name: "BlueZProximity", dependencies: ["Proximity", "CBlueZ"], swiftSettings: strictSettings),
+        // <linux/uhid.h> sizes and offsets, for UHIDTests only (the header comes with linux-libc-dev).
+        .systemLibrary(name: "CUHIDHeader", providers: [.apt(["linux-libc-dev"])]),
         .systemLibrary(name: "CSQLite", pkgConfig: "sqlite3", providers: [.apt(["libsqlite3-dev"])]),
         .target(
             name: "PasskeyStore",
@@ -78,7 +82,7 @@ let package = Package(
         ),
         .target(
             name: "CTAPHIDTransport",
-            dependencies: ["CTAPHID", "CTAP2", nioCore, nioPosix, logging],
+            dependencies: ["CTAPHID", "UHID", "CTAP2", nioCore, nioPosix, logging],
             swiftSettings: strictSettings
         ),
         .target(
@@ -104,8 +108,8 @@ let package = Package(
             name: "passkey",
             dependencies: [
                 "CBOR", "WebAuthn", "CTAP2", "CTAPHID", "RelyingParty", "PasskeyStore", "CTAPHIDTransport", "Hybrid",
-                "QRImage", "Proximity", "HybridTransport", "CrossDevice", "RelayServer", argumentParser, logging, crypto,
-                nioSSL,
+                "QRImage", "Proximity", "HybridTransport", "CrossDevice", "RelayServer", "UHID", argumentParser, logging,
+                crypto, nioSSL,
             ],
             swiftSettings: strictSettings
         ),
@@ -161,9 +165,10 @@ let package = Package(
         ),
         .testTarget(
             name: "CTAPHIDTransportTests",
-            dependencies: ["CTAPHIDTransport", "CTAPHID", "CTAP2", nioCore, nioPosix],
+            dependencies: ["CTAPHIDTransport", "CTAPHID", "CTAP2", "UHID", nioCore, nioPosix],
             swiftSettings: strictSettings
         ),
+        .testTarget(name: "UHIDTests", dependencies: ["UHID", "CUHIDHeader"], swiftSettings: strictSettings),
         .testTarget(
             name: "BlueZProximityTests",
             dependencies: ["BlueZProximity", "Proximity"],

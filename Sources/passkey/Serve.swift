@@ -7,6 +7,7 @@ import Foundation
 import Logging
 import NIOCore
 import PasskeyStore
+import UHID
 
 #if canImport(Glibc)
     import Glibc
@@ -19,8 +20,14 @@ extension Passkey {
         static let configuration = CommandConfiguration(
             abstract: "Run the authenticator as a CTAPHID device.",
             discussion: """
-                With --udp, each UDP datagram on loopback carries one 64-byte CTAPHID report (see
-                Docs/Transports.md). Prints `listening on udp://HOST:PORT` when ready; stops on SIGINT or SIGTERM.
+                With --udp, each UDP datagram on loopback carries one 64-byte CTAPHID report; prints \
+                `listening on udp://HOST:PORT` when ready.
+
+                With --uhid, creates a virtual FIDO security key through /dev/uhid for browsers and libfido2; \
+                prints `virtual FIDO device created: /dev/hidrawN` (or `virtual FIDO device created (uhid)` if the \
+                node is not found), then `listening on uhid`.
+
+                Stops on SIGINT or SIGTERM (the uhid device disappears). See Docs/Transports.md.
                 """
         )
 
@@ -30,12 +37,15 @@ extension Passkey {
             name: .customLong("udp"),
             help: ArgumentHelp(
                 "Serve CTAPHID reports over UDP on this loopback address (port 0 picks one).", valueName: "host:port"))
-        var udp: String
+        var udp: String?
+        @Flag(help: "Create a virtual FIDO HID security key through /dev/uhid (Linux).") var uhid = false
         @Option(help: "Attestation statement format for new credentials: none or packed (self attestation).")
         var attestation: AttestationFormat = .none
         @Flag(help: "Log one line per CTAPHID transaction (never payloads).") var verbose = false
 
         func validate() throws {
+            guard (udp != nil) != uhid else { throw ValidationError("Give exactly one of --udp HOST:PORT and --uhid.") }
+            guard let udp else { return }
             let (host, port) = try Self.hostAndPort(udp)
             // Checked before the store is opened, so a bad address changes nothing.
             _ = try CTAPHIDUDPServer.loopbackAddress(host: host, port: port)
@@ -49,13 +59,14 @@ extension Passkey {
         }
 
         func run() async throws {
-            let (host, port) = try Self.hostAndPort(udp)
             let verbose = verbose
             LoggingSystem.bootstrap { label in
                 var handler = StreamLogHandler.standardError(label: label)
                 handler.logLevel = verbose ? .debug : .notice
                 return handler
             }
+            // Opened before the store, so a kernel without uhid changes nothing.
+            let uhidFile = try uhid ? UHIDFileDescriptor.open() : nil
             let store = try await store.open(create: true)
             defer { store.close() }
             var configuration = AuthenticatorConfiguration()
@@ -68,22 +79,34 @@ extension Passkey {
                     reportError: { error in Terminal.shared.write("passkey: store error: \(error)\n") }
                 )
             )
-            let server = try await CTAPHIDUDPServer.start(
-                host: host,
-                port: port,
-                logger: Logger(label: "passkey.ctaphid"),
-                wink: {
-                    Terminal.shared.write("passkey: wink! (the platform asked the authenticator to identify itself)\n")
-                },
-                handler: { request, setKeepaliveStatus in
-                    await authenticator.handle(request) { activity in
-                        setKeepaliveStatus(activity == .waitingForUser ? .userPresenceNeeded : .processing)
-                    }
+            let wink: WinkHandler = {
+                Terminal.shared.write("passkey: wink! (the platform asked the authenticator to identify itself)\n")
+            }
+            let handler: CBORHandler = { request, setKeepaliveStatus in
+                await authenticator.handle(request) { activity in
+                    setKeepaliveStatus(activity == .waitingForUser ? .userPresenceNeeded : .processing)
                 }
-            )
-            let address = server.localAddress
-            let shown = "udp://\(address.ipAddress ?? host):\(address.port ?? port)"
-            FileHandle.standardOutput.write(Data("listening on \(shown)\n".utf8))
+            }
+            let server: any ServingTransport
+            if let uhidFile {
+                let device = try await CTAPHIDUHIDServer.start(
+                    file: uhidFile, logger: Logger(label: "passkey.uhid"), wink: wink, handler: handler)
+                let node = await HidrawLookup.waitForNode(
+                    matching: [
+                        "HID_ID": FIDOHIDDevice.hidID, "HID_NAME": device.device.name, "HID_PHYS": device.device.phys,
+                    ],
+                    timeout: .seconds(3))
+                printLine(node.map { "virtual FIDO device created: \($0)" } ?? "virtual FIDO device created (uhid)")
+                printLine("listening on uhid")
+                server = device
+            } else {
+                let (host, port) = try Self.hostAndPort(udp ?? "")
+                let udpServer = try await CTAPHIDUDPServer.start(
+                    host: host, port: port, logger: Logger(label: "passkey.ctaphid"), wink: wink, handler: handler)
+                let address = udpServer.localAddress
+                printLine("listening on udp://\(address.ipAddress ?? host):\(address.port ?? port)")
+                server = udpServer
+            }
             Terminal.shared.write(
                 "passkey: serving \(try store.allCredentials().count) passkey(s) from \(store.url.path)\n")
 
@@ -98,5 +121,18 @@ extension Passkey {
             try await server.run()
             Terminal.shared.write("passkey: stopped\n")
         }
+
+        private func printLine(_ line: String) {
+            FileHandle.standardOutput.write(Data("\(line)\n".utf8))
+        }
     }
 }
+
+/// What `passkey serve` runs: the UDP server or the uhid device.
+private protocol ServingTransport: Sendable {
+    func run() async throws
+    func close() async
+}
+
+extension CTAPHIDUDPServer: ServingTransport {}
+extension CTAPHIDUHIDServer: ServingTransport {}

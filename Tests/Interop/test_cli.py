@@ -124,3 +124,32 @@ def test_serve_refuses_bad_addresses_and_announces_unattended_mode(store_dir):
     assert "unattended approval is ON (--yes)" in stderr
     assert "auto-approved: Create a passkey for example.com (alice)?" in stderr
     assert PASSPHRASE not in stderr
+
+
+def uhid_open_errno():
+    """What a plain open of /dev/uhid does here: None if it opens."""
+    try:
+        os.close(os.open("/dev/uhid", os.O_RDWR))
+        return None
+    except OSError as error:
+        return error.errno
+
+
+def test_serve_needs_exactly_one_transport(store_dir):
+    path = os.path.join(store_dir, "serve.sqlite")
+    neither = run("serve", "--store", path)
+    both = run("serve", "--udp", "127.0.0.1:0", "--uhid", "--store", path)
+    for result in (neither, both):
+        assert result.returncode == 64 and "Give exactly one of --udp HOST:PORT and --uhid." in result.stderr
+    assert not os.path.exists(path)
+
+
+@pytest.mark.skipif(uhid_open_errno() not in (2, 6, 19), reason="this kernel has uhid")
+def test_serve_uhid_explains_a_kernel_without_uhid(store_dir):
+    path = os.path.join(store_dir, "serve.sqlite")
+    result = run("serve", "--uhid", "--store", path, "--yes")
+    assert result.returncode == 1
+    assert "Error: this kernel has no uhid support (/dev/uhid missing or without a driver)" in result.stderr
+    assert "sudo modprobe uhid" in result.stderr
+    assert result.stdout == ""
+    assert not os.path.exists(path)  # Checked before the store is created.
