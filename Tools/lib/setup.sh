@@ -29,7 +29,11 @@ ensure_venv() {
         say "creating Python venv in .venv"
         python3 -m venv "$venv"
     fi
-    if ! "$venv/bin/python" -m pip freeze 2>/dev/null | grep -qx "fido2==2.2.1" \
+    # The freeze list is read whole first: `grep -q` in a pipe would stop reading at the match, and pip, killed
+    # by SIGPIPE, would fail the pipe under pipefail now and then.
+    local installed
+    installed="$("$venv/bin/python" -m pip freeze 2>/dev/null || true)"
+    if ! grep -qx "fido2==2.2.1" <<<"$installed" \
         || ! "$venv/bin/python" -c "import webauthn, cbor2, pytest, segno" 2>/dev/null; then
         say "installing Python packages: ${PIP_PACKAGES[*]}"
         "$venv/bin/python" -m pip install -q --disable-pip-version-check "${PIP_PACKAGES[@]}"
