@@ -2,21 +2,27 @@
 
 Each datagram is one 64-byte CTAPHID report (see Docs/Transports.md), so python-fido2's own
 CtapHidDevice does all the framing: nothing here re-implements CTAPHID.
+
+With PASSKEY_INTEROP_TRANSPORT=uhid (Tools/vm-test sets it inside its guest, where the kernel has uhid), the
+same tests run `passkey serve --uhid` and open its /dev/hidrawN with python-fido2's own Linux HID backend.
 """
 
+import glob
 import os
 import re
 import select
 import socket
 import subprocess
 import tempfile
+import time
 
 import pytest
-from fido2.hid import CtapHidDevice
+from fido2.hid import CtapHidDevice, open_device
 from fido2.hid.base import CtapHidConnection, HidDescriptor
 
 PASSKEY_BIN = os.environ.get("PASSKEY_BIN", ".build/debug/passkey")
 PASSPHRASE = "interop test passphrase"
+TRANSPORT = os.environ.get("PASSKEY_INTEROP_TRANSPORT", "udp")
 
 
 class UdpHidConnection(CtapHidConnection):
@@ -41,26 +47,47 @@ class UdpHidConnection(CtapHidConnection):
 
 
 class Server:
-    """A running `passkey serve --udp` process with its own store."""
+    """A running `passkey serve --udp` (or `--uhid`, see above) process with its own store."""
 
     def __init__(self, store_path, extra_args=()):
         self.store_path = store_path
         env = dict(os.environ, PASSKEY_PASSPHRASE=PASSPHRASE)
+        transport = ["--uhid"] if TRANSPORT == "uhid" else ["--udp", "127.0.0.1:0"]
         self.process = subprocess.Popen(
-            [PASSKEY_BIN, "serve", "--udp", "127.0.0.1:0", "--store", store_path, "--yes", *extra_args],
+            [PASSKEY_BIN, "serve", *transport, "--store", store_path, "--yes", *extra_args],
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,
             env=env,
         )
         line = self.process.stdout.readline()
-        match = re.search(r"listening on udp://([\d.]+):(\d+)", line)
+        if TRANSPORT == "uhid":
+            match = re.search(r"virtual FIDO device created(?:: (/dev/hidraw\d+))?", line)
+            if match:
+                self.path = match.group(1) or self._find_hidraw()
+        else:
+            match = re.search(r"listening on udp://([\d.]+):(\d+)", line)
+            if match:
+                self.address = (match.group(1), int(match.group(2)))
         if not match:
             self.process.kill()
             raise RuntimeError(f"passkey serve did not start: {line!r} {self.process.stderr.read()!r}")
-        self.address = (match.group(1), int(match.group(2)))
+
+    @staticmethod
+    def _find_hidraw():
+        """The /dev/hidrawN whose HID name contains "passkey", waiting up to 10 s for udev-less devtmpfs."""
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:
+            for uevent in glob.glob("/sys/class/hidraw/hidraw*/device/uevent"):
+                with open(uevent) as file:
+                    if re.search(r"^HID_NAME=.*passkey", file.read(), re.M | re.I):
+                        return "/dev/" + uevent.split("/")[4]
+            time.sleep(0.05)
+        raise RuntimeError("passkey serve --uhid created no hidraw device named passkey")
 
     def device(self):
+        if TRANSPORT == "uhid":
+            return open_device(self.path)
         descriptor = HidDescriptor("udp:%s:%d" % self.address, 0x1209, 0x5050, 64, 64, "passkey", None)
         return CtapHidDevice(descriptor, UdpHidConnection(self.address))
 

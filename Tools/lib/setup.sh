@@ -7,10 +7,11 @@ PIP_PACKAGES=(fido2==2.2.1 webauthn==3.0.1 cbor2==6.2.1 pytest==8.3.4 segno==1.6
 
 say() { printf '==> %s\n' "$*" >&2; }
 
-# Installs the Debian packages that are not installed yet.
+# Installs the Debian packages that are not installed yet: the arguments, or APT_PACKAGES without any.
 ensure_apt_packages() {
-    local missing=()
-    for package in "${APT_PACKAGES[@]}"; do
+    local missing=() wanted=("$@")
+    [ ${#wanted[@]} -eq 0 ] && wanted=("${APT_PACKAGES[@]}")
+    for package in "${wanted[@]}"; do
         dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed" || missing+=("$package")
     done
     [ ${#missing[@]} -eq 0 ] && return 0
@@ -28,7 +29,11 @@ ensure_venv() {
         say "creating Python venv in .venv"
         python3 -m venv "$venv"
     fi
-    if ! "$venv/bin/python" -m pip freeze 2>/dev/null | grep -qx "fido2==2.2.1" \
+    # The freeze list is read whole first: `grep -q` in a pipe would stop reading at the match, and pip, killed
+    # by SIGPIPE, would fail the pipe under pipefail now and then.
+    local installed
+    installed="$("$venv/bin/python" -m pip freeze 2>/dev/null || true)"
+    if ! grep -qx "fido2==2.2.1" <<<"$installed" \
         || ! "$venv/bin/python" -c "import webauthn, cbor2, pytest, segno" 2>/dev/null; then
         say "installing Python packages: ${PIP_PACKAGES[*]}"
         "$venv/bin/python" -m pip install -q --disable-pip-version-check "${PIP_PACKAGES[@]}"
