@@ -51,7 +51,8 @@ let package = Package(
         // MARK: Pure protocol code: no I/O, no NIO.
         .target(name: "CBOR", swiftSettings: strictSettings),
         .target(name: "WebAuthn", dependencies: ["CBOR", crypto], swiftSettings: strictSettings),
-        .target(name: "CTAP2", dependencies: ["CBOR", "WebAuthn", crypto], swiftSettings: strictSettings),
+        .target(
+            name: "CTAP2", dependencies: ["CBOR", "WebAuthn", crypto, cryptoExtras], swiftSettings: strictSettings),
         .target(name: "CTAPHID", swiftSettings: strictSettings),
         .target(name: "RelyingParty", dependencies: ["CBOR", "WebAuthn", crypto], swiftSettings: strictSettings),
         .target(name: "Hybrid", dependencies: ["CBOR", crypto, cryptoExtras], swiftSettings: strictSettings),
@@ -89,7 +90,9 @@ let package = Package(
         .target(
             name: "CrossDevice",
             dependencies: [
-                "HybridTransport", "BlueZProximity", "Hybrid", "Proximity", "CTAP2", "RelyingParty", "WebAuthn", crypto, nioSSL,
+                "HybridTransport", "BlueZProximity", "Hybrid", "Proximity", "CBOR", "CTAP2", "RelyingParty", "WebAuthn",
+                crypto,
+                nioSSL,
             ],
             swiftSettings: strictSettings
         ),
@@ -104,7 +107,8 @@ let package = Package(
             name: "passkey",
             dependencies: [
                 "CBOR", "WebAuthn", "CTAP2", "CTAPHID", "RelyingParty", "PasskeyStore", "CTAPHIDTransport", "Hybrid",
-                "QRImage", "Proximity", "HybridTransport", "CrossDevice", "RelayServer", argumentParser, logging, crypto,
+                "QRImage", "Proximity", "HybridTransport", "CrossDevice", "RelayServer", argumentParser, logging,
+                crypto,
                 nioSSL,
             ],
             swiftSettings: strictSettings
@@ -124,7 +128,8 @@ let package = Package(
         .testTarget(name: "WebAuthnTests", dependencies: ["WebAuthn", "CBOR", crypto], swiftSettings: strictSettings),
         .testTarget(
             name: "CTAP2Tests",
-            dependencies: ["CTAP2", "WebAuthn", "CBOR", "RelyingParty", crypto],
+            dependencies: ["CTAP2", "WebAuthn", "CBOR", "RelyingParty", crypto, cryptoExtras],
+            resources: [.copy("Vectors")],
             swiftSettings: strictSettings
         ),
         .testTarget(name: "CTAPHIDTests", dependencies: ["CTAPHID"], swiftSettings: strictSettings),
@@ -157,6 +162,7 @@ let package = Package(
         .testTarget(
             name: "PasskeyStoreTests",
             dependencies: ["PasskeyStore", "CTAP2", "WebAuthn", crypto],
+            resources: [.copy("Fixtures")],
             swiftSettings: strictSettings
         ),
         .testTarget(
