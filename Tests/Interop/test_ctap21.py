@@ -17,6 +17,7 @@ from fido2.ctap2.blob import LargeBlobs
 from fido2.ctap2.config import Config
 from fido2.ctap2.credman import CredentialManagement
 from fido2.ctap2.pin import ClientPin, PinProtocolV1, PinProtocolV2
+from fido2.utils import websafe_decode
 from fido2.webauthn import (
     AuthenticatorData,
     PublicKeyCredentialCreationOptions,
@@ -61,6 +62,16 @@ def make_credential(ctap, name, user_id, rp_id=RP_ID, token=None, protocol=None,
         extensions=extensions,
         options=options,
         **kwargs,
+    )
+
+
+def raw_set_pin(client_pin, block):
+    """setPIN with a PIN block python-fido2 would refuse to build (too short, not padded)."""
+    key_agreement, shared_secret = client_pin._get_shared_secret()
+    pin_enc = client_pin.protocol.encrypt(shared_secret, block)
+    client_pin.ctap.client_pin(
+        client_pin.protocol.VERSION, ClientPin.CMD.SET_PIN, key_agreement=key_agreement, new_pin_enc=pin_enc,
+        pin_uv_param=client_pin.protocol.authenticate(shared_secret, pin_enc),
     )
 
 
@@ -129,10 +140,13 @@ def test_pin_error_paths(store_dir):
         client_pin = ClientPin(ctap, PinProtocolV2())
         expect_error(ERR.PIN_NOT_SET, client_pin.get_pin_token, "1234", PERM.GET_ASSERTION)
         expect_error(ERR.PIN_NOT_SET, client_pin.change_pin, "1234", "5678")
-        expect_error(ERR.PIN_POLICY_VIOLATION, client_pin.set_pin, "123")
+        expect_error(ERR.PIN_POLICY_VIOLATION, raw_set_pin, client_pin, b"123".ljust(64, b"\0"))
+        expect_error(ERR.PIN_POLICY_VIOLATION, raw_set_pin, client_pin, "ü¢€".encode().ljust(64, b"\0"))
+        expect_error(ERR.PIN_POLICY_VIOLATION, raw_set_pin, client_pin, b"9" * 64)
+        expect_error(ERR.PIN_POLICY_VIOLATION, raw_set_pin, client_pin, b"12\x0034".ljust(64, b"\0"))
+        expect_error(ERR.INVALID_PARAMETER, raw_set_pin, client_pin, b"1234".ljust(32, b"\0"))
         client_pin.set_pin("1234")
         expect_error(ERR.NOT_ALLOWED, client_pin.set_pin, "5678")
-        expect_error(ERR.PIN_POLICY_VIOLATION, client_pin.change_pin, "1234", "12")
         expect_error(ERR.INVALID_PARAMETER, ctap.client_pin, 3, ClientPin.CMD.GET_KEY_AGREEMENT)
         expect_error(ERR.UNAUTHORIZED_PERMISSION, client_pin.get_pin_token, "1234", PERM.BIO_ENROLL)
         # A v2 token used with protocol one, and a token for another relying party.
@@ -296,7 +310,7 @@ def test_fido2_client_extensions(device):
     def prf(salt):
         selection = client.get_assertion(request_options({"prf": {"eval": {"first": salt}}}))
         response = selection.get_response(0)
-        return dict(response.client_extension_results)["prf"]["results"]["first"]
+        return websafe_decode(dict(response.client_extension_results)["prf"]["results"]["first"])
 
     first = prf(b"\x01" * 32)
     assert len(first) == 32
@@ -312,7 +326,7 @@ def test_fido2_client_extensions(device):
     written = client.get_assertion(request_options({"largeBlob": {"write": b"hello large blob"}}, allow)).get_response(0)
     assert dict(written.client_extension_results)["largeBlob"]["written"] is True
     read = client.get_assertion(request_options({"largeBlob": {"read": True}}, allow)).get_response(0)
-    assert dict(read.client_extension_results)["largeBlob"]["blob"] == b"hello large blob"
+    assert websafe_decode(dict(read.client_extension_results)["largeBlob"]["blob"]) == b"hello large blob"
 
     # credProtect level 3: without user verification the credential is not there, even with an allowList.
     with pytest.raises(ClientError) as error:
