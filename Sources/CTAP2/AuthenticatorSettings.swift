@@ -3,7 +3,7 @@
 ///
 /// The PIN itself is never kept, only `LEFT(SHA-256(PIN), 16)`, and stores that persist this encrypt it at rest.
 /// `description` never shows the hash.
-public struct AuthenticatorSettings: Hashable, Sendable, CustomStringConvertible {
+public struct AuthenticatorSettings: Hashable, Sendable, CustomStringConvertible, CustomReflectable {
     /// PIN attempts before the PIN is blocked for good (CTAP 2.1 §6.5.2.2: maximum 8).
     public static let maximumPINRetries = 8
     /// Built-in user verification attempts before UV is blocked.
@@ -50,6 +50,17 @@ public struct AuthenticatorSettings: Hashable, Sendable, CustomStringConvertible
 
     /// Whether a PIN is set (getInfo option `clientPin: true`).
     public var isPINSet: Bool { pinHash != nil }
+
+    /// Shows whether a PIN is set, never its hash, so `dump` cannot reveal it either.
+    public var customMirror: Mirror {
+        Mirror(
+            self,
+            children: [
+                "pin": isPINSet ? "set" : "not set", "pinRetries": pinRetries, "uvRetries": uvRetries,
+                "minimumPINLength": minimumPINLength, "alwaysUV": alwaysUV, "forcePINChange": forcePINChange,
+            ],
+            displayStyle: .struct)
+    }
 
     /// Names the settings and whether a PIN is set; never the PIN hash.
     public var description: String {

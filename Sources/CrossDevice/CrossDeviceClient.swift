@@ -152,7 +152,9 @@ public struct CrossDeviceClient: Sendable {
 
     /// Signs in with a passkey registered in `state`: discoverable (no allowList) unless `userName` names the
     /// account to use, whose credential then goes in the allowList. Updates the record in `state`. With `prf`, the
-    /// WebAuthn prf input is evaluated through hmac-secret (a getKeyAgreement first, in the same hybrid session).
+    /// WebAuthn prf input is evaluated through hmac-secret: a getKeyAgreement first, in the same hybrid session, so
+    /// the phone must serve more than one request per session (`passkey scan --keep-open`); a phone that closes
+    /// after the first request ends the sign-in with a transport error.
     public func signIn(
         userName: String? = nil, prf: [UInt8]? = nil, state: inout RelyingPartyState
     ) async throws(CrossDeviceError) -> CrossDeviceSignIn {

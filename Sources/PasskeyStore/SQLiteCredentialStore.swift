@@ -101,7 +101,8 @@ public final class SQLiteCredentialStore: CredentialStore {
     /// Nothing is written until every check has passed: the file must be an SQLite database marked as a passkey
     /// store (else `.corrupt`), pass `PRAGMA quick_check` (else `.corrupt`), have a schema version this program
     /// knows (else `.newerSchema`), and the passphrase must open its key check (else `.wrongPassphrase`).
-    /// The key derivation parameters always come from the file.
+    /// The key derivation parameters always come from the file. Only then is a version 1 store upgraded to
+    /// version 2, in place and in one transaction (see `migrate`).
     public static func open(
         at url: URL,
         passphrase: String,

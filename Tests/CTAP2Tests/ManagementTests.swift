@@ -232,3 +232,61 @@ struct AuthenticatorConfigTests {
         #expect(try harness.store.settings() == AuthenticatorSettings())
     }
 }
+
+/// Malformed requests to the CTAP 2.1 commands get the spec's status code and change nothing.
+struct CTAP21MalformedRequestTests {
+    @Test(
+        arguments: [
+            (CTAPCommand.credentialManagement, "not a map", 0x11),
+            (.credentialManagement, [1: "one"], 0x11),
+            (.credentialManagement, [1: 1, 2: "params"], 0x11),
+            (.credentialManagement, [1: 1, 3: 2, 4: "param"], 0x11),
+            (.credentialManagement, [1: 4, 3: 2, 4: .bytes([1])], 0x14),
+            (.credentialManagement, [1: 6, 3: 2, 4: .bytes([1]), 2: [2: "id"]], 0x11),
+            (.config, [2: [1: 6]], 0x14),
+            (.config, [1: 3, 2: [1: 6], 3: 2, 4: .bytes([UInt8](repeating: 0, count: 32))], 0x33),
+            (.config, [1: 3, 2: [1: "six"], 3: 2, 4: .bytes([1])], 0x33),
+            (.config, [1: 2, 3: "two", 4: .bytes([1])], 0x11),
+            (.largeBlobs, [1: "ten", 3: 0], 0x11),
+            (.largeBlobs, [1: 10, 3: -1], 0x02),
+            (.largeBlobs, [2: .bytes([1]), 3: 0], 0x02),
+            (.largeBlobs, [2: .bytes([1]), 3: 5], 0x04),
+            (.largeBlobs, [1: 1, 2: .bytes([1]), 3: 0], 0x02),
+            (.clientPIN, [1: 2, 2: 9, 9: "mc"], 0x11),
+            (.clientPIN, [1: 2, 2: 6, 3: [:], 9: 1], 0x02),
+            (.clientPIN, [1: 2, 2: 6, 9: 0], 0x14),
+            (.getAssertion, Fixtures.getAssertion(extra: [4: ["credBlob": 1]]), 0x11),
+            (.makeCredential, Fixtures.makeCredential(extra: [6: ["hmac-secret": "yes"]]), 0x11),
+            (.makeCredential, Fixtures.makeCredential(extra: [6: ["largeBlobKey": false]]), 0x2C),
+            (
+                .makeCredential, Fixtures.makeCredential(excludeList: (0..<17).map { [UInt8(truncatingIfNeeded: $0)] }),
+                0x15
+            ),
+        ] as [(CTAPCommand, CBORValue, Int)])
+    func refusedWithoutChanges(command: CTAPCommand, request: CBORValue, expected: Int) async throws {
+        let harness = Harness()
+        _ = try await GetAssertionTests.register(["alice"], on: harness)
+        let before = try harness.store.allCredentials().map(\.id)
+        #expect(try await harness.send(command, request).status == UInt8(expected))
+        #expect(try harness.store.allCredentials().map(\.id) == before)
+        #expect(try harness.store.settings() == AuthenticatorSettings())
+        #expect(try harness.store.largeBlobArray() == nil)
+    }
+
+    @Test(arguments: [CTAPCommand.clientPIN, .credentialManagement, .config, .largeBlobs])
+    func truncatedCBORIsInvalidAndAnEmptyBodyMissing(command: CTAPCommand) async {
+        let harness = Harness()
+        #expect(await harness.sendRaw([command.rawValue, 0xA2, 0x01]) == [0x12])
+        #expect(await harness.sendRaw([command.rawValue]) == [0x14])
+    }
+
+    @Test func settingsNeverShowThePINHash() {
+        let hash = [UInt8](repeating: 0xAB, count: 16)
+        let settings = AuthenticatorSettings(pinHash: hash, pinCodePointCount: 4)
+        var dumped = ""
+        dump(settings, to: &dumped)
+        for text in [dumped, "\(settings)", String(reflecting: settings)] {
+            #expect(!text.contains("ab, ab") && !text.lowercased().contains("abab") && !text.contains("171"))
+        }
+    }
+}
