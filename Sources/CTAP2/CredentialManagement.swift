@@ -162,17 +162,20 @@ extension Authenticator {
         try await storeCall { try await $0.allCredentials() }.filter(\.isDiscoverable)
     }
 
-    /// One enumerateCredentials entry: user, credential ID, public key, credProtect.
+    /// One enumerateCredentials entry: user, credential ID, public key, credProtect, and the largeBlobKey when the
+    /// credential has one.
     private static func enumerated(_ credential: StoredCredential) -> CBORValue {
         var user: [CBORValue: CBORValue] = ["id": .bytes(credential.userHandle)]
         if let name = credential.userName { user["name"] = .text(name) }
         if let displayName = credential.userDisplayName { user["displayName"] = .text(displayName) }
-        return [
+        var entry: [CBORValue: CBORValue] = [
             6: .map(user),
             7: CredentialDescriptor(id: credential.id).cborRepresentation,
             8: COSEKey(publicKey: credential.privateKey.publicKey).coseRepresentation,
             10: .int(credential.credentialProtection.rawValue),
         ]
+        if credential.largeBlobKey { entry[11] = .bytes(derivedSecret(credential, label: "largeBlobKey")) }
+        return .map(entry)
     }
 
     static func relyingPartyIDHash(_ relyingPartyID: String) -> [UInt8] {

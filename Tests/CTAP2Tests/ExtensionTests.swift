@@ -185,6 +185,15 @@ struct CredBlobAndLargeBlobKeyTests {
         let serverSide = try await harness.send(
             .makeCredential, Fixtures.makeCredential(userID: [8], options: nil, extra: [6: ["largeBlobKey": true]]))
         #expect(serverSide.status == 0 && serverSide.body?[5] == nil)
+
+        // Credential management lists the key with the credential.
+        let platform = PlatformDouble(harness: harness)
+        let token = try #require(try await platform.uvToken(permissions: CredentialManagementTests.cm).token)
+        let hash: CBORValue = .bytes(Array(SHA256.hash(data: Array("example.com".utf8))))
+        let listed = try await harness.send(
+            .credentialManagement,
+            CredentialManagementTests.request(platform, token, subcommand: 4, parameters: [1: hash]))
+        #expect(listed.body?[11] == .bytes(key))
     }
 }
 

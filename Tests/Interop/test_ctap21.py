@@ -340,6 +340,9 @@ def test_large_blobs_with_python_fido2(device):
     key = made.large_blob_key
     assert len(key) == 32
     client_pin = ClientPin(ctap)
+    credman = CredentialManagement(ctap, client_pin.protocol, client_pin.get_uv_token(PERM.CREDENTIAL_MGMT))
+    listed = credman.enumerate_creds(sha256(RP_ID.encode()))
+    assert listed[0][CredentialManagement.RESULT.LARGE_BLOB_KEY] == key
     token = client_pin.get_uv_token(PERM.LARGE_BLOB_WRITE)
     blobs = LargeBlobs(ctap, client_pin.protocol, token)
     assert blobs.read_blob_array() == []
