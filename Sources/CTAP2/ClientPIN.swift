@@ -155,7 +155,8 @@ extension Authenticator {
     }
 
     /// Compares `pinHashEnc` with the stored PIN hash (CTAP 2.1 §6.5.5.5 steps 6–9). The retry counter is lowered
-    /// and saved before the comparison, so cutting the power cannot give a free guess; a correct PIN restores it.
+    /// and saved before the comparison, so cutting the power cannot give a free guess; a correct PIN restores it
+    /// and the UV retry counter.
     /// A wrong PIN replaces the key agreement key and is PIN_INVALID, or PIN_AUTH_BLOCKED at the third in a row,
     /// or PIN_BLOCKED when no retries are left.
     private func checkPIN(
@@ -178,7 +179,9 @@ extension Authenticator {
             throw .pinInvalid
         }
         state.withLock { $0.consecutivePINFailures = 0 }
+        // A correct PIN also unblocks built-in user verification (CTAP 2.1 §6.5.5.7.2).
         settings.pinRetries = AuthenticatorSettings.maximumPINRetries
+        settings.uvRetries = AuthenticatorSettings.maximumUVRetries
         try await saveSettings(settings)
     }
 

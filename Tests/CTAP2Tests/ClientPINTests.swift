@@ -288,7 +288,7 @@ struct PinUvAuthTokenUseTests {
         #expect(try harness.store.settings().uvRetries == 8)
     }
 
-    @Test func uvBlockedAtZero() async throws {
+    @Test func uvBlockedAtZeroUntilACorrectPIN() async throws {
         let store = InMemoryCredentialStore(settings: AuthenticatorSettings(uvRetries: 1))
         let harness = Harness(answers: [.verificationFailed], store: store)
         let platform = PlatformDouble(harness: harness)
@@ -296,6 +296,11 @@ struct PinUvAuthTokenUseTests {
         #expect(try await platform.uvToken().status == 0x3C)
         #expect(try await harness.send(.makeCredential, Fixtures.makeCredential()).status == 0x3C)
         #expect(harness.user.requests.count == 1)
+        #expect(try await platform.setPIN("1234") == 0)
+        #expect(try store.settings().uvRetries == 0)
+        #expect(try await platform.pinToken("1234").status == 0)
+        #expect(try store.settings().uvRetries == 8)
+        #expect(try await platform.uvToken().status == 0)
     }
 
     @Test func alwaysUVAsksForVerificationEvenWithoutTheOption() async throws {

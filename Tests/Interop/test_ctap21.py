@@ -353,3 +353,30 @@ def test_large_blobs_with_python_fido2(device):
     assert LargeBlobs(ctap).read_blob_array() == []
     # Writing without a token is refused.
     expect_error(ERR.PUAT_REQUIRED, LargeBlobs(ctap).write_blob_array, [])
+
+
+def test_uv_retries_persist_and_a_restart_restores_them(store_dir):
+    import sqlite3
+
+    path = os.path.join(store_dir, "uv.sqlite")
+    server = Server(path)
+    try:
+        client_pin = ClientPin(Ctap2(server.device()))
+        assert client_pin.get_uv_retries() == 8
+        client_pin.set_pin("1234")
+    finally:
+        server.stop()
+    # As if two passphrase prompts had failed: the counter is in the store, the PIN hash is sealed.
+    db = sqlite3.connect(path)
+    db.execute("UPDATE authenticator_settings SET uv_retries = 6")
+    db.commit()
+    assert b"1234" not in open(path, "rb").read()
+    assert db.execute("SELECT length(sealed_pin_hash) FROM authenticator_settings").fetchone()[0] == 12 + 16 + 16
+    db.close()
+    server = Server(path)
+    try:
+        client_pin = ClientPin(Ctap2(server.device()))
+        assert client_pin.get_uv_retries() == 8  # opening the store took the passphrase: UV starts afresh
+        assert client_pin.get_pin_retries() == (8, False)
+    finally:
+        server.stop()
