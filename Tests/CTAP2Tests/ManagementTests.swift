@@ -290,3 +290,64 @@ struct CTAP21MalformedRequestTests {
         }
     }
 }
+
+/// Random parameter maps for the CTAP 2.1 commands: every answer is a status byte (and CBOR on success), nothing
+/// traps, and a PIN appears only through a successful setPIN.
+struct CTAP21FuzzTests {
+    struct Generator: RandomNumberGenerator {
+        var state: UInt64
+        mutating func next() -> UInt64 {
+            state &+= 0x9E37_79B9_7F4A_7C15
+            var z = state
+            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+            return z ^ (z >> 31)
+        }
+    }
+
+    static func value(_ random: inout Generator, depth: Int = 0) -> CBORValue {
+        switch Int.random(in: 0..<(depth > 1 ? 6 : 8), using: &random) {
+        case 0: return .int(Int.random(in: -3...20, using: &random))
+        case 1: return .int(Int.random(in: Int.min...Int.max, using: &random))
+        case 2:
+            return .bytes(
+                (0..<Int.random(in: 0...80, using: &random)).map { _ in .random(in: 0...255, using: &random) })
+        case 3: return .text(["example.com", "", "ü", "id", "type", "public-key"].randomElement(using: &random)!)
+        case 4: return .bool(Bool.random(using: &random))
+        case 5: return .bytes([UInt8](repeating: 0, count: [16, 32, 48, 64, 80].randomElement(using: &random)!))
+        case 6:
+            return .array((0..<Int.random(in: 0...3, using: &random)).map { _ in value(&random, depth: depth + 1) })
+        default:
+            var map: [CBORValue: CBORValue] = [:]
+            for _ in 0..<Int.random(in: 0...4, using: &random) {
+                let key: CBORValue =
+                    Bool.random(using: &random)
+                    ? .int(Int.random(in: -3...12, using: &random))
+                    : .text(["id", "name", "hmac-secret", "credBlob", "largeBlobKey"].randomElement(using: &random)!)
+                map[key] = value(&random, depth: depth + 1)
+            }
+            return .map(map)
+        }
+    }
+
+    @Test func randomRequestsAnswerWithAStatusAndNeverTrap() async throws {
+        var random = Generator(state: 2024)
+        let harness = Harness()
+        _ = try await GetAssertionTests.register(["alice"], on: harness)
+        let commands: [CTAPCommand] = [.clientPIN, .credentialManagement, .config, .largeBlobs, .getAssertion]
+        for iteration in 0..<3000 {
+            if iteration % 200 == 0 { await Task.yield() }
+            var map: [CBORValue: CBORValue] = [:]
+            for key in 1...10 where Int.random(in: 0..<3, using: &random) == 0 {
+                map[.int(key)] = Self.value(&random)
+            }
+            let command = commands.randomElement(using: &random)!
+            let response = await harness.sendRaw([command.rawValue] + CBORValue.map(map).encoded())
+            let status = try #require(response.first)
+            if status != 0 {
+                #expect(response.count == 1)
+            }
+        }
+        #expect(try harness.store.settings().isPINSet == false)
+    }
+}
