@@ -125,6 +125,7 @@ extension Passkey {
             print("              setMinPINLength, alwaysUv, largeBlobs\(settings.alwaysUV ? "" : ", makeCredUvNotRqd")")
             print("  extensions  credProtect, hmac-secret, credBlob, largeBlobKey, minPinLength")
             print("  PIN/UV      protocols 2 and 1")
+            print("  transports  \(configuration.transports.joined(separator: ", "))")
             print("security")
             print(
                 "  PIN         \(settings.isPINSet ? "set" : "not set")\(settings.forcePINChange ? " (must be changed)" : "")"
@@ -133,7 +134,6 @@ extension Passkey {
             print("  UV retries  \(settings.uvRetries) of \(AuthenticatorSettings.maximumUVRetries)")
             print("  min PIN     \(settings.minimumPINLength) code points")
             print("  alwaysUv    \(settings.alwaysUV ? "on" : "off")")
-            print("  transports  \(configuration.transports.joined(separator: ", "))")
             print("store")
             print("  path        \(store.url.path)")
             print("  passkeys    \(count)")
