@@ -132,7 +132,7 @@ extension Authenticator {
         let permissions = try Self.requestedPermissions(raw)
         let pinProtocol = try Self.supportedProtocol(version)
         try Self.checkSupported(permissions)
-        guard try await loadSettings().uvRetries > 0 else { throw .userVerificationBlocked }
+        try Self.checkBuiltInVerificationUsable(try await loadSettings())
         let shared = try sharedSecret(pinProtocol, keyAgreement)
         try await consent(
             ConsentRequest(
@@ -311,7 +311,7 @@ extension Authenticator {
     ) async throws(CTAPError) -> (userVerified: Bool, selectedAccount: Int?) {
         guard request.requiresVerification else { return try await ask(request, activity) }
         var settings = try await loadSettings()
-        guard settings.uvRetries > 0 else { throw .userVerificationBlocked }
+        try Self.checkBuiltInVerificationUsable(settings)
         do {
             let approval = try await ask(request, activity)
             if settings.uvRetries != AuthenticatorSettings.maximumUVRetries {
@@ -325,6 +325,13 @@ extension Authenticator {
             try await saveSettings(settings)
             throw settings.uvRetries == 0 ? .userVerificationBlocked : .userVerificationInvalid
         }
+    }
+
+    /// A blocked PIN disables built-in user verification too, until authenticatorReset (CTAP 2.1 §6.5.2.2):
+    /// CTAP2_ERR_PIN_BLOCKED; no UV retries left is CTAP2_ERR_UV_BLOCKED.
+    private static func checkBuiltInVerificationUsable(_ settings: AuthenticatorSettings) throws(CTAPError) {
+        guard !settings.isPINSet || settings.pinRetries > 0 else { throw .pinBlocked }
+        guard settings.uvRetries > 0 else { throw .userVerificationBlocked }
     }
 
     func loadSettings() async throws(CTAPError) -> AuthenticatorSettings {

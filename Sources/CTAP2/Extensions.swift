@@ -123,7 +123,7 @@ extension Authenticator {
 
     /// Starts hmac-secret for one getAssertion (§12.5): the shared secret from the platform's key (a bad key is
     /// CTAP1_ERR_INVALID_PARAMETER), saltAuth checked (CTAP2_ERR_PIN_AUTH_INVALID), and one or two 32-byte salts
-    /// decrypted (any other length is CTAP1_ERR_INVALID_LENGTH).
+    /// decrypted (a failed decryption or any other length is CTAP1_ERR_INVALID_PARAMETER).
     func hmacSecretSession(_ input: GetAssertionExtensions.HMACSecretInput) throws(CTAPError) -> HMACSecretSession {
         let pinProtocol = input.pinUvAuthProtocol
         let key = state.withLock { $0.keyAgreementKey }
@@ -140,9 +140,9 @@ extension Authenticator {
         do {
             salts = try pinProtocol.decrypt(key: shared, ciphertext: input.saltEnc)
         } catch {
-            throw .invalidLength
+            throw .invalidParameter
         }
-        guard salts.count == 32 || salts.count == 64 else { throw .invalidLength }
+        guard salts.count == 32 || salts.count == 64 else { throw .invalidParameter }
         return HMACSecretSession(
             pinUvAuthProtocol: pinProtocol, sharedSecret: shared,
             salts: salts.count == 32 ? [salts] : [Array(salts[..<32]), Array(salts[32...])],

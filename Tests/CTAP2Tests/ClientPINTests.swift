@@ -303,6 +303,18 @@ struct PinUvAuthTokenUseTests {
         #expect(try await platform.uvToken().status == 0)
     }
 
+    @Test func aBlockedPINDisablesBuiltInVerificationToo() async throws {
+        let settings = AuthenticatorSettings(
+            pinHash: PlatformDouble.pinHash("1234"), pinCodePointCount: 4, pinRetries: 0)
+        let harness = Harness(store: InMemoryCredentialStore(settings: settings))
+        #expect(try await PlatformDouble(harness: harness).uvToken().status == 0x32)
+        #expect(try await harness.send(.makeCredential, Fixtures.makeCredential()).status == 0x32)
+        #expect(try await harness.send(.makeCredential, Fixtures.makeCredential(options: nil)).status == 0)
+        #expect(harness.user.requests.map(\.requiresVerification) == [false])
+        #expect(try await harness.send(.reset).status == 0)
+        #expect(try await harness.send(.makeCredential, Fixtures.makeCredential()).status == 0)
+    }
+
     @Test func alwaysUVAsksForVerificationEvenWithoutTheOption() async throws {
         let harness = Harness(store: InMemoryCredentialStore(settings: AuthenticatorSettings(alwaysUV: true)))
         #expect(try await harness.send(.getInfo).body?[4]?["makeCredUvNotRqd"] == false)

@@ -132,7 +132,7 @@ struct HMACSecretTests {
         ]
         #expect(
             try await harness.send(.getAssertion, Fixtures.getAssertion(extra: [4: ["hmac-secret": odd]])).status
-                == 0x03)
+                == 0x02)
         #expect(harness.user.requests.count == 1)  // only the registration asked
     }
 
