@@ -91,8 +91,7 @@ let package = Package(
             name: "CrossDevice",
             dependencies: [
                 "HybridTransport", "BlueZProximity", "Hybrid", "Proximity", "CBOR", "CTAP2", "RelyingParty", "WebAuthn",
-                crypto,
-                nioSSL,
+                crypto, nioSSL,
             ],
             swiftSettings: strictSettings
         ),
@@ -107,8 +106,7 @@ let package = Package(
             name: "passkey",
             dependencies: [
                 "CBOR", "WebAuthn", "CTAP2", "CTAPHID", "RelyingParty", "PasskeyStore", "CTAPHIDTransport", "Hybrid",
-                "QRImage", "Proximity", "HybridTransport", "CrossDevice", "RelayServer", argumentParser, logging,
-                crypto,
+                "QRImage", "Proximity", "HybridTransport", "CrossDevice", "RelayServer", argumentParser, logging, crypto,
                 nioSSL,
             ],
             swiftSettings: strictSettings
