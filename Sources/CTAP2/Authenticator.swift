@@ -49,6 +49,11 @@ public struct AuthenticatorConfiguration: Sendable {
     public var maximumCredentialCountInList = 16
     /// The longest credential ID in a list that can be one of ours (getInfo maxCredentialIdLength).
     public var maximumCredentialIDLength = 128
+    /// The transport carries one request per session (a hybrid phone that answers one request per QR code, each
+    /// with a fresh authenticator). getInfo then leaves out what needs a later request to the same authenticator:
+    /// the PIN/UV auth protocols and tokens, clientPin, credential management, config, large blobs, and the
+    /// hmac-secret and largeBlobKey extensions, so platforms use built-in UV (`uv: true`) directly.
+    public var oneRequestPerSession = false
     /// getInfo firmwareVersion: the program's version 0.1.0 as major << 16 | minor << 8 | patch.
     public var firmwareVersion = 0x00_01_00
     /// The longest serialized large-blob array kept (getInfo maxSerializedLargeBlobArray; at least 1024).
@@ -242,6 +247,21 @@ public final class Authenticator: Sendable {
     /// The authenticatorGetInfo response (CTAP 2.1 §6.4): only what is implemented.
     public func info() async throws(CTAPError) -> CBORValue {
         let settings = try await loadSettings()
+        if configuration.oneRequestPerSession {
+            return [
+                1: ["FIDO_2_0", "FIDO_2_1"],
+                2: ["credProtect", "credBlob", "minPinLength"],
+                3: .bytes(configuration.aaguid.bytes),
+                4: ["rk": true, "up": true, "uv": true, "makeCredUvNotRqd": .bool(!settings.alwaysUV)],
+                5: .int(configuration.maximumMessageSize),
+                7: .int(configuration.maximumCredentialCountInList),
+                8: .int(configuration.maximumCredentialIDLength),
+                9: .array(configuration.transports.map(CBORValue.text)),
+                10: [["alg": .int(COSEAlgorithm.es256.rawValue), "type": "public-key"]],
+                0x0E: .int(configuration.firmwareVersion),
+                0x0F: .int(AuthenticatorExtension.maximumCredentialBlobLength),
+            ]
+        }
         return [
             1: ["FIDO_2_0", "FIDO_2_1"],
             3: .bytes(configuration.aaguid.bytes),

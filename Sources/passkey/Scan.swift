@@ -53,6 +53,8 @@ extension Passkey {
             defer { store.close() }
             var configuration = AuthenticatorConfiguration()
             configuration.accountSelection = .authenticator
+            // Each scan is a fresh authenticator; without --keep-open it answers one request.
+            configuration.oneRequestPerSession = !keepOpen
             let authenticator = Authenticator(
                 configuration: configuration,
                 environment: AuthenticatorEnvironment(

@@ -37,6 +37,17 @@ struct GetInfoTests {
         #expect(info == expected)
     }
 
+    /// A hybrid phone answering one request per QR code offers nothing that needs a second request.
+    @Test func oneRequestPerSessionLeavesOutPinUvAuthFeatures() async throws {
+        var configuration = AuthenticatorConfiguration()
+        configuration.oneRequestPerSession = true
+        let info = try await Harness(configuration: configuration).send(.getInfo).body
+        #expect(info?[2] == ["credProtect", "credBlob", "minPinLength"])
+        #expect(info?[4] == ["rk": true, "up": true, "uv": true, "makeCredUvNotRqd": true])
+        #expect(info?[6] == nil && info?[0x0B] == nil && info?[0x0D] == nil)
+        #expect(info?.mapValue?.keys.count == 11)
+    }
+
     @Test func followsTheSettings() async throws {
         let settings = AuthenticatorSettings(
             pinHash: [UInt8](repeating: 1, count: 16), pinCodePointCount: 4, minimumPINLength: 8, alwaysUV: true,
