@@ -52,7 +52,8 @@ let package = Package(
         // MARK: Pure protocol code: no I/O, no NIO.
         .target(name: "CBOR", swiftSettings: strictSettings),
         .target(name: "WebAuthn", dependencies: ["CBOR", crypto], swiftSettings: strictSettings),
-        .target(name: "CTAP2", dependencies: ["CBOR", "WebAuthn", crypto], swiftSettings: strictSettings),
+        .target(
+            name: "CTAP2", dependencies: ["CBOR", "WebAuthn", crypto, cryptoExtras], swiftSettings: strictSettings),
         .target(name: "CTAPHID", swiftSettings: strictSettings),
         .target(name: "UHID", swiftSettings: strictSettings),
         .target(name: "RelyingParty", dependencies: ["CBOR", "WebAuthn", crypto], swiftSettings: strictSettings),
@@ -93,7 +94,8 @@ let package = Package(
         .target(
             name: "CrossDevice",
             dependencies: [
-                "HybridTransport", "BlueZProximity", "Hybrid", "Proximity", "CTAP2", "RelyingParty", "WebAuthn", crypto, nioSSL,
+                "HybridTransport", "BlueZProximity", "Hybrid", "Proximity", "CBOR", "CTAP2", "RelyingParty", "WebAuthn",
+                crypto, nioSSL,
             ],
             swiftSettings: strictSettings
         ),
@@ -128,7 +130,8 @@ let package = Package(
         .testTarget(name: "WebAuthnTests", dependencies: ["WebAuthn", "CBOR", crypto], swiftSettings: strictSettings),
         .testTarget(
             name: "CTAP2Tests",
-            dependencies: ["CTAP2", "WebAuthn", "CBOR", "RelyingParty", crypto],
+            dependencies: ["CTAP2", "WebAuthn", "CBOR", "RelyingParty", crypto, cryptoExtras],
+            resources: [.copy("Vectors")],
             swiftSettings: strictSettings
         ),
         .testTarget(name: "CTAPHIDTests", dependencies: ["CTAPHID"], swiftSettings: strictSettings),
@@ -161,6 +164,7 @@ let package = Package(
         .testTarget(
             name: "PasskeyStoreTests",
             dependencies: ["PasskeyStore", "CTAP2", "WebAuthn", crypto],
+            resources: [.copy("Fixtures")],
             swiftSettings: strictSettings
         ),
         .testTarget(

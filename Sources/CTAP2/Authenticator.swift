@@ -43,6 +43,21 @@ public struct AuthenticatorConfiguration: Sendable {
     public var maximumMessageSize = 7609
     /// The transports getInfo reports.
     public var transports = ["hybrid", "internal"]
+    /// How many discoverable credentials credential management reports room for in all.
+    public var credentialCapacity = 100_000
+    /// The most descriptors an allowList or excludeList may hold (getInfo maxCredentialCountInList).
+    public var maximumCredentialCountInList = 16
+    /// The longest credential ID in a list that can be one of ours (getInfo maxCredentialIdLength).
+    public var maximumCredentialIDLength = 128
+    /// The transport carries one request per session (a hybrid phone that answers one request per QR code, each
+    /// with a fresh authenticator). getInfo then leaves out what needs a later request to the same authenticator:
+    /// the PIN/UV auth protocols and tokens, clientPin, credential management, config, large blobs, and the
+    /// hmac-secret and largeBlobKey extensions, so platforms use built-in UV (`uv: true`) directly.
+    public var oneRequestPerSession = false
+    /// getInfo firmwareVersion: the program's version 0.1.0 as major << 16 | minor << 8 | patch.
+    public var firmwareVersion = 0x00_01_00
+    /// The longest serialized large-blob array kept (getInfo maxSerializedLargeBlobArray; at least 1024).
+    public var maximumLargeBlobArrayLength = 4096
 
     public init() {}
 }
@@ -100,22 +115,35 @@ public enum AuthenticatorActivity: Hashable, Sendable {
 /// called without hopping between executors, which keeps getAssertion close to the cost of its signature.
 public final class Authenticator: Sendable {
     public let configuration: AuthenticatorConfiguration
-    private let environment: AuthenticatorEnvironment
+    let environment: AuthenticatorEnvironment
     private let startedAt: ContinuousClock.Instant
-    private let state = Mutex(State())
+    let state: Mutex<State>
 
-    private struct State {
+    /// What lasts one power cycle (one run of the process).
+    struct State {
         var pendingAssertions: PendingAssertions?
         var busy = false
+        /// The PIN/UV auth protocols' key agreement key; replaced after a wrong PIN (`regenerate()`).
+        var keyAgreementKey: P256.KeyAgreement.PrivateKey
+        /// The one pinUvAuthToken.
+        var pinToken: PinUvAuthTokenState
+        /// Wrong PINs since the last correct one in this power cycle; at 3, PIN use waits for a restart.
+        var consecutivePINFailures = 0
+        /// What credential management's GetNext subcommands return next.
+        var pendingEnumeration: PendingEnumeration?
+        /// A large-blob array being written in fragments.
+        var largeBlobWrite: PendingLargeBlobWrite?
     }
 
     /// State kept between getAssertion and getNextAssertion.
-    private struct PendingAssertions {
+    struct PendingAssertions {
         var remaining: [StoredCredential]
         var clientDataHash: [UInt8]
         var flags: AuthenticatorFlags
         var userVerified: Bool
         var issuedAt: ContinuousClock.Instant
+        var extensions: GetAssertionExtensions
+        var hmacSecret: HMACSecretSession?
     }
 
     public init(
@@ -124,6 +152,11 @@ public final class Authenticator: Sendable {
         self.configuration = configuration
         self.environment = environment
         self.startedAt = environment.now()
+        self.state = Mutex(
+            State(
+                keyAgreementKey: Self.keyAgreementKey(environment.randomBytes),
+                pinToken: PinUvAuthTokenState(token: environment.randomBytes(32))
+            ))
     }
 
     /// Handles one CTAP2 message: the command byte followed by its CBOR parameters.
@@ -152,12 +185,15 @@ public final class Authenticator: Sendable {
         guard let commandByte = message.first else { throw .invalidLength }
         guard message.count <= configuration.maximumMessageSize else { throw .invalidLength }
         let command = CTAPCommand(rawValue: commandByte)
-        if command != .getNextAssertion { state.withLock { $0.pendingAssertions = nil } }
+        state.withLock { state in
+            if command != .getNextAssertion { state.pendingAssertions = nil }
+            if command != .credentialManagement { state.pendingEnumeration = nil }
+        }
         let parameters: CBORValue? = try Self.decodeParameters(message.dropFirst())
 
         switch command {
         case .getInfo:
-            return Self.success(info)
+            return Self.success(try await info())
         case .makeCredential:
             guard let parameters else { throw .missingParameter }
             return Self.success(try await makeCredential(MakeCredentialRequest(cbor: parameters), activity: activity))
@@ -166,6 +202,18 @@ public final class Authenticator: Sendable {
             return try await getAssertion(GetAssertionRequest(cbor: parameters), activity: activity)
         case .getNextAssertion:
             return try getNextAssertion()
+        case .clientPIN:
+            guard let parameters else { throw .missingParameter }
+            return Self.success(try await clientPIN(ClientPINRequest(cbor: parameters), activity: activity))
+        case .credentialManagement:
+            guard let parameters else { throw .missingParameter }
+            return Self.success(try await credentialManagement(SubcommandRequest(cbor: parameters)))
+        case .largeBlobs:
+            guard let parameters else { throw .missingParameter }
+            return Self.success(try await largeBlobs(LargeBlobsRequest(cbor: parameters)))
+        case .config:
+            guard let parameters else { throw .missingParameter }
+            return Self.success(try await authenticatorConfig(SubcommandRequest(cbor: parameters)))
         case .reset:
             try await reset(activity: activity)
             return Self.success(nil)
@@ -179,7 +227,7 @@ public final class Authenticator: Sendable {
     }
 
     /// A success response: status 0x00, then the body when there is one.
-    private static func success(_ body: CBORValue?) -> [UInt8] {
+    static func success(_ body: CBORValue?) -> [UInt8] {
         var writer = CBORWriter(prefix: [0x00], capacity: 256)
         if let body { writer.value(body) }
         return writer.bytes
@@ -197,14 +245,45 @@ public final class Authenticator: Sendable {
     // MARK: authenticatorGetInfo
 
     /// The authenticatorGetInfo response (CTAP 2.1 §6.4): only what is implemented.
-    public var info: CBORValue {
-        [
+    public func info() async throws(CTAPError) -> CBORValue {
+        let settings = try await loadSettings()
+        if configuration.oneRequestPerSession {
+            return [
+                1: ["FIDO_2_0", "FIDO_2_1"],
+                2: ["credProtect", "credBlob", "minPinLength"],
+                3: .bytes(configuration.aaguid.bytes),
+                4: ["rk": true, "up": true, "uv": true, "makeCredUvNotRqd": .bool(!settings.alwaysUV)],
+                5: .int(configuration.maximumMessageSize),
+                7: .int(configuration.maximumCredentialCountInList),
+                8: .int(configuration.maximumCredentialIDLength),
+                9: .array(configuration.transports.map(CBORValue.text)),
+                10: [["alg": .int(COSEAlgorithm.es256.rawValue), "type": "public-key"]],
+                0x0E: .int(configuration.firmwareVersion),
+                0x0F: .int(AuthenticatorExtension.maximumCredentialBlobLength),
+            ]
+        }
+        return [
             1: ["FIDO_2_0", "FIDO_2_1"],
             3: .bytes(configuration.aaguid.bytes),
-            4: ["rk": true, "up": true, "uv": true, "makeCredUvNotRqd": true],
+            4: [
+                "rk": true, "up": true, "uv": true, "clientPin": .bool(settings.isPINSet), "pinUvAuthToken": true,
+                "makeCredUvNotRqd": .bool(!settings.alwaysUV), "credMgmt": true, "authnrCfg": true,
+                "uvAcfg": true, "setMinPINLength": true, "alwaysUv": .bool(settings.alwaysUV),
+                "largeBlobs": true,
+            ],
             5: .int(configuration.maximumMessageSize),
+            2: .array(AuthenticatorExtension.all.map(CBORValue.text)),
+            6: .array(PinUvAuthProtocol.supported.map { .int($0.rawValue) }),
+            7: .int(configuration.maximumCredentialCountInList),
+            8: .int(configuration.maximumCredentialIDLength),
             9: .array(configuration.transports.map(CBORValue.text)),
             10: [["alg": .int(COSEAlgorithm.es256.rawValue), "type": "public-key"]],
+            0x0B: .int(configuration.maximumLargeBlobArrayLength),
+            0x0C: .bool(settings.forcePINChange),
+            0x0D: .int(settings.minimumPINLength),
+            0x0E: .int(configuration.firmwareVersion),
+            0x0F: .int(AuthenticatorExtension.maximumCredentialBlobLength),
+            0x10: .int(Self.maximumMinPINLengthRelyingParties),
         ]
     }
 
@@ -216,21 +295,38 @@ public final class Authenticator: Sendable {
     ) async throws(CTAPError) -> CBORValue {
         guard request.clientDataHash.count == 32 else { throw .invalidLength }
         guard request.userHandle.count <= 64, !request.userHandle.isEmpty else { throw .invalidLength }
-        try Self.rejectPinUvAuthParam(request.pinUvAuthParam, protocol: request.pinUvAuthProtocol)
+        let pinUvAuth = try await pinUvAuthParameters(
+            request.pinUvAuthParam, protocol: request.pinUvAuthProtocol, activity: activity)
         guard request.algorithms.contains(COSEAlgorithm.es256.rawValue) else { throw .unsupportedAlgorithm }
+        let extensions = try MakeCredentialExtensions(cbor: request.extensions)
+        guard request.excludeList.count <= configuration.maximumCredentialCountInList else { throw .limitExceeded }
         // Enterprise attestation is not supported (CTAP 2.1 §6.1.2 step 9).
         guard request.enterpriseAttestation == nil else { throw .invalidParameter }
 
         let discoverable = request.options["rk"] ?? false
         guard request.options["up"] != false else { throw .invalidOption }
-        let verificationRequested = request.options["uv"] ?? false
-        // Built-in UV is configured, so a discoverable credential needs it (makeCredUvNotRqd covers non-discoverable only).
-        if discoverable && !verificationRequested { throw .pinUvAuthTokenRequired }
+        let settings = try await loadSettings()
+        // A pinUvAuthToken proves verification and the uv option is then ignored (§6.1.2 step 6); without one, the
+        // uv option (or alwaysUv) asks for built-in verification.
+        var token: TokenAuthorization? = nil
+        if let pinUvAuth {
+            token = try authorizeToken(
+                pinUvAuth, message: request.clientDataHash, permission: .makeCredential,
+                relyingPartyID: request.relyingPartyID)
+        }
+        let builtInVerification = token == nil && (request.options["uv"] == true || settings.alwaysUV)
+        // Built-in UV is configured, so a discoverable credential needs it (makeCredUvNotRqd covers non-discoverable
+        // only).
+        if discoverable && token == nil && !builtInVerification { throw .pinUvAuthTokenRequired }
 
         for descriptor in request.excludeList where descriptor.type == "public-key" {
             guard let existing = try await storeCall({ try await $0.credential(id: descriptor.id) }),
                 existing.relyingPartyID == request.relyingPartyID
             else { continue }
+            // credProtect level 3 hides a credential from requests without user verification (§12.1).
+            if existing.credentialProtection == .userVerificationRequired && token == nil && !builtInVerification {
+                continue
+            }
             // The user's presence is collected first, so a site cannot silently probe for credentials.
             _ = try? await ask(
                 ConsentRequest(
@@ -243,22 +339,28 @@ public final class Authenticator: Sendable {
             throw .credentialExcluded
         }
 
-        let userVerified = try await ask(
-            ConsentRequest(
-                action: .makeCredential(
-                    relyingPartyID: request.relyingPartyID,
-                    userName: request.userName,
-                    userDisplayName: request.userDisplayName
+        var userVerified = token != nil
+        if token?.userPresent != true || builtInVerification {
+            let approval = try await consent(
+                ConsentRequest(
+                    action: .makeCredential(
+                        relyingPartyID: request.relyingPartyID,
+                        userName: request.userName,
+                        userDisplayName: request.userDisplayName
+                    ),
+                    requiresPresence: true,
+                    requiresVerification: builtInVerification
                 ),
-                requiresPresence: true,
-                requiresVerification: verificationRequested
-            ),
-            activity
-        ).userVerified
+                activity
+            )
+            if builtInVerification { userVerified = approval.userVerified }
+        }
+        if token != nil { state.withLock { $0.pinToken.consumeAfterUse() } }
 
         let privateKey = generatePrivateKey()
-        let credential = StoredCredential(
-            id: environment.randomBytes(max(16, configuration.credentialIDLength)),
+        var credential = StoredCredential(
+            id: environment.randomBytes(
+                min(max(16, configuration.credentialIDLength), configuration.maximumCredentialIDLength)),
             relyingPartyID: request.relyingPartyID,
             relyingPartyName: request.relyingPartyName,
             userHandle: request.userHandle,
@@ -270,7 +372,8 @@ public final class Authenticator: Sendable {
             backupState: configuration.backupState,
             creationDate: environment.currentDate()
         )
-        try await storeCall { try await $0.save(credential) }
+        let extensionOutputs = applyExtensions(extensions, to: &credential, settings: settings)
+        try await storeCall { [credential] in try await $0.save(credential) }
 
         var flags: AuthenticatorFlags = [.userPresent]
         if userVerified { flags.insert(.userVerified) }
@@ -283,7 +386,8 @@ public final class Authenticator: Sendable {
                 aaguid: configuration.aaguid,
                 credentialID: credential.id,
                 publicKey: COSEKey(publicKey: privateKey.publicKey)
-            )
+            ),
+            extensions: extensionOutputs
         )
         let statement: CBORValue
         switch configuration.attestationFormat {
@@ -293,11 +397,13 @@ public final class Authenticator: Sendable {
             let signature = try Self.sign(authenticatorData.bytes, request.clientDataHash, with: privateKey)
             statement = ["alg": .int(COSEAlgorithm.es256.rawValue), "sig": .bytes(signature)]
         }
-        return [
+        var response: [CBORValue: CBORValue] = [
             1: .text(configuration.attestationFormat.rawValue),
             2: .bytes(authenticatorData.bytes),
             3: statement,
         ]
+        if credential.largeBlobKey { response[5] = .bytes(Self.derivedSecret(credential, label: "largeBlobKey")) }
+        return .map(response)
     }
 
     /// A fresh P-256 key from injected randomness. Importing a random scalar skips the FIPS
@@ -315,19 +421,32 @@ public final class Authenticator: Sendable {
         activity: @Sendable (AuthenticatorActivity) -> Void
     ) async throws(CTAPError) -> [UInt8] {
         guard request.clientDataHash.count == 32 else { throw .invalidLength }
-        try Self.rejectPinUvAuthParam(request.pinUvAuthParam, protocol: request.pinUvAuthProtocol)
+        let pinUvAuth = try await pinUvAuthParameters(
+            request.pinUvAuthParam, protocol: request.pinUvAuthProtocol, activity: activity)
         guard request.options["rk"] == nil else { throw .unsupportedOption }
+        let extensions = try GetAssertionExtensions(cbor: request.extensions)
+        guard request.allowList.count <= configuration.maximumCredentialCountInList else { throw .limitExceeded }
         let presenceRequested = request.options["up"] ?? true
-        let verificationRequested = request.options["uv"] ?? false
+        let settings = try await loadSettings()
+        var token: TokenAuthorization? = nil
+        if let pinUvAuth {
+            token = try authorizeToken(
+                pinUvAuth, message: request.clientDataHash, permission: .getAssertion,
+                relyingPartyID: request.relyingPartyID)
+        }
+        let verificationRequested = token == nil && (request.options["uv"] == true || settings.alwaysUV)
+        let willVerify = token != nil || verificationRequested
 
         var candidates: [StoredCredential] = []
         if request.allowList.isEmpty {
+            // credProtect (§12.1): without user verification, discovery finds level 1 credentials only.
             candidates = try await storeCall { try await $0.credentials(forRelyingParty: request.relyingPartyID) }
-                .filter(\.isDiscoverable)
+                .filter { $0.isDiscoverable && ($0.credentialProtection == .userVerificationOptional || willVerify) }
         } else {
             for descriptor in request.allowList where descriptor.type == "public-key" {
                 if let credential = try await storeCall({ try await $0.credential(id: descriptor.id) }),
-                    credential.relyingPartyID == request.relyingPartyID
+                    credential.relyingPartyID == request.relyingPartyID,
+                    credential.credentialProtection != .userVerificationRequired || willVerify
                 {
                     candidates = [credential]
                     break
@@ -335,13 +454,15 @@ public final class Authenticator: Sendable {
             }
         }
         guard !candidates.isEmpty else { throw .noCredentials }
+        let hmacSecret = try extensions.hmacSecret.map { (input) throws(CTAPError) in try hmacSecretSession(input) }
 
         let chooseOnAuthenticator =
             configuration.accountSelection == .authenticator && request.allowList.isEmpty && candidates.count > 1
-        var userVerified = false
+        var userVerified = token != nil
         var userSelected = false
-        if presenceRequested || verificationRequested {
-            let approval = try await ask(
+        let presenceProven = token?.userPresent == true && !chooseOnAuthenticator
+        if (presenceRequested && !presenceProven) || verificationRequested {
+            let approval = try await consent(
                 ConsentRequest(
                     action: .getAssertion(
                         relyingPartyID: request.relyingPartyID,
@@ -353,12 +474,14 @@ public final class Authenticator: Sendable {
                 ),
                 activity
             )
-            userVerified = approval.userVerified
+            if verificationRequested { userVerified = approval.userVerified }
             if chooseOnAuthenticator, let index = approval.selectedAccount, candidates.indices.contains(index) {
                 candidates = [candidates[index]]
                 userSelected = true
             }
         }
+
+        if token != nil && presenceRequested { state.withLock { $0.pinToken.consumeAfterUse() } }
 
         var flags: AuthenticatorFlags = []
         if presenceRequested { flags.insert(.userPresent) }
@@ -371,13 +494,18 @@ public final class Authenticator: Sendable {
                 clientDataHash: request.clientDataHash,
                 flags: flags,
                 userVerified: userVerified,
-                issuedAt: environment.now()
+                issuedAt: environment.now(),
+                extensions: extensions,
+                hmacSecret: hmacSecret
             )
             state.withLock { $0.pendingAssertions = pending }
         }
+        let outputs = try Self.extensionOutputs(
+            for: first, requested: extensions, hmacSecret: hmacSecret, userVerified: userVerified)
         return try assertion(
             for: first, clientDataHash: request.clientDataHash, flags: flags, userVerified: userVerified,
-            numberOfCredentials: pagesRemaining ? candidates.count + 1 : nil, userSelected: userSelected)
+            extensions: outputs, numberOfCredentials: pagesRemaining ? candidates.count + 1 : nil,
+            userSelected: userSelected)
     }
 
     private func getNextAssertion() throws(CTAPError) -> [UInt8] {
@@ -394,9 +522,13 @@ public final class Authenticator: Sendable {
             return (credential, pending)
         }
         guard let (credential, pending) = next else { throw .notAllowed }
+        var hmacSecret = pending.hmacSecret
+        hmacSecret?.iv = environment.randomBytes(16)
+        let outputs = try Self.extensionOutputs(
+            for: credential, requested: pending.extensions, hmacSecret: hmacSecret, userVerified: pending.userVerified)
         return try assertion(
             for: credential, clientDataHash: pending.clientDataHash, flags: pending.flags,
-            userVerified: pending.userVerified)
+            userVerified: pending.userVerified, extensions: outputs)
     }
 
     /// One whole assertion response (status byte and CBOR): credential, authenticator data, signature,
@@ -408,13 +540,15 @@ public final class Authenticator: Sendable {
         clientDataHash: [UInt8],
         flags: AuthenticatorFlags,
         userVerified: Bool,
+        extensions: AssertionExtensionOutputs,
         numberOfCredentials: Int? = nil,
         userSelected: Bool = false
     ) throws(CTAPError) -> [UInt8] {
         let authenticatorData = AuthenticatorData(
             relyingPartyIDHash: SHA256.hash(data: Array(credential.relyingPartyID.utf8)).bytes,
             flags: flags.union(Self.backupFlags(credential)),
-            signCount: 0
+            signCount: 0,
+            extensions: extensions.authenticatorData
         )
         let signature = try Self.sign(authenticatorData.bytes, clientDataHash, with: credential.privateKey)
         let name = userVerified ? credential.userName : nil
@@ -425,6 +559,7 @@ public final class Authenticator: Sendable {
         if credential.isDiscoverable { entries += 1 }
         if numberOfCredentials != nil { entries += 1 }
         if userSelected { entries += 1 }
+        if extensions.largeBlobKey != nil { entries += 1 }
         writer.mapHeader(count: entries)
         writer.int(1)  // credential: {"id", "type"}
         writer.mapHeader(count: 2)
@@ -458,6 +593,10 @@ public final class Authenticator: Sendable {
             writer.int(6)
             writer.bool(true)
         }
+        if let largeBlobKey = extensions.largeBlobKey {
+            writer.int(7)
+            writer.byteString(largeBlobKey)
+        }
         return writer.bytes
     }
 
@@ -471,13 +610,18 @@ public final class Authenticator: Sendable {
             activity
         )
         try await storeCall { try await $0.deleteAll() }
+        revokeToken()
+        state.withLock {
+            $0.consecutivePINFailures = 0
+            $0.largeBlobWrite = nil
+        }
     }
 
     // MARK: Shared steps
 
     /// Asks the user; any answer but approval ends the command with its status code.
     @discardableResult
-    private func ask(
+    func ask(
         _ request: ConsentRequest,
         _ activity: @Sendable (AuthenticatorActivity) -> Void
     ) async throws(CTAPError) -> (userVerified: Bool, selectedAccount: Int?) {
@@ -493,15 +637,7 @@ public final class Authenticator: Sendable {
         }
     }
 
-    /// No PIN/UV auth protocol is implemented, so any pinUvAuthParam is refused the way
-    /// CTAP 2.1 §6.1.2 step 2 and §6.2.2 step 2 describe.
-    private static func rejectPinUvAuthParam(_ parameter: [UInt8]?, protocol version: Int?) throws(CTAPError) {
-        guard parameter != nil else { return }
-        guard version != nil else { throw .missingParameter }
-        throw .invalidParameter
-    }
-
-    private static func backupFlags(_ credential: StoredCredential) -> AuthenticatorFlags {
+    static func backupFlags(_ credential: StoredCredential) -> AuthenticatorFlags {
         var flags: AuthenticatorFlags = []
         if credential.backupEligible { flags.insert(.backupEligible) }
         if credential.backupEligible && credential.backupState { flags.insert(.backupState) }
@@ -524,7 +660,7 @@ public final class Authenticator: Sendable {
 
     /// Runs a store operation; a full store is CTAP2_ERR_KEY_STORE_FULL and any other failure
     /// CTAP1_ERR_OTHER, reported to the operator.
-    private func storeCall<T>(_ body: (any CredentialStore) async throws -> T) async throws(CTAPError) -> T {
+    func storeCall<T>(_ body: (any CredentialStore) async throws -> T) async throws(CTAPError) -> T {
         do {
             return try await body(environment.store)
         } catch let error as CredentialStoreError where error.code == .full {

@@ -15,6 +15,8 @@ public struct CTAPError: Error, Hashable, Sendable, RawRepresentable {
     public static let invalidParameter = CTAPError(rawValue: 0x02)
     /// The request is longer than the authenticator accepts.
     public static let invalidLength = CTAPError(rawValue: 0x03)
+    /// A fragment arrived out of order (CTAP1_ERR_INVALID_SEQ).
+    public static let invalidSequence = CTAPError(rawValue: 0x04)
     /// Another request is still being handled (CTAP1_ERR_CHANNEL_BUSY).
     public static let channelBusy = CTAPError(rawValue: 0x06)
     /// A CBOR value has the wrong type for its parameter.
@@ -25,6 +27,8 @@ public struct CTAPError: Error, Hashable, Sendable, RawRepresentable {
     public static let missingParameter = CTAPError(rawValue: 0x14)
     /// A list or count exceeds the authenticator's limit.
     public static let limitExceeded = CTAPError(rawValue: 0x15)
+    /// The large-blob array would be longer than the authenticator keeps.
+    public static let largeBlobStorageFull = CTAPError(rawValue: 0x18)
     /// A credential in the excludeList already exists here.
     public static let credentialExcluded = CTAPError(rawValue: 0x19)
     /// None of the requested algorithms is supported.
@@ -45,10 +49,34 @@ public struct CTAPError: Error, Hashable, Sendable, RawRepresentable {
     public static let userActionTimeout = CTAPError(rawValue: 0x2F)
     /// The command is not allowed in the current state (for example getNextAssertion with nothing pending).
     public static let notAllowed = CTAPError(rawValue: 0x30)
+    /// The PIN is wrong.
+    public static let pinInvalid = CTAPError(rawValue: 0x31)
+    /// No PIN attempts are left: the PIN is blocked until authenticatorReset.
+    public static let pinBlocked = CTAPError(rawValue: 0x32)
+    /// A pinUvAuthParam does not verify, or the token lacks the permission.
+    public static let pinAuthInvalid = CTAPError(rawValue: 0x33)
+    /// Too many consecutive wrong PINs: PIN use is blocked until the authenticator restarts.
+    public static let pinAuthBlocked = CTAPError(rawValue: 0x34)
+    /// No PIN is set.
+    public static let pinNotSet = CTAPError(rawValue: 0x35)
     /// A pinUvAuthToken is needed but none was given.
     public static let pinUvAuthTokenRequired = CTAPError(rawValue: 0x36)
+    /// The new PIN breaks the PIN policy (too short, too long, not UTF-8, or must change).
+    public static let pinPolicyViolation = CTAPError(rawValue: 0x37)
+    /// A request's data exceeds what the authenticator accepts.
+    public static let requestTooLarge = CTAPError(rawValue: 0x39)
+    /// User presence is needed for this request.
+    public static let userPresenceRequired = CTAPError(rawValue: 0x3B)
+    /// No built-in user verification attempts are left.
+    public static let userVerificationBlocked = CTAPError(rawValue: 0x3C)
+    /// A checksum does not match (the large-blob array's hash).
+    public static let integrityFailure = CTAPError(rawValue: 0x3D)
+    /// The subcommand is not one this authenticator knows.
+    public static let invalidSubcommand = CTAPError(rawValue: 0x3E)
     /// Built-in user verification failed.
     public static let userVerificationInvalid = CTAPError(rawValue: 0x3F)
+    /// The token's permissions do not cover the request, or a permission is not supported.
+    public static let unauthorizedPermission = CTAPError(rawValue: 0x40)
     /// Any other failure.
     public static let other = CTAPError(rawValue: 0x7F)
 }
@@ -67,11 +95,13 @@ extension CTAPError: CustomStringConvertible {
             case .invalidCommand: "CTAP1_ERR_INVALID_COMMAND"
             case .invalidParameter: "CTAP1_ERR_INVALID_PARAMETER"
             case .invalidLength: "CTAP1_ERR_INVALID_LENGTH"
+            case .invalidSequence: "CTAP1_ERR_INVALID_SEQ"
             case .channelBusy: "CTAP1_ERR_CHANNEL_BUSY"
             case .cborUnexpectedType: "CTAP2_ERR_CBOR_UNEXPECTED_TYPE"
             case .invalidCBOR: "CTAP2_ERR_INVALID_CBOR"
             case .missingParameter: "CTAP2_ERR_MISSING_PARAMETER"
             case .limitExceeded: "CTAP2_ERR_LIMIT_EXCEEDED"
+            case .largeBlobStorageFull: "CTAP2_ERR_LARGE_BLOB_STORAGE_FULL"
             case .credentialExcluded: "CTAP2_ERR_CREDENTIAL_EXCLUDED"
             case .unsupportedAlgorithm: "CTAP2_ERR_UNSUPPORTED_ALGORITHM"
             case .operationDenied: "CTAP2_ERR_OPERATION_DENIED"
@@ -82,8 +112,20 @@ extension CTAPError: CustomStringConvertible {
             case .noCredentials: "CTAP2_ERR_NO_CREDENTIALS"
             case .userActionTimeout: "CTAP2_ERR_USER_ACTION_TIMEOUT"
             case .notAllowed: "CTAP2_ERR_NOT_ALLOWED"
+            case .pinInvalid: "CTAP2_ERR_PIN_INVALID"
+            case .pinBlocked: "CTAP2_ERR_PIN_BLOCKED"
+            case .pinAuthInvalid: "CTAP2_ERR_PIN_AUTH_INVALID"
+            case .pinAuthBlocked: "CTAP2_ERR_PIN_AUTH_BLOCKED"
+            case .pinNotSet: "CTAP2_ERR_PIN_NOT_SET"
             case .pinUvAuthTokenRequired: "CTAP2_ERR_PUAT_REQUIRED"
+            case .pinPolicyViolation: "CTAP2_ERR_PIN_POLICY_VIOLATION"
+            case .requestTooLarge: "CTAP2_ERR_REQUEST_TOO_LARGE"
+            case .userPresenceRequired: "CTAP2_ERR_UP_REQUIRED"
+            case .userVerificationBlocked: "CTAP2_ERR_UV_BLOCKED"
+            case .integrityFailure: "CTAP2_ERR_INTEGRITY_FAILURE"
+            case .invalidSubcommand: "CTAP2_ERR_INVALID_SUBCOMMAND"
             case .userVerificationInvalid: "CTAP2_ERR_UV_INVALID"
+            case .unauthorizedPermission: "CTAP2_ERR_UNAUTHORIZED_PERMISSION"
             case .other: "CTAP1_ERR_OTHER"
             default: "CTAP status"
             }

@@ -1,4 +1,5 @@
 import CBOR
+import Crypto
 import WebAuthn
 
 /// The platform side of CTAP2: builds requests and reads responses, as a browser does before it
@@ -14,7 +15,8 @@ public enum CTAPClient {
         userDisplayName: String?,
         excludeList: [[UInt8]] = [],
         discoverable: Bool = true,
-        userVerification: Bool = true
+        userVerification: Bool = true,
+        extensions: [CBORValue: CBORValue] = [:]
     ) -> [UInt8] {
         var rp: [CBORValue: CBORValue] = ["id": .text(relyingPartyID)]
         if let relyingPartyName { rp["name"] = .text(relyingPartyName) }
@@ -29,6 +31,7 @@ public enum CTAPClient {
         if !excludeList.isEmpty {
             parameters[5] = .array(excludeList.map { CredentialDescriptor(id: $0).cborRepresentation })
         }
+        if !extensions.isEmpty { parameters[6] = .map(extensions) }
         var options: [CBORValue: CBORValue] = [:]
         if discoverable { options["rk"] = true }
         if userVerification { options["uv"] = true }
@@ -42,17 +45,24 @@ public enum CTAPClient {
         clientDataHash: [UInt8],
         allowList: [[UInt8]] = [],
         userPresence: Bool = true,
-        userVerification: Bool = true
+        userVerification: Bool = true,
+        extensions: [CBORValue: CBORValue] = [:]
     ) -> [UInt8] {
         var parameters: [CBORValue: CBORValue] = [1: .text(relyingPartyID), 2: .bytes(clientDataHash)]
         if !allowList.isEmpty {
             parameters[3] = .array(allowList.map { CredentialDescriptor(id: $0).cborRepresentation })
         }
+        if !extensions.isEmpty { parameters[4] = .map(extensions) }
         var options: [CBORValue: CBORValue] = [:]
         if !userPresence { options["up"] = false }
         if userVerification { options["uv"] = true }
         if !options.isEmpty { parameters[5] = .map(options) }
         return [CTAPCommand.getAssertion.rawValue] + CBORValue.map(parameters).encoded()
+    }
+
+    /// authenticatorClientPIN getKeyAgreement for `pinUvAuthProtocol`.
+    public static func getKeyAgreementMessage(pinUvAuthProtocol: PinUvAuthProtocol = .two) -> [UInt8] {
+        [CTAPCommand.clientPIN.rawValue] + CBORValue.map([1: .int(pinUvAuthProtocol.rawValue), 2: 2]).encoded()
     }
 
     /// Splits a response into its status and decoded body; a non-zero status is thrown.
@@ -112,5 +122,45 @@ public struct GetAssertionResponse: Sendable {
         userName = try user?.optional("name")?.text()
         userDisplayName = try user?.optional("displayName")?.text()
         numberOfCredentials = try map.optional(5)?.int()
+    }
+}
+
+/// The platform's half of hmac-secret (CTAP 2.1 §12.5) as the WebAuthn prf extension uses it: one salt,
+/// `SHA-256("WebAuthn PRF" ‖ 0x00 ‖ input)`, sent encrypted under a fresh key agreement with protocol two.
+public struct PRFEvaluation: Sendable {
+    private let sharedSecret: [UInt8]
+    /// The getAssertion extensions entry: `{"hmac-secret": {1: keyAgreement, 2: saltEnc, 3: saltAuth, 4: 2}}`.
+    public let extensionInput: [CBORValue: CBORValue]
+
+    /// `keyAgreementResponse` is the authenticator's getKeyAgreement answer; `iv` 16 random bytes.
+    public init(input: [UInt8], keyAgreementResponse: [UInt8], iv: [UInt8]) throws(CTAPError) {
+        let pinProtocol = PinUvAuthProtocol.two
+        let authenticatorKey = try CTAPClient.body(of: keyAgreementResponse).parameters().required(1)
+        let platformKey = P256.KeyAgreement.PrivateKey()
+        do {
+            sharedSecret = try pinProtocol.sharedSecret(privateKey: platformKey, platformKey: authenticatorKey)
+            let salt = SHA256.hash(data: Array("WebAuthn PRF".utf8) + [0] + input).bytes
+            let saltEnc = try pinProtocol.encrypt(key: sharedSecret, plaintext: salt, iv: iv)
+            extensionInput = [
+                "hmac-secret": [
+                    1: PinUvAuthProtocol.coseKey(platformKey.publicKey), 2: .bytes(saltEnc),
+                    3: .bytes(pinProtocol.authenticate(key: sharedSecret, message: saltEnc)), 4: 2,
+                ]
+            ]
+        } catch {
+            throw .invalidParameter
+        }
+    }
+
+    /// The prf result (32 bytes) from an assertion's authenticator data, or nil when it has none.
+    public func result(from authenticatorData: AuthenticatorData) throws(CTAPError) -> [UInt8]? {
+        guard let encrypted = authenticatorData.extensions?.mapValue?["hmac-secret"]?.bytesValue else { return nil }
+        do {
+            let output = try PinUvAuthProtocol.two.decrypt(key: sharedSecret, ciphertext: encrypted)
+            guard output.count == 32 else { throw CTAPError.invalidLength }
+            return output
+        } catch {
+            throw .invalidLength
+        }
     }
 }

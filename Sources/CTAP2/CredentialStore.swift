@@ -2,6 +2,16 @@ import Crypto
 import Foundation
 import Synchronization
 
+/// The credProtect level of a credential (CTAP 2.1 §12.1): when it may be used without user verification.
+public enum CredentialProtection: Int, Hashable, Sendable, CaseIterable {
+    /// userVerificationOptional: always usable (the default).
+    case userVerificationOptional = 1
+    /// userVerificationOptionalWithCredentialIDList: without UV only when the platform names it in an allowList.
+    case userVerificationOptionalWithCredentialIDList = 2
+    /// userVerificationRequired: only with user verification.
+    case userVerificationRequired = 3
+}
+
 /// One passkey as the authenticator keeps it.
 ///
 /// The private key is here in the clear: stores that persist credentials encrypt it at rest.
@@ -29,6 +39,14 @@ public struct StoredCredential: Sendable {
     public var backupState: Bool
     /// When the credential was made; orders discoverable credentials newest first.
     public var creationDate: Date
+    /// The credProtect level chosen at creation.
+    public var credentialProtection: CredentialProtection
+    /// The credBlob stored at creation (at most 32 bytes), returned on request by getAssertion.
+    public var credentialBlob: [UInt8]?
+    /// Whether the credential was made with hmac-secret; its secrets are derived from the private key.
+    public var hmacSecret: Bool
+    /// Whether the credential was made with largeBlobKey; the key is derived from the private key.
+    public var largeBlobKey: Bool
 
     public init(
         id: [UInt8],
@@ -41,7 +59,11 @@ public struct StoredCredential: Sendable {
         isDiscoverable: Bool,
         backupEligible: Bool,
         backupState: Bool,
-        creationDate: Date
+        creationDate: Date,
+        credentialProtection: CredentialProtection = .userVerificationOptional,
+        credentialBlob: [UInt8]? = nil,
+        hmacSecret: Bool = false,
+        largeBlobKey: Bool = false
     ) {
         self.id = id
         self.relyingPartyID = relyingPartyID
@@ -54,6 +76,10 @@ public struct StoredCredential: Sendable {
         self.backupEligible = backupEligible
         self.backupState = backupState && backupEligible
         self.creationDate = creationDate
+        self.credentialProtection = credentialProtection
+        self.credentialBlob = credentialBlob
+        self.hmacSecret = hmacSecret
+        self.largeBlobKey = largeBlobKey
     }
 }
 
@@ -103,8 +129,21 @@ public protocol CredentialStore: Sendable {
     func save(_ credential: StoredCredential) async throws(CredentialStoreError)
     /// Deletes one credential; returns whether it existed.
     func deleteCredential(id: [UInt8]) async throws(CredentialStoreError) -> Bool
-    /// Deletes every credential (authenticatorReset).
+    /// Replaces the account name and display name of one credential (nil removes them); returns whether it
+    /// existed.
+    func updateUser(credentialID: [UInt8], userName: String?, userDisplayName: String?)
+        async throws(CredentialStoreError) -> Bool
+    /// authenticatorReset: deletes every credential and puts the authenticator settings (PIN, retry counters,
+    /// alwaysUv, minimum PIN length) back to their defaults, in one step.
     func deleteAll() async throws(CredentialStoreError)
+    /// The PIN state and the authenticatorConfig settings; the defaults when nothing was ever saved.
+    func settings() async throws(CredentialStoreError) -> AuthenticatorSettings
+    /// Replaces the settings in one step.
+    func saveSettings(_ settings: AuthenticatorSettings) async throws(CredentialStoreError)
+    /// The serialized large-blob array (CTAP 2.1 §6.10); nil when none was ever written (the initial, empty one).
+    func largeBlobArray() async throws(CredentialStoreError) -> [UInt8]?
+    /// Replaces the serialized large-blob array in one step.
+    func saveLargeBlobArray(_ array: [UInt8]) async throws(CredentialStoreError)
 }
 
 /// A store that lives only as long as the process: for tests, benchmarks and `--ephemeral`.
@@ -131,15 +170,20 @@ public final class InMemoryCredentialStore: CredentialStore {
         var byID: [[UInt8]: Entry] = [:]
         var discoverable: [DiscoverableKey: [UInt8]] = [:]
         var nextSequence = 0
+        var settings = AuthenticatorSettings()
+        var largeBlobArray: [UInt8]?
     }
 
     private let state: Mutex<State>
     /// The largest number of credentials kept; `save` beyond it fails with `.full`.
     public let capacity: Int
 
-    public init(capacity: Int = 100_000, credentials: [StoredCredential] = []) {
+    public init(
+        capacity: Int = 100_000, credentials: [StoredCredential] = [],
+        settings: AuthenticatorSettings = AuthenticatorSettings()
+    ) {
         self.capacity = capacity
-        var initial = State()
+        var initial = State(settings: settings)
         for credential in credentials { Self.insert(credential, into: &initial) }
         state = Mutex(initial)
     }
@@ -180,8 +224,35 @@ public final class InMemoryCredentialStore: CredentialStore {
         }
     }
 
+    public func updateUser(credentialID: [UInt8], userName: String?, userDisplayName: String?)
+        throws(CredentialStoreError) -> Bool
+    {
+        state.withLock { state in
+            guard state.byID[credentialID] != nil else { return false }
+            state.byID[credentialID]?.credential.userName = userName
+            state.byID[credentialID]?.credential.userDisplayName = userDisplayName
+            return true
+        }
+    }
+
     public func deleteAll() throws(CredentialStoreError) {
         state.withLock { $0 = State() }
+    }
+
+    public func settings() throws(CredentialStoreError) -> AuthenticatorSettings {
+        state.withLock { $0.settings }
+    }
+
+    public func saveSettings(_ settings: AuthenticatorSettings) throws(CredentialStoreError) {
+        state.withLock { $0.settings = settings }
+    }
+
+    public func largeBlobArray() throws(CredentialStoreError) -> [UInt8]? {
+        state.withLock { $0.largeBlobArray }
+    }
+
+    public func saveLargeBlobArray(_ array: [UInt8]) throws(CredentialStoreError) {
+        state.withLock { $0.largeBlobArray = array }
     }
 
     private static func insert(_ credential: StoredCredential, into state: inout State) {

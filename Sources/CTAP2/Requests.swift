@@ -10,7 +10,11 @@ public struct CTAPCommand: RawRepresentable, Hashable, Sendable {
     public static let getInfo = CTAPCommand(rawValue: 0x04)
     public static let reset = CTAPCommand(rawValue: 0x07)
     public static let getNextAssertion = CTAPCommand(rawValue: 0x08)
+    public static let clientPIN = CTAPCommand(rawValue: 0x06)
+    public static let credentialManagement = CTAPCommand(rawValue: 0x0A)
     public static let selection = CTAPCommand(rawValue: 0x0B)
+    public static let largeBlobs = CTAPCommand(rawValue: 0x0C)
+    public static let config = CTAPCommand(rawValue: 0x0D)
 }
 
 /// A `PublicKeyCredentialDescriptor` from an allowList or excludeList.
@@ -117,5 +121,66 @@ public struct GetAssertionRequest: Sendable {
         options = try RequestOptions(cbor: map.optional(5)).values
         pinUvAuthParam = try map.optional(6)?.bytes()
         pinUvAuthProtocol = try map.optional(7)?.int()
+    }
+}
+
+/// authenticatorClientPIN parameters (CTAP 2.1 §6.5.5). Which are required depends on the subcommand.
+struct ClientPINRequest {
+    /// The subcommands this authenticator answers.
+    enum Subcommand: Int {
+        case getPINRetries = 0x01
+        case getKeyAgreement = 0x02
+        case setPIN = 0x03
+        case changePIN = 0x04
+        case getPINToken = 0x05
+        case getPinUvAuthTokenUsingUvWithPermissions = 0x06
+        case getUVRetries = 0x07
+        case getPinUvAuthTokenUsingPinWithPermissions = 0x09
+    }
+
+    var pinUvAuthProtocol: Int?
+    var subcommand: Int
+    var keyAgreement: CBORValue?
+    var pinUvAuthParam: [UInt8]?
+    var newPinEnc: [UInt8]?
+    var pinHashEnc: [UInt8]?
+    var permissions: Int?
+    var relyingPartyID: String?
+
+    init(cbor: CBORValue) throws(CTAPError) {
+        let map = try cbor.parameters()
+        pinUvAuthProtocol = try map.optional(1)?.int()
+        subcommand = try map.required(2).int()
+        keyAgreement = map.optional(3)
+        if let keyAgreement, keyAgreement.mapValue == nil { throw .cborUnexpectedType }
+        pinUvAuthParam = try map.optional(4)?.bytes()
+        newPinEnc = try map.optional(5)?.bytes()
+        pinHashEnc = try map.optional(6)?.bytes()
+        permissions = try map.optional(9)?.int()
+        relyingPartyID = try map.optional(0x0A)?.text()
+    }
+}
+
+/// The shape shared by authenticatorCredentialManagement (CTAP 2.1 §6.8) and authenticatorConfig (§6.11):
+/// a subcommand, its parameters, and a pinUvAuthParam over them.
+struct SubcommandRequest {
+    var subcommand: Int
+    var parameters: CBORValue?
+    var pinUvAuthProtocol: Int?
+    var pinUvAuthParam: [UInt8]?
+
+    init(cbor: CBORValue) throws(CTAPError) {
+        let map = try cbor.parameters()
+        subcommand = try map.required(1).int()
+        parameters = map.optional(2)
+        if let parameters, parameters.mapValue == nil { throw .cborUnexpectedType }
+        pinUvAuthProtocol = try map.optional(3)?.int()
+        pinUvAuthParam = try map.optional(4)?.bytes()
+    }
+
+    /// `subCommand ‖ subCommandParams`: the CBOR the platform sent, which the strict decoder guarantees is
+    /// canonical, so encoding it again gives the same bytes.
+    var authenticatedBytes: [UInt8] {
+        [UInt8(truncatingIfNeeded: subcommand)] + (parameters?.encoded() ?? [])
     }
 }

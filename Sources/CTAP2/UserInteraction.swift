@@ -43,6 +43,9 @@ public enum UserAction: Hashable, Sendable {
     case reset(passkeyCount: Int)
     /// authenticatorSelection: the platform asks which authenticator the user means.
     case selection
+    /// A platform asks for a pinUvAuthToken through built-in user verification (the store passphrase), for one
+    /// relying party or, when nil, for authenticator management.
+    case verifyUser(relyingPartyID: String?)
 }
 
 /// One request for the user's consent.

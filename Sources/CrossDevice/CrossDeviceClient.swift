@@ -1,3 +1,4 @@
+import CBOR
 import CTAP2
 import Crypto
 import Foundation
@@ -47,6 +48,8 @@ public struct CrossDeviceRegistration: Sendable {
     public var credential: CredentialRecord
     public var attestationFormat: String
     public var userVerified: Bool
+    /// WebAuthn prf `enabled`: the passkey was made with hmac-secret (only when prf was asked for).
+    public var prfEnabled: Bool?
 }
 
 /// The outcome of a verified sign-in.
@@ -56,6 +59,8 @@ public struct CrossDeviceSignIn: Sendable {
     public var userName: String?
     public var credentialID: [UInt8]
     public var userVerified: Bool
+    /// WebAuthn prf `results.first`, when a prf input was given and the passkey supports it.
+    public var prfFirst: [UInt8]?
 }
 
 /// The computer's part of a cross-device registration or sign-in, as a browser and a relying party do it
@@ -98,9 +103,10 @@ public struct CrossDeviceClient: Sendable {
         RelyingPartyVerifier(relyingParty: relyingParty, origins: [origin])
     }
 
-    /// Registers a discoverable passkey for `userName` and adds it to `state`.
+    /// Registers a discoverable passkey for `userName` and adds it to `state`. With `prf`, asks for the WebAuthn prf
+    /// extension (hmac-secret) and reports whether it is enabled.
     public func register(
-        userName: String, displayName: String? = nil, state: inout RelyingPartyState
+        userName: String, displayName: String? = nil, prf: Bool = false, state: inout RelyingPartyState
     ) async throws(CrossDeviceError) -> CrossDeviceRegistration {
         let options = RegistrationOptions(
             challenge: Self.randomBytes(32),
@@ -113,7 +119,8 @@ public struct CrossDeviceClient: Sendable {
         let request = CTAPClient.makeCredentialMessage(
             clientDataHash: Array(SHA256.hash(data: clientData.jsonBytes)),
             relyingPartyID: relyingParty.id, relyingPartyName: relyingParty.name, userHandle: options.user.id,
-            userName: userName, userDisplayName: options.user.displayName, excludeList: options.excludeCredentials)
+            userName: userName, userDisplayName: options.user.displayName, excludeList: options.excludeCredentials,
+            extensions: prf ? ["hmac-secret": true] : [:])
         let answer = try await exchange(request, requestType: .makeCredential)
         let created: MakeCredentialResponse
         do throws(CTAPError) {
@@ -138,27 +145,50 @@ public struct CrossDeviceClient: Sendable {
         return CrossDeviceRegistration(
             rpID: relyingParty.id, userName: userName, credential: result.credential,
             attestationFormat: created.attestationObject.format,
-            userVerified: result.authenticatorData.flags.contains(.userVerified))
+            userVerified: result.authenticatorData.flags.contains(.userVerified),
+            prfEnabled: prf
+                ? created.attestationObject.authenticatorData.extensions?.mapValue?["hmac-secret"] == true : nil)
     }
 
     /// Signs in with a passkey registered in `state`: discoverable (no allowList) unless `userName` names the
-    /// account to use, whose credential then goes in the allowList. Updates the record in `state`.
-    public func signIn(userName: String? = nil, state: inout RelyingPartyState) async throws(CrossDeviceError)
-        -> CrossDeviceSignIn
-    {
+    /// account to use, whose credential then goes in the allowList. Updates the record in `state`. With `prf`, the
+    /// WebAuthn prf input is evaluated through hmac-secret: a getKeyAgreement first, in the same hybrid session, so
+    /// the phone must serve more than one request per session (`passkey scan --keep-open`); a phone that closes
+    /// after the first request ends the sign-in with a transport error.
+    public func signIn(
+        userName: String? = nil, prf: [UInt8]? = nil, state: inout RelyingPartyState
+    ) async throws(CrossDeviceError) -> CrossDeviceSignIn {
         let accounts = state.accounts(for: relyingParty.id).filter { userName == nil || $0.userName == userName }
         guard !accounts.isEmpty else { throw .noRegisteredPasskey(rpID: relyingParty.id) }
         let allowList = userName == nil ? [] : accounts.map(\.credential.id)
         let options = AuthenticationOptions(
             challenge: Self.randomBytes(32), allowCredentials: allowList, userVerification: .required)
         let clientData = CollectedClientData(type: .get, challenge: options.challenge, origin: origin)
-        let request = CTAPClient.getAssertionMessage(
-            relyingPartyID: relyingParty.id, clientDataHash: Array(SHA256.hash(data: clientData.jsonBytes)),
-            allowList: allowList)
-        let answer = try await exchange(request, requestType: .getAssertion)
+        let clientDataHash = Array(SHA256.hash(data: clientData.jsonBytes))
+        let relyingPartyID = relyingParty.id
+        let (answer, evaluation) = try await exchange(requestType: .getAssertion) {
+            (connection) async throws(CrossDeviceError) -> ([UInt8], PRFEvaluation?) in
+            var evaluation: PRFEvaluation? = nil
+            if let prf {
+                let keyAgreement = try await Self.request(CTAPClient.getKeyAgreementMessage(), on: connection)
+                do throws(CTAPError) {
+                    evaluation = try PRFEvaluation(
+                        input: prf, keyAgreementResponse: keyAgreement, iv: Self.randomBytes(16))
+                } catch {
+                    throw .authenticator(error)
+                }
+            }
+            let request = CTAPClient.getAssertionMessage(
+                relyingPartyID: relyingPartyID, clientDataHash: clientDataHash, allowList: allowList,
+                extensions: evaluation?.extensionInput ?? [:])
+            return (try await Self.request(request, on: connection), evaluation)
+        }
         let assertion: GetAssertionResponse
+        let prfFirst: [UInt8]?
         do throws(CTAPError) {
             assertion = try GetAssertionResponse(ctapResponse: answer)
+            let authenticatorData = try? AuthenticatorData(bytes: assertion.authenticatorData)
+            prfFirst = try authenticatorData.flatMap { (data) throws(CTAPError) in try evaluation?.result(from: data) }
         } catch {
             throw .authenticator(error)
         }
@@ -178,26 +208,47 @@ public struct CrossDeviceClient: Sendable {
         return CrossDeviceSignIn(
             rpID: relyingParty.id,
             userName: accounts.first { $0.credential.id == assertion.credentialID }?.userName,
-            credentialID: assertion.credentialID, userVerified: result.userVerified)
+            credentialID: assertion.credentialID, userVerified: result.userVerified, prfFirst: prfFirst)
     }
 
     /// One hybrid session carrying one CTAP request.
     private func exchange(_ request: [UInt8], requestType: HybridRequestType) async throws(CrossDeviceError)
         -> [UInt8]
     {
+        try await exchange(requestType: requestType) { (connection) async throws(CrossDeviceError) in
+            try await Self.request(request, on: connection)
+        }
+    }
+
+    /// One hybrid session carrying the CTAP requests `body` sends.
+    private func exchange<Result: Sendable>(
+        requestType: HybridRequestType,
+        _ body: (HybridClientConnection) async throws(CrossDeviceError) -> Result
+    ) async throws(CrossDeviceError) -> Result {
         let progress = progress
+        let connection: HybridClientConnection
         do throws(HybridTransportError) {
-            let connection = try await HybridClient.connect(
+            connection = try await HybridClient.connect(
                 requestType: requestType, scanner: scanner, tunnelServer: tunnelServer, tls: tls,
                 timeouts: timeouts, progress: { progress(.hybrid($0)) })
-            do throws(HybridTransportError) {
-                let answer = try await connection.request(request)
-                await connection.close()
-                return answer
-            } catch {
-                await connection.close()
-                throw error
-            }
+        } catch {
+            throw .transport(error)
+        }
+        do throws(CrossDeviceError) {
+            let result = try await body(connection)
+            await connection.close()
+            return result
+        } catch {
+            await connection.close()
+            throw error
+        }
+    }
+
+    private static func request(_ message: [UInt8], on connection: HybridClientConnection)
+        async throws(CrossDeviceError) -> [UInt8]
+    {
+        do throws(HybridTransportError) {
+            return try await connection.request(message)
         } catch {
             throw .transport(error)
         }

@@ -12,8 +12,9 @@ import Synchronization
 /// WAL mode with `synchronous = FULL`, so a passkey that `save` reported is on disk, and a crash mid-write leaves
 /// the earlier passkeys intact. Calls are serialized on one SQLite connection; the class is safe to share.
 public final class SQLiteCredentialStore: CredentialStore {
-    /// The `PRAGMA user_version` this program writes and reads.
-    public static let schemaVersion = 1
+    /// The `PRAGMA user_version` this program writes. Version 1 stores (before the CTAP 2.1 settings) are
+    /// migrated in place when opened.
+    public static let schemaVersion = 2
     /// The `PRAGMA application_id` that marks an SQLite file as a passkey store: "PKST".
     public static let applicationID: Int32 = 0x504B_5354
 
@@ -100,7 +101,8 @@ public final class SQLiteCredentialStore: CredentialStore {
     /// Nothing is written until every check has passed: the file must be an SQLite database marked as a passkey
     /// store (else `.corrupt`), pass `PRAGMA quick_check` (else `.corrupt`), have a schema version this program
     /// knows (else `.newerSchema`), and the passphrase must open its key check (else `.wrongPassphrase`).
-    /// The key derivation parameters always come from the file.
+    /// The key derivation parameters always come from the file. Only then is a version 1 store upgraded to
+    /// version 2, in place and in one transaction (see `migrate`).
     public static func open(
         at url: URL,
         passphrase: String,
@@ -220,6 +222,10 @@ public final class SQLiteCredentialStore: CredentialStore {
                     .integer(credential.backupState && credential.backupEligible ? 1 : 0),
                     .integer(milliseconds),
                     .blob(sealed),
+                    .integer(Int64(credential.credentialProtection.rawValue)),
+                    credential.credentialBlob.map(SQLiteValue.blob) ?? .null,
+                    .integer(credential.hmacSecret ? 1 : 0),
+                    .integer(credential.largeBlobKey ? 1 : 0),
                 ])
             }
         }
@@ -236,12 +242,99 @@ public final class SQLiteCredentialStore: CredentialStore {
         }
     }
 
-    /// Deletes every passkey, keeping the store, its passphrase and its settings.
+    /// The serialized large-blob array, or nil when none was ever written.
+    public func largeBlobArray() throws(CredentialStoreError) -> [UInt8]? {
+        let action = "read the large-blob array"
+        return try read(action) { (connection, _) throws(CredentialStoreError) in
+            try sql(action) { () throws(SQLiteFailure) in
+                try connection.prepared(SQL.selectLargeBlobArray).query([]) { $0.blob(0) }.first ?? nil
+            }
+        }
+    }
+
+    /// Replaces the serialized large-blob array in one transaction.
+    public func saveLargeBlobArray(_ array: [UInt8]) throws(CredentialStoreError) {
+        let action = "save the large-blob array"
+        _ = try write(action) { (connection, _) throws(CredentialStoreError) in
+            try sql(action) { () throws(SQLiteFailure) in
+                try connection.prepared(SQL.upsertLargeBlobArray).run([.blob(array)])
+            }
+        }
+    }
+
+    /// Replaces one passkey's account name and display name (nil clears them); returns whether it existed.
+    public func updateUser(credentialID: [UInt8], userName: String?, userDisplayName: String?)
+        throws(CredentialStoreError) -> Bool
+    {
+        let action = "update the account of passkey \(hexPrefix(credentialID))"
+        return try write(action) { (connection, _) throws(CredentialStoreError) in
+            try sql(action) { () throws(SQLiteFailure) in
+                try connection.prepared(SQL.updateUser).run([
+                    userName.map(SQLiteValue.text) ?? .null,
+                    userDisplayName.map(SQLiteValue.text) ?? .null,
+                    .blob(credentialID),
+                ]) > 0
+            }
+        }
+    }
+
+    /// authenticatorReset: deletes every passkey and the authenticator settings (PIN, counters, alwaysUv, minimum
+    /// PIN length) in one transaction, keeping the store file and its passphrase.
     public func deleteAll() throws(CredentialStoreError) {
-        try write("delete all passkeys") { (connection, keys) throws(CredentialStoreError) in
+        try write("reset the authenticator") { (connection, keys) throws(CredentialStoreError) in
             keys.removeAll()
-            try sql("delete all passkeys") { () throws(SQLiteFailure) in
+            try sql("reset the authenticator") { () throws(SQLiteFailure) in
                 try connection.prepared(SQL.deleteAll).run([])
+                try connection.prepared(SQL.deleteSettings).run([])
+                try connection.prepared(SQL.deleteLargeBlobArray).run([])
+            }
+        }
+    }
+
+    /// The PIN state and authenticatorConfig settings; the defaults when none were saved. The PIN hash is unsealed
+    /// with the store key; a row that fails its checks is `.corrupt`.
+    public func settings() throws(CredentialStoreError) -> AuthenticatorSettings {
+        let action = "read the authenticator settings"
+        let rows = try read(action) { (connection, _) throws(CredentialStoreError) in
+            try sql(action) { () throws(SQLiteFailure) in
+                try connection.prepared(SQL.selectSettings).query([], SettingsRecord.init)
+            }
+        }
+        guard let record = rows.first else { return AuthenticatorSettings() }
+        return try settings(from: record)
+    }
+
+    /// Replaces the settings in one transaction; the PIN hash is sealed under the store key first.
+    public func saveSettings(_ settings: AuthenticatorSettings) throws(CredentialStoreError) {
+        let action = "save the authenticator settings"
+        let range = 0...AuthenticatorSettings.maximumPINRetries
+        guard range.contains(settings.pinRetries),
+            (0...AuthenticatorSettings.maximumUVRetries).contains(settings.uvRetries),
+            (4...63).contains(settings.minimumPINLength), (0...63).contains(settings.pinCodePointCount),
+            settings.pinHash.map({ $0.count == 16 }) ?? true
+        else {
+            throw CredentialStoreError(.io, "cannot \(action): a value is out of range")
+        }
+        let sealedPIN = try settings.pinHash.map { (hash) throws(CredentialStoreError) in try sealPINHash(hash) }
+        let relyingParties: String
+        do {
+            relyingParties = String(
+                decoding: try JSONEncoder().encode(settings.minimumPINLengthRelyingParties), as: UTF8.self)
+        } catch {
+            throw CredentialStoreError(.io, "cannot \(action): the relying party list does not encode")
+        }
+        _ = try write(action) { (connection, _) throws(CredentialStoreError) in
+            try sql(action) { () throws(SQLiteFailure) in
+                try connection.prepared(SQL.upsertSettings).run([
+                    sealedPIN.map(SQLiteValue.blob) ?? .null,
+                    .integer(Int64(settings.pinCodePointCount)),
+                    .integer(Int64(settings.pinRetries)),
+                    .integer(Int64(settings.uvRetries)),
+                    .integer(Int64(settings.minimumPINLength)),
+                    .text(relyingParties),
+                    .integer(settings.alwaysUV ? 1 : 0),
+                    .integer(settings.forcePINChange ? 1 : 0),
+                ])
             }
         }
     }
@@ -386,7 +479,7 @@ extension SQLiteCredentialStore {
             let milliseconds =
                 busyTimeout.components.seconds * 1000 + busyTimeout.components.attoseconds / 1_000_000_000_000_000
             connection.setBusyTimeout(milliseconds: Int32(clamping: max(0, milliseconds)))
-            let (parameters, salt, keyCheck) = try checkedMeta(connection, path: path)
+            let (parameters, salt, keyCheck, version) = try checkedMeta(connection, path: path)
             let key = try deriveKey(parameters, salt)
             try verifyKeyCheck(keyCheck, with: key)
             try sql("open the passkey store at \(path)") { () throws(SQLiteFailure) in
@@ -394,6 +487,10 @@ extension SQLiteCredentialStore {
                 // and writes are rare (registration, deletion), so the extra fsync costs nothing that matters.
                 try connection.execute("PRAGMA synchronous = FULL; PRAGMA secure_delete = ON; PRAGMA query_only = OFF")
             }
+            if version < Int64(schemaVersion) {
+                try migrate(connection, from: version, path: path)
+            }
+            try checkStatements(connection, path: path)
             return SQLiteCredentialStore(
                 url: url,
                 path: path,
@@ -412,7 +509,7 @@ extension SQLiteCredentialStore {
     private static func checkedMeta(
         _ connection: SQLiteConnection,
         path: String
-    ) throws(CredentialStoreError) -> (KDFParameters, salt: [UInt8], keyCheck: [UInt8]) {
+    ) throws(CredentialStoreError) -> (KDFParameters, salt: [UInt8], keyCheck: [UInt8], version: Int64) {
         let action = "open the passkey store at \(path)"
         let damaged = "the passkey store at \(path) is damaged"
         let (checks, applicationID, version) = try sql(action) { () throws(SQLiteFailure) in
@@ -437,7 +534,7 @@ extension SQLiteCredentialStore {
                     + "version \(knownVersion) and older; use a newer version of passkey"
             )
         }
-        guard version == knownVersion else {
+        guard version >= 1 else {
             throw CredentialStoreError(.corrupt, "\(damaged): its schema version \(version) is unknown")
         }
 
@@ -466,16 +563,46 @@ extension SQLiteCredentialStore {
         guard let salt = meta.salt, (16...64).contains(salt.count), let keyCheck = meta.keyCheck else {
             throw CredentialStoreError(.corrupt, "\(damaged): its key derivation salt or key check is missing")
         }
-        // Preparing every statement now proves that the columns they name exist.
+        return (parameters, salt, keyCheck, version)
+    }
+
+    /// Prepares every statement, which proves that the tables and columns they name exist.
+    private static func checkStatements(_ connection: SQLiteConnection, path: String) throws(CredentialStoreError) {
         do {
             for statement in SQL.all {
                 _ = try connection.prepared(statement)
             }
         } catch {
             throw CredentialStoreError(
-                .corrupt, "\(damaged): its tables do not have the expected columns (\(error.message))")
+                .corrupt,
+                "the passkey store at \(path) is damaged: its tables do not have the expected columns (\(error.message))"
+            )
         }
-        return (parameters, salt, keyCheck)
+    }
+
+    /// Brings an older schema up to `schemaVersion` in place, in one transaction: either every step and the new
+    /// `user_version` are committed, or the file is left exactly as it was.
+    ///
+    /// Version 1 → 2 adds the `authenticator_settings` table (PIN state and authenticatorConfig settings). Existing
+    /// passkeys are untouched; a missing settings row means the defaults (no PIN, eight retries).
+    private static func migrate(
+        _ connection: SQLiteConnection, from version: Int64, path: String
+    ) throws(CredentialStoreError) {
+        try sql("upgrade the passkey store at \(path) from schema version \(version)") { () throws(SQLiteFailure) in
+            try connection.execute("BEGIN IMMEDIATE")
+            do throws(SQLiteFailure) {
+                // Re-read under the write lock: another process may have migrated the file meanwhile.
+                let current = try connection.integer("PRAGMA user_version") ?? version
+                if current < 2 {
+                    try connection.execute(SQL.version2)
+                }
+                try connection.execute("PRAGMA user_version = \(schemaVersion)")
+                try connection.execute("COMMIT")
+            } catch {
+                try? connection.execute("ROLLBACK")
+                throw error
+            }
+        }
     }
 
     private static func sealKeyCheck(with key: SymmetricKey) throws(CredentialStoreError) -> [UInt8] {
@@ -581,6 +708,9 @@ extension SQLiteCredentialStore {
         guard (1...1023).contains(credential.id.count) else {
             throw CredentialStoreError(.io, "cannot \(action): a credential ID must be 1 to 1023 bytes")
         }
+        guard (credential.credentialBlob?.count ?? 0) <= 32 else {
+            throw CredentialStoreError(.io, "cannot \(action): a credBlob must be at most 32 bytes")
+        }
         guard credential.userHandle.count <= 64 else {
             throw CredentialStoreError(.io, "cannot \(action): a user handle must be at most 64 bytes")
         }
@@ -614,7 +744,9 @@ extension SQLiteCredentialStore {
         guard let relyingPartyID = record.relyingPartyID, let userHandle = record.userHandle,
             let discoverable = record.discoverable, let backupEligible = record.backupEligible,
             let backupState = record.backupState, let milliseconds = record.creationMilliseconds,
-            let sealed = record.sealedPrivateKey
+            let sealed = record.sealedPrivateKey, let protectionLevel = record.credentialProtection,
+            let protection = CredentialProtection(rawValue: Int(protectionLevel)), let hmacSecret = record.hmacSecret,
+            let largeBlobKey = record.largeBlobKey
         else {
             throw CredentialStoreError(
                 .corrupt, "the passkey store is damaged: passkey \(hexPrefix(id)) is missing required fields")
@@ -637,7 +769,56 @@ extension SQLiteCredentialStore {
             isDiscoverable: discoverable != 0,
             backupEligible: backupEligible != 0,
             backupState: backupState != 0,
-            creationDate: Date(timeIntervalSince1970: Double(milliseconds) / 1000)
+            creationDate: Date(timeIntervalSince1970: Double(milliseconds) / 1000),
+            credentialProtection: protection,
+            credentialBlob: record.credentialBlob,
+            hmacSecret: hmacSecret != 0,
+            largeBlobKey: largeBlobKey != 0
+        )
+    }
+
+    /// The associated data of the PIN hash's seal.
+    private static let pinHashAAD = Array("passkey-store-pin-hash".utf8)
+
+    private func sealPINHash(_ hash: [UInt8]) throws(CredentialStoreError) -> [UInt8] {
+        do {
+            guard let combined = try AES.GCM.seal(hash, using: storeKey, authenticating: Self.pinHashAAD).combined
+            else { throw CredentialStoreError(.io, "cannot seal the PIN hash") }
+            return Array(combined)
+        } catch {
+            throw CredentialStoreError(.io, "cannot seal the PIN hash")
+        }
+    }
+
+    private func settings(from record: SettingsRecord) throws(CredentialStoreError) -> AuthenticatorSettings {
+        let damaged = CredentialStoreError(
+            .corrupt, "the passkey store is damaged: its authenticator settings are invalid")
+        guard let pinCodePoints = record.pinCodePoints, let pinRetries = record.pinRetries,
+            let uvRetries = record.uvRetries, let minimumPINLength = record.minimumPINLength,
+            let relyingPartiesText = record.relyingParties, let alwaysUV = record.alwaysUV,
+            let forcePINChange = record.forcePINChange,
+            let relyingParties = try? JSONDecoder().decode([String].self, from: Data(relyingPartiesText.utf8))
+        else { throw damaged }
+        var pinHash: [UInt8]? = nil
+        if let sealed = record.sealedPINHash {
+            do {
+                let box = try AES.GCM.SealedBox(combined: sealed)
+                pinHash = Array(try AES.GCM.open(box, using: storeKey, authenticating: Self.pinHashAAD))
+            } catch {
+                throw CredentialStoreError(
+                    .corrupt, "the PIN hash fails its integrity check: the store was damaged or tampered with")
+            }
+            guard pinHash?.count == 16 else { throw damaged }
+        }
+        return AuthenticatorSettings(
+            pinHash: pinHash,
+            pinCodePointCount: Int(pinCodePoints),
+            pinRetries: Int(pinRetries),
+            uvRetries: Int(uvRetries),
+            minimumPINLength: Int(minimumPINLength),
+            minimumPINLengthRelyingParties: relyingParties,
+            alwaysUV: alwaysUV != 0,
+            forcePINChange: forcePINChange != 0
         )
     }
 
@@ -672,6 +853,10 @@ private struct CredentialRecord {
     var backupState: Int64?
     var creationMilliseconds: Int64?
     var sealedPrivateKey: [UInt8]?
+    var credentialProtection: Int64?
+    var credentialBlob: [UInt8]?
+    var hmacSecret: Int64?
+    var largeBlobKey: Int64?
 
     /// Reads the columns in `SQL.credentialColumns` order.
     init(_ row: SQLiteRow) {
@@ -687,6 +872,33 @@ private struct CredentialRecord {
         backupState = row.integer(9)
         creationMilliseconds = row.integer(10)
         sealedPrivateKey = row.blob(11)
+        credentialProtection = row.integer(12)
+        credentialBlob = row.blob(13)
+        hmacSecret = row.integer(14)
+        largeBlobKey = row.integer(15)
+    }
+}
+
+/// The settings row as read.
+private struct SettingsRecord {
+    var sealedPINHash: [UInt8]?
+    var pinCodePoints: Int64?
+    var pinRetries: Int64?
+    var uvRetries: Int64?
+    var minimumPINLength: Int64?
+    var relyingParties: String?
+    var alwaysUV: Int64?
+    var forcePINChange: Int64?
+
+    init(_ row: SQLiteRow) {
+        sealedPINHash = row.blob(0)
+        pinCodePoints = row.integer(1)
+        pinRetries = row.integer(2)
+        uvRetries = row.integer(3)
+        minimumPINLength = row.integer(4)
+        relyingParties = row.text(5)
+        alwaysUV = row.integer(6)
+        forcePINChange = row.integer(7)
     }
 }
 
@@ -771,7 +983,51 @@ private enum SQL {
         ) STRICT;
         CREATE UNIQUE INDEX credentials_by_id ON credentials (credential_id);
         CREATE INDEX credentials_by_rp ON credentials (rp_id, created_ms DESC, seq DESC);
+        \(version2)
         """
+
+    /// Schema version 2 (CTAP 2.1), both for new stores and as the in-place upgrade of version 1: per-credential
+    /// extension data, and the PIN state and authenticatorConfig settings in one row at most (none means
+    /// defaults). The PIN hash is sealed with AES-256-GCM under the store key.
+    static let version2 = """
+        ALTER TABLE credentials ADD COLUMN cred_protect INTEGER NOT NULL DEFAULT 1 CHECK (cred_protect IN (1, 2, 3));
+        ALTER TABLE credentials ADD COLUMN cred_blob BLOB CHECK (cred_blob IS NULL OR length(cred_blob) <= 32);
+        ALTER TABLE credentials ADD COLUMN hmac_secret INTEGER NOT NULL DEFAULT 0 CHECK (hmac_secret IN (0, 1));
+        ALTER TABLE credentials ADD COLUMN large_blob_key INTEGER NOT NULL DEFAULT 0 CHECK (large_blob_key IN (0, 1));
+        CREATE TABLE large_blob_array (
+            singleton INTEGER PRIMARY KEY CHECK (singleton = 1),
+            serialized BLOB NOT NULL
+        ) STRICT;
+        CREATE TABLE authenticator_settings (
+            singleton INTEGER PRIMARY KEY CHECK (singleton = 1),
+            sealed_pin_hash BLOB,
+            pin_code_points INTEGER NOT NULL CHECK (pin_code_points BETWEEN 0 AND 63),
+            pin_retries INTEGER NOT NULL CHECK (pin_retries BETWEEN 0 AND 8),
+            uv_retries INTEGER NOT NULL CHECK (uv_retries BETWEEN 0 AND 8),
+            min_pin_length INTEGER NOT NULL CHECK (min_pin_length BETWEEN 4 AND 63),
+            min_pin_length_rp_ids TEXT NOT NULL,
+            always_uv INTEGER NOT NULL CHECK (always_uv IN (0, 1)),
+            force_pin_change INTEGER NOT NULL CHECK (force_pin_change IN (0, 1))
+        ) STRICT;
+        """
+
+    static let selectSettings = """
+        SELECT sealed_pin_hash, pin_code_points, pin_retries, uv_retries, min_pin_length, min_pin_length_rp_ids,
+            always_uv, force_pin_change
+        FROM authenticator_settings
+        """
+
+    static let upsertSettings = """
+        INSERT OR REPLACE INTO authenticator_settings (singleton, sealed_pin_hash, pin_code_points, pin_retries,
+            uv_retries, min_pin_length, min_pin_length_rp_ids, always_uv, force_pin_change)
+        VALUES (1, ?, ?, ?, ?, ?, ?, ?, ?)
+        """
+
+    static let deleteSettings = "DELETE FROM authenticator_settings"
+
+    static let selectLargeBlobArray = "SELECT serialized FROM large_blob_array"
+    static let upsertLargeBlobArray = "INSERT OR REPLACE INTO large_blob_array (singleton, serialized) VALUES (1, ?)"
+    static let deleteLargeBlobArray = "DELETE FROM large_blob_array"
 
     static let insertMeta = """
         INSERT INTO meta (singleton, kdf_algorithm, kdf_rounds, kdf_block_size, kdf_parallelism, kdf_output_length,
@@ -786,7 +1042,8 @@ private enum SQL {
 
     static let credentialColumns = """
         seq, credential_id, rp_id, rp_name, user_handle, user_name, user_display_name, discoverable,
-        backup_eligible, backup_state, created_ms, sealed_private_key
+        backup_eligible, backup_state, created_ms, sealed_private_key, cred_protect, cred_blob, hmac_secret,
+        large_blob_key
         """
 
     static let selectByID = "SELECT \(credentialColumns) FROM credentials WHERE credential_id = ?"
@@ -797,18 +1054,22 @@ private enum SQL {
 
     static let insert = """
         INSERT INTO credentials (credential_id, rp_id, rp_name, user_handle, user_name, user_display_name,
-            discoverable, backup_eligible, backup_state, created_ms, sealed_private_key)
-        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+            discoverable, backup_eligible, backup_state, created_ms, sealed_private_key, cred_protect, cred_blob,
+            hmac_secret, large_blob_key)
+        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
         """
 
     static let deleteDiscoverable =
         "DELETE FROM credentials WHERE discoverable = 1 AND rp_id = ? AND user_handle = ? RETURNING credential_id"
     static let deleteByID = "DELETE FROM credentials WHERE credential_id = ?"
+    static let updateUser = "UPDATE credentials SET user_name = ?, user_display_name = ? WHERE credential_id = ?"
     static let deleteAll = "DELETE FROM credentials"
 
     /// The statements `open` prepares up front to prove the schema has every column they use.
     static let all = [
         selectMeta, selectByID, selectByRelyingParty, selectAll, insert, deleteDiscoverable, deleteByID, deleteAll,
+        selectSettings, upsertSettings, deleteSettings, updateUser, selectLargeBlobArray, upsertLargeBlobArray,
+        deleteLargeBlobArray,
     ]
 }
 

@@ -56,6 +56,7 @@ extension Passkey {
             defer { store.close() }
             var configuration = AuthenticatorConfiguration()
             configuration.accountSelection = .authenticator
+            configuration.oneRequestPerSession = true  // the phone answers one request per QR code
             let authenticator = Authenticator(
                 configuration: configuration,
                 environment: AuthenticatorEnvironment(

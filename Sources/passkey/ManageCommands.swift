@@ -94,6 +94,7 @@ extension Passkey {
             let store = try await store.open(create: false)
             defer { store.close() }
             let count = try store.allCredentials().count
+            let settings = try store.settings()
             let configuration = AuthenticatorConfiguration()
             if json {
                 let object: [String: Any] = [
@@ -104,6 +105,13 @@ extension Passkey {
                     "store": store.url.path,
                     "passkeys": count,
                     "kdf": store.kdfParameters.description,
+                    "pinSet": settings.isPINSet,
+                    "pinRetries": settings.pinRetries,
+                    "uvRetries": settings.uvRetries,
+                    "minPINLength": settings.minimumPINLength,
+                    "alwaysUv": settings.alwaysUV,
+                    "forcePINChange": settings.forcePINChange,
+                    "pinUvAuthProtocols": PinUvAuthProtocol.supported.map(\.rawValue),
                 ]
                 let data = try JSONSerialization.data(withJSONObject: object, options: [.prettyPrinted, .sortedKeys])
                 print(String(decoding: data, as: UTF8.self))
@@ -113,8 +121,19 @@ extension Passkey {
             print("  AAGUID      \(configuration.aaguid)")
             print("  versions    FIDO_2_0, FIDO_2_1")
             print("  algorithms  ES256 (COSE -7)")
-            print("  options     rk, up, uv (store passphrase), makeCredUvNotRqd")
+            print("  options     rk, up, uv (store passphrase), clientPin, pinUvAuthToken, credMgmt, authnrCfg,")
+            print("              setMinPINLength, alwaysUv, largeBlobs\(settings.alwaysUV ? "" : ", makeCredUvNotRqd")")
+            print("  extensions  credProtect, hmac-secret, credBlob, largeBlobKey, minPinLength")
+            print("  PIN/UV      protocols 2 and 1")
             print("  transports  \(configuration.transports.joined(separator: ", "))")
+            print("security")
+            print(
+                "  PIN         \(settings.isPINSet ? "set" : "not set")\(settings.forcePINChange ? " (must be changed)" : "")"
+            )
+            print("  PIN retries \(settings.pinRetries) of \(AuthenticatorSettings.maximumPINRetries)")
+            print("  UV retries  \(settings.uvRetries) of \(AuthenticatorSettings.maximumUVRetries)")
+            print("  min PIN     \(settings.minimumPINLength) code points")
+            print("  alwaysUv    \(settings.alwaysUV ? "on" : "off")")
             print("store")
             print("  path        \(store.url.path)")
             print("  passkeys    \(count)")

@@ -53,6 +53,8 @@ extension Passkey {
             defer { store.close() }
             var configuration = AuthenticatorConfiguration()
             configuration.accountSelection = .authenticator
+            // Each scan is a fresh authenticator; without --keep-open it answers one request.
+            configuration.oneRequestPerSession = !keepOpen
             let authenticator = Authenticator(
                 configuration: configuration,
                 environment: AuthenticatorEnvironment(
@@ -150,8 +152,13 @@ enum CTAPCommandName {
         case 0x01: "makeCredential"
         case 0x02: "getAssertion"
         case 0x04: "getInfo"
+        case 0x06: "clientPIN"
+        case 0x07: "reset"
         case 0x08: "getNextAssertion"
+        case 0x0A: "credentialManagement"
         case 0x0B: "selection"
+        case 0x0C: "largeBlobs"
+        case 0x0D: "config"
         default: String(format: "command 0x%02x", command)
         }
     }

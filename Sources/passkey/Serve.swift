@@ -69,6 +69,13 @@ extension Passkey {
             let uhidFile = try uhid ? UHIDFileDescriptor.open() : nil
             let store = try await store.open(create: true)
             defer { store.close() }
+            // Opening the store took its passphrase, which is the built-in user verification itself: a blocked
+            // UV retry counter starts afresh.
+            var settings = try store.settings()
+            if settings.uvRetries < AuthenticatorSettings.maximumUVRetries {
+                settings.uvRetries = AuthenticatorSettings.maximumUVRetries
+                try store.saveSettings(settings)
+            }
             var configuration = AuthenticatorConfiguration()
             configuration.attestationFormat = attestation
             let authenticator = Authenticator(

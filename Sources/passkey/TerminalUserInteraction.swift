@@ -75,6 +75,9 @@ struct TerminalUserInteraction: UserInteraction {
             return "Reset the authenticator and DELETE ALL \(count) passkey\(count == 1 ? "" : "s")?"
         case .selection:
             return "Use this authenticator?"
+        case .verifyUser(let rp):
+            if let rp { return "Verify yourself for \(rp)?" }
+            return "Verify yourself to manage this authenticator?"
         }
     }
 

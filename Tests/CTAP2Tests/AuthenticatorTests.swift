@@ -7,16 +7,58 @@ import Testing
 import WebAuthn
 
 struct GetInfoTests {
-    @Test func reportsWhatIsImplemented() async throws {
+    /// Exactly what is implemented, nothing more (CTAP 2.1 §6.4).
+    @Test func reportsExactlyWhatIsImplemented() async throws {
         let harness = Harness()
         let (status, info) = try await harness.send(.getInfo)
         #expect(status == 0)
-        #expect(info?[1] == ["FIDO_2_0", "FIDO_2_1"])
-        #expect(info?[3] == .bytes([UInt8](hex: "8391e37832c74aa5ad166f0cf4ad7b23")!))
+        let expected: CBORValue = [
+            1: ["FIDO_2_0", "FIDO_2_1"],
+            2: ["credProtect", "hmac-secret", "credBlob", "largeBlobKey", "minPinLength"],
+            3: .bytes([UInt8](hex: "8391e37832c74aa5ad166f0cf4ad7b23")!),
+            4: [
+                "rk": true, "up": true, "uv": true, "clientPin": false, "pinUvAuthToken": true,
+                "makeCredUvNotRqd": true, "credMgmt": true, "authnrCfg": true, "uvAcfg": true,
+                "setMinPINLength": true, "alwaysUv": false, "largeBlobs": true,
+            ],
+            5: 7609,
+            6: [2, 1],
+            7: 16,
+            8: 128,
+            9: ["hybrid", "internal"],
+            10: [["alg": -7, "type": "public-key"]],
+            0x0B: 4096,
+            0x0C: false,
+            0x0D: 4,
+            0x0E: 0x00_01_00,
+            0x0F: 32,
+            0x10: 8,
+        ]
+        #expect(info == expected)
+    }
+
+    /// A hybrid phone answering one request per QR code offers nothing that needs a second request.
+    @Test func oneRequestPerSessionLeavesOutPinUvAuthFeatures() async throws {
+        var configuration = AuthenticatorConfiguration()
+        configuration.oneRequestPerSession = true
+        let info = try await Harness(configuration: configuration).send(.getInfo).body
+        #expect(info?[2] == ["credProtect", "credBlob", "minPinLength"])
         #expect(info?[4] == ["rk": true, "up": true, "uv": true, "makeCredUvNotRqd": true])
-        #expect(info?[9] == ["hybrid", "internal"])
-        #expect(info?[10] == [["alg": -7, "type": "public-key"]])
-        #expect(info?.mapValue?.keys.count == 6)
+        #expect(info?[6] == nil && info?[0x0B] == nil && info?[0x0D] == nil)
+        #expect(info?.mapValue?.keys.count == 11)
+    }
+
+    @Test func followsTheSettings() async throws {
+        let settings = AuthenticatorSettings(
+            pinHash: [UInt8](repeating: 1, count: 16), pinCodePointCount: 4, minimumPINLength: 8, alwaysUV: true,
+            forcePINChange: true)
+        let harness = Harness(store: InMemoryCredentialStore(settings: settings))
+        let info = try await harness.send(.getInfo).body
+        #expect(info?[4]?["clientPin"] == true)
+        #expect(info?[4]?["alwaysUv"] == true)
+        #expect(info?[4]?["makeCredUvNotRqd"] == false)
+        #expect(info?[0x0C] == true)
+        #expect(info?[0x0D] == 8)
     }
 }
 
@@ -101,7 +143,10 @@ struct MakeCredentialTests {
             (Fixtures.makeCredential(algorithms: [["alg": "ES256", "type": "public-key"]]), 0x11),
             (Fixtures.makeCredential(extra: [5: [["type": "public-key"]]]), 0x14),
             (Fixtures.makeCredential(extra: [6: "not a map"]), 0x11),
-            (Fixtures.makeCredential(extra: [8: .bytes([1]), 9: 1]), 0x02),
+            (Fixtures.makeCredential(extra: [8: .bytes([1]), 9: 3]), 0x02),
+            (Fixtures.makeCredential(extra: [8: .bytes([1]), 9: 1]), 0x33),
+            (Fixtures.makeCredential(extra: [8: .bytes([UInt8](repeating: 1, count: 32)), 9: 2]), 0x33),
+            (Fixtures.makeCredential(extra: [8: .bytes([1]), 9: "one"]), 0x11),
             (Fixtures.makeCredential(extra: [8: .bytes([1])]), 0x14),
             (Fixtures.makeCredential(extra: [10: 1]), 0x02),
             ([1: .bytes(Fixtures.clientDataHash), 2: ["id": "example.com"], 3: ["id": .bytes([1])]], 0x14),
@@ -336,7 +381,8 @@ struct GetAssertionTests {
             (Fixtures.getAssertion(extra: [1: .bytes([1])]), 0x11),
             (Fixtures.getAssertion(extra: [3: ["type": "public-key"]]), 0x11),
             (Fixtures.getAssertion(extra: [3: [["id": .bytes([1])]]]), 0x14),
-            (Fixtures.getAssertion(extra: [6: .bytes([1]), 7: 2]), 0x02),
+            (Fixtures.getAssertion(extra: [6: .bytes([1]), 7: 3]), 0x02),
+            (Fixtures.getAssertion(extra: [6: .bytes([1]), 7: 2]), 0x33),
             ([2: .bytes(Fixtures.clientDataHash)], 0x14),
             ([1: "example.com"], 0x14),
         ] as [(CBORValue, Int)])

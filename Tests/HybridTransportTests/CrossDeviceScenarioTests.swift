@@ -36,6 +36,41 @@ struct CrossDeviceScenarioTests {
         }
     }
 
+    /// The WebAuthn prf extension in the client role: hmac-secret at registration, and at sign-in a
+    /// getKeyAgreement then the assertion, both in one hybrid session (so the phone keeps it open).
+    @Test func prfOverHybrid() async throws {
+        try await withRelay { relay in
+            let phone = Phone(keepOpen: true)
+            var state = RelyingPartyState()
+            let registration = try await Pair(relay: relay, phone: phone).register("alice", prf: true, state: &state)
+            #expect(registration.prfEnabled == true)
+            let first = try await Pair(relay: relay, phone: phone).signIn(prf: Array("salt one".utf8), state: &state)
+            let again = try await Pair(relay: relay, phone: phone).signIn(prf: Array("salt one".utf8), state: &state)
+            let other = try await Pair(relay: relay, phone: phone).signIn(prf: Array("salt two".utf8), state: &state)
+            let none = try await Pair(relay: relay, phone: phone).signIn(state: &state)
+            #expect(first.prfFirst?.count == 32)
+            #expect(first.prfFirst == again.prfFirst)
+            #expect(first.prfFirst != other.prfFirst)
+            #expect(none.prfFirst == nil)
+            #expect(first.userVerified)
+        }
+    }
+
+    /// A phone that answers one request per QR code cannot serve prf's second request: a transport error.
+    @Test func prfNeedsAPhoneThatKeepsTheSessionOpen() async throws {
+        try await withRelay { relay in
+            let phone = Phone()
+            var state = RelyingPartyState()
+            _ = try await Pair(relay: relay, phone: phone).register("alice", prf: true, state: &state)
+            do {
+                _ = try await Pair(relay: relay, phone: phone).signIn(prf: [1], state: &state)
+                Issue.record("prf worked although the phone closed after the key agreement")
+            } catch let error as CrossDeviceError {
+                guard case .transport = error else { throw error }
+            }
+        }
+    }
+
     @Test func registeringTheSameAccountTwiceIsExcludedAndChangesNothing() async throws {
         try await withRelay { relay in
             let phone = Phone()
@@ -338,8 +373,11 @@ struct Phone: Sendable {
     let store = InMemoryCredentialStore()
     let interaction: ChoosingInteraction
     let authenticator: Authenticator
+    /// Serve every request of a session (`passkey scan --keep-open`), not only the first.
+    var keepOpen = false
 
-    init(chooseAccount: Int? = nil) {
+    init(chooseAccount: Int? = nil, keepOpen: Bool = false) {
+        self.keepOpen = keepOpen
         interaction = ChoosingInteraction(choice: chooseAccount)
         var configuration = AuthenticatorConfiguration()
         configuration.accountSelection = .authenticator
@@ -355,7 +393,7 @@ struct Phone: Sendable {
         CrossDeviceAuthenticator(
             authenticator: authenticator, advertiser: advertiser,
             tunnelServer: try TunnelServerBaseURL(string: relayURL ?? relay.baseURL),
-            timeouts: HybridTimeouts(all: timeout))
+            timeouts: HybridTimeouts(all: timeout), keepOpen: keepOpen)
     }
 }
 
@@ -420,15 +458,19 @@ struct Pair {
         self.onAdvertSeen = onAdvertSeen
     }
 
-    func register(_ userName: String, state: inout RelyingPartyState) async throws -> CrossDeviceRegistration {
+    func register(_ userName: String, prf: Bool = false, state: inout RelyingPartyState) async throws
+        -> CrossDeviceRegistration
+    {
         try await run(state: &state) { client, state throws(CrossDeviceError) in
-            try await client.register(userName: userName, state: &state)
+            try await client.register(userName: userName, prf: prf, state: &state)
         }
     }
 
-    func signIn(userName: String? = nil, state: inout RelyingPartyState) async throws -> CrossDeviceSignIn {
+    func signIn(userName: String? = nil, prf: [UInt8]? = nil, state: inout RelyingPartyState) async throws
+        -> CrossDeviceSignIn
+    {
         try await run(state: &state) { client, state throws(CrossDeviceError) in
-            try await client.signIn(userName: userName, state: &state)
+            try await client.signIn(userName: userName, prf: prf, state: &state)
         }
     }
 
@@ -452,6 +494,7 @@ struct Pair {
         let service = CrossDeviceAuthenticator(
             authenticator: phone.authenticator, advertiser: advertiser,
             tunnelServer: try TunnelServerBaseURL(string: relayURL), timeouts: HybridTimeouts(all: timeout),
+            keepOpen: phone.keepOpen,
             progress: { [advertiserWrapper] event in
                 if case .advertising(let routingID) = event { advertiserWrapper?.record(routingID) }
             })

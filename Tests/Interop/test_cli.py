@@ -153,3 +153,35 @@ def test_serve_uhid_explains_a_kernel_without_uhid(store_dir):
     assert "sudo modprobe uhid" in result.stderr
     assert result.stdout == ""
     assert not os.path.exists(path)  # Checked before the store is created.
+
+
+def test_info_shows_pin_state_but_never_the_pin(store_dir):
+    from fido2.ctap2 import Ctap2
+    from fido2.ctap2.config import Config
+    from fido2.ctap2.pin import ClientPin
+
+    path = os.path.join(store_dir, "pin.sqlite")
+    server = Server(path)
+    try:
+        ctap = Ctap2(server.device())
+        client_pin = ClientPin(ctap)
+        client_pin.set_pin("24681357")
+        token = client_pin.get_pin_token("24681357", ClientPin.PERMISSION.AUTHENTICATOR_CFG)
+        Config(ctap, client_pin.protocol, token).set_min_pin_length(min_pin_length=6)
+        Config(ctap, client_pin.protocol, token).toggle_always_uv()
+        try:
+            client_pin.get_pin_token("00000000", ClientPin.PERMISSION.GET_ASSERTION)
+        except Exception:
+            pass
+    finally:
+        server.stop()
+    info = json.loads(run("info", "--store", path, "--json").stdout)
+    assert info["pinSet"] is True and info["pinRetries"] == 7 and info["uvRetries"] == 8
+    assert info["minPINLength"] == 6 and info["alwaysUv"] is True and info["forcePINChange"] is False
+    assert info["pinUvAuthProtocols"] == [2, 1]
+    text = run("info", "--store", path)
+    assert text.returncode == 0, text.stderr
+    assert "PIN         set" in text.stdout and "PIN retries 7 of 8" in text.stdout
+    assert "alwaysUv    on" in text.stdout and "min PIN     6 code points" in text.stdout
+    for output in (text.stdout, text.stderr, json.dumps(info)):
+        assert "24681357" not in output

@@ -97,7 +97,7 @@ struct StoreRobustnessTests {
             """,
             scratch.url().path
         )
-        #expect(stored == "scrypt 32768 8 1 32 32 1 wal\n")
+        #expect(stored == "scrypt 32768 8 1 32 32 \(SQLiteCredentialStore.schemaVersion) wal\n")
     }
 
     @Test func parametersAlwaysComeFromTheFile() async throws {
@@ -130,8 +130,8 @@ struct StoreRobustnessTests {
             scratch.url().path
         )
         let error = try expectOpenFails(scratch.url(), .newerSchema)
-        #expect(error?.message.contains("7") == true)
-        #expect(error?.message.contains("1") == true)
+        #expect(error?.message.contains("version 7") == true)
+        #expect(error?.message.contains("version \(SQLiteCredentialStore.schemaVersion)") == true)
     }
 
     /// Files that are not passkey stores at all.

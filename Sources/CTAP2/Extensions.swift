@@ -1,0 +1,188 @@
+import CBOR
+import Crypto
+import Foundation
+import Synchronization
+
+/// The authenticator extensions implemented here (CTAP 2.1 §12), as getInfo lists them.
+enum AuthenticatorExtension {
+    static let credProtect = "credProtect"
+    static let hmacSecret = "hmac-secret"
+    static let credBlob = "credBlob"
+    static let largeBlobKey = "largeBlobKey"
+    static let minPinLength = "minPinLength"
+
+    static let all = [credProtect, hmacSecret, credBlob, largeBlobKey, minPinLength]
+
+    /// The longest credBlob kept (getInfo maxCredBlobLength; the spec's minimum is 32).
+    static let maximumCredentialBlobLength = 32
+}
+
+/// makeCredential's extension inputs. Unknown extensions are ignored; a known one with a value of the wrong type is
+/// CTAP2_ERR_CBOR_UNEXPECTED_TYPE.
+struct MakeCredentialExtensions {
+    var credentialProtection: CredentialProtection?
+    var hmacSecret = false
+    var credentialBlob: [UInt8]?
+    var largeBlobKey = false
+    var minPinLength = false
+
+    init(cbor: CBORValue?) throws(CTAPError) {
+        guard let map = try cbor?.parameters() else { return }
+        if let level = try map.optional(.text(AuthenticatorExtension.credProtect))?.int() {
+            guard let protection = CredentialProtection(rawValue: level) else { throw .invalidParameter }
+            credentialProtection = protection
+        }
+        hmacSecret = try map.optional(.text(AuthenticatorExtension.hmacSecret))?.bool() ?? false
+        credentialBlob = try map.optional(.text(AuthenticatorExtension.credBlob))?.bytes()
+        if let requested = try map.optional(.text(AuthenticatorExtension.largeBlobKey))?.bool() {
+            // largeBlobKey is only ever requested as true (§12.3).
+            guard requested else { throw .invalidOption }
+            largeBlobKey = true
+        }
+        minPinLength = try map.optional(.text(AuthenticatorExtension.minPinLength))?.bool() ?? false
+    }
+}
+
+/// getAssertion's extension inputs.
+struct GetAssertionExtensions {
+    /// hmac-secret: the platform's key, the encrypted salts, their MAC and the protocol (default one).
+    struct HMACSecretInput {
+        var keyAgreement: CBORValue
+        var saltEnc: [UInt8]
+        var saltAuth: [UInt8]
+        var pinUvAuthProtocol: PinUvAuthProtocol
+    }
+
+    var hmacSecret: HMACSecretInput?
+    var credentialBlob = false
+    var largeBlobKey = false
+
+    init(cbor: CBORValue?) throws(CTAPError) {
+        guard let map = try cbor?.parameters() else { return }
+        if let input = try map.optional(.text(AuthenticatorExtension.hmacSecret))?.parameters() {
+            let keyAgreement = try input.required(1)
+            let saltEnc = try input.required(2).bytes()
+            let saltAuth = try input.required(3).bytes()
+            let version = try input.optional(4)?.int() ?? 1
+            hmacSecret = HMACSecretInput(
+                keyAgreement: keyAgreement, saltEnc: saltEnc, saltAuth: saltAuth,
+                pinUvAuthProtocol: try Authenticator.supportedProtocol(version))
+        }
+        credentialBlob = try map.optional(.text(AuthenticatorExtension.credBlob))?.bool() ?? false
+        if let requested = try map.optional(.text(AuthenticatorExtension.largeBlobKey))?.bool() {
+            guard requested else { throw .invalidOption }
+            largeBlobKey = true
+        }
+    }
+}
+
+/// hmac-secret, ready to answer for each credential of one getAssertion: the salts are decrypted once.
+struct HMACSecretSession {
+    var pinUvAuthProtocol: PinUvAuthProtocol
+    var sharedSecret: [UInt8]
+    var salts: [[UInt8]]
+    /// The IV for protocol two's encryption of the outputs, one per response.
+    var iv: [UInt8]
+}
+
+/// What getAssertion and getNextAssertion add for each credential.
+struct AssertionExtensionOutputs {
+    var authenticatorData: CBORValue?
+    var largeBlobKey: [UInt8]?
+}
+
+extension Authenticator {
+    /// The extensions part of makeCredential: the values stored with the credential and the outputs in the
+    /// authenticator data.
+    func applyExtensions(
+        _ extensions: MakeCredentialExtensions, to credential: inout StoredCredential, settings: AuthenticatorSettings
+    ) -> CBORValue? {
+        var outputs: [CBORValue: CBORValue] = [:]
+        if let protection = extensions.credentialProtection {
+            credential.credentialProtection = protection
+            outputs[.text(AuthenticatorExtension.credProtect)] = .int(protection.rawValue)
+        }
+        if extensions.hmacSecret {
+            credential.hmacSecret = true
+            outputs[.text(AuthenticatorExtension.hmacSecret)] = true
+        }
+        if let blob = extensions.credentialBlob {
+            let fits = blob.count <= AuthenticatorExtension.maximumCredentialBlobLength
+            if fits { credential.credentialBlob = blob }
+            outputs[.text(AuthenticatorExtension.credBlob)] = .bool(fits)
+        }
+        // A largeBlobKey is only for discoverable credentials (§12.3); it has no authenticator data output.
+        if extensions.largeBlobKey && credential.isDiscoverable { credential.largeBlobKey = true }
+        if extensions.minPinLength,
+            settings.minimumPINLengthRelyingParties.contains(credential.relyingPartyID)
+        {
+            outputs[.text(AuthenticatorExtension.minPinLength)] = .int(settings.minimumPINLength)
+        }
+        return outputs.isEmpty ? nil : .map(outputs)
+    }
+
+    /// Starts hmac-secret for one getAssertion (§12.5): the shared secret from the platform's key (a bad key is
+    /// CTAP1_ERR_INVALID_PARAMETER), saltAuth checked (CTAP2_ERR_PIN_AUTH_INVALID), and one or two 32-byte salts
+    /// decrypted (a failed decryption or any other length is CTAP1_ERR_INVALID_PARAMETER).
+    func hmacSecretSession(_ input: GetAssertionExtensions.HMACSecretInput) throws(CTAPError) -> HMACSecretSession {
+        let pinProtocol = input.pinUvAuthProtocol
+        let key = state.withLock { $0.keyAgreementKey }
+        let shared: [UInt8]
+        do {
+            shared = try pinProtocol.sharedSecret(privateKey: key, platformKey: input.keyAgreement)
+        } catch {
+            throw .invalidParameter
+        }
+        guard pinProtocol.verify(key: shared, message: input.saltEnc, signature: input.saltAuth) else {
+            throw .pinAuthInvalid
+        }
+        let salts: [UInt8]
+        do {
+            salts = try pinProtocol.decrypt(key: shared, ciphertext: input.saltEnc)
+        } catch {
+            throw .invalidParameter
+        }
+        guard salts.count == 32 || salts.count == 64 else { throw .invalidParameter }
+        return HMACSecretSession(
+            pinUvAuthProtocol: pinProtocol, sharedSecret: shared,
+            salts: salts.count == 32 ? [salts] : [Array(salts[..<32]), Array(salts[32...])],
+            iv: environment.randomBytes(16))
+    }
+
+    /// The per-credential outputs: hmac-secret (for credentials made with it), credBlob and largeBlobKey.
+    static func extensionOutputs(
+        for credential: StoredCredential, requested: GetAssertionExtensions, hmacSecret: HMACSecretSession?,
+        userVerified: Bool
+    ) throws(CTAPError) -> AssertionExtensionOutputs {
+        var outputs: [CBORValue: CBORValue] = [:]
+        if requested.credentialBlob {
+            outputs[.text(AuthenticatorExtension.credBlob)] = .bytes(credential.credentialBlob ?? [])
+        }
+        if let hmacSecret, credential.hmacSecret {
+            let credRandom = derivedSecret(
+                credential, label: userVerified ? "hmac-secret CredRandomWithUV" : "hmac-secret CredRandomWithoutUV")
+            let key = SymmetricKey(data: credRandom)
+            let output = hmacSecret.salts.flatMap { Array(HMAC<SHA256>.authenticationCode(for: $0, using: key)) }
+            do {
+                outputs[.text(AuthenticatorExtension.hmacSecret)] = .bytes(
+                    try hmacSecret.pinUvAuthProtocol.encrypt(
+                        key: hmacSecret.sharedSecret, plaintext: output, iv: hmacSecret.iv))
+            } catch {
+                throw .other
+            }
+        }
+        let largeBlobKey =
+            requested.largeBlobKey && credential.largeBlobKey ? derivedSecret(credential, label: "largeBlobKey") : nil
+        return AssertionExtensionOutputs(
+            authenticatorData: outputs.isEmpty ? nil : .map(outputs), largeBlobKey: largeBlobKey)
+    }
+
+    /// A 32-byte secret of one credential, derived from its private key with HKDF-SHA-256 and a label, so the
+    /// store keeps no further secrets: hmac-secret's two CredRandoms and the largeBlobKey.
+    static func derivedSecret(_ credential: StoredCredential, label: String) -> [UInt8] {
+        HKDF<SHA256>.deriveKey(
+            inputKeyMaterial: SymmetricKey(data: credential.privateKey.rawRepresentation),
+            salt: Array("passkey credential secrets".utf8), info: Array(label.utf8), outputByteCount: 32
+        ).withUnsafeBytes { Array($0) }
+    }
+}
