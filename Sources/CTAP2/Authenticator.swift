@@ -133,6 +133,9 @@ public final class Authenticator: Sendable {
         var pendingEnumeration: PendingEnumeration?
         /// A large-blob array being written in fragments.
         var largeBlobWrite: PendingLargeBlobWrite?
+        /// The PIN/UV settings as last read from or written to the store. This authenticator is their only
+        /// writer, so after the first read every request uses this copy instead of a store call.
+        var settings: AuthenticatorSettings?
     }
 
     /// State kept between getAssertion and getNextAssertion.
@@ -612,6 +615,7 @@ public final class Authenticator: Sendable {
         try await storeCall { try await $0.deleteAll() }
         revokeToken()
         state.withLock {
+            $0.settings = nil
             $0.consecutivePINFailures = 0
             $0.largeBlobWrite = nil
         }

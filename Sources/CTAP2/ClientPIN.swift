@@ -335,10 +335,21 @@ extension Authenticator {
     }
 
     func loadSettings() async throws(CTAPError) -> AuthenticatorSettings {
-        try await storeCall { try await $0.settings() }
+        if let cached = state.withLock({ $0.settings }) { return cached }
+        let settings = try await storeCall { try await $0.settings() }
+        state.withLock { $0.settings = settings }
+        return settings
     }
 
+    /// Writes the settings; the cached copy changes only once the store has them.
     func saveSettings(_ settings: AuthenticatorSettings) async throws(CTAPError) {
-        try await storeCall { try await $0.saveSettings(settings) }
+        do throws(CTAPError) {
+            try await storeCall { try await $0.saveSettings(settings) }
+        } catch {
+            // The store may or may not hold the new value: read it again next time.
+            state.withLock { $0.settings = nil }
+            throw error
+        }
+        state.withLock { $0.settings = settings }
     }
 }
