@@ -1,0 +1,246 @@
+"""Drives Chromium through chromedriver (Selenium) against `passkey rp serve` inside the VM guest.
+
+Each step opens the relying party's page with `?auto=CEREMONY&user=NAME`, which runs one WebAuthn ceremony on
+load and puts `PASS …` or `FAIL …` in the page title. The step's verdict is the relying party's own: a new
+`verdict …` line on its standard output (RP_LOG), never the browser's word alone.
+
+Chromium asks the person with its own dialogs, which no WebDriver command reaches; they are answered on the
+Xvfb display with xdotool:
+  - "Use a saved passkey for localhost … Continue" after a getAssertion answer, even for one account: Return;
+  - "Try a different device: You already registered this device" after an excluded registration, whose focused
+    button is "Try again": Escape, which closes it and rejects the page's promise;
+  - the security key PIN sheet (`--pin`): the PIN typed, then Return.
+With `--scan COMMAND`, the page asks with `hints: ["hybrid"]` and Chromium shows its "use your phone or tablet" QR
+sheet instead; the screen is photographed (ImageMagick's import), zbar reads the FIDO:/ URL off it, and COMMAND
+(with the URL as its last argument) plays the phone.
+
+Usage: browser_check.py --rp URL --rp-log FILE --profile DIR --logs DIR --name NAME [--pin PIN]
+           [--transports LIST] [--scan COMMAND] [--chromium-arg ARG]… STEP…
+where STEP is CEREMONY:USER:EXPECT, CEREMONY one of register, sign-in (USER empty: an empty allow list), EXPECT
+`ok` (the RP verified it) or a DOMException name the page must report (the RP records it as a client error).
+Exit status 0 when every step met its expectation.
+"""
+
+import argparse
+import os
+import re
+import shlex
+import subprocess
+import sys
+import time
+import urllib.parse
+
+from selenium import webdriver
+from selenium.webdriver.chrome.options import Options
+from selenium.webdriver.chrome.service import Service
+
+CHROMIUM = "/usr/lib/chromium/chromium"
+CHROMEDRIVER = "/usr/bin/chromedriver"
+# Headed Chromium under Xvfb in a TCG guest: with plain --disable-gpu the GPU process crashes three times and
+# Chromium exits, so the GPU runs in process on SwiftShader.
+CHROMIUM_ARGS = [
+    "--no-sandbox",  # the guest runs everything as root
+    "--no-first-run",
+    "--no-default-browser-check",
+    "--password-store=basic",
+    "--use-gl=angle",
+    "--use-angle=swiftshader",
+    "--enable-unsafe-swiftshader",
+    "--in-process-gpu",
+    "--disable-features=Translate,MediaRouter,OptimizationHints",
+    "--window-size=1280,900",
+    "--enable-logging",
+    "--v=0",
+    "--vmodule=*device/fido*=2,*webauthn*=2",
+]
+STEP_TIMEOUT = 150  # seconds: a ceremony under emulation takes 10–40 s
+CONFIRM_AFTER = 6  # seconds into a sign-in before Chromium's account sheet is confirmed, then every 5 s
+
+
+def say(message):
+    print(f"[{time.monotonic():9.1f}] {message}", flush=True)
+
+
+def xdotool(*arguments):
+    subprocess.run(["xdotool", *arguments], check=False, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+
+class RelyingPartyLog:
+    """The `verdict …` lines `passkey rp serve` printed, read as they arrive."""
+
+    def __init__(self, path):
+        self.path = path
+        self.seen = len(self.lines())
+
+    def lines(self):
+        with open(self.path, encoding="utf-8", errors="replace") as file:
+            return [line.rstrip("\n") for line in file if line.startswith("verdict ")]
+
+    def new(self):
+        lines = self.lines()
+        fresh, self.seen = lines[self.seen :], len(lines)
+        return fresh
+
+
+class ChromiumLog:
+    """Chromium's log file, scanned for the moment it asks for a PIN."""
+
+    PIN_PROMPT = re.compile(r"CollectPIN|kEnterPIN|PIN entry|collect_pin", re.IGNORECASE)
+
+    def __init__(self, path):
+        self.path = path
+        self.offset = os.path.getsize(path) if os.path.exists(path) else 0
+
+    def asks_for_pin(self):
+        if not os.path.exists(self.path):
+            return False
+        with open(self.path, encoding="utf-8", errors="replace") as file:
+            file.seek(self.offset)
+            text = file.read()
+        self.offset += len(text.encode("utf-8"))
+        return bool(self.PIN_PROMPT.search(text))
+
+
+def read_qr(args):
+    """The FIDO:/ URL of the QR code on the screen now, or None."""
+    shot = os.path.join(args.logs, f"{args.name}-qr.png")
+    subprocess.run(["import", "-window", "root", shot], check=False, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    found = subprocess.run(["zbarimg", "--raw", "-q", shot], check=False, capture_output=True, text=True).stdout
+    urls = [line for line in found.splitlines() if line.startswith("FIDO:/")]
+    return urls[0] if urls else None
+
+
+def run_step(driver, args, rp_log, chromium_log, step, number):
+    ceremony, user, expect = step
+    query = {"auto": ceremony}
+    if user:
+        query["user"] = user
+    if args.scan:
+        query["hints"] = "hybrid"
+    phone = None
+    url = f"{args.rp}/?{urllib.parse.urlencode(query)}"
+    say(f"step {ceremony} user={user or '(none)'} expect={expect}: {url}")
+    started = time.monotonic()
+    driver.get(url)
+    confirmed_at = None
+    pin_entered = False
+    title = ""
+    while time.monotonic() - started < STEP_TIMEOUT:
+        title = driver.title
+        if title.startswith(("PASS", "FAIL")):
+            break
+        elapsed = time.monotonic() - started
+        if args.pin and not pin_entered and chromium_log.asks_for_pin():
+            time.sleep(1)
+            xdotool("type", "--delay", "120", args.pin)
+            xdotool("key", "Return")
+            pin_entered = True
+            say(f"PIN typed into Chromium's dialog after {elapsed:.0f} s")
+        elif args.scan and phone is None and elapsed > 3:
+            url = read_qr(args)
+            if url:
+                say(f"QR code read off the screen after {elapsed:.0f} s: {url[:24]}…")
+                output = open(os.path.join(args.logs, f"{args.name}-scan-{number}.txt"), "w")
+                phone = subprocess.Popen([*shlex.split(args.scan), url], stdout=output, stderr=subprocess.STDOUT)
+        elif not args.scan and elapsed > CONFIRM_AFTER and (confirmed_at is None or time.monotonic() - confirmed_at > 5):
+            if ceremony == "sign-in":
+                xdotool("key", "Return")
+                say(f"Return pressed on Chromium's account sheet after {elapsed:.0f} s")
+            elif expect != "ok":
+                xdotool("key", "Escape")
+                say(f"Escape pressed on Chromium's error sheet after {elapsed:.0f} s")
+            confirmed_at = time.monotonic()
+        time.sleep(0.5)
+    say(f"title after {time.monotonic() - started:.0f} s: {title}")
+    if phone is not None:
+        try:
+            status = phone.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            phone.kill()
+            status = "killed after 30 s"
+        say(f"the phone (passkey scan) exited: {status}")
+    elif args.scan:
+        return f"{ceremony} {user}: no QR code was read off the screen (title {title!r})"
+    # The verdict line follows the page's last request; give it a moment.
+    verdicts = []
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        verdicts += rp_log.new()
+        if verdicts:
+            break
+        time.sleep(0.5)
+    for line in verdicts:
+        say(f"RP: {line}")
+    kind = "registration" if ceremony == "register" else "authentication"
+    if expect == "ok":
+        wanted = f"verdict {kind} ok"
+        good = [line for line in verdicts if line.startswith(wanted) and (not user or f"user={user}" in line)]
+        if not good:
+            return f"{ceremony} {user}: no '{wanted}' from the RP (title {title!r}, RP said {verdicts})"
+        if ceremony == "register" and args.transports:
+            match = re.search(r"transports=(\S*)", good[0])
+            reported = match.group(1) if match else ""
+            if reported != args.transports:
+                return f"register {user}: the browser reported transports {reported!r}, not {args.transports!r}"
+        return None
+    if any(line.startswith(f"verdict {kind} ok") for line in verdicts):
+        return f"{ceremony} {user}: the RP accepted a ceremony that had to fail with {expect}"
+    if not any(f"name={expect}" in line for line in verdicts):
+        return f"{ceremony} {user}: expected {expect}, the page said {title!r}, the RP said {verdicts}"
+    return None
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--rp", required=True)
+    parser.add_argument("--rp-log", required=True)
+    parser.add_argument("--profile", required=True)
+    parser.add_argument("--logs", required=True)
+    parser.add_argument("--name", required=True)
+    parser.add_argument("--pin")
+    parser.add_argument("--transports", help="what a registration must report, e.g. usb")
+    parser.add_argument("--scan", help="the phone's command line; the FIDO:/ URL is appended")
+    parser.add_argument("--chromium-arg", action="append", default=[])
+    parser.add_argument("steps", nargs="+")
+    args = parser.parse_args()
+    steps = []
+    for text in args.steps:
+        ceremony, user, expect = text.split(":")
+        steps.append((ceremony, user, expect))
+
+    chromium_log_path = os.path.join(args.logs, f"{args.name}-chromium.log")
+    options = Options()
+    options.binary_location = CHROMIUM
+    for argument in CHROMIUM_ARGS + [f"--log-file={chromium_log_path}"] + args.chromium_arg:
+        options.add_argument(argument)
+    options.add_argument(f"--user-data-dir={args.profile}")
+    service = Service(executable_path=CHROMEDRIVER, log_output=os.path.join(args.logs, f"{args.name}-chromedriver.log"))
+    say("starting Chromium through chromedriver")
+    driver = webdriver.Chrome(options=options, service=service)
+    driver.set_page_load_timeout(120)
+    say(f"Chromium {driver.capabilities.get('browserVersion')} is up")
+    rp_log = RelyingPartyLog(args.rp_log)
+    chromium_log = ChromiumLog(chromium_log_path)
+    failure = None
+    try:
+        for number, step in enumerate(steps, 1):
+            failure = run_step(driver, args, rp_log, chromium_log, step, number)
+            if failure:
+                break
+    finally:
+        subprocess.run(
+            ["import", "-window", "root", os.path.join(args.logs, f"{args.name}.png")],
+            check=False,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        driver.quit()
+    if failure:
+        print(f"FAIL: {failure}", flush=True)
+        return 1
+    print("all steps verified by the relying party", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,103 @@
+# shellcheck shell=bash
+# Helpers shared by the scripts Tools/vm-test runs inside its guest (Tools/vm/guest-tests, Tools/vm/browser-tests).
+# Source it after setting LOGS (the logs folder on the scratch share) and RESULTS (results.txt there).
+#
+# Under emulation every fork and exec costs real time, so the helpers use bash builtins only: the polling loops
+# must not take the CPU from the programs they wait for.
+
+# pause SECONDS: sleeps without running sleep(1): a read with a timeout on a pipe nobody writes to.
+exec {never_fd}<> <(:)
+pause() {
+    read -r -t "$1" -u "$never_fd" _ || true
+}
+
+# One line on the console and in logs/guest-tests.log, with the guest's uptime.
+log() {
+    local uptime _ line
+    read -r uptime _ </proc/uptime
+    printf -v line '[%7s s] %s%s' "$uptime" "${TAG:+$TAG: }" "$*"
+    echo "$line"
+    echo "$line" >>"$LOGS/guest-tests.log"
+}
+
+# fail REASON: ends the current check; run_test puts REASON on its FAIL line.
+fail() {
+    log "FAILED: $*"
+    [ -n "${REASON_FILE:-}" ] && printf '%s' "$*" >"$REASON_FILE"
+    exit 1
+}
+
+# first_line FILE REGEX: sets LINE to the first line of FILE matching the bash REGEX; fails without one.
+first_line() {
+    local lines
+    [[ -f "$1" ]] || return 1
+    mapfile -t lines <"$1"
+    for LINE in "${lines[@]}"; do
+        [[ "$LINE" =~ $2 ]] && return 0
+    done
+    return 1
+}
+
+# wait_for SECONDS WHAT COMMAND…: runs COMMAND (a function or builtin) every 0.2 s until it succeeds; fails the
+# check after SECONDS, or at once when the process WAIT_PID (if set) has exited.
+wait_for() {
+    local limit="$1" what="$2" started="$SECONDS"
+    shift 2
+    until "$@"; do
+        ((SECONDS - started < limit)) || fail "no $what within $limit s"
+        if [ -n "${WAIT_PID:-}" ] && ! kill -0 "$WAIT_PID" 2>/dev/null; then
+            "$@" && break # it finished just after the last look
+            local code=0
+            wait "$WAIT_PID" || code=$?
+            fail "no $what: the process exited with status $code"
+        fi
+        pause 0.2
+    done
+    log "ready: $what ($((SECONDS - started)) s)"
+}
+
+# Ends this check's background processes (SIGTERM, then SIGKILL after 5 s) so the next one starts clean.
+stop_children() {
+    local pids pid
+    pids="$(jobs -pr)"
+    [ -n "$pids" ] || return 0
+    # shellcheck disable=SC2086
+    kill $pids 2>/dev/null || true
+    for _ in {1..25}; do
+        pids="$(jobs -pr)"
+        [ -n "$pids" ] || return 0
+        pause 0.2
+    done
+    for pid in $pids; do kill -9 "$pid" 2>/dev/null || true; done
+}
+
+# selected NAME: whether the check NAME is to run (ONLY, from VM_TEST_ONLY, is empty or a comma-separated list).
+selected() {
+    [ -z "${ONLY:-}" ] || [[ ",$ONLY," == *",$1,"* ]]
+}
+
+# run_test NAME FUNCTION: runs FUNCTION in a subshell with errexit and records `PASS NAME (N s)` or
+# `FAIL NAME: reason (N s)` in results.txt.
+run_test() {
+    local name="$1" started="$SECONDS" result reason
+    TAG="$name"
+    REASON_FILE="$LOGS/.reason-$name"
+    rm -f "$REASON_FILE"
+    log "starting"
+    set +e
+    (
+        set -e
+        "$2"
+    )
+    result=$?
+    set -e
+    if [ "$result" = 0 ]; then
+        echo "PASS $name ($((SECONDS - started)) s)" >>"$RESULTS"
+        log "passed in $((SECONDS - started)) s"
+    else
+        reason="exit status $result"
+        [ -s "$REASON_FILE" ] && reason="$(<"$REASON_FILE")"
+        echo "FAIL $name: $reason ($((SECONDS - started)) s)" >>"$RESULTS"
+        log "FAILED after $((SECONDS - started)) s"
+    fi
+}
