@@ -16,6 +16,13 @@ public struct RegistrationVerdict: Hashable, Sendable {
     public var userVerified: Bool
     /// `platform` or `cross-platform` when the browser said.
     public var authenticatorAttachment: String?
+
+    public init(userName: String, credential: CredentialRecord, userVerified: Bool, authenticatorAttachment: String?) {
+        self.userName = userName
+        self.credential = credential
+        self.userVerified = userVerified
+        self.authenticatorAttachment = authenticatorAttachment
+    }
 }
 
 /// A verified authentication.
@@ -27,6 +34,13 @@ public struct AuthenticationVerdict: Hashable, Sendable {
     public var userVerified: Bool
     /// `platform` or `cross-platform` when the browser said.
     public var authenticatorAttachment: String?
+
+    public init(userName: String, credential: CredentialRecord, userVerified: Bool, authenticatorAttachment: String?) {
+        self.userName = userName
+        self.credential = credential
+        self.userVerified = userVerified
+        self.authenticatorAttachment = authenticatorAttachment
+    }
 }
 
 /// What the relying party decided about one response, or what the browser reported instead of one.

@@ -52,20 +52,28 @@ enum WebPage {
         }
         function creationOptions(json) {
           if (typeof PublicKeyCredential.parseCreationOptionsFromJSON === "function") {
+            step("options parsed by PublicKeyCredential.parseCreationOptionsFromJSON");
             return PublicKeyCredential.parseCreationOptionsFromJSON(json);
           }
+          step("options parsed by the page's own decoder (no parseCreationOptionsFromJSON here)");
           return { ...json, challenge: toBuffer(json.challenge), user: { ...json.user, id: toBuffer(json.user.id) },
             excludeCredentials: (json.excludeCredentials || []).map((c) => ({ ...c, id: toBuffer(c.id) })) };
         }
         function requestOptions(json) {
           if (typeof PublicKeyCredential.parseRequestOptionsFromJSON === "function") {
+            step("options parsed by PublicKeyCredential.parseRequestOptionsFromJSON");
             return PublicKeyCredential.parseRequestOptionsFromJSON(json);
           }
+          step("options parsed by the page's own decoder (no parseRequestOptionsFromJSON here)");
           return { ...json, challenge: toBuffer(json.challenge),
             allowCredentials: (json.allowCredentials || []).map((c) => ({ ...c, id: toBuffer(c.id) })) };
         }
         function credentialJSON(credential) {
-          if (typeof credential.toJSON === "function") return credential.toJSON();
+          if (typeof credential.toJSON === "function") {
+            step("response encoded by credential.toJSON()");
+            return credential.toJSON();
+          }
+          step("response encoded by the page's own encoder (no toJSON here)");
           const r = credential.response;
           const json = { id: credential.id, rawId: toBase64URL(credential.rawId), type: credential.type,
             authenticatorAttachment: credential.authenticatorAttachment || null,
