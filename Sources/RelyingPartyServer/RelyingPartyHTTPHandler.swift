@@ -6,8 +6,9 @@ import WebRelyingParty
 ///
 /// It enforces the body limit (413 as soon as `Content-Length` or the bytes received exceed it, then the
 /// connection closes), answers unreadable requests with a JSON 400 (431 for oversized headers) and closes, and
-/// closes a connection that has been idle for the `IdleStateHandler`'s read timeout. Keep-alive follows the
-/// request.
+/// closes a connection when no request part has arrived for `idleTimeout` (a request head must arrive whole
+/// within it). The timer runs on the channel's event loop, so `EmbeddedEventLoop` tests advance it. Keep-alive
+/// follows the request.
 final class RelyingPartyHTTPHandler: ChannelInboundHandler {
     typealias InboundIn = HTTPServerRequestPart
     typealias OutboundOut = HTTPServerResponsePart
@@ -21,14 +22,36 @@ final class RelyingPartyHTTPHandler: ChannelInboundHandler {
 
     private let service: RelyingPartyService
     private let maximumBodyBytes: Int
+    private let idleTimeout: TimeAmount
     private var state = State.idle
+    private var idleTimer: Scheduled<Void>?
 
-    init(service: RelyingPartyService, maximumBodyBytes: Int) {
+    init(service: RelyingPartyService, maximumBodyBytes: Int, idleTimeout: TimeAmount) {
         self.service = service
         self.maximumBodyBytes = maximumBodyBytes
+        self.idleTimeout = idleTimeout
+    }
+
+    func handlerAdded(context: ChannelHandlerContext) {
+        if context.channel.isActive { armIdleTimer(context: context) }
+    }
+
+    func handlerRemoved(context: ChannelHandlerContext) {
+        idleTimer?.cancel()
+    }
+
+    func channelActive(context: ChannelHandlerContext) {
+        armIdleTimer(context: context)
+        context.fireChannelActive()
+    }
+
+    func channelInactive(context: ChannelHandlerContext) {
+        idleTimer?.cancel()
+        context.fireChannelInactive()
     }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        armIdleTimer(context: context)
         switch (Self.unwrapInboundIn(data), state) {
         case (.head(let head), .idle):
             if let length = head.headers.first(name: "Content-Length").flatMap(Int.init), length > maximumBodyBytes {
@@ -58,21 +81,21 @@ final class RelyingPartyHTTPHandler: ChannelInboundHandler {
         }
     }
 
-    func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
-        if case IdleStateHandler.IdleStateEvent.read? = event as? IdleStateHandler.IdleStateEvent {
-            context.close(promise: nil)
-        } else {
-            context.fireUserInboundEventTriggered(event)
-        }
-    }
-
     func errorCaught(context: ChannelHandlerContext, error: any Error) {
+        guard context.channel.isActive else { return }  // a partial request cut off by the close: nobody to answer
         switch (error as? HTTPParserError, state) {
         case (.headerOverflow?, .idle), (.headerOverflow?, .receiving):
             refuseAndClose(.headersTooLarge, "the request headers are too large or too many", context: context)
         case (.some(let parserError), .idle), (.some(let parserError), .receiving):
             refuseAndClose(.badRequest, "the HTTP request could not be read (\(parserError))", context: context)
         default:
+            context.close(promise: nil)
+        }
+    }
+
+    private func armIdleTimer(context: ChannelHandlerContext) {
+        idleTimer?.cancel()
+        idleTimer = context.eventLoop.assumeIsolated().scheduleTask(in: idleTimeout) {
             context.close(promise: nil)
         }
     }

@@ -12,7 +12,8 @@ public struct RelyingPartyServerConfiguration: Sendable {
     public var port = 8787
     /// Connections open at once (default 64); more are closed as soon as they are accepted.
     public var maximumConnections = 64
-    /// A connection that sends nothing for this long is closed (default 30 s).
+    /// A connection is closed when no request part arrives for this long (default 30 s); a request head must
+    /// arrive whole within it.
     public var idleTimeout = Duration.seconds(30)
     /// The largest request body (default 64 KiB): larger ones are answered 413.
     public var maximumBodyBytes = RelyingPartySite.maximumBodyBytes
@@ -146,12 +147,11 @@ public final class RelyingPartyServer: Sendable {
         try? await group.shutdownGracefully()
     }
 
-    /// The pipeline of an accepted connection: idle timeout, HTTP/1.1 with header limits, the handler.
+    /// The pipeline of an accepted connection: HTTP/1.1 with header limits, then the handler.
     static func configure(
         _ channel: any Channel, service: RelyingPartyService, configuration: RelyingPartyServerConfiguration
     ) throws {
         let pipeline = channel.pipeline.syncOperations
-        try pipeline.addHandler(IdleStateHandler(readTimeout: TimeAmount(configuration.idleTimeout)))
         var limits = NIOHTTPDecoderLimitConfiguration()
         limits.maxHeaderFieldCount = configuration.maximumHeaderFields
         limits.maxHeaderListSize = configuration.maximumHeaderBytes
@@ -161,7 +161,9 @@ public final class RelyingPartyServer: Sendable {
             withOutboundHeaderValidation: true, withEncoderConfiguration: HTTPResponseEncoder.Configuration(),
             withDecoderLimitConfiguration: limits)
         try pipeline.addHandler(
-            RelyingPartyHTTPHandler(service: service, maximumBodyBytes: configuration.maximumBodyBytes))
+            RelyingPartyHTTPHandler(
+                service: service, maximumBodyBytes: configuration.maximumBodyBytes,
+                idleTimeout: TimeAmount(configuration.idleTimeout)))
     }
 }
 

@@ -103,7 +103,8 @@ public struct WebRelyingParty: Sendable {
     /// Verifies a `RegistrationResponseJSON` body (WebAuthn §7.1, with step 26 against `state`).
     ///
     /// The ceremony is found by the challenge in clientDataJSON and ended, whatever the outcome. On success the
-    /// outcome holds `state` with the new account added, registered at `date`.
+    /// outcome holds `state` with the new account added, registered at `date` to the whole second (as the state
+    /// file keeps it, so the state in memory is the state on disk).
     public mutating func verifyRegistration(
         _ body: [UInt8], state: RelyingPartyState, now: ContinuousClock.Instant, date: Date
     ) -> VerificationOutcome {
@@ -130,8 +131,9 @@ public struct WebRelyingParty: Sendable {
                     "credential \(credential.id.base64URLEncodedString) is already registered (WebAuthn §7.1 step 26)")
             }
             var newState = state
+            let registered = Date(timeIntervalSince1970: date.timeIntervalSince1970.rounded(.down))
             newState.add(
-                RelyingPartyState.Account(rpID: rpID, userName: name, registered: date, credential: credential))
+                RelyingPartyState.Account(rpID: rpID, userName: name, registered: registered, credential: credential))
             let verdict = RegistrationVerdict(
                 userName: name, credential: credential,
                 userVerified: result.authenticatorData.flags.contains(.userVerified),
