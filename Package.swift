@@ -204,8 +204,8 @@ let package = Package(
         .testTarget(
             name: "RelyingPartyServerTests",
             dependencies: [
-                "RelyingPartyServer", "WebRelyingParty", "RelyingParty", "RelyingPartyTestSupport", nioCore, nioPosix,
-                nioHTTP1, nioEmbedded,
+                "RelyingPartyServer", "WebRelyingParty", "RelyingParty", "RelyingPartyTestSupport", crypto, nioCore,
+                nioPosix, nioHTTP1, nioEmbedded,
             ],
             swiftSettings: strictSettings
         ),
