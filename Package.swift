@@ -13,6 +13,7 @@ let cryptoExtras = Target.Dependency.product(name: "_CryptoExtras", package: "sw
 let nioCore = Target.Dependency.product(name: "NIOCore", package: "swift-nio")
 let nioPosix = Target.Dependency.product(name: "NIOPosix", package: "swift-nio")
 let nioHTTP1 = Target.Dependency.product(name: "NIOHTTP1", package: "swift-nio")
+let nioEmbedded = Target.Dependency.product(name: "NIOEmbedded", package: "swift-nio")
 let nioWebSocket = Target.Dependency.product(name: "NIOWebSocket", package: "swift-nio")
 let nioSSL = Target.Dependency.product(name: "NIOSSL", package: "swift-nio-ssl")
 let logging = Target.Dependency.product(name: "Logging", package: "swift-log")
@@ -40,6 +41,8 @@ let package = Package(
         .library(name: "BlueZProximity", targets: ["BlueZProximity"]),
         .library(name: "QRImage", targets: ["QRImage"]),
         .library(name: "RelayServer", targets: ["RelayServer"]),
+        .library(name: "WebRelyingParty", targets: ["WebRelyingParty"]),
+        .library(name: "RelyingPartyServer", targets: ["RelyingPartyServer"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-crypto.git", from: "4.5.2"),
@@ -57,6 +60,8 @@ let package = Package(
         .target(name: "CTAPHID", swiftSettings: strictSettings),
         .target(name: "UHID", swiftSettings: strictSettings),
         .target(name: "RelyingParty", dependencies: ["CBOR", "WebAuthn", crypto], swiftSettings: strictSettings),
+        .target(
+            name: "WebRelyingParty", dependencies: ["RelyingParty", "WebAuthn", crypto], swiftSettings: strictSettings),
         .target(name: "Hybrid", dependencies: ["CBOR", crypto, cryptoExtras], swiftSettings: strictSettings),
         .target(name: "RelayCore", dependencies: ["Hybrid"], swiftSettings: strictSettings),
         .target(
@@ -99,6 +104,11 @@ let package = Package(
             ],
             swiftSettings: strictSettings
         ),
+        .target(
+            name: "RelyingPartyServer",
+            dependencies: ["WebRelyingParty", "RelyingParty", crypto, nioCore, nioPosix, nioHTTP1],
+            swiftSettings: strictSettings
+        ),
         .executableTarget(
             name: "passkey-relay",
             dependencies: ["RelayServer", "RelayCore", nioSSL, argumentParser, logging],
@@ -110,8 +120,8 @@ let package = Package(
             name: "passkey",
             dependencies: [
                 "CBOR", "WebAuthn", "CTAP2", "CTAPHID", "RelyingParty", "PasskeyStore", "CTAPHIDTransport", "Hybrid",
-                "QRImage", "Proximity", "HybridTransport", "CrossDevice", "RelayServer", "UHID", argumentParser, logging,
-                crypto, nioSSL,
+                "QRImage", "Proximity", "HybridTransport", "CrossDevice", "RelayServer", "UHID", "WebRelyingParty",
+                "RelyingPartyServer", argumentParser, logging, crypto, nioSSL,
             ],
             swiftSettings: strictSettings
         ),
@@ -179,5 +189,25 @@ let package = Package(
             swiftSettings: strictSettings
         ),
         .testTarget(name: "QRImageTests", dependencies: ["QRImage", "Hybrid", crypto], swiftSettings: strictSettings),
+        // A software authenticator that answers in the WebAuthn Level 3 JSON forms, for the two test targets below.
+        .target(
+            name: "RelyingPartyTestSupport",
+            dependencies: ["RelyingParty", "WebAuthn", "CBOR", crypto],
+            path: "Tests/RelyingPartyTestSupport",
+            swiftSettings: strictSettings
+        ),
+        .testTarget(
+            name: "WebRelyingPartyTests",
+            dependencies: ["WebRelyingParty", "RelyingParty", "WebAuthn", "RelyingPartyTestSupport", crypto],
+            swiftSettings: strictSettings
+        ),
+        .testTarget(
+            name: "RelyingPartyServerTests",
+            dependencies: [
+                "RelyingPartyServer", "WebRelyingParty", "RelyingParty", "RelyingPartyTestSupport", crypto, nioCore,
+                nioPosix, nioHTTP1, nioEmbedded,
+            ],
+            swiftSettings: strictSettings
+        ),
     ]
 )

@@ -1,5 +1,6 @@
 import Hybrid
 import HybridTransport
+import RelyingParty
 
 extension CrossDeviceClient {
     /// Runs `body` with `phone` in radio range: the phone scans each QR code this client shows, after

@@ -53,9 +53,12 @@ public struct RegistrationOptions: Hashable, Sendable {
     public var excludeCredentials: [[UInt8]]
     /// How long the client should wait, in milliseconds.
     public var timeout: Int?
+    /// WebAuthn Level 3 hints (§5.8.7): `security-key`, `client-device`, `hybrid`, most preferred first.
+    /// Passed to the client as they are; the JSON form omits the member when the list is empty.
+    public var hints: [String]
 
     /// Options with the given challenge and user; the rest default to ES256, UV preferred,
-    /// a preferred discoverable credential and no attestation.
+    /// a preferred discoverable credential, no attestation and no hints.
     public init(
         challenge: [UInt8],
         user: UserEntity,
@@ -64,7 +67,8 @@ public struct RegistrationOptions: Hashable, Sendable {
         residentKey: ResidentKeyRequirement = .preferred,
         attestation: AttestationConveyancePreference = .none,
         excludeCredentials: [[UInt8]] = [],
-        timeout: Int? = nil
+        timeout: Int? = nil,
+        hints: [String] = []
     ) {
         self.challenge = challenge
         self.user = user
@@ -74,6 +78,7 @@ public struct RegistrationOptions: Hashable, Sendable {
         self.attestation = attestation
         self.excludeCredentials = excludeCredentials
         self.timeout = timeout
+        self.hints = hints
     }
 
     /// `PublicKeyCredentialCreationOptionsJSON` (WebAuthn §5.1.8) for `relyingParty`, the object a web
@@ -89,7 +94,8 @@ public struct RegistrationOptions: Hashable, Sendable {
             authenticatorSelection: .init(
                 residentKey: residentKey.rawValue, requireResidentKey: residentKey == .required,
                 userVerification: userVerification.rawValue),
-            attestation: attestation.rawValue)
+            attestation: attestation.rawValue,
+            hints: hints.isEmpty ? nil : hints)
         return encodeSorted(options)
     }
 }
@@ -106,20 +112,24 @@ public struct AuthenticationOptions: Hashable, Sendable {
     public var expectedUserHandle: [UInt8]?
     /// How long the client should wait, in milliseconds.
     public var timeout: Int?
+    /// WebAuthn Level 3 hints (§5.8.7), as on ``RegistrationOptions/hints``.
+    public var hints: [String]
 
-    /// Options with the given challenge; the rest default to a discoverable flow with UV preferred.
+    /// Options with the given challenge; the rest default to a discoverable flow with UV preferred and no hints.
     public init(
         challenge: [UInt8],
         allowCredentials: [[UInt8]] = [],
         userVerification: UserVerificationRequirement = .preferred,
         expectedUserHandle: [UInt8]? = nil,
-        timeout: Int? = nil
+        timeout: Int? = nil,
+        hints: [String] = []
     ) {
         self.challenge = challenge
         self.allowCredentials = allowCredentials
         self.userVerification = userVerification
         self.expectedUserHandle = expectedUserHandle
         self.timeout = timeout
+        self.hints = hints
     }
 
     /// `PublicKeyCredentialRequestOptionsJSON` (WebAuthn §5.1.9) for the RP ID `relyingPartyID`.
@@ -130,7 +140,8 @@ public struct AuthenticationOptions: Hashable, Sendable {
             timeout: timeout,
             rpId: relyingPartyID,
             allowCredentials: allowCredentials.map { .init(type: "public-key", id: $0.base64URLEncodedString) },
-            userVerification: userVerification.rawValue)
+            userVerification: userVerification.rawValue,
+            hints: hints.isEmpty ? nil : hints)
         return encodeSorted(options)
     }
 }
@@ -163,6 +174,7 @@ private struct CreationOptionsJSON: Encodable {
     var excludeCredentials: [CredentialDescriptorJSON]
     var authenticatorSelection: Selection
     var attestation: String
+    var hints: [String]?
 }
 
 private struct RequestOptionsJSON: Encodable {
@@ -171,6 +183,7 @@ private struct RequestOptionsJSON: Encodable {
     var rpId: String
     var allowCredentials: [CredentialDescriptorJSON]
     var userVerification: String
+    var hints: [String]?
 }
 
 private func encodeSorted(_ value: some Encodable) -> [UInt8] {

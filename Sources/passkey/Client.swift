@@ -7,6 +7,7 @@ import PasskeyStore
 import Proximity
 import QRImage
 import RelyingParty
+import RelyingPartyServer
 import WebAuthn
 
 extension Passkey {

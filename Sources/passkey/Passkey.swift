@@ -10,6 +10,8 @@ struct Passkey: AsyncParsableCommand {
             authenticator; `list`, `delete` and `info` manage them.
             """,
         version: "0.1.0",
-        subcommands: [Serve.self, Scan.self, Client.self, List.self, Delete.self, Info.self, Demo.self, Inspect.self]
+        subcommands: [
+            Serve.self, Scan.self, Client.self, RP.self, List.self, Delete.self, Info.self, Demo.self, Inspect.self,
+        ]
     )
 }

@@ -99,3 +99,92 @@ struct RecordAndOptionsTests {
         )
     }
 }
+
+/// The relying party state file's format, shared by `passkey client --rp-state` and `passkey rp serve`.
+struct RelyingPartyStateTests {
+    static let golden = """
+        {
+          "accounts" : [
+            {
+              "credential" : {
+                "aaguid" : "00010203-0405-0607-0809-0a0b0c0d0e0f",
+                "attestationFormat" : "none",
+                "attestationType" : "none",
+                "backupEligible" : true,
+                "backupState" : true,
+                "id" : "-_8B",
+                "publicKey" : "pQECAyYgASFYIGsX0fLhLEJH-Lzm5WOkQPJ3A32BLeszoPShOUXYmMKWIlggT-NC4v4af5uO5-tKfA-eFivOM1drMV7Oy7ZAaDe_UfU",
+                "signCount" : 0,
+                "transports" : [
+                  "usb",
+                  "hybrid"
+                ],
+                "userHandle" : "dXNlci0x",
+                "uvInitialized" : true
+              },
+              "registered" : "2027-01-15T08:00:00Z",
+              "rpID" : "localhost",
+              "userName" : "alice"
+            }
+          ],
+          "version" : 1
+        }
+        """
+
+    static func state() throws -> RelyingPartyState {
+        // The P-256 generator point: a fixed, valid public key.
+        let point = try #require(
+            [UInt8](
+                hex: "6b17d1f2e12c4247f8bce6e563a440f277037d812deb33a0f4a13945d898c296"
+                    + "4fe342e2fe1a7f9b8ee7eb4a7c0f9e162bce33576b315ececbb6406837bf51f5"))
+        var state = RelyingPartyState()
+        state.add(
+            RelyingPartyState.Account(
+                rpID: "localhost", userName: "alice", registered: Date(timeIntervalSince1970: 1_800_000_000),
+                credential: CredentialRecord(
+                    id: [0xFB, 0xFF, 0x01],
+                    publicKey: COSEKey(publicKey: try P256.Signing.PublicKey(rawRepresentation: point)), signCount: 0,
+                    backupEligible: true, backupState: true, uvInitialized: true, userHandle: Array("user-1".utf8),
+                    aaguid: AAGUID(bytes: Array(0..<16))!, transports: ["usb", "hybrid"])))
+        return state
+    }
+
+    @Test func theFileFormatIsPinned() throws {
+        let state = try Self.state()
+        #expect(String(decoding: try state.jsonData(), as: UTF8.self) == Self.golden)
+        #expect(try RelyingPartyState(jsonData: Data(Self.golden.utf8), source: "golden") == state)
+    }
+
+    @Test func unreadableStatesAreRefusedWithTheirCode() {
+        #expect(throws: RelyingPartyStateError(.invalid, "")) {
+            try RelyingPartyState(jsonData: Data("{}".utf8), source: "x")
+        }
+        #expect(throws: RelyingPartyStateError(.unsupportedVersion, "")) {
+            try RelyingPartyState(jsonData: Data(#"{"version": 2, "accounts": []}"#.utf8), source: "x")
+        }
+        #expect(throws: RelyingPartyStateError(.tooLarge, "")) {
+            try RelyingPartyState(jsonData: Data(count: RelyingPartyState.maximumFileSize + 1), source: "x")
+        }
+    }
+
+    @Test func hintsAreInTheOptionsJSONOnlyWhenThereAreAny() throws {
+        let user = UserEntity(id: [1], name: "alice")
+        let creation = RegistrationOptions(challenge: [1], user: user, hints: ["security-key", "hybrid"])
+        let object = try #require(
+            try JSONSerialization.jsonObject(with: Data(creation.json(relyingParty: RelyingPartyEntity(id: "a.test"))))
+                as? [String: Any])
+        #expect(object["hints"] as? [String] == ["security-key", "hybrid"])
+        #expect(
+            !String(
+                decoding: RegistrationOptions(challenge: [1], user: user).json(relyingParty: .init(id: "a.test")),
+                as: UTF8.self
+            )
+            .contains("hints"))
+        #expect(
+            String(
+                decoding: AuthenticationOptions(challenge: [1], hints: ["client-device"]).json(
+                    relyingPartyID: "a.test"), as: UTF8.self)
+                == #"{"allowCredentials":[],"challenge":"AQ","hints":["client-device"],"rpId":"a.test","userVerification":"preferred"}"#
+        )
+    }
+}

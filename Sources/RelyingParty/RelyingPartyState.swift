@@ -1,20 +1,51 @@
 import Foundation
-import RelyingParty
 
-/// Why the relying party state file could not be used. The file is never changed when loading fails.
+/// Why the relying party state could not be read or written. The file is never changed when loading fails.
+///
+/// `code` is stable; `description` names the file and the reason, for people. Equality uses the code only.
 public struct RelyingPartyStateError: Error, Hashable, Sendable, CustomStringConvertible {
+    /// A stable identifier for each kind of failure.
+    public enum Code: String, Hashable, Sendable, CaseIterable {
+        /// The file exists but could not be read.
+        case unreadable
+        /// The file is larger than ``RelyingPartyState/maximumFileSize``.
+        case tooLarge
+        /// The file is not the JSON this type writes.
+        case invalid
+        /// The file has a version this build does not read.
+        case unsupportedVersion
+        /// The file could not be written or renamed into place.
+        case unwritable
+    }
+
+    /// The stable kind of failure.
+    public var code: Code
+    /// A one-line explanation naming the file.
     public var description: String
 
-    init(_ description: String) { self.description = description }
+    /// An error of kind `code`, explained by `description`.
+    public init(_ code: Code, _ description: String) {
+        self.code = code
+        self.description = description
+    }
+
+    /// Compares codes only: the description is free text.
+    public static func == (lhs: Self, rhs: Self) -> Bool { lhs.code == rhs.code }
+
+    /// Hashes the code only, consistent with `==`.
+    public func hash(into hasher: inout Hasher) { hasher.combine(code) }
 }
 
-/// What the client role remembers as the relying party would: the credential records of registered accounts,
-/// in a JSON file (`--rp-state FILE`). It holds public keys only; it is written atomically with mode 0600.
+/// What a relying party remembers: the credential records of registered accounts, as JSON (`--rp-state FILE`,
+/// shared by `passkey client` and `passkey rp serve`). It holds public keys only.
 ///
 /// ```json
 /// {"version": 1, "accounts": [{"rpID": "example.com", "userName": "alice", "registered": "2026-…Z",
 ///   "credential": {"id": "…", "publicKey": "…", "signCount": 0, …}}]}
 /// ```
+///
+/// This type is the value and its JSON form; reading and writing the file (atomically, mode 0600) is
+/// `RelyingPartyServer`'s `load(from:)` and `save(to:)`.
 public struct RelyingPartyState: Hashable, Sendable, Codable {
     /// One registered account.
     public struct Account: Hashable, Sendable, Codable {
@@ -32,6 +63,8 @@ public struct RelyingPartyState: Hashable, Sendable, Codable {
     }
 
     public static let currentVersion = 1
+    /// The largest state file read: anything bigger is not one of ours.
+    public static let maximumFileSize = 16 << 20
 
     public var version = Self.currentVersion
     public var accounts: [Account] = []
@@ -58,63 +91,37 @@ public struct RelyingPartyState: Hashable, Sendable, Codable {
         storeURL.deletingLastPathComponent().appendingPathComponent("rp-state.json")
     }
 
-    /// Reads the file; a missing file is an empty state. Anything unreadable is an error naming the file.
-    public static func load(from url: URL) throws(RelyingPartyStateError) -> RelyingPartyState {
-        let data: Data
-        do {
-            data = try Data(contentsOf: url)
-        } catch let error as CocoaError where error.code == .fileReadNoSuchFile {
-            return RelyingPartyState()
-        } catch {
-            throw RelyingPartyStateError(
-                "cannot read the relying party state \(url.path): \(error.localizedDescription)")
-        }
-        guard data.count <= 16 << 20 else {
-            throw RelyingPartyStateError("the relying party state \(url.path) is larger than 16 MiB: not ours")
+    /// Reads the JSON form; `source` names the file in error messages.
+    public init(jsonData data: Data, source: String) throws(RelyingPartyStateError) {
+        guard data.count <= Self.maximumFileSize else {
+            throw RelyingPartyStateError(.tooLarge, "the relying party state \(source) is larger than 16 MiB: not ours")
         }
         let decoder = JSONDecoder()
         decoder.dateDecodingStrategy = .iso8601
-        let state: RelyingPartyState
         do {
-            state = try decoder.decode(RelyingPartyState.self, from: data)
+            self = try decoder.decode(RelyingPartyState.self, from: data)
         } catch {
             throw RelyingPartyStateError(
-                "the relying party state \(url.path) is not a valid state file (\(Self.describe(error))); "
+                .invalid,
+                "the relying party state \(source) is not a valid state file (\(Self.describe(error))); "
                     + "it was left unchanged")
         }
-        guard state.version == currentVersion else {
+        guard version == Self.currentVersion else {
             throw RelyingPartyStateError(
-                "the relying party state \(url.path) has version \(state.version); this passkey reads version 1")
+                .unsupportedVersion,
+                "the relying party state \(source) has version \(version); this passkey reads version 1")
         }
-        return state
     }
 
-    /// Writes the file atomically (a 0600 temporary file renamed over it).
-    public func save(to url: URL) throws(RelyingPartyStateError) {
+    /// The JSON form: pretty-printed, keys sorted, dates in ISO 8601, slashes unescaped.
+    public func jsonData() throws(RelyingPartyStateError) -> Data {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
         encoder.dateEncodingStrategy = .iso8601
         do {
-            let data = try encoder.encode(self)
-            let directory = url.deletingLastPathComponent()
-            try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-            let temporary = directory.appendingPathComponent(".\(url.lastPathComponent).\(UUID().uuidString).tmp")
-            guard
-                FileManager.default.createFile(
-                    atPath: temporary.path, contents: data, attributes: [.posixPermissions: 0o600])
-            else {
-                throw RelyingPartyStateError("cannot write \(temporary.path)")
-            }
-            guard rename(temporary.path, url.path) == 0 else {
-                let reason = String(cString: strerror(errno))
-                try? FileManager.default.removeItem(at: temporary)
-                throw RelyingPartyStateError("cannot replace \(url.path): \(reason)")
-            }
-        } catch let error as RelyingPartyStateError {
-            throw error
+            return try encoder.encode(self)
         } catch {
-            throw RelyingPartyStateError(
-                "cannot save the relying party state \(url.path): \(error.localizedDescription)")
+            throw RelyingPartyStateError(.unwritable, "cannot encode the relying party state: \(error)")
         }
     }
 

@@ -1,0 +1,242 @@
+import Foundation
+import RelyingParty
+import WebAuthn
+
+/// The web relying party as HTTP requests and answers, with no sockets: routes, status codes, the page and the
+/// JSON endpoints (`Docs/RelyingParty.md`). The NIO adapter turns bytes into a ``Request``, calls
+/// ``handle(_:now:date:randomBytes:)``, saves ``Exchange/stateToSave`` (then calls ``commit(_:)``), prints
+/// ``Exchange/line`` and writes ``Exchange/response``.
+///
+/// | method and path | answer |
+/// |---|---|
+/// | `GET /` | the page |
+/// | `GET /credentials` | the registered accounts of this RP ID |
+/// | `POST /registration/options`, `POST /authentication/options` | options JSON |
+/// | `POST /registration/verify`, `POST /authentication/verify` | the verdict |
+/// | `POST /client-result` | records a failure the browser reported |
+public struct RelyingPartySite: Sendable {
+    /// One HTTP request, its body complete.
+    public struct Request: Hashable, Sendable {
+        /// The method as sent (`GET`, `POST`, …).
+        public var method: String
+        /// The request target: path and optional query.
+        public var target: String
+        /// The `Content-Type` header, when there is one.
+        public var contentType: String?
+        public var body: [UInt8]
+
+        public init(method: String, target: String, contentType: String? = nil, body: [UInt8] = []) {
+            self.method = method
+            self.target = target
+            self.contentType = contentType
+            self.body = body
+        }
+    }
+
+    /// One HTTP answer; the adapter adds `Content-Length` and `Connection`.
+    public struct Response: Hashable, Sendable {
+        public var status: Int
+        /// Header fields in order, including `Content-Type`.
+        public var headers: [Header]
+        public var body: [UInt8]
+
+        public struct Header: Hashable, Sendable {
+            public var name: String
+            public var value: String
+        }
+
+        public init(status: Int, headers: [Header], body: [UInt8]) {
+            self.status = status
+            self.headers = headers
+            self.body = body
+        }
+
+        /// The first value of header `name` (case-insensitive).
+        public func header(_ name: String) -> String? {
+            headers.first { $0.name.lowercased() == name.lowercased() }?.value
+        }
+    }
+
+    /// What one request came to.
+    public struct Exchange: Sendable {
+        public var response: Response
+        /// The verdict, for the verification and client-result endpoints.
+        public var verdict: Verdict?
+        /// The state to save before answering, then to ``RelyingPartySite/commit(_:)``.
+        public var stateToSave: RelyingPartyState?
+
+        /// The line to print: ``Verdict/line``.
+        public var line: String? { verdict?.line }
+
+        /// The same exchange when ``stateToSave`` could not be saved: a 500 `stateNotSaved` refusal, nothing kept.
+        public func savingFailed(_ reason: String) -> Exchange {
+            let error = WebRelyingPartyError(
+                .stateNotSaved, "the state file was not saved, so nothing was kept: \(reason)")
+            let ceremony: CeremonyKind = if case .authenticated = verdict { .authentication } else { .registration }
+            let userName: String? =
+                switch verdict {
+                case .registered(let verdict): verdict.userName
+                case .authenticated(let verdict): verdict.userName
+                default: nil
+                }
+            return RelyingPartySite.answer(.refused(ceremony, error, userName: userName), stateToSave: nil)
+        }
+    }
+
+    /// The largest request body accepted (64 KiB); the adapter answers ``refusal(_:)`` with
+    /// ``WebRelyingPartyError/Code/payloadTooLarge`` for anything larger.
+    public static let maximumBodyBytes = 64 * 1024
+
+    public private(set) var relyingParty: WebRelyingParty
+    /// The state as last saved.
+    public private(set) var state: RelyingPartyState
+
+    public init(relyingParty: WebRelyingParty, state: RelyingPartyState) {
+        self.relyingParty = relyingParty
+        self.state = state
+    }
+
+    /// Adopts a state that ``Exchange/stateToSave`` asked for, once it is saved.
+    public mutating func commit(_ state: RelyingPartyState) {
+        self.state = state
+    }
+
+    private static let routes: [String: String] = [
+        "/": "GET", "/credentials": "GET", "/favicon.ico": "GET",
+        "/registration/options": "POST", "/registration/verify": "POST",
+        "/authentication/options": "POST", "/authentication/verify": "POST", "/client-result": "POST",
+    ]
+
+    /// Answers one request. `randomBytes` gives challenges and new user handles; `now` times challenges and
+    /// `date` stamps new registrations.
+    public mutating func handle(
+        _ request: Request, now: ContinuousClock.Instant, date: Date, randomBytes: (Int) -> [UInt8]
+    ) -> Exchange {
+        let path = String(request.target.prefix { $0 != "?" && $0 != "#" })
+        guard let method = Self.routes[path] else {
+            return Self.refusal(WebRelyingPartyError(.notFound, "no such path: \(Verdict.field(path))"))
+        }
+        guard request.method == method else {
+            return Self.refusal(
+                WebRelyingPartyError(.methodNotAllowed, "\(path) takes \(method) only"),
+                headers: [Response.Header(name: "Allow", value: method)])
+        }
+        if method == "POST" {
+            let mediaType = request.contentType?.split(separator: ";").first?
+                .trimmingCharacters(in: .whitespaces).lowercased()
+            guard mediaType == "application/json" else {
+                return Self.refusal(
+                    WebRelyingPartyError(.unsupportedMediaType, "the body must be application/json"))
+            }
+        }
+        switch path {
+        case "/":
+            return Exchange(response: WebPage.response, verdict: nil, stateToSave: nil)
+        case "/favicon.ico":
+            return Exchange(response: Response(status: 204, headers: Self.commonHeaders, body: []), verdict: nil)
+        case "/credentials":
+            return Self.json(200, credentialsJSON())
+        case "/registration/options":
+            do throws(JSONBodyError) {
+                let options = relyingParty.registrationOptions(
+                    for: try RegistrationOptionsRequest(json: request.body), state: state, challenge: randomBytes(32),
+                    newUserHandle: randomBytes(16), now: now)
+                return Self.json(200, options)
+            } catch {
+                return Self.refusal(Self.requestError(error))
+            }
+        case "/authentication/options":
+            do throws(WebRelyingPartyError) {
+                let parsed: AuthenticationOptionsRequest
+                do throws(JSONBodyError) {
+                    parsed = try AuthenticationOptionsRequest(json: request.body)
+                } catch {
+                    throw Self.requestError(error)
+                }
+                let options = try relyingParty.authenticationOptions(
+                    for: parsed, state: state, challenge: randomBytes(32), now: now)
+                return Self.json(200, options)
+            } catch {
+                return Self.refusal(error)
+            }
+        case "/registration/verify":
+            let outcome = relyingParty.verifyRegistration(request.body, state: state, now: now, date: date)
+            return Self.answer(outcome.verdict, stateToSave: outcome.newState)
+        case "/authentication/verify":
+            let outcome = relyingParty.verifyAuthentication(request.body, state: state, now: now)
+            return Self.answer(outcome.verdict, stateToSave: outcome.newState)
+        default:  // "/client-result"
+            do throws(JSONBodyError) {
+                return Self.answer(.clientError(try ClientResult(json: request.body)), stateToSave: nil)
+            } catch {
+                return Self.refusal(Self.requestError(error))
+            }
+        }
+    }
+
+    /// A refusal outside any ceremony: `{"error": code, "message": …}` with the code's status.
+    public static func refusal(_ error: WebRelyingPartyError, headers: [Response.Header] = []) -> Exchange {
+        Exchange(
+            response: Response(
+                status: error.status, headers: jsonHeaders + headers,
+                body: encodeSorted(ErrorJSON(error: error.code.rawValue, message: error.message))),
+            verdict: nil, stateToSave: nil)
+    }
+
+    static func answer(_ verdict: Verdict, stateToSave: RelyingPartyState?) -> Exchange {
+        Exchange(
+            response: Response(status: verdict.status, headers: jsonHeaders, body: verdict.json), verdict: verdict,
+            stateToSave: stateToSave)
+    }
+
+    private static func requestError(_ error: JSONBodyError) -> WebRelyingPartyError {
+        WebRelyingPartyError(error == .notJSON ? .badJSON : .invalidRequest, error.description)
+    }
+
+    private static func json(_ status: Int, _ body: [UInt8]) -> Exchange {
+        Exchange(response: Response(status: status, headers: jsonHeaders, body: body), verdict: nil, stateToSave: nil)
+    }
+
+    static let commonHeaders = [
+        Response.Header(name: "Cache-Control", value: "no-store"),
+        Response.Header(name: "X-Content-Type-Options", value: "nosniff"),
+    ]
+
+    private static let jsonHeaders =
+        [Response.Header(name: "Content-Type", value: "application/json; charset=utf-8")] + commonHeaders
+
+    /// `{"rpID", "origins", "accounts": [{"user", "credentialID", "registered", "signCount", "transports", …}]}`,
+    /// oldest registration first.
+    private func credentialsJSON() -> [UInt8] {
+        struct Account: Encodable {
+            var user: String
+            var credentialID: String
+            var registered: Date
+            var signCount: UInt32
+            var transports: [String]
+            var uvInitialized: Bool
+            var backupEligible: Bool
+            var backupState: Bool
+            var aaguid: String
+            var attestationFormat: String
+        }
+        struct Body: Encodable {
+            var rpID: String
+            var origins: [String]
+            var accounts: [Account]
+        }
+        let configuration = relyingParty.configuration
+        return encodeSorted(
+            Body(
+                rpID: configuration.relyingParty.id, origins: configuration.origins.sorted(),
+                accounts: state.accounts(for: configuration.relyingParty.id).map { account in
+                    let credential = account.credential
+                    return Account(
+                        user: account.userName, credentialID: credential.id.base64URLEncodedString,
+                        registered: account.registered, signCount: credential.signCount,
+                        transports: credential.transports, uvInitialized: credential.uvInitialized,
+                        backupEligible: credential.backupEligible, backupState: credential.backupState,
+                        aaguid: credential.aaguid.description, attestationFormat: credential.attestationFormat)
+                }))
+    }
+}

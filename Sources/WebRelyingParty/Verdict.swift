@@ -1,0 +1,185 @@
+import Foundation
+import RelyingParty
+import WebAuthn
+
+/// The two WebAuthn ceremonies.
+public enum CeremonyKind: String, Hashable, Sendable, CaseIterable {
+    case registration
+    case authentication
+}
+
+/// A verified registration.
+public struct RegistrationVerdict: Hashable, Sendable {
+    public var userName: String
+    /// The record now in the state.
+    public var credential: CredentialRecord
+    public var userVerified: Bool
+    /// `platform` or `cross-platform` when the browser said.
+    public var authenticatorAttachment: String?
+
+    public init(userName: String, credential: CredentialRecord, userVerified: Bool, authenticatorAttachment: String?) {
+        self.userName = userName
+        self.credential = credential
+        self.userVerified = userVerified
+        self.authenticatorAttachment = authenticatorAttachment
+    }
+}
+
+/// A verified authentication.
+public struct AuthenticationVerdict: Hashable, Sendable {
+    /// The account the credential is registered to.
+    public var userName: String
+    /// The record after the ceremony (new signature counter, backup state).
+    public var credential: CredentialRecord
+    public var userVerified: Bool
+    /// `platform` or `cross-platform` when the browser said.
+    public var authenticatorAttachment: String?
+
+    public init(userName: String, credential: CredentialRecord, userVerified: Bool, authenticatorAttachment: String?) {
+        self.userName = userName
+        self.credential = credential
+        self.userVerified = userVerified
+        self.authenticatorAttachment = authenticatorAttachment
+    }
+}
+
+/// What the relying party decided about one response, or what the browser reported instead of one.
+public enum Verdict: Hashable, Sendable {
+    case registered(RegistrationVerdict)
+    case authenticated(AuthenticationVerdict)
+    /// The response was refused; nothing changed. The account name is there when the ceremony named one.
+    case refused(CeremonyKind, WebRelyingPartyError, userName: String?)
+    /// The browser's own failure, reported by the page (`POST /client-result`).
+    case clientError(ClientResult)
+
+    /// One line for standard output, `key=value` fields after a fixed prefix; values never hold white space,
+    /// except the last field of a refusal (`reason=`) or a client error (`message=`), which runs to the end:
+    ///
+    /// ```
+    /// verdict registration ok user=alice credential=<base64url> uv=true transports=usb attachment=cross-platform attestation=none aaguid=<…>
+    /// verdict authentication ok user=alice credential=<base64url> uv=true signCount=0 attachment=cross-platform
+    /// verdict registration refused code=challengeReplayed user=alice reason=the challenge was already used …
+    /// verdict client error ceremony=registration name=InvalidStateError message=…
+    /// ```
+    public var line: String {
+        switch self {
+        case .registered(let verdict):
+            let credential = verdict.credential
+            return "verdict registration ok user=\(Self.field(verdict.userName)) "
+                + "credential=\(credential.id.base64URLEncodedString) uv=\(verdict.userVerified) "
+                + "transports=\(credential.transports.map(Self.field).joined(separator: ",")) "
+                + "attachment=\(Self.field(verdict.authenticatorAttachment ?? "unknown")) "
+                + "attestation=\(Self.field(credential.attestationFormat)) aaguid=\(credential.aaguid)"
+        case .authenticated(let verdict):
+            return "verdict authentication ok user=\(Self.field(verdict.userName)) "
+                + "credential=\(verdict.credential.id.base64URLEncodedString) uv=\(verdict.userVerified) "
+                + "signCount=\(verdict.credential.signCount) "
+                + "attachment=\(Self.field(verdict.authenticatorAttachment ?? "unknown"))"
+        case .refused(let ceremony, let error, let userName):
+            let user = userName.map { " user=\(Self.field($0))" } ?? ""
+            return "verdict \(ceremony.rawValue) refused code=\(Self.field(error.code.rawValue))\(user) "
+                + "reason=\(Self.text(error.message))"
+        case .clientError(let result):
+            return "verdict client error ceremony=\(Self.field(result.ceremony)) name=\(Self.field(result.name)) "
+                + "message=\(Self.text(result.message))"
+        }
+    }
+
+    /// The JSON answer: for a verified response `{"verdict": "ok", "ceremony", "user", "credentialID",
+    /// "userVerified", …}`; for a refusal `{"verdict": "refused", "error": code, "message", "ceremony", "user"?}`.
+    public var json: [UInt8] {
+        switch self {
+        case .registered(let verdict):
+            let credential = verdict.credential
+            return encodeSorted(
+                VerdictJSON(
+                    verdict: "ok", ceremony: CeremonyKind.registration.rawValue, user: verdict.userName,
+                    credentialID: credential.id.base64URLEncodedString, userVerified: verdict.userVerified,
+                    signCount: credential.signCount, transports: credential.transports,
+                    authenticatorAttachment: verdict.authenticatorAttachment,
+                    attestationFormat: credential.attestationFormat,
+                    attestationType: credential.attestationType.rawValue, aaguid: credential.aaguid.description,
+                    backupEligible: credential.backupEligible, backupState: credential.backupState))
+        case .authenticated(let verdict):
+            let credential = verdict.credential
+            return encodeSorted(
+                VerdictJSON(
+                    verdict: "ok", ceremony: CeremonyKind.authentication.rawValue, user: verdict.userName,
+                    credentialID: credential.id.base64URLEncodedString, userVerified: verdict.userVerified,
+                    signCount: credential.signCount, transports: credential.transports,
+                    authenticatorAttachment: verdict.authenticatorAttachment,
+                    backupEligible: credential.backupEligible, backupState: credential.backupState))
+        case .refused(let ceremony, let error, let userName):
+            return encodeSorted(
+                ErrorJSON(
+                    error: error.code.rawValue, message: error.message, verdict: "refused",
+                    ceremony: ceremony.rawValue, user: userName))
+        case .clientError(let result):
+            return encodeSorted(["recorded": result.ceremony])
+        }
+    }
+
+    /// The HTTP status of the answer.
+    public var status: Int {
+        if case .refused(_, let error, _) = self { return error.status }
+        return 200
+    }
+
+    /// A value as it appears in a line: white space, control characters, `%` and `,` percent-encoded.
+    static func field(_ value: String) -> String {
+        var result = ""
+        for scalar in value.unicodeScalars {
+            if scalar.properties.isWhitespace || CeremonyRequestRules.isControl(scalar) || scalar == "%"
+                || scalar == ","
+            {
+                for byte in String(scalar).utf8 {
+                    result += "%" + String(hexDigits[Int(byte >> 4)]) + String(hexDigits[Int(byte & 0x0F)])
+                }
+            } else {
+                result.unicodeScalars.append(scalar)
+            }
+        }
+        return result.isEmpty ? "-" : result
+    }
+
+    /// Free text at the end of a line: line breaks and other control characters become spaces.
+    static func text(_ value: String) -> String {
+        String(String.UnicodeScalarView(value.unicodeScalars.map { CeremonyRequestRules.isControl($0) ? " " : $0 }))
+    }
+}
+
+private let hexDigits = Array("0123456789ABCDEF")
+
+/// `{"error": code, "message": …}`, with the ceremony details when there are any.
+struct ErrorJSON: Encodable {
+    var error: String
+    var message: String
+    var verdict: String?
+    var ceremony: String?
+    var user: String?
+}
+
+private struct VerdictJSON: Encodable {
+    var verdict: String
+    var ceremony: String
+    var user: String
+    var credentialID: String
+    var userVerified: Bool
+    var signCount: UInt32
+    var transports: [String]
+    var authenticatorAttachment: String?
+    var attestationFormat: String?
+    var attestationType: String?
+    var aaguid: String?
+    var backupEligible: Bool
+    var backupState: Bool
+}
+
+/// JSON with sorted keys and unescaped slashes; dates in ISO 8601.
+func encodeSorted(_ value: some Encodable) -> [UInt8] {
+    let encoder = JSONEncoder()
+    encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+    encoder.dateEncodingStrategy = .iso8601
+    // Only strings, numbers, booleans, dates and arrays and optionals of them are encoded here: these always encode.
+    return Array((try? encoder.encode(value)) ?? Data("{}".utf8))
+}

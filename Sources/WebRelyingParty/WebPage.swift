@@ -1,0 +1,375 @@
+import Crypto
+import Foundation
+
+/// The one page `GET /` serves: register a user name, sign in (modal, and conditional through the user name
+/// field's autofill), and see the registered passkeys. Self-contained: no external scripts, styles or fonts;
+/// the Content-Security-Policy allows exactly its inline script and style by their SHA-256.
+///
+/// Driven without clicks by its query (`Docs/RelyingParty.md`): `?auto=register&user=alice&hints=hybrid`,
+/// `?auto=sign-in`, `?auto=sign-in&user=alice`; also `display`, `uv`, `rk` and `attestation`. The outcome goes
+/// to `<pre id="verdict">` (with `data-result="pass"` or `"fail"`) and to `document.title`, as
+/// `PASS register alice`, `FAIL register: InvalidStateError …`, `PASS sign-in alice`.
+enum WebPage {
+    static let style = """
+
+        body { font: 16px/1.5 system-ui, sans-serif; margin: 0 auto; max-width: 52rem; padding: 1rem; color: #111; }
+        h1 { font-size: 1.5rem; } h2 { font-size: 1.1rem; margin-top: 1.5rem; }
+        form { display: grid; grid-template-columns: max-content 1fr; gap: .5rem 1rem; align-items: center; }
+        fieldset { grid-column: 1 / -1; display: grid; grid-template-columns: max-content 1fr; gap: .5rem 1rem; }
+        .buttons { grid-column: 1 / -1; display: flex; gap: .5rem; }
+        button { font: inherit; padding: .4rem 1rem; }
+        input, select { font: inherit; }
+        pre { background: #f4f4f4; padding: .5rem; white-space: pre-wrap; word-break: break-all; }
+        #verdict[data-result="pass"] { background: #e3f6e3; }
+        #verdict[data-result="fail"] { background: #fbe4e4; }
+        table { border-collapse: collapse; width: 100%; } th, td { border: 1px solid #ccc; padding: .2rem .4rem; text-align: left; }
+        td.id { font-family: monospace; word-break: break-all; }
+
+        """
+
+    static let script = #"""
+
+        "use strict";
+        const $ = (id) => document.getElementById(id);
+        let conditional = null; // {controller, settled}: the pending conditional-mediation request
+
+        // base64url without padding, both ways, for browsers without the JSON helpers.
+        function toBuffer(text) {
+          const binary = atob(text.replace(/-/g, "+").replace(/_/g, "/") + "===".slice((text.length + 3) % 4));
+          return Uint8Array.from(binary, (c) => c.charCodeAt(0)).buffer;
+        }
+        function toBase64URL(data) {
+          const bytes = data instanceof ArrayBuffer ? new Uint8Array(data) : new Uint8Array(data.buffer, data.byteOffset, data.byteLength);
+          let binary = "";
+          for (const byte of bytes) binary += String.fromCharCode(byte);
+          return btoa(binary).replace(/\+/g, "-").replace(/\//g, "_").replace(/=+$/, "");
+        }
+        function jsonSafe(value) {
+          if (value instanceof ArrayBuffer || ArrayBuffer.isView(value)) return toBase64URL(value);
+          if (Array.isArray(value)) return value.map(jsonSafe);
+          if (value && typeof value === "object") return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, jsonSafe(v)]));
+          return value;
+        }
+        function creationOptions(json) {
+          if (typeof PublicKeyCredential.parseCreationOptionsFromJSON === "function") {
+            step("options parsed by PublicKeyCredential.parseCreationOptionsFromJSON");
+            return PublicKeyCredential.parseCreationOptionsFromJSON(json);
+          }
+          step("options parsed by the page's own decoder (no parseCreationOptionsFromJSON here)");
+          return { ...json, challenge: toBuffer(json.challenge), user: { ...json.user, id: toBuffer(json.user.id) },
+            excludeCredentials: (json.excludeCredentials || []).map((c) => ({ ...c, id: toBuffer(c.id) })) };
+        }
+        function requestOptions(json) {
+          if (typeof PublicKeyCredential.parseRequestOptionsFromJSON === "function") {
+            step("options parsed by PublicKeyCredential.parseRequestOptionsFromJSON");
+            return PublicKeyCredential.parseRequestOptionsFromJSON(json);
+          }
+          step("options parsed by the page's own decoder (no parseRequestOptionsFromJSON here)");
+          return { ...json, challenge: toBuffer(json.challenge),
+            allowCredentials: (json.allowCredentials || []).map((c) => ({ ...c, id: toBuffer(c.id) })) };
+        }
+        function credentialJSON(credential) {
+          if (typeof credential.toJSON === "function") {
+            step("response encoded by credential.toJSON()");
+            return credential.toJSON();
+          }
+          step("response encoded by the page's own encoder (no toJSON here)");
+          const r = credential.response;
+          const json = { id: credential.id, rawId: toBase64URL(credential.rawId), type: credential.type,
+            authenticatorAttachment: credential.authenticatorAttachment || null,
+            clientExtensionResults: jsonSafe(credential.getClientExtensionResults()),
+            response: { clientDataJSON: toBase64URL(r.clientDataJSON) } };
+          if (r.attestationObject) {
+            json.response.attestationObject = toBase64URL(r.attestationObject);
+            json.response.transports = typeof r.getTransports === "function" ? r.getTransports() : [];
+          } else {
+            json.response.authenticatorData = toBase64URL(r.authenticatorData);
+            json.response.signature = toBase64URL(r.signature);
+            json.response.userHandle = r.userHandle ? toBase64URL(r.userHandle) : null;
+          }
+          return json;
+        }
+
+        class RPError extends Error {
+          constructor(code, message) { super(message); this.name = code; }
+        }
+        async function post(path, body) {
+          const response = await fetch(path, { method: "POST", headers: { "Content-Type": "application/json" }, body: JSON.stringify(body) });
+          const json = await response.json().catch(() => ({ error: "badAnswer", message: `HTTP ${response.status}` }));
+          if (!response.ok) throw new RPError(json.error || `HTTP ${response.status}`, json.message || "");
+          return json;
+        }
+
+        function step(text) {
+          const item = document.createElement("li");
+          item.textContent = `${new Date().toISOString().slice(11, 23)} ${text}`;
+          $("steps").append(item);
+        }
+        function finish(pass, title, details) {
+          document.title = `${pass ? "PASS" : "FAIL"} ${title}`;
+          $("verdict").dataset.result = pass ? "pass" : "fail";
+          $("verdict").textContent = `${document.title}\n${details}`;
+          step(document.title);
+        }
+        function started(title) {
+          document.title = `... ${title}`;
+          $("verdict").dataset.result = "running";
+          $("verdict").textContent = `${title}: running`;
+          step(`${title}: started`);
+        }
+        function describe(verdict) {
+          return Object.entries(verdict).map(([k, v]) => `${k}: ${Array.isArray(v) ? v.join(", ") : v}`).join("\n");
+        }
+        function hintsOf(text) { return text.split(/[\s,]+/).filter(Boolean); }
+
+        // The browser refused or failed before anything reached the relying party: tell the RP, which prints it.
+        async function browserFailed(ceremony, title, error) {
+          step(`the browser said ${error.name}: ${error.message}`);
+          await post("/client-result", { ceremony, name: error.name || "Error", message: String(error.message || "").slice(0, 1000) })
+            .catch((e) => step(`could not report it to the RP: ${e.message}`));
+          finish(false, `${title}: ${error.name} ${error.message}`, `${error.name}: ${error.message}`);
+        }
+
+        async function register(fields) {
+          const title = `register ${fields.username}`;
+          await stopConditional();
+          started(title);
+          try {
+            step(`POST /registration/options ${JSON.stringify(fields)}`);
+            const options = await post("/registration/options", fields);
+            step(`options: RP ID ${options.rp.id}, ${options.excludeCredentials.length} excluded credential(s), hints [${(options.hints || []).join(", ")}]`);
+            let credential;
+            try {
+              step("navigator.credentials.create(): follow your browser and authenticator");
+              credential = await navigator.credentials.create({ publicKey: creationOptions(options) });
+            } catch (error) {
+              return await browserFailed("registration", "register", error);
+            }
+            step(`created credential ${credential.id}; POST /registration/verify`);
+            const verdict = await post("/registration/verify", credentialJSON(credential));
+            finish(true, `register ${verdict.user}`, describe(verdict));
+          } catch (error) {
+            finish(false, `register: ${error.name} ${error.message}`, `${error.name}: ${error.message}`);
+          } finally {
+            await refreshCredentials();
+            startConditional();
+          }
+        }
+
+        async function signIn(fields) {
+          const title = fields.username ? `sign-in ${fields.username}` : "sign-in";
+          await stopConditional();
+          started(title);
+          try {
+            step(`POST /authentication/options ${JSON.stringify(fields)}`);
+            const options = await post("/authentication/options", fields);
+            step(`options: ${options.allowCredentials.length} allowed credential(s), hints [${(options.hints || []).join(", ")}]`);
+            let credential;
+            try {
+              step("navigator.credentials.get(): follow your browser and authenticator");
+              credential = await navigator.credentials.get({ publicKey: requestOptions(options) });
+            } catch (error) {
+              return await browserFailed("authentication", "sign-in", error);
+            }
+            await verifyAssertion(credential);
+          } catch (error) {
+            finish(false, `sign-in: ${error.name} ${error.message}`, `${error.name}: ${error.message}`);
+          } finally {
+            await refreshCredentials();
+            startConditional();
+          }
+        }
+
+        async function verifyAssertion(credential) {
+          step(`assertion from credential ${credential.id}; POST /authentication/verify`);
+          const verdict = await post("/authentication/verify", credentialJSON(credential));
+          finish(true, `sign-in ${verdict.user}`, describe(verdict));
+        }
+
+        // Conditional mediation: passkeys offered in the user name field's autofill while the page is open.
+        async function startConditional() {
+          if (conditional || autoMode || !window.PublicKeyCredential || typeof PublicKeyCredential.isConditionalMediationAvailable !== "function") return;
+          if (!(await PublicKeyCredential.isConditionalMediationAvailable())) { step("conditional mediation: not available"); return; }
+          let options;
+          try { options = await post("/authentication/options", {}); } catch (error) { step(`conditional options: ${error.message}`); return; }
+          const controller = new AbortController();
+          const request = navigator.credentials.get({ mediation: "conditional", publicKey: requestOptions(options), signal: controller.signal });
+          const current = { controller, settled: request.then(() => {}, () => {}) };
+          conditional = current;
+          step("conditional sign-in waiting: choose a passkey from the user name field's suggestions");
+          request.then(async (credential) => {
+            if (conditional !== current) return;
+            conditional = null;
+            started("sign-in (autofill)");
+            try { await verifyAssertion(credential); } catch (error) { finish(false, `sign-in: ${error.name} ${error.message}`, `${error.name}: ${error.message}`); }
+            await refreshCredentials();
+            startConditional();
+          }, async (error) => {
+            if (conditional !== current) return; // aborted for a modal ceremony
+            conditional = null;
+            await browserFailed("authentication", "sign-in (autofill)", error);
+          });
+        }
+        async function stopConditional() {
+          const current = conditional;
+          if (!current) return;
+          conditional = null;
+          current.controller.abort(new DOMException("a modal ceremony starts", "AbortError"));
+          await current.settled;
+        }
+
+        async function refreshCredentials() {
+          try {
+            const response = await fetch("/credentials");
+            const json = await response.json();
+            $("rp").textContent = `RP ID ${json.rpID}; origins ${json.origins.join(", ")}`;
+            const body = $("credentials").tBodies[0];
+            body.replaceChildren(...json.accounts.map((a) => {
+              const row = document.createElement("tr");
+              for (const [text, cls] of [[a.user], [a.credentialID, "id"], [a.registered], [String(a.signCount)], [a.transports.join(", ")], [a.uvInitialized ? "yes" : "no"]]) {
+                const cell = document.createElement("td");
+                cell.textContent = text;
+                if (cls) cell.className = cls;
+                row.append(cell);
+              }
+              return row;
+            }));
+            $("none").hidden = json.accounts.length > 0;
+          } catch (error) {
+            step(`GET /credentials: ${error.message}`);
+          }
+        }
+
+        async function showCapabilities() {
+          const lines = [];
+          if (!window.PublicKeyCredential) { $("capabilities").textContent = "This browser has no WebAuthn (PublicKeyCredential is missing)."; return; }
+          for (const name of ["parseCreationOptionsFromJSON", "parseRequestOptionsFromJSON", "getClientCapabilities", "isConditionalMediationAvailable"]) {
+            lines.push(`PublicKeyCredential.${name}: ${typeof PublicKeyCredential[name] === "function" ? "yes" : "no"}`);
+          }
+          lines.push(`PublicKeyCredential.prototype.toJSON: ${typeof PublicKeyCredential.prototype.toJSON === "function" ? "yes" : "no"}`);
+          try {
+            lines.push(`user-verifying platform authenticator: ${await PublicKeyCredential.isUserVerifyingPlatformAuthenticatorAvailable()}`);
+            if (typeof PublicKeyCredential.getClientCapabilities === "function") {
+              lines.push(`getClientCapabilities(): ${JSON.stringify(await PublicKeyCredential.getClientCapabilities(), null, 1)}`);
+            }
+          } catch (error) {
+            lines.push(`${error.name}: ${error.message}`);
+          }
+          $("capabilities").textContent = lines.join("\n");
+        }
+
+        function formFields() {
+          const fields = { username: $("username").value.trim(), residentKey: $("resident-key").value,
+            userVerification: $("user-verification").value, attestation: $("attestation").value, hints: hintsOf($("hints").value) };
+          const display = $("display-name").value.trim();
+          if (display) fields.displayName = display;
+          return fields;
+        }
+
+        const query = new URLSearchParams(location.search);
+        const autoMode = query.get("auto");
+        $("register").addEventListener("click", () => {
+          const fields = formFields();
+          if (!fields.username) { finish(false, "register: a user name is needed", "Type a user name first."); return; }
+          register(fields);
+        });
+        $("sign-in").addEventListener("click", () => {
+          const { username, userVerification, hints } = formFields();
+          signIn(username ? { username, userVerification, hints } : { userVerification, hints });
+        });
+
+        (async () => {
+          if (query.has("user")) $("username").value = query.get("user");
+          if (query.has("display")) $("display-name").value = query.get("display");
+          if (query.has("hints")) $("hints").value = query.get("hints");
+          if (query.has("uv")) $("user-verification").value = query.get("uv");
+          if (query.has("rk")) $("resident-key").value = query.get("rk");
+          if (query.has("attestation")) $("attestation").value = query.get("attestation");
+          await refreshCredentials();
+          await showCapabilities();
+          if (autoMode === "register") {
+            $("register").click();
+          } else if (autoMode === "sign-in") {
+            $("sign-in").click();
+          } else if (autoMode) {
+            finish(false, `unknown auto=${autoMode}`, "auto is register or sign-in.");
+          } else {
+            startConditional();
+          }
+        })();
+
+        """#
+
+    static let html: [UInt8] = Array(
+        """
+        <!doctype html>
+        <html lang="en">
+        <head>
+        <meta charset="utf-8">
+        <meta name="viewport" content="width=device-width, initial-scale=1">
+        <title>passkey relying party</title>
+        <style>\(style)</style>
+        </head>
+        <body>
+        <main>
+        <h1>passkey relying party</h1>
+        <p id="rp">RP ID …</p>
+        <form id="form" autocomplete="on">
+        <label for="username">User name</label>
+        <input id="username" name="username" autocomplete="username webauthn" autocapitalize="none" spellcheck="false" maxlength="64">
+        <label for="display-name">Display name</label>
+        <input id="display-name" name="display-name" autocomplete="off" maxlength="64">
+        <fieldset>
+        <legend>Registration and sign-in options</legend>
+        <label for="resident-key">Discoverable credential</label>
+        <select id="resident-key"><option>required</option><option>preferred</option><option>discouraged</option></select>
+        <label for="user-verification">User verification</label>
+        <select id="user-verification"><option>preferred</option><option>required</option><option>discouraged</option></select>
+        <label for="attestation">Attestation</label>
+        <select id="attestation"><option>none</option><option>indirect</option><option>direct</option><option>enterprise</option></select>
+        <label for="hints">Hints</label>
+        <input id="hints" name="hints" autocomplete="off" placeholder="security-key, client-device, hybrid">
+        </fieldset>
+        <div class="buttons">
+        <button type="button" id="register">Register</button>
+        <button type="button" id="sign-in">Sign in</button>
+        </div>
+        </form>
+        <h2>Verdict</h2>
+        <pre id="verdict" role="status" aria-live="polite">Nothing yet.</pre>
+        <h2>Steps</h2>
+        <ol id="steps"></ol>
+        <h2>Registered passkeys</h2>
+        <table id="credentials">
+        <thead><tr><th>user</th><th>credential ID</th><th>registered</th><th>sign count</th><th>transports</th><th>UV</th></tr></thead>
+        <tbody></tbody>
+        </table>
+        <p id="none">None yet.</p>
+        <h2>This browser</h2>
+        <pre id="capabilities">…</pre>
+        </main>
+        <script>\(script)</script>
+        </body>
+        </html>
+
+        """.utf8)
+
+    /// `default-src 'none'`, with the inline script and style allowed by hash, fetches to the same origin only.
+    static let contentSecurityPolicy =
+        "default-src 'none'; script-src '\(hash(script))'; style-src '\(hash(style))'; connect-src 'self'; "
+        + "img-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
+
+    static let response = RelyingPartySite.Response(
+        status: 200,
+        headers: [
+            .init(name: "Content-Type", value: "text/html; charset=utf-8"),
+            .init(name: "Content-Security-Policy", value: contentSecurityPolicy),
+            .init(name: "Referrer-Policy", value: "no-referrer"),
+        ] + RelyingPartySite.commonHeaders,
+        body: html)
+
+    /// A CSP source expression for `text`: `sha256-` and the base64 of its SHA-256.
+    private static func hash(_ text: String) -> String {
+        "sha256-" + Data(SHA256.hash(data: Array(text.utf8))).base64EncodedString()
+    }
+}

@@ -1,0 +1,131 @@
+import Crypto
+import Foundation
+import RelyingParty
+import RelyingPartyTestSupport
+import Testing
+import WebAuthn
+import WebRelyingParty
+
+/// The HTTP layer without sockets: routes, statuses, headers, the page, and a whole ceremony through `handle`.
+struct SiteTests {
+    var site = RelyingPartySite(relyingParty: Harness().relyingParty, state: RelyingPartyState())
+    var now = ContinuousClock.now
+
+    mutating func send(_ method: String, _ target: String, json body: String? = nil, contentType: String? = nil)
+        -> RelyingPartySite.Exchange
+    {
+        let request = RelyingPartySite.Request(
+            method: method, target: target, contentType: contentType ?? (body == nil ? nil : "application/json"),
+            body: Array((body ?? "").utf8))
+        return site.handle(request, now: now, date: Harness.date, randomBytes: { [UInt8](repeating: 0xAB, count: $0) })
+    }
+
+    @Test(arguments: [
+        ("GET", "/nowhere", nil as String?, 404, "notFound"),
+        ("GET", "/registration/options", nil, 405, "methodNotAllowed"),
+        ("POST", "/", "{}", 405, "methodNotAllowed"),
+        ("HEAD", "/credentials", nil, 405, "methodNotAllowed"),
+        ("POST", "/registration/options", "{", 400, "badJSON"),
+        ("POST", "/registration/options", #"{"username":"a b"}"#, 400, "invalidRequest"),
+        ("POST", "/authentication/options", #"{"username":"nobody"}"#, 400, "unknownUser"),
+        ("POST", "/registration/verify", "{}", 400, "malformedResponse"),
+        ("POST", "/authentication/verify", "[]", 400, "badJSON"),
+        ("POST", "/client-result", #"{"ceremony":"registration"}"#, 400, "invalidRequest"),
+    ])
+    mutating func refusals(method: String, target: String, body: String?, status: Int, code: String) throws {
+        let exchange = send(method, target, json: body)
+        #expect(exchange.response.status == status)
+        #expect(exchange.response.header("content-type") == "application/json; charset=utf-8")
+        #expect(try object(exchange.response.body)["error"] as? String == code)
+        #expect(exchange.stateToSave == nil)
+        if status == 405 {
+            #expect(exchange.response.header("Allow") == (["/", "/credentials"].contains(target) ? "GET" : "POST"))
+        }
+    }
+
+    @Test mutating func postBodiesMustBeJSON() throws {
+        for contentType in ["text/plain", "application/x-www-form-urlencoded", "application/jsonx"] {
+            let exchange = send("POST", "/registration/options", json: #"{"username":"a"}"#, contentType: contentType)
+            #expect(exchange.response.status == 415)
+        }
+        #expect(
+            send(
+                "POST", "/registration/options", json: #"{"username":"a"}"#,
+                contentType: "Application/JSON; charset=UTF-8"
+            )
+            .response.status == 200)
+        #expect(site.relyingParty.pendingCount == 1)
+    }
+
+    @Test mutating func thePageIsSelfContainedAndItsPolicyAllowsExactlyItsInlineCode() throws {
+        let exchange = send("GET", "/?auto=register&user=alice&hints=hybrid")
+        #expect(exchange.response.status == 200)
+        #expect(exchange.response.header("Content-Type") == "text/html; charset=utf-8")
+        let html = String(decoding: exchange.response.body, as: UTF8.self)
+        #expect(html.contains(#"autocomplete="username webauthn""#))
+        #expect(html.contains(#"<pre id="verdict""#))
+        for marker in [
+            "parseCreationOptionsFromJSON", "parseRequestOptionsFromJSON", "toJSON", "/client-result",
+            #"mediation: "conditional""#, "AbortController", "getClientCapabilities", "document.title",
+        ] {
+            #expect(html.contains(marker), "\(marker)")
+        }
+        #expect(!html.contains("src=") && !html.contains("href="))  // nothing loaded from elsewhere
+        let policy = try #require(exchange.response.header("Content-Security-Policy"))
+        #expect(policy.hasPrefix("default-src 'none'; "))
+        for (open, close, directive) in [("<script>", "</script>", "script-src"), ("<style>", "</style>", "style-src")]
+        {
+            let start = try #require(html.range(of: open)).upperBound
+            let end = try #require(html.range(of: close)).lowerBound
+            let digest = Data(SHA256.hash(data: Array(html[start..<end].utf8))).base64EncodedString()
+            #expect(policy.contains("\(directive) 'sha256-\(digest)'"))
+        }
+        #expect(send("GET", "/favicon.ico").response.status == 204)
+    }
+
+    @Test mutating func aWholeCeremonyThroughTheRoutes() throws {
+        var key = SoftwareAuthenticator(origin: Harness.origin)
+        let options = send("POST", "/registration/options", json: #"{"username":"alice","hints":["security-key"]}"#)
+        #expect(options.response.status == 200 && options.verdict == nil)
+        let registration = send(
+            "POST", "/registration/verify",
+            json: String(decoding: try key.register(optionsJSON: options.response.body), as: UTF8.self))
+        #expect(registration.response.status == 200)
+        #expect(registration.line?.hasPrefix("verdict registration ok user=alice credential=") == true)
+        let newState = try #require(registration.stateToSave)
+        // Not kept until committed: the adapter saves first.
+        #expect(site.state.accounts.isEmpty)
+        site.commit(newState)
+
+        let credentials = try object(send("GET", "/credentials").response.body)
+        #expect(credentials["rpID"] as? String == "localhost")
+        #expect(credentials["origins"] as? [String] == [Harness.origin])
+        let accounts = try #require(credentials["accounts"] as? [[String: Any]])
+        #expect(accounts.count == 1)
+        #expect(accounts.first?["user"] as? String == "alice")
+        #expect(accounts.first?["credentialID"] as? String == key.credentialID.base64URLEncodedString)
+        #expect(accounts.first?["transports"] as? [String] == ["usb"])
+        #expect(accounts.first?["registered"] as? String == "2027-01-15T08:00:00Z")
+
+        let request = send("POST", "/authentication/options", json: #"{"username":"alice"}"#)
+        let assertion = try key.authenticate(optionsJSON: request.response.body)
+        let signedIn = send("POST", "/authentication/verify", json: String(decoding: assertion, as: UTF8.self))
+        #expect(signedIn.response.status == 200)
+        #expect(signedIn.line?.hasPrefix("verdict authentication ok user=alice") == true)
+        #expect(signedIn.line?.contains("signCount=1") == true)
+        let replay = send("POST", "/authentication/verify", json: String(decoding: assertion, as: UTF8.self))
+        #expect(replay.response.status == 409)
+        #expect(replay.line?.hasPrefix("verdict authentication refused code=challengeReplayed") == true)
+
+        let failed = signedIn.savingFailed("disk full")
+        #expect(failed.response.status == 500 && failed.stateToSave == nil)
+        #expect(failed.line?.hasPrefix("verdict authentication refused code=stateNotSaved user=alice reason=") == true)
+    }
+
+    @Test mutating func clientResultsAreRecorded() throws {
+        let exchange = send(
+            "POST", "/client-result", json: #"{"ceremony":"registration","name":"InvalidStateError","message":"m"}"#)
+        #expect(exchange.response.status == 200)
+        #expect(exchange.line == "verdict client error ceremony=registration name=InvalidStateError message=m")
+    }
+}
