@@ -266,8 +266,28 @@ enum WebPage {
           return fields;
         }
 
+        // `?steps=register:alice,sign-in:,sign-in:alice`: ceremonies one after another in one page load, for browsers
+        // driven without WebDriver. Each step's outcome reaches the RP as usual; the title ends as `DONE n steps`.
+        async function runSteps(text) {
+          const list = text.split(",").filter(Boolean);
+          for (const entry of list) {
+            const [ceremony, user = ""] = entry.split(":");
+            $("username").value = user;
+            const { userVerification, hints } = formFields();
+            if (ceremony === "register" && user) {
+              await register(formFields());
+            } else if (ceremony === "sign-in") {
+              await signIn(user ? { username: user, userVerification, hints } : { userVerification, hints });
+            } else {
+              finish(false, `unknown step ${entry}`, "A step is register:USER or sign-in:[USER].");
+              return;
+            }
+          }
+          document.title = `DONE ${list.length} steps`;
+        }
+
         const query = new URLSearchParams(location.search);
-        const autoMode = query.get("auto");
+        const autoMode = query.get("auto") || (query.has("steps") ? "steps" : null);
         $("register").addEventListener("click", () => {
           const fields = formFields();
           if (!fields.username) { finish(false, "register: a user name is needed", "Type a user name first."); return; }
@@ -291,6 +311,8 @@ enum WebPage {
             $("register").click();
           } else if (autoMode === "sign-in") {
             $("sign-in").click();
+          } else if (autoMode === "steps") {
+            await runSteps(query.get("steps"));
           } else if (autoMode) {
             finish(false, `unknown auto=${autoMode}`, "auto is register or sign-in.");
           } else {
