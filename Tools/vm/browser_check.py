@@ -5,7 +5,7 @@ load and puts `PASS …` or `FAIL …` in the page title. The step's verdict is 
 `verdict …` line on its standard output (RP_LOG), never the browser's word alone.
 
 Chromium asks the person with its own dialogs, which no WebDriver command reaches; they are answered on the
-Xvfb display with xdotool:
+Xvfb display with xdotool, when the key's log (`--key-log`) shows the request that brings each one up:
   - "Use a saved passkey for localhost … Continue" after a getAssertion answer, even for one account: Return;
   - "Try a different device: You already registered this device" after an excluded registration, whose focused
     button is "Try again": Escape, which closes it and rejects the page's promise;
@@ -15,7 +15,7 @@ sheet instead; the screen is photographed (ImageMagick's import), zbar reads the
 (with the URL as its last argument) plays the phone.
 
 Usage: browser_check.py --rp URL --rp-log FILE --profile DIR --logs DIR --name NAME [--pin PIN]
-           [--transports LIST] [--scan COMMAND] [--chromium-arg ARG]… STEP…
+           [--key-log FILE] [--transports LIST] [--scan COMMAND] [--chromium-arg ARG]… STEP…
 where STEP is CEREMONY:USER:EXPECT, CEREMONY one of register, sign-in (USER empty: an empty allow list), EXPECT
 `ok` (the RP verified it) or a DOMException name the page must report (the RP records it as a client error).
 Exit status 0 when every step met its expectation.
@@ -54,7 +54,6 @@ CHROMIUM_ARGS = [
     "--vmodule=*device/fido*=2,*webauthn*=2",
 ]
 STEP_TIMEOUT = 150  # seconds: a ceremony under emulation takes 10–40 s
-CONFIRM_AFTER = 6  # seconds into a sign-in before Chromium's account sheet is confirmed, then every 5 s
 
 
 def say(message):
@@ -82,23 +81,25 @@ class RelyingPartyLog:
         return fresh
 
 
-class ChromiumLog:
-    """Chromium's log file, scanned for the moment it asks for a PIN."""
-
-    PIN_PROMPT = re.compile(r"CollectPIN|kEnterPIN|PIN entry|collect_pin", re.IGNORECASE)
+class KeyLog:
+    """`passkey serve --verbose`'s standard error: one `CTAP <request shape> -> <status>` line per request, read as
+    it grows. It says when Chromium is about to show a dialog: after a getAssertion answered OK (the account sheet),
+    a makeCredential answered CREDENTIAL_EXCLUDED (the "already registered" sheet), or a clientPIN getPINRetries
+    (the PIN sheet comes next)."""
 
     def __init__(self, path):
         self.path = path
-        self.offset = os.path.getsize(path) if os.path.exists(path) else 0
+        self.offset = os.path.getsize(path) if path and os.path.exists(path) else 0
 
-    def asks_for_pin(self):
-        if not os.path.exists(self.path):
-            return False
-        with open(self.path, encoding="utf-8", errors="replace") as file:
+    def new_requests(self):
+        if not self.path or not os.path.exists(self.path):
+            return []
+        with open(self.path, "rb") as file:
             file.seek(self.offset)
-            text = file.read()
-        self.offset += len(text.encode("utf-8"))
-        return bool(self.PIN_PROMPT.search(text))
+            data = file.read()
+        end = data.rfind(b"\n") + 1
+        self.offset += end
+        return re.findall(r"CTAP (.*?) -> (\S+)", data[:end].decode("utf-8", "replace"))
 
 
 def read_qr(args):
@@ -110,7 +111,7 @@ def read_qr(args):
     return urls[0] if urls else None
 
 
-def run_step(driver, args, rp_log, chromium_log, step, number):
+def run_step(driver, args, rp_log, key_log, step, number):
     ceremony, user, expect = step
     query = {"auto": ceremony}
     if user:
@@ -122,34 +123,37 @@ def run_step(driver, args, rp_log, chromium_log, step, number):
     say(f"step {ceremony} user={user or '(none)'} expect={expect}: {url}")
     started = time.monotonic()
     driver.get(url)
-    confirmed_at = None
-    pin_entered = False
+    key_log.new_requests()  # what came before this step
+    press_at = None  # when to press KEY on Chromium's next dialog
+    key = None
     title = ""
     while time.monotonic() - started < STEP_TIMEOUT:
         title = driver.title
         if title.startswith(("PASS", "FAIL")):
             break
         elapsed = time.monotonic() - started
-        if args.pin and not pin_entered and chromium_log.asks_for_pin():
-            time.sleep(1)
-            xdotool("type", "--delay", "120", args.pin)
-            xdotool("key", "Return")
-            pin_entered = True
-            say(f"PIN typed into Chromium's dialog after {elapsed:.0f} s")
-        elif args.scan and phone is None and elapsed > 3:
+        for request, status in key_log.new_requests():
+            say(f"key: {request} -> {status}")
+            if request.startswith("clientPIN getPINRetries") and args.pin:
+                # Chromium shows its PIN sheet once it knows the retries left.
+                time.sleep(2)
+                xdotool("type", "--delay", "150", args.pin)
+                xdotool("key", "Return")
+                say(f"PIN typed into Chromium's PIN sheet after {elapsed:.0f} s")
+            elif request.startswith("getAssertion") and status == "OK" and not args.scan:
+                press_at, key = time.monotonic() + 2, "Return"
+            elif request.startswith("makeCredential") and "CREDENTIAL_EXCLUDED" in status:
+                press_at, key = time.monotonic() + 2, "Escape"
+        if args.scan and phone is None and elapsed > 3:
             url = read_qr(args)
             if url:
                 say(f"QR code read off the screen after {elapsed:.0f} s: {url[:24]}…")
                 output = open(os.path.join(args.logs, f"{args.name}-scan-{number}.txt"), "w")
                 phone = subprocess.Popen([*shlex.split(args.scan), url], stdout=output, stderr=subprocess.STDOUT)
-        elif not args.scan and elapsed > CONFIRM_AFTER and (confirmed_at is None or time.monotonic() - confirmed_at > 5):
-            if ceremony == "sign-in":
-                xdotool("key", "Return")
-                say(f"Return pressed on Chromium's account sheet after {elapsed:.0f} s")
-            elif expect != "ok":
-                xdotool("key", "Escape")
-                say(f"Escape pressed on Chromium's error sheet after {elapsed:.0f} s")
-            confirmed_at = time.monotonic()
+        if press_at is not None and time.monotonic() >= press_at:
+            xdotool("key", key)
+            say(f"{key} pressed on Chromium's sheet after {elapsed:.0f} s")
+            press_at = time.monotonic() + 6  # again, should the sheet still be up
         time.sleep(0.5)
     say(f"title after {time.monotonic() - started:.0f} s: {title}")
     if phone is not None:
@@ -200,6 +204,7 @@ def main():
     parser.add_argument("--pin")
     parser.add_argument("--transports", help="what a registration must report, e.g. usb")
     parser.add_argument("--scan", help="the phone's command line; the FIDO:/ URL is appended")
+    parser.add_argument("--key-log", help="passkey serve --verbose's standard error")
     parser.add_argument("--chromium-arg", action="append", default=[])
     parser.add_argument("steps", nargs="+")
     args = parser.parse_args()
@@ -220,11 +225,11 @@ def main():
     driver.set_page_load_timeout(120)
     say(f"Chromium {driver.capabilities.get('browserVersion')} is up")
     rp_log = RelyingPartyLog(args.rp_log)
-    chromium_log = ChromiumLog(chromium_log_path)
+    key_log = KeyLog(args.key_log)
     failure = None
     try:
         for number, step in enumerate(steps, 1):
-            failure = run_step(driver, args, rp_log, chromium_log, step, number)
+            failure = run_step(driver, args, rp_log, key_log, step, number)
             if failure:
                 break
     finally:
