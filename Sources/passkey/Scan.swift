@@ -147,19 +147,5 @@ struct StatusLine: Sendable {
 
 /// Names of CTAP commands for status lines.
 enum CTAPCommandName {
-    static func name(_ command: UInt8) -> String {
-        switch command {
-        case 0x01: "makeCredential"
-        case 0x02: "getAssertion"
-        case 0x04: "getInfo"
-        case 0x06: "clientPIN"
-        case 0x07: "reset"
-        case 0x08: "getNextAssertion"
-        case 0x0A: "credentialManagement"
-        case 0x0B: "selection"
-        case 0x0C: "largeBlobs"
-        case 0x0D: "config"
-        default: String(format: "command 0x%02x", command)
-        }
-    }
+    static func name(_ command: UInt8) -> String { CTAPCommand(rawValue: command).name }
 }

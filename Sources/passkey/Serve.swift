@@ -41,7 +41,7 @@ extension Passkey {
         @Flag(help: "Create a virtual FIDO HID security key through /dev/uhid (Linux).") var uhid = false
         @Option(help: "Attestation statement format for new credentials: none or packed (self attestation).")
         var attestation: AttestationFormat = .none
-        @Flag(help: "Log one line per CTAPHID transaction (never payloads).") var verbose = false
+        @Flag(help: "Log one line per CTAPHID transaction and per CTAP request (never payloads).") var verbose = false
 
         func validate() throws {
             guard (udp != nil) != uhid else { throw ValidationError("Give exactly one of --udp HOST:PORT and --uhid.") }
@@ -89,10 +89,16 @@ extension Passkey {
             let wink: WinkHandler = {
                 Terminal.shared.write("passkey: wink! (the platform asked the authenticator to identify itself)\n")
             }
+            // With --verbose, one line per CTAP request: its shape (command, options, whether a pinUvAuthParam came)
+            // and the status answered, never a value from the payload (CTAPRequestSummary).
+            let requestLogger = Logger(label: "passkey.ctap")
             let handler: CBORHandler = { request, setKeepaliveStatus in
-                await authenticator.handle(request) { activity in
+                let response = await authenticator.handle(request) { activity in
                     setKeepaliveStatus(activity == .waitingForUser ? .userPresenceNeeded : .processing)
                 }
+                requestLogger.debug(
+                    "CTAP \(CTAPRequestSummary(message: request)) -> \(Self.statusName(response.first ?? 0x7F))")
+                return response
             }
             let server: any ServingTransport
             if let uhidFile {
@@ -127,6 +133,11 @@ extension Passkey {
             defer { signals.forEach { $0.cancel() } }
             try await server.run()
             Terminal.shared.write("passkey: stopped\n")
+        }
+
+        /// `OK` or the status code's CTAP name and byte.
+        static func statusName(_ status: UInt8) -> String {
+            status == 0 ? "OK" : CTAPError(rawValue: status).description
         }
 
         private func printLine(_ line: String) {
