@@ -4,64 +4,6 @@ import Foundation
 import Synchronization
 import WebAuthn
 
-/// What kind of attestation statement makeCredential returns.
-public enum AttestationFormat: String, Hashable, Sendable, CaseIterable {
-    /// `none`: no statement (the default; what passkey providers send).
-    case none
-    /// `packed` self attestation: the credential key signs its own registration.
-    case packedSelf = "packed"
-}
-
-/// Who picks the account when several discoverable credentials match a getAssertion.
-public enum AccountSelection: Hashable, Sendable {
-    /// The platform: the authenticator returns numberOfCredentials and pages with
-    /// getNextAssertion (authenticators without a display, CTAP 2.1 §6.2.2).
-    case platform
-    /// The authenticator shows a chooser and returns the one chosen with `userSelected`.
-    case authenticator
-}
-
-/// Fixed facts about this authenticator.
-public struct AuthenticatorConfiguration: Sendable {
-    /// This project's AAGUID: 8391e378-32c7-4aa5-ad16-6f0cf4ad7b23.
-    public static let projectAAGUID = AAGUID(bytes: [UInt8](hex: "8391e37832c74aa5ad166f0cf4ad7b23")!)!
-
-    public var aaguid = Self.projectAAGUID
-    public var attestationFormat = AttestationFormat.none
-    /// Length of new credential IDs in bytes (16 or more).
-    public var credentialIDLength = 32
-    /// BE for new credentials: the store can be copied to another machine, as synced passkeys are.
-    public var backupEligible = true
-    /// BS for new credentials; only ever set together with BE.
-    public var backupState = true
-    public var accountSelection = AccountSelection.platform
-    /// authenticatorReset is accepted only this long after start-up (CTAP 2.1 §6.6).
-    public var resetWindow = Duration.seconds(10)
-    /// How long getNextAssertion may follow its getAssertion (CTAP 2.1 §6.3).
-    public var nextAssertionTimeout = Duration.seconds(30)
-    /// The largest request accepted and reported in getInfo.
-    public var maximumMessageSize = 7609
-    /// The transports getInfo reports.
-    public var transports = ["hybrid", "internal"]
-    /// How many discoverable credentials credential management reports room for in all.
-    public var credentialCapacity = 100_000
-    /// The most descriptors an allowList or excludeList may hold (getInfo maxCredentialCountInList).
-    public var maximumCredentialCountInList = 16
-    /// The longest credential ID in a list that can be one of ours (getInfo maxCredentialIdLength).
-    public var maximumCredentialIDLength = 128
-    /// The transport carries one request per session (a hybrid phone that answers one request per QR code, each
-    /// with a fresh authenticator). getInfo then leaves out what needs a later request to the same authenticator:
-    /// the PIN/UV auth protocols and tokens, clientPin, credential management, config, large blobs, and the
-    /// hmac-secret and largeBlobKey extensions, so platforms use built-in UV (`uv: true`) directly.
-    public var oneRequestPerSession = false
-    /// getInfo firmwareVersion: the program's version 0.1.0 as major << 16 | minor << 8 | patch.
-    public var firmwareVersion = 0x00_01_00
-    /// The longest serialized large-blob array kept (getInfo maxSerializedLargeBlobArray; at least 1024).
-    public var maximumLargeBlobArrayLength = 4096
-
-    public init() {}
-}
-
 /// Every effect the authenticator has, injected once (cf. OpenSK's `Env`).
 public struct AuthenticatorEnvironment: Sendable {
     public var store: any CredentialStore
@@ -190,7 +132,9 @@ public final class Authenticator: Sendable {
         let command = CTAPCommand(rawValue: commandByte)
         state.withLock { state in
             if command != .getNextAssertion { state.pendingAssertions = nil }
-            if command != .credentialManagement { state.pendingEnumeration = nil }
+            if command != .credentialManagement && command != .credentialManagementPreview {
+                state.pendingEnumeration = nil
+            }
         }
         let parameters: CBORValue? = try Self.decodeParameters(message.dropFirst())
 
@@ -208,7 +152,9 @@ public final class Authenticator: Sendable {
         case .clientPIN:
             guard let parameters else { throw .missingParameter }
             return Self.success(try await clientPIN(ClientPINRequest(cbor: parameters), activity: activity))
-        case .credentialManagement:
+        case .credentialManagement, .credentialManagementPreview:
+            // The prototype command 0x41 takes the same parameters and pinUvAuthParam (subCommand ‖ subCommandParams),
+            // so Debian 12's libfido2 (1.12, `ssh-keygen -K`) can manage credentials. getInfo does not advertise it.
             guard let parameters else { throw .missingParameter }
             return Self.success(try await credentialManagement(SubcommandRequest(cbor: parameters)))
         case .largeBlobs:
@@ -250,12 +196,16 @@ public final class Authenticator: Sendable {
     /// The authenticatorGetInfo response (CTAP 2.1 §6.4): only what is implemented.
     public func info() async throws(CTAPError) -> CBORValue {
         let settings = try await loadSettings()
+        let alwaysVerifies = verifiesEveryRequest(settings)
         if configuration.oneRequestPerSession {
+            // A phone that verifies every request says no more than rk, up and uv, as Android and iOS do.
+            var options: [CBORValue: CBORValue] = ["rk": true, "up": true, "uv": true]
+            if configuration.userVerification == .whenRequested { options["makeCredUvNotRqd"] = .bool(!alwaysVerifies) }
             return [
                 1: ["FIDO_2_0", "FIDO_2_1"],
                 2: ["credProtect", "credBlob", "minPinLength"],
                 3: .bytes(configuration.aaguid.bytes),
-                4: ["rk": true, "up": true, "uv": true, "makeCredUvNotRqd": .bool(!settings.alwaysUV)],
+                4: .map(options),
                 5: .int(configuration.maximumMessageSize),
                 7: .int(configuration.maximumCredentialCountInList),
                 8: .int(configuration.maximumCredentialIDLength),
@@ -270,8 +220,8 @@ public final class Authenticator: Sendable {
             3: .bytes(configuration.aaguid.bytes),
             4: [
                 "rk": true, "up": true, "uv": true, "clientPin": .bool(settings.isPINSet), "pinUvAuthToken": true,
-                "makeCredUvNotRqd": .bool(!settings.alwaysUV), "credMgmt": true, "authnrCfg": true,
-                "uvAcfg": true, "setMinPINLength": true, "alwaysUv": .bool(settings.alwaysUV),
+                "makeCredUvNotRqd": .bool(!alwaysVerifies), "credMgmt": true, "authnrCfg": true,
+                "uvAcfg": true, "setMinPINLength": true, "alwaysUv": .bool(alwaysVerifies),
                 "largeBlobs": true,
             ],
             5: .int(configuration.maximumMessageSize),
@@ -317,9 +267,13 @@ public final class Authenticator: Sendable {
                 pinUvAuth, message: request.clientDataHash, permission: .makeCredential,
                 relyingPartyID: request.relyingPartyID)
         }
-        let builtInVerification = token == nil && (request.options["uv"] == true || settings.alwaysUV)
-        // Built-in UV is configured, so a discoverable credential needs it (makeCredUvNotRqd covers non-discoverable
-        // only).
+        // A discoverable credential needs user verification (makeCredUvNotRqd covers non-discoverable ones only,
+        // §6.1.2 step 7). Without a token or `uv` and with no PIN set, the built-in method verifies the user instead
+        // of answering CTAP2_ERR_PUAT_REQUIRED, as alwaysUv does in step 6 (UserVerificationPolicy.whenRequested).
+        let builtInVerification =
+            token == nil
+            && (request.options["uv"] == true || verifiesEveryRequest(settings) || (discoverable && !settings.isPINSet))
+        // With a PIN set: the platform collects it and comes back with a token.
         if discoverable && token == nil && !builtInVerification { throw .pinUvAuthTokenRequired }
 
         for descriptor in request.excludeList where descriptor.type == "public-key" {
@@ -437,7 +391,7 @@ public final class Authenticator: Sendable {
                 pinUvAuth, message: request.clientDataHash, permission: .getAssertion,
                 relyingPartyID: request.relyingPartyID)
         }
-        let verificationRequested = token == nil && (request.options["uv"] == true || settings.alwaysUV)
+        let verificationRequested = token == nil && (request.options["uv"] == true || verifiesEveryRequest(settings))
         let willVerify = token != nil || verificationRequested
 
         var candidates: [StoredCredential] = []
@@ -622,6 +576,12 @@ public final class Authenticator: Sendable {
     }
 
     // MARK: Shared steps
+
+    /// Whether every makeCredential and getAssertion without a token verifies the user: alwaysUv is on, or this is a
+    /// phone (`UserVerificationPolicy.always`).
+    func verifiesEveryRequest(_ settings: AuthenticatorSettings) -> Bool {
+        configuration.userVerification == .always || settings.alwaysUV
+    }
 
     /// Asks the user; any answer but approval ends the command with its status code.
     @discardableResult

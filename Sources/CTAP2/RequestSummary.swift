@@ -11,6 +11,7 @@ extension CTAPCommand {
         case .reset: "reset"
         case .getNextAssertion: "getNextAssertion"
         case .credentialManagement: "credentialManagement"
+        case .credentialManagementPreview: "credentialManagement (preview 0x41)"
         case .selection: "selection"
         case .largeBlobs: "largeBlobs"
         case .config: "config"
@@ -33,10 +34,14 @@ public struct CTAPRequestSummary: Hashable, Sendable, CustomStringConvertible {
     /// The permissions a clientPIN token request asks for.
     public var permissions: Int?
     public var hasPinUvAuthParam = false
+    /// Bytes follow the command but are not one CBOR map: nothing more is known.
+    public var malformed = false
 
     public init(message: [UInt8]) {
         command = CTAPCommand(rawValue: message.first ?? 0)
-        guard message.count > 1, let map = (try? CBORDecoder().decode(message.dropFirst()))?.mapValue else {
+        guard message.count > 1 else { return }
+        guard let map = (try? CBORDecoder().decode(message.dropFirst()))?.mapValue else {
+            malformed = true
             return
         }
         let optionsKey: CBORValue?
@@ -48,7 +53,7 @@ public struct CTAPRequestSummary: Hashable, Sendable, CustomStringConvertible {
             (optionsKey, pinUvAuthParamKey) = (nil, 4)
             subcommand = map[2]?.intValue
             permissions = map[9]?.intValue
-        case .credentialManagement, .config:
+        case .credentialManagement, .credentialManagementPreview, .config:
             (optionsKey, pinUvAuthParamKey) = (nil, 4)
             subcommand = map[1]?.intValue
         case .largeBlobs: (optionsKey, pinUvAuthParamKey) = (nil, 5)
@@ -64,13 +69,8 @@ public struct CTAPRequestSummary: Hashable, Sendable, CustomStringConvertible {
     /// `clientPIN getPinUvAuthTokenUsingUvWithPermissions permissions 0x02`.
     public var description: String {
         var parts = [command.name]
-        if let subcommand {
-            if command == .clientPIN, let known = ClientPINRequest.Subcommand(rawValue: subcommand) {
-                parts.append("\(known)")
-            } else {
-                parts.append("subcommand \(subcommand)")
-            }
-        }
+        if malformed { return command.name + " (parameters are not a CBOR map)" }
+        if let subcommand { parts.append(Self.subcommandName(subcommand, of: command)) }
         if let permissions { parts.append("permissions 0x\([UInt8(truncatingIfNeeded: permissions)].hexString)") }
         if command == .makeCredential || command == .getAssertion {
             let options = self.options.sorted { $0.key < $1.key }.map { "\($0.key): \($0.value)" }
@@ -80,5 +80,17 @@ public struct CTAPRequestSummary: Hashable, Sendable, CustomStringConvertible {
             parts.append("pinUvAuthParam: \(hasPinUvAuthParam ? "present" : "absent")")
         }
         return parts.joined(separator: " ")
+    }
+
+    private static func subcommandName(_ subcommand: Int, of command: CTAPCommand) -> String {
+        let known: (any RawRepresentable)? =
+            switch command {
+            case .clientPIN: ClientPINRequest.Subcommand(rawValue: subcommand)
+            case .credentialManagement, .credentialManagementPreview:
+                Authenticator.CredentialManagementSubcommand(rawValue: subcommand)
+            case .config: Authenticator.ConfigSubcommand(rawValue: subcommand)
+            default: nil
+            }
+        return known.map { "\($0)" } ?? "subcommand \(subcommand)"
     }
 }

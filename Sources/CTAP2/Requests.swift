@@ -12,6 +12,9 @@ public struct CTAPCommand: RawRepresentable, Hashable, Sendable {
     public static let getNextAssertion = CTAPCommand(rawValue: 0x08)
     public static let clientPIN = CTAPCommand(rawValue: 0x06)
     public static let credentialManagement = CTAPCommand(rawValue: 0x0A)
+    /// authenticatorCredentialManagement under its prototype number (FIDO_2_1_PRE credentialMgmtPreview), which
+    /// libfido2 before 1.13 sends for every credential management request. Answered as `credentialManagement`.
+    public static let credentialManagementPreview = CTAPCommand(rawValue: 0x41)
     public static let selection = CTAPCommand(rawValue: 0x0B)
     public static let largeBlobs = CTAPCommand(rawValue: 0x0C)
     public static let config = CTAPCommand(rawValue: 0x0D)

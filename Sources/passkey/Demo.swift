@@ -54,11 +54,9 @@ extension Passkey {
             let store = try SQLiteCredentialStore.create(
                 at: directory.appendingPathComponent("phone.sqlite"), passphrase: passphrase, kdf: .testing)
             defer { store.close() }
-            var configuration = AuthenticatorConfiguration()
-            configuration.accountSelection = .authenticator
-            configuration.oneRequestPerSession = true  // the phone answers one request per QR code
+            // The phone answers one request per QR code and verifies the user for each (approved by the demo).
             let authenticator = Authenticator(
-                configuration: configuration,
+                configuration: .hybridPhone(oneRequestPerSession: true),
                 environment: AuthenticatorEnvironment(
                     store: store,
                     userInteraction: Unattended.LoggingApproval(report: { clock.step("phone: " + $0) })))

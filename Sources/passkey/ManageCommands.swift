@@ -96,12 +96,20 @@ extension Passkey {
             let count = try store.allCredentials().count
             let settings = try store.settings()
             let configuration = AuthenticatorConfiguration()
+            let modes = Self.modes
             if json {
                 let object: [String: Any] = [
                     "aaguid": configuration.aaguid.description,
                     "versions": ["FIDO_2_0", "FIDO_2_1"],
                     "algorithms": ["ES256"],
-                    "transports": configuration.transports,
+                    "modes": modes.map { mode in
+                        [
+                            "command": mode.command, "role": mode.role,
+                            "transports": mode.configuration.transports,
+                            "userVerification": Self.name(mode.configuration.userVerification),
+                            "attestation": mode.configuration.attestationFormat.rawValue,
+                        ] as [String: Any]
+                    },
                     "store": store.url.path,
                     "passkeys": count,
                     "kdf": store.kdfParameters.description,
@@ -125,7 +133,16 @@ extension Passkey {
             print("              setMinPINLength, alwaysUv, largeBlobs\(settings.alwaysUV ? "" : ", makeCredUvNotRqd")")
             print("  extensions  credProtect, hmac-secret, credBlob, largeBlobKey, minPinLength")
             print("  PIN/UV      protocols 2 and 1")
-            print("  transports  \(configuration.transports.joined(separator: ", "))")
+            print("modes")
+            for mode in modes {
+                let uv =
+                    switch mode.configuration.userVerification {
+                    case .whenRequested: "user verification when asked, and for passkeys while no PIN is set"
+                    case .always: "user verification for every request"
+                    }
+                print("  \(mode.command.padding(toLength: 11, withPad: " ", startingAt: 0)) \(mode.role)")
+                print("              transports \(mode.configuration.transports.joined(separator: ", ")); \(uv)")
+            }
             print("security")
             print(
                 "  PIN         \(settings.isPINSet ? "set" : "not set")\(settings.forcePINChange ? " (must be changed)" : "")"
@@ -138,6 +155,20 @@ extension Passkey {
             print("  path        \(store.url.path)")
             print("  passkeys    \(count)")
             print("  encryption  AES-256-GCM, key from \(store.kdfParameters)")
+        }
+
+        /// How each command presents the authenticator: the same store, a different role, so different getInfo
+        /// transports and user verification.
+        static let modes: [(command: String, role: String, configuration: AuthenticatorConfiguration)] = [
+            ("serve", "security key over uhid or UDP (CTAPHID)", .securityKey),
+            ("scan", "phone over hybrid (caBLE v2)", .hybridPhone(oneRequestPerSession: true)),
+        ]
+
+        static func name(_ policy: UserVerificationPolicy) -> String {
+            switch policy {
+            case .whenRequested: "whenRequested"
+            case .always: "always"
+            }
         }
     }
 }

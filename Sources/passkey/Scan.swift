@@ -51,12 +51,10 @@ extension Passkey {
             let advertiser = try await Radio.advertiser(for: mode)
             let store = try await store.open(create: true)
             defer { store.close() }
-            var configuration = AuthenticatorConfiguration()
-            configuration.accountSelection = .authenticator
-            // Each scan is a fresh authenticator; without --keep-open it answers one request.
-            configuration.oneRequestPerSession = !keepOpen
+            // Each scan is a fresh authenticator; without --keep-open it answers one request. As a phone, it verifies
+            // the user (the store passphrase) for every request it accepts.
             let authenticator = Authenticator(
-                configuration: configuration,
+                configuration: .hybridPhone(oneRequestPerSession: !keepOpen),
                 environment: AuthenticatorEnvironment(
                     store: store, userInteraction: approval.makeUserInteraction(store: store),
                     reportError: { error in Terminal.shared.write("passkey: store error: \(error)\n") }))

@@ -39,8 +39,12 @@ extension Passkey {
                 "Serve CTAPHID reports over UDP on this loopback address (port 0 picks one).", valueName: "host:port"))
         var udp: String?
         @Flag(help: "Create a virtual FIDO HID security key through /dev/uhid (Linux).") var uhid = false
-        @Option(help: "Attestation statement format for new credentials: none or packed (self attestation).")
-        var attestation: AttestationFormat = .none
+        @Option(
+            help: """
+                Attestation statement format for new credentials: packed (self attestation, as security keys attest; \
+                libfido2 and so OpenSSH need it) or none.
+                """)
+        var attestation: AttestationFormat = AuthenticatorConfiguration.securityKey.attestationFormat
         @Flag(help: "Log one line per CTAPHID transaction and per CTAP request (never payloads).") var verbose = false
 
         func validate() throws {
@@ -76,7 +80,8 @@ extension Passkey {
                 settings.uvRetries = AuthenticatorSettings.maximumUVRetries
                 try store.saveSettings(settings)
             }
-            var configuration = AuthenticatorConfiguration()
+            // A security key: transport usb, built-in user verification when the platform asks for it.
+            var configuration = AuthenticatorConfiguration.securityKey
             configuration.attestationFormat = attestation
             let authenticator = Authenticator(
                 configuration: configuration,

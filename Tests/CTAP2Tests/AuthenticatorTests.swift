@@ -25,7 +25,7 @@ struct GetInfoTests {
             6: [2, 1],
             7: 16,
             8: 128,
-            9: ["hybrid", "internal"],
+            9: ["usb"],
             10: [["alg": -7, "type": "public-key"]],
             0x0B: 4096,
             0x0C: false,
@@ -37,15 +37,33 @@ struct GetInfoTests {
         #expect(info == expected)
     }
 
-    /// A hybrid phone answering one request per QR code offers nothing that needs a second request.
+    /// A hybrid phone answering one request per QR code offers nothing that needs a second request, and since it
+    /// verifies every request, no makeCredUvNotRqd either: options rk, up and uv, as Android and iOS phones send.
     @Test func oneRequestPerSessionLeavesOutPinUvAuthFeatures() async throws {
-        var configuration = AuthenticatorConfiguration()
-        configuration.oneRequestPerSession = true
-        let info = try await Harness(configuration: configuration).send(.getInfo).body
+        let info = try await Harness(configuration: .hybridPhone(oneRequestPerSession: true)).send(.getInfo).body
         #expect(info?[2] == ["credProtect", "credBlob", "minPinLength"])
-        #expect(info?[4] == ["rk": true, "up": true, "uv": true, "makeCredUvNotRqd": true])
+        #expect(info?[4] == ["rk": true, "up": true, "uv": true])
+        #expect(info?[9] == ["hybrid"])
         #expect(info?[6] == nil && info?[0x0B] == nil && info?[0x0D] == nil)
         #expect(info?.mapValue?.keys.count == 11)
+
+        // A security key answering one request per session (no role uses it) keeps makeCredUvNotRqd.
+        var configuration = AuthenticatorConfiguration()
+        configuration.oneRequestPerSession = true
+        let key = try await Harness(configuration: configuration).send(.getInfo).body
+        #expect(key?[4] == ["rk": true, "up": true, "uv": true, "makeCredUvNotRqd": true])
+        #expect(key?[9] == ["usb"])
+    }
+
+    /// The two roles' transports: a security key (`passkey serve`) `usb`, a phone (`passkey scan`) `hybrid` only.
+    @Test func transportsPerRole() async throws {
+        #expect(try await Harness(configuration: .securityKey).send(.getInfo).body?[9] == ["usb"])
+        #expect(AuthenticatorConfiguration.securityKey.attestationFormat == .packedSelf)
+        let phone = try await Harness(configuration: .hybridPhone(oneRequestPerSession: false)).send(.getInfo).body
+        #expect(phone?[9] == ["hybrid"])
+        // A phone that keeps the tunnel open offers everything, and says it verifies every request.
+        #expect(phone?[4]?["alwaysUv"] == true && phone?[4]?["makeCredUvNotRqd"] == false)
+        #expect(phone?[4]?["clientPin"] == false && phone?[6] == [2, 1])
     }
 
     @Test func followsTheSettings() async throws {
@@ -129,7 +147,6 @@ struct MakeCredentialTests {
             (Fixtures.makeCredential(algorithms: [["alg": -7, "type": "other-type"]]), 0x26),
             (Fixtures.makeCredential(algorithms: []), 0x26),
             (Fixtures.makeCredential(options: ["up": false, "uv": true, "rk": true]), 0x2C),
-            (Fixtures.makeCredential(options: ["rk": true]), 0x36),
             (Fixtures.makeCredential(options: ["rk": 1]), 0x11),
             (Fixtures.makeCredential(extra: [1: .bytes([1, 2, 3])]), 0x03),
             (Fixtures.makeCredential(userID: []), 0x03),

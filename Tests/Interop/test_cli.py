@@ -81,6 +81,16 @@ def test_list_delete_and_info(populated_store):
     assert info["aaguid"] == "8391e378-32c7-4aa5-ad16-6f0cf4ad7b23"
     assert info["passkeys"] == 1
     assert info["kdf"].startswith("scrypt(")
+    # The same store in two roles: getInfo transports and user verification per command.
+    assert info["modes"] == [
+        {"command": "serve", "role": "security key over uhid or UDP (CTAPHID)", "transports": ["usb"],
+         "userVerification": "whenRequested", "attestation": "packed"},
+        {"command": "scan", "role": "phone over hybrid (caBLE v2)", "transports": ["hybrid"],
+         "userVerification": "always", "attestation": "none"},
+    ]
+    text = run("info", "--store", path).stdout
+    assert "  serve       security key over uhid or UDP (CTAPHID)\n              transports usb;" in text
+    assert "  scan        phone over hybrid (caBLE v2)\n              transports hybrid; user verification for every request" in text
 
 
 def test_bad_stores_get_clear_errors_and_stay_untouched(populated_store, store_dir):

@@ -91,6 +91,8 @@ def test_get_info_reports_exactly_what_is_implemented(device):
         "setMinPINLength": True, "alwaysUv": False, "largeBlobs": True,
     }
     assert info.pin_uv_protocols == [2, 1]
+    assert info.transports == ["usb"]  # passkey serve is a security key, over uhid or UDP alike
+    assert info.algorithms == [{"alg": -7, "type": "public-key"}]
     assert info.max_msg_size == 7609
     assert info.max_creds_in_list == 16
     assert info.max_cred_id_length == 128
@@ -232,6 +234,45 @@ def test_credential_management(device):
     # Without the cm permission.
     other = client_pin.get_uv_token(PERM.GET_ASSERTION, RP_ID)
     expect_error(ERR.PIN_AUTH_INVALID, CredentialManagement(ctap, client_pin.protocol, other).get_metadata)
+
+
+def test_openssh_enrollment_requests(device):
+    """What libfido2 1.12 sends for `ssh-keygen -t ecdsa-sk -O resident` (Docs/CTAP21.md): a silent lookup with a UV
+    token, then makeCredential with rk and neither uv nor a token. Without a PIN the key verifies the user itself and
+    attests with packed self attestation (libfido2 needs the signature); with a PIN it answers PUAT_REQUIRED, so ssh
+    asks for the PIN and comes back with a token. `ssh-keygen -K` manages credentials under the prototype command
+    0x41."""
+    ctap = Ctap2(device)
+    client_pin = ClientPin(ctap)
+    protocol = client_pin.protocol
+
+    def enroll(name, token=None):
+        client_data_hash = sha256(os.urandom(32))
+        kwargs = {}
+        if token is not None:
+            kwargs = {"pin_uv_param": protocol.authenticate(token, client_data_hash), "pin_uv_protocol": protocol.VERSION}
+        return ctap.make_credential(
+            client_data_hash, {"id": "ssh:probe"}, {"id": name.encode().ljust(32, b"\0"), "name": name, "displayName": name},
+            [{"type": "public-key", "alg": -7}], extensions={"credProtect": 2}, options={"rk": True}, **kwargs)
+
+    token = client_pin.get_uv_token(PERM.GET_ASSERTION, "ssh:probe")
+    lookup_hash = sha256(bytes(32))
+    expect_error(ERR.NO_CREDENTIALS, ctap.get_assertion, "ssh:probe", lookup_hash, options={"up": False},
+                 pin_uv_param=protocol.authenticate(token, lookup_hash), pin_uv_protocol=protocol.VERSION)
+    created = enroll("openssh")
+    assert created.fmt == "packed" and created.att_stmt["alg"] == -7
+    assert created.auth_data.flags & AuthenticatorData.FLAG.UV
+
+    client_pin.set_pin("13572468")
+    expect_error(ERR.PUAT_REQUIRED, enroll, "second")
+    second = enroll("second", client_pin.get_pin_token("13572468", PERM.MAKE_CREDENTIAL, "ssh:probe"))
+    assert second.auth_data.flags & AuthenticatorData.FLAG.UV
+
+    token = client_pin.get_pin_token("13572468", PERM.CREDENTIAL_MGMT)
+    metadata = ctap.send_cbor(0x41, {1: 1, 3: protocol.VERSION, 4: protocol.authenticate(token, b"\x01")})
+    assert metadata[1] == 2
+    rps = ctap.send_cbor(0x41, {1: 2, 3: protocol.VERSION, 4: protocol.authenticate(token, b"\x02")})
+    assert rps[3]["id"] == "ssh:probe" and rps[5] == 1
 
 
 def test_config_always_uv_min_pin_length_and_no_enterprise_attestation(device):

@@ -155,7 +155,7 @@ def test_get_info(device):
     assert info.versions == ["FIDO_2_0", "FIDO_2_1"]
     assert str(info.aaguid) == AAGUID
     assert info.options["uv"] is True and info.options["makeCredUvNotRqd"] is True  # exactness: test_ctap21.py
-    assert info.transports == ["hybrid", "internal"]
+    assert info.transports == ["usb"]
     assert info.algorithms == [{"alg": -7, "type": "public-key"}]
 
 

@@ -1,0 +1,103 @@
+import CBOR
+import WebAuthn
+
+/// What kind of attestation statement makeCredential returns.
+public enum AttestationFormat: String, Hashable, Sendable, CaseIterable {
+    /// `none`: no statement (the default; what passkey providers send).
+    case none
+    /// `packed` self attestation: the credential key signs its own registration.
+    case packedSelf = "packed"
+}
+
+/// Who picks the account when several discoverable credentials match a getAssertion.
+public enum AccountSelection: Hashable, Sendable {
+    /// The platform: the authenticator returns numberOfCredentials and pages with
+    /// getNextAssertion (authenticators without a display, CTAP 2.1 §6.2.2).
+    case platform
+    /// The authenticator shows a chooser and returns the one chosen with `userSelected`.
+    case authenticator
+}
+
+/// When the authenticator verifies the user with its built-in method (the store passphrase) without a
+/// pinUvAuthToken. A request with a valid token is verified by the token in either case.
+public enum UserVerificationPolicy: Hashable, Sendable {
+    /// A security key (CTAP 2.1 §6.1.2, §6.2.2): built-in verification when the platform asks with the `uv` option
+    /// or alwaysUv is on. One addition to the specification: a discoverable makeCredential with neither a token nor
+    /// `uv` (what libfido2, and so OpenSSH, sends when it has no PIN) is verified with the built-in method when no PIN
+    /// is set, where §6.1.2 step 7 answers CTAP2_ERR_PUAT_REQUIRED, which such platforms can only answer by asking
+    /// for a PIN that does not exist. With a PIN set it is still CTAP2_ERR_PUAT_REQUIRED, so the platform asks for
+    /// the PIN (Docs/CTAP21.md).
+    case whenRequested
+    /// A phone over hybrid: every makeCredential and getAssertion without a token is verified with the built-in
+    /// method, whatever its options say, as Android and iOS phones do with the screen lock. Chromium sends a phone
+    /// no `uv` option when its getInfo says makeCredUvNotRqd, so a phone must never answer CTAP2_ERR_PUAT_REQUIRED.
+    /// getInfo reports alwaysUv and no makeCredUvNotRqd accordingly.
+    case always
+}
+
+/// Fixed facts about this authenticator.
+public struct AuthenticatorConfiguration: Sendable {
+    /// This project's AAGUID: 8391e378-32c7-4aa5-ad16-6f0cf4ad7b23.
+    public static let projectAAGUID = AAGUID(bytes: [UInt8](hex: "8391e37832c74aa5ad166f0cf4ad7b23")!)!
+
+    public var aaguid = Self.projectAAGUID
+    public var attestationFormat = AttestationFormat.none
+    /// Length of new credential IDs in bytes (16 or more).
+    public var credentialIDLength = 32
+    /// BE for new credentials: the store can be copied to another machine, as synced passkeys are.
+    public var backupEligible = true
+    /// BS for new credentials; only ever set together with BE.
+    public var backupState = true
+    public var accountSelection = AccountSelection.platform
+    /// authenticatorReset is accepted only this long after start-up (CTAP 2.1 §6.6).
+    public var resetWindow = Duration.seconds(10)
+    /// How long getNextAssertion may follow its getAssertion (CTAP 2.1 §6.3).
+    public var nextAssertionTimeout = Duration.seconds(30)
+    /// The largest request accepted and reported in getInfo.
+    public var maximumMessageSize = 7609
+    /// The transports getInfo reports: how platforms reach this authenticator, which they pass on to relying parties
+    /// with each new credential. `usb` for a security key (the default); see ``hybridPhone(oneRequestPerSession:)``.
+    public var transports = ["usb"]
+    /// When the user is verified with the built-in method without being asked to.
+    public var userVerification = UserVerificationPolicy.whenRequested
+    /// How many discoverable credentials credential management reports room for in all.
+    public var credentialCapacity = 100_000
+    /// The most descriptors an allowList or excludeList may hold (getInfo maxCredentialCountInList).
+    public var maximumCredentialCountInList = 16
+    /// The longest credential ID in a list that can be one of ours (getInfo maxCredentialIdLength).
+    public var maximumCredentialIDLength = 128
+    /// The transport carries one request per session (a hybrid phone that answers one request per QR code, each
+    /// with a fresh authenticator). getInfo then leaves out what needs a later request to the same authenticator:
+    /// the PIN/UV auth protocols and tokens, clientPin, credential management, config, large blobs, and the
+    /// hmac-secret and largeBlobKey extensions, so platforms use built-in UV (`uv: true`) directly.
+    public var oneRequestPerSession = false
+    /// getInfo firmwareVersion: the program's version 0.1.0 as major << 16 | minor << 8 | patch.
+    public var firmwareVersion = 0x00_01_00
+    /// The longest serialized large-blob array kept (getInfo maxSerializedLargeBlobArray; at least 1024).
+    public var maximumLargeBlobArrayLength = 4096
+
+    public init() {}
+
+    /// A security key, as `passkey serve` is over uhid and UDP: transport `usb`, built-in verification when asked,
+    /// and packed self attestation as security keys attest (libfido2's `fido_cred_verify_self`, which OpenSSH calls
+    /// on every new key, refuses the format `none`).
+    public static let securityKey: AuthenticatorConfiguration = {
+        var configuration = AuthenticatorConfiguration()
+        configuration.attestationFormat = .packedSelf
+        return configuration
+    }()
+
+    /// A phone answering over hybrid, as `passkey scan` and the demo's phone are: it chooses the account itself,
+    /// verifies the user for every request (``UserVerificationPolicy/always``), and reports the transport `hybrid`
+    /// only. Android adds `internal` because its passkeys also serve the phone's own browser as a platform
+    /// authenticator; no browser uses this store that way, so `internal` would send relying parties and browsers
+    /// looking for a platform credential that is not there.
+    public static func hybridPhone(oneRequestPerSession: Bool) -> AuthenticatorConfiguration {
+        var configuration = AuthenticatorConfiguration()
+        configuration.transports = ["hybrid"]
+        configuration.userVerification = .always
+        configuration.accountSelection = .authenticator
+        configuration.oneRequestPerSession = oneRequestPerSession
+        return configuration
+    }
+}
