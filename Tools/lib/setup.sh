@@ -16,10 +16,22 @@ ensure_apt_packages() {
     done
     [ ${#missing[@]} -eq 0 ] && return 0
     say "installing Debian packages: ${missing[*]}"
-    local sudo=""
+    local sudo="" status=0 policy=/usr/sbin/policy-rc.d marker="# Tools/lib/setup.sh: no service starts" ours=0
     [ "$(id -u)" -ne 0 ] && sudo="sudo"
-    $sudo apt-get update -q
-    DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -q --no-install-recommends "${missing[@]}"
+    # Packages with a daemon (openssh-server's sshd, bluez's bluetoothd) start it when installed unless a
+    # policy-rc.d denies it (Docker's Debian images ship one that does). Without one, this installation brings its
+    # own for its duration, so a build host gains no running services; a policy left by an interrupted run is ours
+    # to replace.
+    if [ ! -e "$policy" ] || grep -qF "$marker" "$policy" 2>/dev/null; then
+        printf '#!/bin/sh\n%s while it installs packages.\nexit 101\n' "$marker" | $sudo tee "$policy" >/dev/null &&
+            $sudo chmod 755 "$policy" && ours=1
+    fi
+    $sudo apt-get update -q || status=$?
+    if [ "$status" = 0 ]; then
+        DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -q --no-install-recommends "${missing[@]}" || status=$?
+    fi
+    if [ "$ours" = 1 ]; then $sudo rm -f "$policy"; fi
+    return "$status"
 }
 
 # Creates the project's Python venv (.venv, ignored by git) with the pinned interop packages.

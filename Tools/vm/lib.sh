@@ -96,7 +96,9 @@ run_test() {
         log "passed in $((SECONDS - started)) s"
     else
         reason="exit status $result"
-        [ -s "$REASON_FILE" ] && reason="$(<"$REASON_FILE")"
+        # One result line per check: the reason's first line, at most 200 characters.
+        if [ -s "$REASON_FILE" ]; then read -r reason <"$REASON_FILE" || true; fi
+        ((${#reason} <= 200)) || reason="${reason:0:197}..."
         echo "FAIL $name: $reason ($((SECONDS - started)) s)" >>"$RESULTS"
         log "FAILED after $((SECONDS - started)) s"
     fi
