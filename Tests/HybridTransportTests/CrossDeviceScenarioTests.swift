@@ -367,8 +367,9 @@ func withRelay(
     }
 }
 
-/// A phone: a CTAP2 authenticator with its own in-memory store and an interaction that approves, verifies,
-/// and picks account `chooseAccount` when it shows a chooser.
+/// A phone as `passkey scan` is one (`AuthenticatorConfiguration.hybridPhone`): a CTAP2 authenticator with its own
+/// in-memory store and an interaction that approves, verifies, and picks account `chooseAccount` when it shows a
+/// chooser.
 struct Phone: Sendable {
     let store = InMemoryCredentialStore()
     let interaction: ChoosingInteraction
@@ -379,10 +380,8 @@ struct Phone: Sendable {
     init(chooseAccount: Int? = nil, keepOpen: Bool = false) {
         self.keepOpen = keepOpen
         interaction = ChoosingInteraction(choice: chooseAccount)
-        var configuration = AuthenticatorConfiguration()
-        configuration.accountSelection = .authenticator
         authenticator = Authenticator(
-            configuration: configuration,
+            configuration: .hybridPhone(oneRequestPerSession: !keepOpen),
             environment: AuthenticatorEnvironment(store: store, userInteraction: interaction))
     }
 
