@@ -9,12 +9,12 @@ Xvfb display with xdotool, when the key's log (`--key-log`) shows the request th
   - "Use a saved passkey for localhost … Continue" after a getAssertion answer, even for one account: Return;
   - "Try a different device: You already registered this device" after an excluded registration, whose focused
     button is "Try again": Escape, which closes it and rejects the page's promise;
-  - the security key PIN sheet (`--pin`): the PIN typed, then Return.
+  - the security key PIN sheet (`--pin`): the PIN from TOKEN_PIN typed, then Return.
 With `--scan COMMAND`, the page asks with `hints: ["hybrid"]` and Chromium shows its "use your phone or tablet" QR
 sheet instead; the screen is photographed (ImageMagick's import), zbar reads the FIDO:/ URL off it, and COMMAND
 (with the URL as its last argument) plays the phone.
 
-Usage: browser_check.py --rp URL --rp-log FILE --profile DIR --logs DIR --name NAME [--pin PIN]
+Usage: browser_check.py --rp URL --rp-log FILE --profile DIR --logs DIR --name NAME [--pin]
            [--key-log FILE] [--transports LIST] [--scan COMMAND] [--chromium-arg ARG]… STEP…
 where STEP is CEREMONY:USER:EXPECT, CEREMONY one of register, sign-in (USER empty: an empty allow list), EXPECT
 `ok` (the RP verified it) or a DOMException name the page must report (the RP records it as a client error).
@@ -137,7 +137,8 @@ def run_step(driver, args, rp_log, key_log, step, number):
             if request.startswith("clientPIN getPINRetries") and args.pin:
                 # Chromium shows its PIN sheet once it knows the retries left.
                 time.sleep(2)
-                xdotool("type", "--delay", "150", args.pin)
+                # From standard input, so the PIN is on no command line.
+                subprocess.run(["xdotool", "type", "--delay", "150", "--file", "-"], input=args.pin.encode(), check=False)
                 xdotool("key", "Return")
                 say(f"PIN typed into Chromium's PIN sheet after {elapsed:.0f} s")
             elif request.startswith("getAssertion") and status == "OK" and not args.scan:
@@ -201,13 +202,14 @@ def main():
     parser.add_argument("--profile", required=True)
     parser.add_argument("--logs", required=True)
     parser.add_argument("--name", required=True)
-    parser.add_argument("--pin")
+    parser.add_argument("--pin", action="store_true", help="type $TOKEN_PIN into Chromium's PIN sheet")
     parser.add_argument("--transports", help="what a registration must report, e.g. usb")
     parser.add_argument("--scan", help="the phone's command line; the FIDO:/ URL is appended")
     parser.add_argument("--key-log", help="passkey serve --verbose's standard error")
     parser.add_argument("--chromium-arg", action="append", default=[])
     parser.add_argument("steps", nargs="+")
     args = parser.parse_args()
+    args.pin = os.environ.get("TOKEN_PIN") if args.pin else None
     steps = []
     for text in args.steps:
         ceremony, user, expect = text.split(":")
