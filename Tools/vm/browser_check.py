@@ -6,7 +6,8 @@ load and puts `PASS …` or `FAIL …` in the page title. The step's verdict is 
 
 Chromium asks the person with its own dialogs, which no WebDriver command reaches; they are answered on the
 Xvfb display with xdotool, when the key's log (`--key-log`) shows the request that brings each one up:
-  - "Use a saved passkey for localhost … Continue" after a getAssertion answer, even for one account: Return;
+  - "Use a saved passkey for localhost … Continue" after a getAssertion answer, even for one account and even
+    from a phone over hybrid (which Chromium 156 labels "USB security key"): Return;
   - "Try a different device: You already registered this device" after an excluded registration, whose focused
     button is "Try again": Escape, which closes it and rejects the page's promise;
   - the security key PIN sheet (`--pin`): the PIN from TOKEN_PIN typed, then Return.
@@ -149,8 +150,16 @@ def run_step(driver, args, rp_log, key_log, step, number):
             url = read_qr(args)
             if url:
                 say(f"QR code read off the screen after {elapsed:.0f} s: {url[:24]}…")
-                output = open(os.path.join(args.logs, f"{args.name}-scan-{number}.txt"), "w")
-                phone = subprocess.Popen([*shlex.split(args.scan), url], stdout=output, stderr=subprocess.STDOUT)
+                phone_output = os.path.join(args.logs, f"{args.name}-scan-{number}.txt")
+                with open(phone_output, "w") as output:
+                    phone = subprocess.Popen([*shlex.split(args.scan), url], stdout=output, stderr=subprocess.STDOUT)
+        elif phone is not None and press_at is None and key is None:
+            # Chromium shows its account sheet for a phone's assertion too.
+            with open(phone_output, encoding="utf-8", errors="replace") as output:
+                said = output.read()
+            if "request received: getAssertion" in said and "answer sent: OK" in said:
+                say(f"the phone answered getAssertion after {elapsed:.0f} s")
+                press_at, key = time.monotonic() + 2, "Return"
         if press_at is not None and time.monotonic() >= press_at:
             xdotool("key", key)
             say(f"{key} pressed on Chromium's sheet after {elapsed:.0f} s")
