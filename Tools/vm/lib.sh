@@ -56,6 +56,19 @@ wait_for() {
     log "ready: $what ($((SECONDS - started)) s)"
 }
 
+# Sets HIDRAW to /dev/hidrawN of the HID device whose name contains "passkey"; fails while there is none.
+passkey_hidraw() {
+    local uevent
+    for uevent in /sys/class/hidraw/hidraw*/device/uevent; do
+        if first_line "$uevent" '^HID_NAME=.*[Pp]asskey'; then
+            HIDRAW="/dev/${uevent#/sys/class/hidraw/}"
+            HIDRAW="${HIDRAW%%/device/uevent}"
+            return 0
+        fi
+    done
+    return 1
+}
+
 # Ends this check's background processes (SIGTERM, then SIGKILL after 5 s) so the next one starts clean.
 stop_children() {
     local pids pid
