@@ -25,6 +25,17 @@ PASSPHRASE = "interop test passphrase"
 TRANSPORT = os.environ.get("PASSKEY_INTEROP_TRANSPORT", "udp")
 
 
+def stop_process(process):
+    """Stops a child with SIGTERM (SIGKILL after 10 s) and returns what it wrote to standard error."""
+    process.terminate()
+    try:
+        _, stderr = process.communicate(timeout=10)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        _, stderr = process.communicate()
+    return stderr
+
+
 class UdpHidConnection(CtapHidConnection):
     """A CTAPHID connection whose reports travel as UDP datagrams."""
 
@@ -92,13 +103,7 @@ class Server:
         return CtapHidDevice(descriptor, UdpHidConnection(self.address))
 
     def stop(self):
-        self.process.terminate()
-        try:
-            _, stderr = self.process.communicate(timeout=10)
-        except subprocess.TimeoutExpired:
-            self.process.kill()
-            _, stderr = self.process.communicate()
-        return stderr
+        return stop_process(self.process)
 
 
 @pytest.fixture

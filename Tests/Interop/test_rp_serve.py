@@ -21,7 +21,7 @@ import pytest
 from fido2.client import ClientError, DefaultClientDataCollector, Fido2Client
 from fido2.webauthn import PublicKeyCredentialCreationOptions, PublicKeyCredentialRequestOptions
 
-from conftest import PASSKEY_BIN
+from conftest import PASSKEY_BIN, stop_process
 
 AAGUID = "8391e378-32c7-4aa5-ad16-6f0cf4ad7b23"
 
@@ -73,13 +73,7 @@ class RelyingParty:
             return answer.status, answer.headers, answer.read()
 
     def stop(self):
-        self.process.terminate()
-        try:
-            _, stderr = self.process.communicate(timeout=10)
-        except subprocess.TimeoutExpired:
-            self.process.kill()
-            _, stderr = self.process.communicate()
-        return stderr
+        return stop_process(self.process)
 
 
 @pytest.fixture
