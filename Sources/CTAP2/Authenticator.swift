@@ -196,16 +196,15 @@ public final class Authenticator: Sendable {
     /// The authenticatorGetInfo response (CTAP 2.1 §6.4): only what is implemented.
     public func info() async throws(CTAPError) -> CBORValue {
         let settings = try await loadSettings()
-        let alwaysVerifies = verifiesEveryRequest(settings)
+        let options = CBORValue.map(
+            Dictionary(
+                uniqueKeysWithValues: configuration.getInfoOptions(settings).map { (.text($0.id), .bool($0.value)) }))
         if configuration.oneRequestPerSession {
-            // A phone that verifies every request says no more than rk, up and uv, as Android and iOS do.
-            var options: [CBORValue: CBORValue] = ["rk": true, "up": true, "uv": true]
-            if configuration.userVerification == .whenRequested { options["makeCredUvNotRqd"] = .bool(!alwaysVerifies) }
             return [
                 1: ["FIDO_2_0", "FIDO_2_1"],
                 2: ["credProtect", "credBlob", "minPinLength"],
                 3: .bytes(configuration.aaguid.bytes),
-                4: .map(options),
+                4: options,
                 5: .int(configuration.maximumMessageSize),
                 7: .int(configuration.maximumCredentialCountInList),
                 8: .int(configuration.maximumCredentialIDLength),
@@ -218,12 +217,7 @@ public final class Authenticator: Sendable {
         return [
             1: ["FIDO_2_0", "FIDO_2_1"],
             3: .bytes(configuration.aaguid.bytes),
-            4: [
-                "rk": true, "up": true, "uv": true, "clientPin": .bool(settings.isPINSet), "pinUvAuthToken": true,
-                "makeCredUvNotRqd": .bool(!alwaysVerifies), "credMgmt": true, "authnrCfg": true,
-                "uvAcfg": true, "setMinPINLength": true, "alwaysUv": .bool(alwaysVerifies),
-                "largeBlobs": true,
-            ],
+            4: options,
             5: .int(configuration.maximumMessageSize),
             2: .array(AuthenticatorExtension.all.map(CBORValue.text)),
             6: .array(PinUvAuthProtocol.supported.map { .int($0.rawValue) }),
@@ -258,6 +252,7 @@ public final class Authenticator: Sendable {
 
         let discoverable = request.options["rk"] ?? false
         guard request.options["up"] != false else { throw .invalidOption }
+        try checkUVOption(request.options["uv"], pinUvAuth: pinUvAuth)
         let settings = try await loadSettings()
         // A pinUvAuthToken proves verification and the uv option is then ignored (§6.1.2 step 6); without one, the
         // uv option (or alwaysUv) asks for built-in verification.
@@ -270,11 +265,19 @@ public final class Authenticator: Sendable {
         // A discoverable credential needs user verification (makeCredUvNotRqd covers non-discoverable ones only,
         // §6.1.2 step 7). Without a token or `uv` and with no PIN set, the built-in method verifies the user instead
         // of answering CTAP2_ERR_PUAT_REQUIRED, as alwaysUv does in step 6 (UserVerificationPolicy.whenRequested).
+        // A key without built-in verification (pinOnly) is protected only once a PIN is set: before, a discoverable
+        // credential is made with user presence alone.
         let builtInVerification =
-            token == nil
+            configuration.userVerification.hasBuiltInVerification && token == nil
             && (request.options["uv"] == true || verifiesEveryRequest(settings) || (discoverable && !settings.isPINSet))
-        // With a PIN set: the platform collects it and comes back with a token.
-        if discoverable && token == nil && !builtInVerification { throw .pinUvAuthTokenRequired }
+        // What needs verification and gets none from the built-in method needs a token: the platform collects the
+        // PIN and comes back with one (step 7 with a PIN set; step 6 for alwaysUv on a key without built-in
+        // verification, PIN or not, since clientPin is supported).
+        if token == nil && !builtInVerification
+            && ((discoverable && settings.isPINSet) || verifiesEveryRequest(settings))
+        {
+            throw .pinUvAuthTokenRequired
+        }
 
         for descriptor in request.excludeList where descriptor.type == "public-key" {
             guard let existing = try await storeCall({ try await $0.credential(id: descriptor.id) }),
@@ -380,6 +383,7 @@ public final class Authenticator: Sendable {
         guard request.clientDataHash.count == 32 else { throw .invalidLength }
         let pinUvAuth = try await pinUvAuthParameters(
             request.pinUvAuthParam, protocol: request.pinUvAuthProtocol, activity: activity)
+        try checkUVOption(request.options["uv"], pinUvAuth: pinUvAuth)
         guard request.options["rk"] == nil else { throw .unsupportedOption }
         let extensions = try GetAssertionExtensions(cbor: request.extensions)
         guard request.allowList.count <= configuration.maximumCredentialCountInList else { throw .limitExceeded }
@@ -391,7 +395,14 @@ public final class Authenticator: Sendable {
                 pinUvAuth, message: request.clientDataHash, permission: .getAssertion,
                 relyingPartyID: request.relyingPartyID)
         }
-        let verificationRequested = token == nil && (request.options["uv"] == true || verifiesEveryRequest(settings))
+        let builtIn = configuration.userVerification.hasBuiltInVerification
+        let verificationRequested =
+            builtIn && token == nil && (request.options["uv"] == true || verifiesEveryRequest(settings))
+        // alwaysUv without built-in verification: a request with user presence needs a token, PIN set or not, since
+        // clientPin is supported (§6.2.2 step 5). A silent one (up false) goes on without verification.
+        if !builtIn && token == nil && presenceRequested && verifiesEveryRequest(settings) {
+            throw .pinUvAuthTokenRequired
+        }
         let willVerify = token != nil || verificationRequested
 
         var candidates: [StoredCredential] = []
@@ -580,7 +591,15 @@ public final class Authenticator: Sendable {
     /// Whether every makeCredential and getAssertion without a token verifies the user: alwaysUv is on, or this is a
     /// phone (`UserVerificationPolicy.always`).
     func verifiesEveryRequest(_ settings: AuthenticatorSettings) -> Bool {
-        configuration.userVerification == .always || settings.alwaysUV
+        configuration.verifiesEveryRequest(settings)
+    }
+
+    /// The `uv` option of makeCredential and getAssertion: without built-in user verification, `uv: true` without a
+    /// pinUvAuthParam is CTAP2_ERR_INVALID_OPTION (CTAP 2.1 §6.1.2 step 5, §6.2.2 step 4); with a pinUvAuthParam it
+    /// is treated as false.
+    private func checkUVOption(_ uv: Bool?, pinUvAuth: PinUvAuthParameters?) throws(CTAPError) {
+        guard uv == true, pinUvAuth == nil, !configuration.userVerification.hasBuiltInVerification else { return }
+        throw .invalidOption
     }
 
     /// Asks the user; any answer but approval ends the command with its status code.

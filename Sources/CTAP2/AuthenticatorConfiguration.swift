@@ -33,6 +33,18 @@ public enum UserVerificationPolicy: Hashable, Sendable {
     /// no `uv` option when its getInfo says makeCredUvNotRqd, so a phone must never answer CTAP2_ERR_PUAT_REQUIRED.
     /// getInfo reports alwaysUv and no makeCredUvNotRqd accordingly.
     case always
+    /// A security key without built-in user verification, like most hardware keys (no fingerprint reader): the PIN,
+    /// set by a platform, is the only verification, and it reaches the authenticator as a pinUvAuthToken. getInfo
+    /// leaves out `uv` and `uvAcfg` (CTAP 2.1 §6.4); `uv: true` is CTAP2_ERR_INVALID_OPTION (§6.1.2 step 5, §6.2.2
+    /// step 4); getPinUvAuthTokenUsingUvWithPermissions and getUVRetries are CTAP2_ERR_INVALID_SUBCOMMAND. "Protected
+    /// by some form of user verification" means a PIN is set: without one, a discoverable makeCredential without a
+    /// token is made with user presence only; with one it is CTAP2_ERR_PUAT_REQUIRED, so the platform asks for the
+    /// PIN. With alwaysUv every makeCredential, and every getAssertion with user presence, needs a token (§6.1.2 step
+    /// 6, §6.2.2 step 5).
+    case pinOnly
+
+    /// Whether the authenticator has a built-in method (the store passphrase): getInfo `uv`.
+    public var hasBuiltInVerification: Bool { self != .pinOnly }
 }
 
 /// Fixed facts about this authenticator.
@@ -87,6 +99,15 @@ public struct AuthenticatorConfiguration: Sendable {
         return configuration
     }()
 
+    /// A security key without built-in user verification, as `passkey serve --pin-only` is: like ``securityKey``, but
+    /// the PIN is the only user verification (``UserVerificationPolicy/pinOnly``), as on most hardware keys, so
+    /// platforms ask for the PIN.
+    public static let pinOnlySecurityKey: AuthenticatorConfiguration = {
+        var configuration = securityKey
+        configuration.userVerification = .pinOnly
+        return configuration
+    }()
+
     /// A phone answering over hybrid, as `passkey scan` and the demo's phone are: it chooses the account itself,
     /// verifies the user for every request (``UserVerificationPolicy/always``), and reports the transport `hybrid`
     /// only. Android adds `internal` because its passkeys also serve the phone's own browser as a platform
@@ -99,5 +120,34 @@ public struct AuthenticatorConfiguration: Sendable {
         configuration.accountSelection = .authenticator
         configuration.oneRequestPerSession = oneRequestPerSession
         return configuration
+    }
+
+    /// Whether every makeCredential and getAssertion without a token needs user verification: alwaysUv is on, or this
+    /// is a phone (``UserVerificationPolicy/always``).
+    func verifiesEveryRequest(_ settings: AuthenticatorSettings) -> Bool {
+        userVerification == .always || settings.alwaysUV
+    }
+
+    /// The getInfo options (CTAP 2.1 §6.4) with these settings, in the order `passkey info` lists them: only what is
+    /// implemented. Without built-in user verification there is no `uv` and no `uvAcfg` (which says the acfg
+    /// permission can come through built-in verification). One request per session leaves out what needs a second
+    /// request (the PIN, tokens, management, config, large blobs).
+    public func getInfoOptions(_ settings: AuthenticatorSettings) -> [(id: String, value: Bool)] {
+        let builtIn = userVerification.hasBuiltInVerification
+        let alwaysVerifies = verifiesEveryRequest(settings)
+        var options: [(id: String, value: Bool)] = [("rk", true), ("up", true)]
+        if builtIn { options.append(("uv", true)) }
+        if oneRequestPerSession {
+            // A phone that verifies every request says no more than rk, up and uv, as Android and iOS do.
+            if userVerification != .always { options.append(("makeCredUvNotRqd", !alwaysVerifies)) }
+            return options
+        }
+        options += [
+            ("clientPin", settings.isPINSet), ("pinUvAuthToken", true), ("makeCredUvNotRqd", !alwaysVerifies),
+            ("credMgmt", true), ("authnrCfg", true),
+        ]
+        if builtIn { options.append(("uvAcfg", true)) }
+        options += [("setMinPINLength", true), ("alwaysUv", alwaysVerifies), ("largeBlobs", true)]
+        return options
     }
 }

@@ -39,6 +39,7 @@ extension Authenticator {
             let blocked = state.withLock { $0.consecutivePINFailures >= Self.consecutivePINFailureLimit }
             return [3: .int(settings.pinRetries), 4: .bool(blocked)]
         case .getUVRetries:
+            try checkBuiltInVerificationExists()
             return [5: .int(try await loadSettings().uvRetries)]
         case .getKeyAgreement:
             guard let version = request.pinUvAuthProtocol else { throw .missingParameter }
@@ -53,8 +54,16 @@ extension Authenticator {
         case .getPINToken, .getPinUvAuthTokenUsingPinWithPermissions:
             return try await pinToken(request, legacy: subcommand == .getPINToken)
         case .getPinUvAuthTokenUsingUvWithPermissions:
+            try checkBuiltInVerificationExists()
             return try await uvToken(request, activity: activity)
         }
+    }
+
+    /// The built-in verification subcommands exist only with a built-in method: getInfo pinUvAuthToken offers
+    /// getPinUvAuthTokenUsingUvWithPermissions only together with `uv` (CTAP 2.1 §6.4), so without it they are
+    /// subcommands this authenticator does not support, CTAP2_ERR_INVALID_SUBCOMMAND, as OpenSK (PIN only) answers.
+    private func checkBuiltInVerificationExists() throws(CTAPError) {
+        guard configuration.userVerification.hasBuiltInVerification else { throw .invalidSubcommand }
     }
 
     private func setPIN(_ request: ClientPINRequest) async throws(CTAPError) {
