@@ -108,6 +108,12 @@ extension Passkey {
                             "transports": mode.configuration.transports,
                             "userVerification": Self.name(mode.configuration.userVerification),
                             "attestation": mode.configuration.attestationFormat.rawValue,
+                            // What getInfo reports in this mode with this store's settings.
+                            "options": Dictionary(
+                                uniqueKeysWithValues: mode.configuration.getInfoOptions(settings).map {
+                                    ($0.id, $0.value)
+                                }
+                            ),
                         ] as [String: Any]
                     },
                     "store": store.url.path,
@@ -129,19 +135,25 @@ extension Passkey {
             print("  AAGUID      \(configuration.aaguid)")
             print("  versions    FIDO_2_0, FIDO_2_1")
             print("  algorithms  ES256 (COSE -7)")
-            print("  options     rk, up, uv (store passphrase), clientPin, pinUvAuthToken, credMgmt, authnrCfg,")
-            print("              setMinPINLength, alwaysUv, largeBlobs\(settings.alwaysUV ? "" : ", makeCredUvNotRqd")")
             print("  extensions  credProtect, hmac-secret, credBlob, largeBlobKey, minPinLength")
-            print("  PIN/UV      protocols 2 and 1")
+            print("  PIN/UV      protocols 2 and 1; built-in user verification is the store passphrase")
             print("modes")
+            let width = modes.map(\.command.count).max() ?? 0
+            let indent = String(repeating: " ", count: width + 3)
             for mode in modes {
                 let uv =
                     switch mode.configuration.userVerification {
                     case .whenRequested: "user verification when asked, and for passkeys while no PIN is set"
                     case .always: "user verification for every request"
+                    case .pinOnly: "no built-in user verification: the PIN verifies, once a platform has set one"
                     }
-                print("  \(mode.command.padding(toLength: 11, withPad: " ", startingAt: 0)) \(mode.role)")
-                print("              transports \(mode.configuration.transports.joined(separator: ", ")); \(uv)")
+                print("  \(mode.command.padding(toLength: width, withPad: " ", startingAt: 0)) \(mode.role)")
+                print("\(indent)transports \(mode.configuration.transports.joined(separator: ", ")); \(uv)")
+                // getInfo options as fido2-token -I lists them: "no" before one that is false.
+                let options = mode.configuration.getInfoOptions(settings).map { $0.value ? $0.id : "no\($0.id)" }
+                for (index, line) in Self.wrapped(options, width: 112 - indent.count - 8).enumerated() {
+                    print("\(indent)\(index == 0 ? "options " : "        ")\(line)")
+                }
             }
             print("security")
             print(
@@ -161,6 +173,7 @@ extension Passkey {
         /// transports and user verification.
         static let modes: [(command: String, role: String, configuration: AuthenticatorConfiguration)] = [
             ("serve", "security key over uhid or UDP (CTAPHID)", .securityKey),
+            ("serve --pin-only", "security key with a PIN only, like most hardware keys", .pinOnlySecurityKey),
             ("scan", "phone over hybrid (caBLE v2)", .hybridPhone(oneRequestPerSession: true)),
         ]
 
@@ -168,7 +181,25 @@ extension Passkey {
             switch policy {
             case .whenRequested: "whenRequested"
             case .always: "always"
+            case .pinOnly: "pinOnly"
             }
+        }
+
+        /// Words joined with ", " into lines of at most `width` characters (a longer word gets a line of its own).
+        static func wrapped(_ words: [String], width: Int) -> [String] {
+            var lines: [String] = []
+            var line = ""
+            for (index, word) in words.enumerated() {
+                let piece = index == words.count - 1 ? word : "\(word),"
+                if !line.isEmpty && line.count + 1 + piece.count > width {
+                    lines.append(line)
+                    line = piece
+                } else {
+                    line = line.isEmpty ? piece : "\(line) \(piece)"
+                }
+            }
+            if !line.isEmpty { lines.append(line) }
+            return lines
         }
     }
 }

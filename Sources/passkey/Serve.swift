@@ -27,6 +27,10 @@ extension Passkey {
                 prints `virtual FIDO device created: /dev/hidrawN` (or `virtual FIDO device created (uhid)` if the \
                 node is not found), then `listening on uhid`.
 
+                With --pin-only, the key has no built-in user verification, like most hardware security keys: \
+                platforms verify the user with a PIN they set (python-fido2, `fido2-token -S`, a browser's settings) \
+                and ask for it, as for a YubiKey. See Docs/CTAP21.md.
+
                 Stops on SIGINT or SIGTERM (the uhid device disappears). See Docs/Transports.md.
                 """
         )
@@ -45,6 +49,12 @@ extension Passkey {
                 libfido2 and so OpenSSH need it) or none.
                 """)
         var attestation: AttestationFormat = AuthenticatorConfiguration.securityKey.attestationFormat
+        @Flag(
+            help: """
+                Offer no built-in user verification, like a security key without a fingerprint reader: platforms \
+                verify the user with the PIN (set one with a platform, e.g. python-fido2 or `fido2-token -S`).
+                """)
+        var pinOnly = false
         @Flag(help: "Log one line per CTAPHID transaction and per CTAP request (never payloads).") var verbose = false
 
         func validate() throws {
@@ -80,8 +90,9 @@ extension Passkey {
                 settings.uvRetries = AuthenticatorSettings.maximumUVRetries
                 try store.saveSettings(settings)
             }
-            // A security key: transport usb, built-in user verification when the platform asks for it.
-            var configuration = AuthenticatorConfiguration.securityKey
+            // A security key: transport usb, built-in user verification when the platform asks for it, or none at all
+            // with --pin-only.
+            var configuration: AuthenticatorConfiguration = pinOnly ? .pinOnlySecurityKey : .securityKey
             configuration.attestationFormat = attestation
             let authenticator = Authenticator(
                 configuration: configuration,
