@@ -154,6 +154,7 @@ def run_step(driver, args, rp_log, key_log, step, number):
             url = read_qr(args)
             if url:
                 say(f"QR code read off the screen after {elapsed:.0f} s: {url[:24]}…")
+                deadline = max(deadline, time.monotonic() + 90)  # the phone's tunnel, handshake and request
                 phone_output = os.path.join(args.logs, f"{args.name}-scan-{number}.txt")
                 with open(phone_output, "w") as output:
                     phone = subprocess.Popen([*shlex.split(args.scan), url], stdout=output, stderr=subprocess.STDOUT)
