@@ -42,7 +42,8 @@ public struct RelayServerConfiguration: Sendable {
         return min(max(shortest, .milliseconds(10)), .seconds(1))
     }
 
-    /// A server TLS context from PEM files: the certificate chain (leaf first) and its private key.
+    /// A server TLS context from PEM files: the certificate chain (leaf first) and its private key. It speaks
+    /// TLS 1.2 and 1.3 only.
     /// - Throws: ``RelayServerError/tls(_:)`` when a file cannot be read or parsed.
     public static func makeTLSContext(certificateChainFile: String, privateKeyFile: String) throws(RelayServerError)
         -> NIOSSLContext
@@ -51,8 +52,11 @@ public struct RelayServerConfiguration: Sendable {
             let chain = try NIOSSLCertificate.fromPEMFile(certificateChainFile)
             guard !chain.isEmpty else { throw RelayServerError.tls("\(certificateChainFile) holds no certificate") }
             let key = try NIOSSLPrivateKey(file: privateKeyFile, format: .pem)
-            let configuration = TLSConfiguration.makeServerConfiguration(
+            var configuration = TLSConfiguration.makeServerConfiguration(
                 certificateChain: chain.map { .certificate($0) }, privateKey: .privateKey(key))
+            // swift-nio-ssl's default accepts TLS 1.0 and 1.1; phones and browsers speak 1.2 and 1.3 (1.3 is chosen
+            // whenever the client offers it).
+            configuration.minimumTLSVersion = .tlsv12
             return try NIOSSLContext(configuration: configuration)
         } catch let error as RelayServerError {
             throw error

@@ -71,6 +71,32 @@ struct RelayTLSAndExecutableTests {
         try await plain.expectEOF()
     }
 
+    /// A client that offers only TLS 1.0 or 1.1 gets no handshake, hence no upgrade; TLS 1.2 and 1.3 both work.
+    @Test(.enabled(if: openssl != nil, "the openssl command-line tool is not installed"))
+    func onlyTLS12AndLaterAreAccepted() async throws {
+        let (certificate, key) = try Self.makeCertificate()
+        let relay = try await Relay.start {
+            $0.tls = try? RelayServerConfiguration.makeTLSContext(
+                certificateChainFile: certificate, privateKeyFile: key)
+        }
+        defer { Task { await relay.server.shutdown() } }
+        let versions: [(TLSVersion, accepted: Bool)] = [
+            (.tlsv1, false), (.tlsv11, false), (.tlsv12, true), (.tlsv13, true),
+        ]
+        for (version, accepted) in versions {
+            var tls = TLSConfiguration.makeClientConfiguration()
+            tls.minimumTLSVersion = version
+            tls.maximumTLSVersion = version
+            tls.trustRoots = .file(certificate)
+            tls.certificateVerification = .noHostnameVerification
+            let client = try await RawClient.connect(port: relay.port, tls: try NIOSSLContext(configuration: tls))
+            try? await client.send(RawClient.upgradeRequest(path: "/cable/new/\(Relay.randomTunnelID())"))
+            let status = try? await client.readResponse().status
+            #expect((status == 101) == accepted, "TLS version \(version): upgrade status \(String(describing: status))")
+            await client.close()
+        }
+    }
+
     @Test func missingCertificateFilesAreATypedError() {
         #expect {
             _ = try RelayServerConfiguration.makeTLSContext(
