@@ -69,6 +69,14 @@ final class RelayConnection: Sendable {
         set { if loopState.value.refusal == nil { loopState.value.refusal = newValue } }
     }
 
+    /// The HTTP request was answered without an upgrade (metrics or a refusal): the connection is closing, and its
+    /// request timer must not count it as a timeout later.
+    func requestAnswered() {
+        loopState.value.requestTimeout?.cancel()
+        loopState.value.requestTimeout = nil
+        loopState.value.phase = .closing
+    }
+
     /// The registry accepted the upgrade.
     func upgradeAccepted() {
         loopState.value.phase = .upgrading(pending: [], closeCode: nil)

@@ -124,6 +124,7 @@ final class RelayHTTPHandler: ChannelInboundHandler, RemovableChannelHandler {
         status: HTTPResponseStatus, body: String, headers extra: HTTPHeaders = HTTPHeaders(),
         context: ChannelHandlerContext
     ) {
+        connection.requestAnswered()
         var headers = extra
         headers.add(name: "Content-Type", value: "text/plain; version=0.0.4; charset=utf-8")
         headers.add(name: "Content-Length", value: String(body.utf8.count))

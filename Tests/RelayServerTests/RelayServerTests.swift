@@ -358,6 +358,22 @@ struct RelayServerTests {
         #expect(try await authenticator.readFrame()?.opcode == 0xA)
     }
 
+    /// A request the relay answered (metrics, or a refusal) is over: its connection closes at once and its request
+    /// timer does not fire later as a timeout (issue 10, defect 4).
+    @Test func answeredRequestsAreNotCountedAsTimeouts() async throws {
+        let relay = try await Relay.start { $0.requestTimeout = .milliseconds(300) }
+        defer { Task { await relay.server.shutdown() } }
+        for path in ["/metrics", "/nowhere", "/cable/new/\(Relay.randomTunnelID())"] {
+            let client = try await RawClient.connect(port: relay.port)
+            try await client.send("GET \(path) HTTP/1.1\r\nHost: x\r\n\r\n")
+            _ = try await client.readResponse()
+            try await client.expectEOF(timeout: .milliseconds(250))  // closed by the relay, not by the timer
+        }
+        // Past every request timer.
+        try await Task.sleep(for: .milliseconds(500))
+        #expect(relay.metric("relay_rejections_total{reason=\"requestTimeout\"}") ?? 0 == 0)
+    }
+
     @Test func anUpgradeRequestWhoseBodyNeverEndsIsCutOffAndFreesItsTunnel() async throws {
         let relay = try await Relay.start { $0.requestTimeout = .milliseconds(300) }
         defer { Task { await relay.server.shutdown() } }
