@@ -65,16 +65,33 @@ extension Passkey {
         static let configuration = CommandConfiguration(abstract: "Delete one passkey by its credential ID.")
 
         @OptionGroup var store: StoreOptions
-        @Argument(help: "The credential ID, in base64url (as `passkey list` shows it) or hex.") var credentialID: String
+        @Argument(
+            help: """
+                The credential ID, in base64url (as `passkey list` shows it) or hex; prefix it with b64: or hex: \
+                to say which.
+                """)
+        var credentialID: String
 
-        func run() async throws {
-            guard let id = [UInt8](base64URLEncoded: credentialID) ?? [UInt8](hex: credentialID), !id.isEmpty else {
+        func validate() throws {
+            guard CredentialIDText(credentialID) != nil else {
                 throw ValidationError("'\(credentialID)' is not a base64url or hex credential ID.")
             }
+        }
+
+        func run() async throws {
+            let candidates = CredentialIDText(credentialID)?.candidates ?? []
             let store = try await store.open(create: false)
             defer { store.close() }
-            guard let credential = try store.credential(id: id) else {
+            var matches: [(id: [UInt8], credential: StoredCredential)] = []
+            for id in candidates {
+                if let credential = try store.credential(id: id) { matches.append((id, credential)) }
+            }
+            guard let (id, credential) = matches.first else {
                 throw ValidationError("No passkey with credential ID \(credentialID).")
+            }
+            guard matches.count == 1 else {
+                throw ValidationError(
+                    "'\(credentialID)' names two passkeys, read as base64url and as hex: prefix it with b64: or hex:.")
             }
             guard try store.deleteCredential(id: id) else {
                 throw ValidationError("No passkey with credential ID \(credentialID).")
