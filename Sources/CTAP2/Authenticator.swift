@@ -322,10 +322,10 @@ public final class Authenticator: Sendable {
             id: environment.randomBytes(
                 min(max(16, configuration.credentialIDLength), configuration.maximumCredentialIDLength)),
             relyingPartyID: request.relyingPartyID,
-            relyingPartyName: request.relyingPartyName,
+            relyingPartyName: Self.truncated(request.relyingPartyName),
             userHandle: request.userHandle,
-            userName: request.userName,
-            userDisplayName: request.userDisplayName,
+            userName: Self.truncated(request.userName),
+            userDisplayName: Self.truncated(request.userDisplayName),
             privateKey: privateKey,
             isDiscoverable: discoverable,
             backupEligible: configuration.backupEligible,
@@ -364,6 +364,24 @@ public final class Authenticator: Sendable {
         ]
         if credential.largeBlobKey { response[5] = .bytes(Self.derivedSecret(credential, label: "largeBlobKey")) }
         return .map(response)
+    }
+
+    /// The longest rp.name, user.name and user.displayName kept, in UTF-8 bytes. CTAP 2.1 (§6.1.2, the
+    /// PublicKeyCredentialUserEntity and PublicKeyCredentialRpEntity notes) lets an authenticator truncate them to
+    /// 64 bytes; longer ones could make a later getAssertion response pass the CTAPHID message limit.
+    static let maximumNameBytes = 64
+
+    /// `text` cut to at most `maximumNameBytes` of UTF-8 at a character boundary.
+    static func truncated(_ text: String?) -> String? {
+        guard let text, text.utf8.count > maximumNameBytes else { return text }
+        var result = ""
+        var count = 0
+        for character in text {
+            count += character.utf8.count
+            guard count <= maximumNameBytes else { break }
+            result.append(character)
+        }
+        return result
     }
 
     /// A fresh P-256 key from injected randomness. Importing a random scalar skips the FIPS

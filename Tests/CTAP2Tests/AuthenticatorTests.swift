@@ -112,6 +112,36 @@ struct MakeCredentialTests {
             ])
     }
 
+    /// Names as long as a request can carry (two of 3,600 bytes fit in 7,609) register; they are kept to 64 bytes
+    /// at a character boundary, so a sign-in with UV, which returns them, stays far below the CTAPHID message
+    /// limit (issue 10, defect 7).
+    @Test(arguments: [
+        (String(repeating: "n", count: 3600), String(repeating: "n", count: 64)),
+        (String(repeating: "é", count: 40), String(repeating: "é", count: 32)),
+        ("a" + String(repeating: "🙂", count: 20), "a" + String(repeating: "🙂", count: 15)),
+        ("short", "short"),
+    ])
+    func longNamesAreKeptTo64Bytes(name: String, kept: String) async throws {
+        let harness = Harness()
+        let request = Fixtures.makeCredential(
+            extra: [
+                2: ["id": "example.com", "name": .text(String(name.prefix(100)))],
+                3: ["id": .bytes([UInt8](repeating: 7, count: 64)), "name": .text(name), "displayName": .text(name)],
+            ])
+        #expect(try await harness.send(.makeCredential, request).status == 0)
+        let stored = try #require(try harness.store.allCredentials().first)
+        #expect(stored.userName == kept)
+        #expect(stored.userDisplayName == kept)
+        #expect(stored.relyingPartyName == kept)
+
+        let response = await harness.sendRaw(
+            [CTAPCommand.getAssertion.rawValue] + Fixtures.getAssertion(options: ["uv": true]).encoded())
+        #expect(response.first == 0)
+        #expect(response.count < 1024)
+        let user = try CBORValue(decoding: response.dropFirst())[4]
+        #expect(user?["name"] == .text(kept))
+    }
+
     @Test func packedSelfAttestationVerifies() async throws {
         var configuration = AuthenticatorConfiguration()
         configuration.attestationFormat = .packedSelf
