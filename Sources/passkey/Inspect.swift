@@ -61,7 +61,7 @@ extension Passkey.Inspect {
             print("state-assisted  \(payload.stateAssisted.map { $0 ? "true" : "false" } ?? "absent")")
             if let type = payload.requestType {
                 let effective = type.effective == type ? "" : ", read as \(type.effective.rawValue)"
-                print("request type    \(type.rawValue) (\(Self.name(of: type.effective))\(effective))")
+                print("request type    \(type.rawValue.terminalSafe) (\(Self.name(of: type.effective))\(effective))")
             } else {
                 print("request type    absent (read as ga, \(Self.name(of: .getAssertion)))")
             }

@@ -29,7 +29,7 @@ extension Passkey {
             }
             for credential in credentials {
                 let user = [credential.userName, credential.userDisplayName.map { "(\($0))" }].compactMap { $0 }
-                print("\(credential.relyingPartyID)  \(user.joined(separator: " "))")
+                print("\(credential.relyingPartyID.terminalSafe)  \(user.joined(separator: " ").terminalSafe)")
                 print("    id \(credential.id.base64URLEncodedString)")
                 var details = [credential.isDiscoverable ? "discoverable" : "server-side (needs allowList)"]
                 details.append("created \(ISO8601DateFormatter().string(from: credential.creationDate))")

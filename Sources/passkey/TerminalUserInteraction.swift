@@ -61,29 +61,33 @@ struct TerminalUserInteraction: UserInteraction {
         return .verificationFailed
     }
 
+    /// The question for `action`. Everything a site or platform chose (RP ID, names) is made terminal-safe.
     static func question(for action: UserAction) -> String {
         switch action {
         case .makeCredential(let rp, let name, let displayName):
-            let who = name ?? displayName
-            return "Create a passkey for \(rp)\(who.map { " (\($0))" } ?? "")?"
+            let who = (name ?? displayName)?.terminalSafe
+            return "Create a passkey for \(rp.terminalSafe)\(who.map { " (\($0))" } ?? "")?"
         case .credentialExcluded(let rp):
-            return "\(rp) asked to register a passkey that already exists here. Tell it so?"
+            return "\(rp.terminalSafe) asked to register a passkey that already exists here. Tell it so?"
         case .getAssertion(let rp, let accounts, _):
-            if accounts.count == 1 { return "Sign in to \(rp) as \(accounts[0].label)?" }
-            return "Sign in to \(rp) (\(accounts.count) accounts: \(accounts.map(\.label).joined(separator: ", ")))?"
+            let labels = accounts.map(\.label.terminalSafe)
+            if accounts.count == 1 { return "Sign in to \(rp.terminalSafe) as \(labels[0])?" }
+            return "Sign in to \(rp.terminalSafe) (\(accounts.count) accounts: \(labels.joined(separator: ", ")))?"
         case .reset(let count):
             return "Reset the authenticator and DELETE ALL \(count) passkey\(count == 1 ? "" : "s")?"
         case .selection:
             return "Use this authenticator?"
         case .verifyUser(let rp):
-            if let rp { return "Verify yourself for \(rp)?" }
+            if let rp { return "Verify yourself for \(rp.terminalSafe)?" }
             return "Verify yourself to manage this authenticator?"
         }
     }
 
     static func describe(_ account: AccountSummary) -> String {
-        guard let displayName = account.userDisplayName, displayName != account.label else { return account.label }
-        return "\(account.label) (\(displayName))"
+        guard let displayName = account.userDisplayName, displayName != account.label else {
+            return account.label.terminalSafe
+        }
+        return "\(account.label.terminalSafe) (\(displayName.terminalSafe))"
     }
 
     private static func cancelled(_ terminal: Terminal) -> ConsentResult {

@@ -228,3 +228,27 @@ def test_info_shows_pin_state_but_never_the_pin(store_dir):
     assert "alwaysUv    on" in text.stdout and "min PIN     6 code points" in text.stdout
     for output in (text.stdout, text.stderr, json.dumps(info)):
         assert "24681357" not in output
+
+
+HOSTILE_NAME = "x\r\x1b[2KCreate a passkey for bank.example (alice)\u202e"
+
+
+def test_site_chosen_names_reach_the_terminal_escaped(store_dir):
+    """A user name with a carriage return, an erase-line sequence and a bidi override must not rewrite the
+    consent line (issue 10, defect 5): the auto-approved line and `passkey list` show the control characters as
+    \\u{…} escapes."""
+    path = os.path.join(store_dir, "passkeys.sqlite")
+    server = Server(path)
+    try:
+        register(server.device(), HOSTILE_NAME, b"user-hostile")
+    finally:
+        stderr = server.stop()
+    approved = [line for line in stderr.splitlines() if "auto-approved: Create a passkey" in line]
+    assert approved, stderr
+    assert "\x1b" not in stderr and "\r" not in stderr and "\u202e" not in stderr
+    assert "Create a passkey for example.com (x\\u{D}\\u{1B}[2KCreate a passkey for bank.example" in approved[0]
+    listed = run("list", "--store", path)
+    assert listed.returncode == 0, listed.stderr
+    assert "\x1b" not in listed.stdout and "\r" not in listed.stdout and "\\u{1B}[2K" in listed.stdout
+    # --json escapes the same name the JSON way, unchanged.
+    assert json.loads(run("list", "--store", path, "--json").stdout)[0]["userName"] == HOSTILE_NAME

@@ -160,3 +160,19 @@ def test_bad_domain_ids_exit_non_zero(value):
     result = run("domain", value)
     assert result.returncode != 0
     assert result.stderr.strip()
+
+
+def test_qr_text_output_escapes_control_characters():
+    """A QR code's request type is text chosen by whoever made the code: OSC and CSI sequences in it are shown as
+    escapes, not sent to the terminal (issue 10, defect 5)."""
+    hostile = "\x1b]0;pwned\x07\x1b[2J".encode()
+    cbor = bytes.fromhex("a30058" + "21" + QR["fields"]["0"] + "0150" + "00" * 16 + "05") + bytes([0x60 + len(hostile)]) + hostile
+    digits = ""
+    for start in range(0, len(cbor), 7):
+        chunk = cbor[start : start + 7]
+        width = [0, 3, 5, 8, 10, 13, 15, 17][len(chunk)]
+        digits += str(int.from_bytes(chunk, "little")).zfill(width)
+    result = run("qr", "FIDO:/" + digits)
+    assert result.returncode == 0, result.stderr
+    assert "\x1b" not in result.stdout and "\x07" not in result.stdout
+    assert "request type    \\u{1B}]0;pwned\\u{7}\\u{1B}[2J" in result.stdout
