@@ -8,28 +8,11 @@ public enum CeremonyKind: String, Hashable, Sendable, CaseIterable {
     case authentication
 }
 
-/// A verified registration.
-public struct RegistrationVerdict: Hashable, Sendable {
-    public var userName: String
-    /// The record now in the state.
-    public var credential: CredentialRecord
-    public var userVerified: Bool
-    /// `platform` or `cross-platform` when the browser said.
-    public var authenticatorAttachment: String?
-
-    public init(userName: String, credential: CredentialRecord, userVerified: Bool, authenticatorAttachment: String?) {
-        self.userName = userName
-        self.credential = credential
-        self.userVerified = userVerified
-        self.authenticatorAttachment = authenticatorAttachment
-    }
-}
-
-/// A verified authentication.
-public struct AuthenticationVerdict: Hashable, Sendable {
+/// A response the relying party verified: a registration or an authentication (the `Verdict` case says which).
+public struct AcceptedResponse: Hashable, Sendable {
     /// The account the credential is registered to.
     public var userName: String
-    /// The record after the ceremony (new signature counter, backup state).
+    /// The record now in the state: new, or after an authentication with its new signature counter and backup state.
     public var credential: CredentialRecord
     public var userVerified: Bool
     /// `platform` or `cross-platform` when the browser said.
@@ -45,8 +28,8 @@ public struct AuthenticationVerdict: Hashable, Sendable {
 
 /// What the relying party decided about one response, or what the browser reported instead of one.
 public enum Verdict: Hashable, Sendable {
-    case registered(RegistrationVerdict)
-    case authenticated(AuthenticationVerdict)
+    case registered(AcceptedResponse)
+    case authenticated(AcceptedResponse)
     /// The response was refused; nothing changed. The account name is there when the ceremony named one.
     case refused(CeremonyKind, WebRelyingPartyError, userName: String?)
     /// The browser's own failure, reported by the page (`POST /client-result`).

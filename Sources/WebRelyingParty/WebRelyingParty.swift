@@ -134,7 +134,7 @@ public struct WebRelyingParty: Sendable {
             let registered = Date(timeIntervalSince1970: date.timeIntervalSince1970.rounded(.down))
             newState.add(
                 RelyingPartyState.Account(rpID: rpID, userName: name, registered: registered, credential: credential))
-            let verdict = RegistrationVerdict(
+            let verdict = AcceptedResponse(
                 userName: name, credential: credential,
                 userVerified: result.authenticatorData.flags.contains(.userVerified),
                 authenticatorAttachment: response.authenticatorAttachment)
@@ -177,7 +177,7 @@ public struct WebRelyingParty: Sendable {
                 updated.update(result.credential)
                 newState = updated
             }
-            let verdict = AuthenticationVerdict(
+            let verdict = AcceptedResponse(
                 userName: account?.userName ?? name ?? "", credential: result.credential,
                 userVerified: result.userVerified, authenticatorAttachment: response.authenticatorAttachment)
             return VerificationOutcome(verdict: .authenticated(verdict), newState: newState)

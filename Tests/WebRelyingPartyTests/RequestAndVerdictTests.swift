@@ -74,14 +74,14 @@ struct RequestAndVerdictTests {
     @Test func verdictLines() {
         #expect(
             Verdict.registered(
-                RegistrationVerdict(
+                AcceptedResponse(
                     userName: "alice", credential: Self.record, userVerified: true, authenticatorAttachment: nil)
             ).line
                 == "verdict registration ok user=alice credential=--8B uv=true transports=usb,hybrid attachment=unknown "
                 + "attestation=none aaguid=00010203-0405-0607-0809-0a0b0c0d0e0f")
         #expect(
             Verdict.authenticated(
-                AuthenticationVerdict(
+                AcceptedResponse(
                     userName: "al ice%", credential: Self.record, userVerified: false,
                     authenticatorAttachment: "platform")
             ).line
@@ -110,7 +110,7 @@ struct RequestAndVerdictTests {
                 ])
         let ok = try object(
             Verdict.authenticated(
-                AuthenticationVerdict(
+                AcceptedResponse(
                     userName: "alice", credential: Self.record, userVerified: true, authenticatorAttachment: nil)
             ).json)
         #expect(ok["verdict"] as? String == "ok" && ok["ceremony"] as? String == "authentication")
