@@ -104,10 +104,15 @@ class KeyLog:
         return re.findall(r"CTAP (.*?) -> (\S+)", data[:end].decode("utf-8", "replace"))
 
 
+def screenshot(path):
+    """The whole Xvfb screen, browser dialogs included, as a PNG (ImageMagick's import)."""
+    subprocess.run(["import", "-window", "root", path], check=False, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+
 def read_qr(args):
     """The FIDO:/ URL of the QR code on the screen now, or None."""
     shot = os.path.join(args.logs, f"{args.name}-qr.png")
-    subprocess.run(["import", "-window", "root", shot], check=False, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    screenshot(shot)
     found = subprocess.run(["zbarimg", "--raw", "-q", shot], check=False, capture_output=True, text=True).stdout
     urls = [line for line in found.splitlines() if line.startswith("FIDO:/")]
     return urls[0] if urls else None
@@ -151,13 +156,15 @@ def run_step(driver, args, rp_log, key_log, step, number):
             elif request.startswith("makeCredential") and "CREDENTIAL_EXCLUDED" in status:
                 press_at, key = time.monotonic() + 2, "Escape"
         if args.scan and phone is None and elapsed > 3:
-            url = read_qr(args)
-            if url:
-                say(f"QR code read off the screen after {elapsed:.0f} s: {url[:24]}…")
+            fido_url = read_qr(args)
+            if fido_url:
+                say(f"QR code read off the screen after {elapsed:.0f} s: {fido_url[:24]}…")
                 deadline = max(deadline, time.monotonic() + 90)  # the phone's tunnel, handshake and request
                 phone_output = os.path.join(args.logs, f"{args.name}-scan-{number}.txt")
                 with open(phone_output, "w") as output:
-                    phone = subprocess.Popen([*shlex.split(args.scan), url], stdout=output, stderr=subprocess.STDOUT)
+                    phone = subprocess.Popen(
+                        [*shlex.split(args.scan), fido_url], stdout=output, stderr=subprocess.STDOUT
+                    )
         elif phone is not None and press_at is None and key is None:
             # Chromium shows its account sheet for a phone's assertion too.
             with open(phone_output, encoding="utf-8", errors="replace") as output:
@@ -249,12 +256,7 @@ def main():
             if failure:
                 break
     finally:
-        subprocess.run(
-            ["import", "-window", "root", os.path.join(args.logs, f"{args.name}.png")],
-            check=False,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-        )
+        screenshot(os.path.join(args.logs, f"{args.name}.png"))
         driver.quit()
     if failure:
         print(f"FAIL: {failure}", flush=True)

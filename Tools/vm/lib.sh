@@ -69,6 +69,21 @@ passkey_hidraw() {
     return 1
 }
 
+no_passkey_hidraw() { ! passkey_hidraw; }
+
+# start_key NAME [serve arguments…]: `passkey serve --uhid --yes` with the store $WORK/NAME.sqlite and its output in
+# $LOGS/NAME-serve.out and .err, once the previous key is gone; waits KEY_WAIT seconds (default 60) for its hidraw
+# node and sets HIDRAW.
+start_key() {
+    local name="$1"
+    shift
+    wait_for 10 "the previous key gone" no_passkey_hidraw
+    "$BIN/passkey" serve --uhid --store "$WORK/$name.sqlite" --yes "$@" \
+        >"$LOGS/$name-serve.out" 2>"$LOGS/$name-serve.err" &
+    WAIT_PID=$! wait_for "${KEY_WAIT:-60}" "a hidraw device named passkey" passkey_hidraw
+    log "passkey serve --uhid $* is $HIDRAW"
+}
+
 # Ends this check's background processes (SIGTERM, then SIGKILL after 5 s) so the next one starts clean.
 stop_children() {
     local pids pid
