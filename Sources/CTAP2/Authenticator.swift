@@ -267,14 +267,15 @@ public final class Authenticator: Sendable {
         // of answering CTAP2_ERR_PUAT_REQUIRED, as alwaysUv does in step 6 (UserVerificationPolicy.whenRequested).
         // A key without built-in verification (pinOnly) is protected only once a PIN is set: before, a discoverable
         // credential is made with user presence alone.
+        let everyRequest = configuration.verifiesEveryRequest(settings)
         let builtInVerification =
             configuration.userVerification.hasBuiltInVerification && token == nil
-            && (request.options["uv"] == true || verifiesEveryRequest(settings) || (discoverable && !settings.isPINSet))
+            && (request.options["uv"] == true || everyRequest || (discoverable && !settings.isPINSet))
         // What needs verification and gets none from the built-in method needs a token: the platform collects the
         // PIN and comes back with one (step 7 with a PIN set; step 6 for alwaysUv on a key without built-in
         // verification, PIN or not, since clientPin is supported).
         if token == nil && !builtInVerification
-            && ((discoverable && settings.isPINSet) || verifiesEveryRequest(settings))
+            && ((discoverable && settings.isPINSet) || everyRequest)
         {
             throw .pinUvAuthTokenRequired
         }
@@ -414,11 +415,11 @@ public final class Authenticator: Sendable {
                 relyingPartyID: request.relyingPartyID)
         }
         let builtIn = configuration.userVerification.hasBuiltInVerification
-        let verificationRequested =
-            builtIn && token == nil && (request.options["uv"] == true || verifiesEveryRequest(settings))
+        let everyRequest = configuration.verifiesEveryRequest(settings)
+        let verificationRequested = builtIn && token == nil && (request.options["uv"] == true || everyRequest)
         // alwaysUv without built-in verification: a request with user presence needs a token, PIN set or not, since
         // clientPin is supported (§6.2.2 step 5). A silent one (up false) goes on without verification.
-        if !builtIn && token == nil && presenceRequested && verifiesEveryRequest(settings) {
+        if !builtIn && token == nil && presenceRequested && everyRequest {
             throw .pinUvAuthTokenRequired
         }
         let willVerify = token != nil || verificationRequested
@@ -605,12 +606,6 @@ public final class Authenticator: Sendable {
     }
 
     // MARK: Shared steps
-
-    /// Whether every makeCredential and getAssertion without a token verifies the user: alwaysUv is on, or this is a
-    /// phone (`UserVerificationPolicy.always`).
-    func verifiesEveryRequest(_ settings: AuthenticatorSettings) -> Bool {
-        configuration.verifiesEveryRequest(settings)
-    }
 
     /// The `uv` option of makeCredential and getAssertion: without built-in user verification, `uv: true` without a
     /// pinUvAuthParam is CTAP2_ERR_INVALID_OPTION (CTAP 2.1 §6.1.2 step 5, §6.2.2 step 4); with a pinUvAuthParam it
