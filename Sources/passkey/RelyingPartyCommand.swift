@@ -1,5 +1,4 @@
 import ArgumentParser
-import Dispatch
 import Foundation
 import PasskeyStore
 import RelyingParty
@@ -77,7 +76,8 @@ extension Passkey.RP {
             limits.lifetime = .seconds(challengeLifetime)
             limits.maximumPending = maxPendingCeremonies
 
-            let (signals, sources) = Self.signals([SIGINT, SIGTERM])
+            let (signals, continuation) = AsyncStream.makeStream(of: Void.self)
+            let sources = ServingProcess.onStopSignal { continuation.yield() }
             let server = try await RelyingPartyServer.start(serverConfiguration) {
                 (port) throws(RelyingPartyServerError) in
                 let origins: Set<String>
@@ -90,9 +90,9 @@ extension Passkey.RP {
                 configuration.ceremonies = limits
                 return RelyingPartyService(
                     site: RelyingPartySite(relyingParty: WebRelyingParty(configuration: configuration), state: state),
-                    environment: .stateFile(stateURL, printLine: Self.printLine))
+                    environment: .stateFile(stateURL, printLine: ServingProcess.printLine))
             }
-            Self.printLine("listening on \(server.baseURL)")
+            ServingProcess.printLine("listening on \(server.baseURL)")
             let origins = try checkedOrigins(port: server.port).sorted()
             Terminal.shared.write(
                 "passkey: relying party \(rpID) for \(origins.joined(separator: ", ")); "
@@ -121,24 +121,6 @@ extension Passkey.RP {
                 throw ValidationError("--listen must be HOST:PORT with a port from 0 to 65535")
             }
             return (host, port)
-        }
-
-        /// One line on standard output, written at once (tests wait for these lines).
-        @Sendable static func printLine(_ line: String) {
-            FileHandle.standardOutput.write(Data("\(line)\n".utf8))
-        }
-
-        /// SIGINT and SIGTERM as a stream, and the sources to cancel when done.
-        private static func signals(_ numbers: [Int32]) -> (AsyncStream<Int32>, [any DispatchSourceSignal]) {
-            let (stream, continuation) = AsyncStream.makeStream(of: Int32.self)
-            let sources = numbers.map { number in
-                signal(number, SIG_IGN)
-                let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
-                source.setEventHandler { continuation.yield(number) }
-                source.resume()
-                return source
-            }
-            return (stream, sources)
         }
     }
 }

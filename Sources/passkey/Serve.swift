@@ -2,16 +2,11 @@ import ArgumentParser
 import CTAP2
 import CTAPHID
 import CTAPHIDTransport
-import Dispatch
 import Foundation
 import Logging
 import NIOCore
 import PasskeyStore
 import UHID
-
-#if canImport(Glibc)
-    import Glibc
-#endif
 
 extension AttestationFormat: ExpressibleByArgument {}
 
@@ -125,27 +120,22 @@ extension Passkey {
                         "HID_ID": FIDOHIDDevice.hidID, "HID_NAME": device.device.name, "HID_PHYS": device.device.phys,
                     ],
                     timeout: .seconds(3))
-                printLine(node.map { "virtual FIDO device created: \($0)" } ?? "virtual FIDO device created (uhid)")
-                printLine("listening on uhid")
+                ServingProcess.printLine(
+                    node.map { "virtual FIDO device created: \($0)" } ?? "virtual FIDO device created (uhid)")
+                ServingProcess.printLine("listening on uhid")
                 server = device
             } else {
                 let (host, port) = try Self.hostAndPort(udp ?? "")
                 let udpServer = try await CTAPHIDUDPServer.start(
                     host: host, port: port, logger: Logger(label: "passkey.ctaphid"), wink: wink, handler: handler)
                 let address = udpServer.localAddress
-                printLine("listening on udp://\(address.ipAddress ?? host):\(address.port ?? port)")
+                ServingProcess.printLine("listening on udp://\(address.ipAddress ?? host):\(address.port ?? port)")
                 server = udpServer
             }
             Terminal.shared.write(
                 "passkey: serving \(try store.allCredentials().count) passkey(s) from \(store.url.path)\n")
 
-            let signals = [SIGINT, SIGTERM].map { number in
-                signal(number, SIG_IGN)
-                let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
-                source.setEventHandler { Task { await server.close() } }
-                source.resume()
-                return source
-            }
+            let signals = ServingProcess.onStopSignal { Task { await server.close() } }
             defer { signals.forEach { $0.cancel() } }
             try await server.run()
             Terminal.shared.write("passkey: stopped\n")
@@ -154,10 +144,6 @@ extension Passkey {
         /// `OK` or the status code's CTAP name and byte.
         static func statusName(_ status: UInt8) -> String {
             status == 0 ? "OK" : CTAPError(rawValue: status).description
-        }
-
-        private func printLine(_ line: String) {
-            FileHandle.standardOutput.write(Data("\(line)\n".utf8))
         }
     }
 }
