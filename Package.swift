@@ -43,6 +43,7 @@ let package = Package(
         .library(name: "RelayServer", targets: ["RelayServer"]),
         .library(name: "WebRelyingParty", targets: ["WebRelyingParty"]),
         .library(name: "RelyingPartyServer", targets: ["RelyingPartyServer"]),
+        .executable(name: "passkey-fuzz", targets: ["passkey-fuzz"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-crypto.git", from: "4.5.2"),
@@ -135,6 +136,19 @@ let package = Package(
             swiftSettings: strictSettings
         ),
 
+        // MARK: Fuzzing: one target per parser and state machine (Tools/fuzz builds it with libFuzzer).
+        .target(name: "CFuzzerDriver"),
+        .target(
+            name: "FuzzTargets",
+            dependencies: [
+                "CBOR", "CTAP2", "CTAPHID", "UHID", "Hybrid", "QRImage", "RelayServer", "RelayCore", "PasskeyStore",
+                crypto, nioCore, nioEmbedded, nioHTTP1, nioWebSocket, logging,
+            ],
+            swiftSettings: strictSettings
+        ),
+        .executableTarget(
+            name: "passkey-fuzz", dependencies: ["FuzzTargets", "CFuzzerDriver"], swiftSettings: strictSettings),
+
         // MARK: Tests.
         .testTarget(name: "CBORTests", dependencies: ["CBOR"], swiftSettings: strictSettings),
         .testTarget(name: "WebAuthnTests", dependencies: ["WebAuthn", "CBOR", crypto], swiftSettings: strictSettings),
@@ -145,6 +159,7 @@ let package = Package(
             swiftSettings: strictSettings
         ),
         .testTarget(name: "CTAPHIDTests", dependencies: ["CTAPHID"], swiftSettings: strictSettings),
+        .testTarget(name: "FuzzTargetsTests", dependencies: ["FuzzTargets"], swiftSettings: strictSettings),
         .testTarget(
             name: "HybridTransportTests",
             dependencies: [

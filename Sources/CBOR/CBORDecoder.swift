@@ -184,13 +184,33 @@ private struct Reader {
         case 21: return .bool(true)
         case 22: return .null
         case 24: throw .unsupportedSimpleValue(try readByte())
-        case 25: return .float(Double(Float16(bitPattern: UInt16(try readBigEndian(2)))))
-        case 26: return .float(Double(Float(bitPattern: UInt32(try readBigEndian(4)))))
-        case 27: return .float(Double(bitPattern: try readBigEndian(8)))
+        case 25, 26, 27: return try readFloat(info)
         case 31: throw .indefiniteLength
         case 28...30: throw .reservedAdditionalInformation
         default: throw .unsupportedSimpleValue(info)
         }
+    }
+}
+
+extension Reader {
+    /// A half, single or double float. Every NaN reads as the one NaN the encoder writes (0xF97E00): the payload
+    /// bits carry nothing CTAP2 uses, and two NaNs that differ only there would become equal once re-encoded.
+    /// In canonical form the float must also be written as the encoder writes it: in the narrowest width that
+    /// holds it exactly (RFC 8949 §4.2.1), so that decoding and re-encoding give back the same bytes.
+    mutating func readFloat(_ info: UInt8) throws(CBORError) -> CBORValue {
+        let start = offset - 1
+        var value: Double
+        switch info {
+        case 25: value = Double(Float16(bitPattern: UInt16(try readBigEndian(2))))
+        case 26: value = Double(Float(bitPattern: UInt32(try readBigEndian(4))))
+        default: value = Double(bitPattern: try readBigEndian(8))
+        }
+        if value.isNaN { value = .nan }
+        let decoded = CBORValue.float(value)
+        if canonical {
+            guard decoded.encoded()[...] == bytes[start..<offset] else { throw .nonMinimalEncoding }
+        }
+        return decoded
     }
 }
 

@@ -6,7 +6,7 @@ public enum CBORError: Error, Hashable, Sendable {
     case trailingBytes
     /// An indefinite-length item or a stray "break" byte: CTAP2 allows definite lengths only.
     case indefiniteLength
-    /// An integer, length or count was not written in its shortest form.
+    /// An integer, length, count or float was not written in its shortest form (a NaN other than 0xF97E00).
     case nonMinimalEncoding
     /// Map keys are not in CTAP2 canonical order (shorter encoding first, then bytewise).
     case mapKeysOutOfOrder
@@ -30,7 +30,7 @@ extension CBORError: CustomStringConvertible {
         case .unexpectedEnd: "CBOR input ended inside a data item"
         case .trailingBytes: "CBOR input has bytes after the data item"
         case .indefiniteLength: "CBOR indefinite lengths are not allowed"
-        case .nonMinimalEncoding: "CBOR integer or length is not minimally encoded"
+        case .nonMinimalEncoding: "CBOR integer, length or float is not minimally encoded"
         case .mapKeysOutOfOrder: "CBOR map keys are not in canonical order"
         case .duplicateMapKey: "CBOR map has a duplicate key"
         case .invalidUTF8: "CBOR text string is not valid UTF-8"

@@ -3,8 +3,9 @@
 /// Integers keep their wire sign split so the full range of major types 0 and 1 survives a round
 /// trip: `.negative(n)` is the value `-1 - n`. Maps are unordered here; the encoder writes them in
 /// CTAP2 canonical order and the decoder refuses any other order, so no information is lost.
-/// Floats are accepted when decoding and written in their shortest lossless width.
-public enum CBORValue: Hashable, Sendable {
+/// Floats are accepted when decoding and written in their shortest lossless width; two floats are equal when
+/// their bits are (so NaN equals NaN and -0.0 differs from 0.0, as they differ on the wire).
+public enum CBORValue: Sendable {
     /// Major type 0: an unsigned integer.
     case unsigned(UInt64)
     /// Major type 1: the integer `-1 - n`.
@@ -82,6 +83,38 @@ extension CBORValue {
         case .bool: "boolean"
         case .null: "null"
         case .float: "float"
+        }
+    }
+}
+
+extension CBORValue: Hashable {
+    /// Structural equality, with floats compared by their bits: `Double`'s own `==` would make a NaN unequal to
+    /// itself, so a map with a NaN key could hold that key twice and a decoded value would not equal itself.
+    public static func == (lhs: CBORValue, rhs: CBORValue) -> Bool {
+        switch (lhs, rhs) {
+        case (.unsigned(let a), .unsigned(let b)), (.negative(let a), .negative(let b)): a == b
+        case (.bytes(let a), .bytes(let b)): a == b
+        case (.text(let a), .text(let b)): a == b
+        case (.array(let a), .array(let b)): a == b
+        case (.map(let a), .map(let b)): a == b
+        case (.bool(let a), .bool(let b)): a == b
+        case (.null, .null): true
+        case (.float(let a), .float(let b)): a.bitPattern == b.bitPattern
+        default: false
+        }
+    }
+
+    public func hash(into hasher: inout Hasher) {
+        switch self {
+        case .unsigned(let value): hasher.combine(0 as UInt8); hasher.combine(value)
+        case .negative(let value): hasher.combine(1 as UInt8); hasher.combine(value)
+        case .bytes(let value): hasher.combine(2 as UInt8); hasher.combine(value)
+        case .text(let value): hasher.combine(3 as UInt8); hasher.combine(value)
+        case .array(let value): hasher.combine(4 as UInt8); hasher.combine(value)
+        case .map(let value): hasher.combine(5 as UInt8); hasher.combine(value)
+        case .bool(let value): hasher.combine(6 as UInt8); hasher.combine(value)
+        case .null: hasher.combine(7 as UInt8)
+        case .float(let value): hasher.combine(8 as UInt8); hasher.combine(value.bitPattern)
         }
     }
 }

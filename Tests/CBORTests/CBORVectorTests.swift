@@ -56,12 +56,31 @@ struct CBORVectorTests {
         #expect(CBORValue.float(.nan).encoded().hexString == "f97e00")
     }
 
-    /// Wider-than-needed floats are data, not errors (CTAP2 does not use floats); they decode.
+    /// Wider-than-needed floats, and NaNs other than 0xF97E00, would re-encode to other bytes: the canonical reader
+    /// refuses them (found by the `cbor` fuzz target), the lenient reader accepts them, every NaN as the one NaN.
     @Test(arguments: [
         ("fa7f800000", Double.infinity), ("fb7ff0000000000000", .infinity), ("fa3fc00000", 1.5),
+        ("f97e01", .nan), ("fa7fc00000", .nan), ("fbffffffffffffffff", .nan),
     ])
-    func widerFloatsDecode(hex: String, expected: Double) throws {
-        #expect(try CBORValue(decoding: [UInt8](hex: hex)!) == .float(expected))
+    func widerFloatsAndNaNPayloadsAreLenientOnly(hex: String, expected: Double) throws {
+        let bytes = try #require([UInt8](hex: hex))
+        #expect(throws: CBORError.nonMinimalEncoding) { try CBORValue(decoding: bytes) }
+        let value = try CBORDecoder(requiresCanonicalForm: false).decode(bytes)
+        #expect(value == .float(expected))
+        #expect(try CBORValue(decoding: value.encoded()) == value)
+    }
+
+    /// Floats compare by their bits: a NaN equals itself, so a map cannot hold the same NaN key twice, and a
+    /// decoded value equals itself; 0.0 and -0.0 differ, as on the wire.
+    @Test func floatsCompareByBits() throws {
+        #expect(CBORValue.float(.nan) == .float(.nan))
+        #expect(CBORValue.float(0.0) != .float(-0.0))
+        #expect(Set<CBORValue>([.float(.nan), .float(.nan)]).count == 1)
+        // {NaN: 1, NaN (as a single): 2}: the same key twice once the NaN payloads are dropped.
+        let twoNaNKeys = try #require([UInt8](hex: "a2f97e0001fa7fc0000102"))
+        #expect(throws: CBORError.duplicateMapKey) {
+            try CBORDecoder(requiresCanonicalForm: false).decode(twoNaNKeys)
+        }
     }
 
     /// Map keys sort by encoded length first: -1 (0x20) precedes 24 (0x1818) although 0x18 < 0x20.

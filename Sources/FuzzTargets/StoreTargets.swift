@@ -1,0 +1,60 @@
+import CTAP2
+import Foundation
+import PasskeyStore
+
+/// Opening a store file that someone else wrote: damaged, truncated or hostile.
+enum StoreTargets {
+    private static let passphrase = "fuzz-passphrase"
+
+    /// A directory of this process's own, emptied before each run.
+    private static let directory: URL = {
+        let url = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "passkey-fuzz-store-\(ProcessInfo.processInfo.processIdentifier)", isDirectory: true)
+        try? FileManager.default.createDirectory(
+            at: url, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+        return url
+    }()
+
+    private static func clear(_ url: URL) {
+        for suffix in ["", "-wal", "-shm", "-journal"] {
+            try? FileManager.default.removeItem(atPath: url.path + suffix)
+        }
+    }
+
+    static let storeFile = FuzzTarget(
+        name: "store",
+        summary: "opening a mutated store file: refused with the file unchanged, or opened and fully readable",
+        seeds: {
+            let url = directory.appendingPathComponent("seed.passkeys")
+            clear(url)
+            defer { clear(url) }
+            guard let store = try? SQLiteCredentialStore.create(at: url, passphrase: passphrase, kdf: .testing)
+            else { return [] }
+            let authenticator = Authenticator(
+                environment: AuthenticatorEnvironment(store: store, userInteraction: UnattendedApproval()))
+            for seed in CTAPTargets.ctap2.seeds().prefix(2) {
+                var messages = FuzzInput(seed)
+                while let message = messages.chunk() { _ = runBlocking { await authenticator.handle(message) } }
+            }
+            store.close()
+            return [(try? Data(contentsOf: url)).map { Array($0) }].compactMap { $0 }
+        },
+        run: { input in
+            let url = directory.appendingPathComponent("store.passkeys")
+            clear(url)
+            defer { clear(url) }
+            guard FileManager.default.createFile(atPath: url.path, contents: Data(input)) else {
+                fatalError("fuzz invariant broken: cannot write \(url.path)")
+            }
+            do {
+                let store = try SQLiteCredentialStore.open(at: url, passphrase: passphrase)
+                defer { store.close() }
+                _ = try? store.allCredentials()
+                _ = try? store.settings()
+                _ = try? store.largeBlobArray()
+            } catch {
+                let after = (try? Data(contentsOf: url)).map { Array($0) }
+                expect(after == input, "a refused store file was changed (\(error))")
+            }
+        })
+}
