@@ -14,7 +14,8 @@ struct PasskeyBench: AsyncParsableCommand {
         commandName: "passkey-bench",
         abstract: "Benchmarks that print figures; targets are checked here, never in unit tests.",
         subcommands: [
-            AuthenticatorBench.self, HybridCoreBench.self, HybridSignInBench.self, RelayBench.self, RelayFloodBench.self,
+            AuthenticatorBench.self, HybridCoreBench.self, HybridSignInBench.self, RelayBench.self,
+            RelayFloodBench.self,
         ]
     )
 }

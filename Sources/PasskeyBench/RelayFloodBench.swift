@@ -28,9 +28,11 @@ struct RelayFloodBench: AsyncParsableCommand {
     var relayArg: [String] = []
 
     /// A masked ping with a 4-byte payload.
-    static let ping: [UInt8] = [0x89, 0x84] + RelayBench.maskKey + [1, 2, 3, 4].enumerated().map {
-        $1 ^ RelayBench.maskKey[$0]
-    }
+    static let ping: [UInt8] =
+        [0x89, 0x84] + RelayBench.maskKey
+        + [1, 2, 3, 4].enumerated().map {
+            $1 ^ RelayBench.maskKey[$0]
+        }
 
     func run() async throws {
         let relayPath =
