@@ -171,7 +171,9 @@ let package = Package(
         .testTarget(name: "RelayCoreTests", dependencies: ["RelayCore", "Hybrid"], swiftSettings: strictSettings),
         .testTarget(
             name: "RelayServerTests",
-            dependencies: ["RelayServer", "RelayCore", "Hybrid", nioCore, nioPosix, nioWebSocket, nioSSL, logging],
+            dependencies: [
+                "RelayServer", "RelayCore", "Hybrid", nioCore, nioPosix, nioWebSocket, nioSSL, nioEmbedded, logging,
+            ],
             swiftSettings: strictSettings
         ),
         .testTarget(

@@ -28,17 +28,25 @@ extension CBORTransactionID: CustomStringConvertible {
 /// - One transaction at a time: while a message is being reassembled or a CBOR request is being processed on
 ///   one channel, initialization packets on other channels get `ERR_CHANNEL_BUSY`. `CTAPHID_INIT` on the
 ///   broadcast channel is always answered. A `CTAPHID_LOCK` reserves the authenticator in the same way.
+///   A transaction and a lock belong to the peer that started them as well as to their channel: another peer
+///   sending on that channel gets `ERR_CHANNEL_BUSY` too, and cannot abort or resynchronize it.
 /// - Continuation packets must count 0, 1, 2, … on the channel being reassembled; any other is
-///   `ERR_INVALID_SEQ`. Continuation packets for no transaction are ignored.
+///   `ERR_INVALID_SEQ`. Continuation packets for no transaction, or from a peer other than the one whose message
+///   is being reassembled, are ignored.
 /// - Each packet of a multi-packet message must follow the previous one within
-///   ``Configuration/transactionTimeout``, or the message is dropped with `ERR_MSG_TIMEOUT`. (Measured per gap,
-///   not over the whole message, so a long message from a busy host is not cut off while it is still arriving.)
+///   ``Configuration/transactionTimeout``, and the whole message must arrive within
+///   ``Configuration/messageTimeout`` of its first packet, or it is dropped with `ERR_MSG_TIMEOUT`. (The gap
+///   rule alone would let a host feeding one packet just inside each gap hold the authenticator busy for
+///   everyone for a minute.)
 /// - While a CBOR request is outstanding a `CTAPHID_KEEPALIVE` goes out every
 ///   ``Configuration/keepaliveInterval``; `CTAPHID_CANCEL` on its channel becomes ``Action/cancel(_:)``.
 /// - This authenticator is CTAP2-only (capability NMSG): `CTAPHID_MSG` is answered with an ISO 7816 status
 ///   word saying that no CTAP1 instruction is supported.
-/// - At most ``Configuration/maximumChannels`` channels are remembered; allocating another forgets the one
-///   used least recently (never one in a transaction or holding the lock).
+/// - At most ``Configuration/maximumChannels`` channels are remembered. Each remembers the peer that allocated
+///   it. When the table is full, allocating another forgets the least recently used channel of the asking
+///   peer; a peer that holds none takes the place of the least recently used channel of the peer holding the
+///   most. A channel in a transaction or holding the lock is never forgotten. So one peer allocating over and
+///   over only recycles its own channels.
 public struct CTAPHIDStateMachine<Peer: Hashable & Sendable>: Sendable {
     /// The clock the state machine measures time with; callers pass its readings in.
     public typealias Instant = ContinuousClock.Instant
@@ -49,6 +57,10 @@ public struct CTAPHIDStateMachine<Peer: Hashable & Sendable>: Sendable {
         public var deviceVersion = DeviceVersion(major: 1, minor: 0, build: 0)
         /// How long the next packet of a multi-packet message may take to follow the previous one (default 500 ms).
         public var transactionTimeout: Duration = .milliseconds(500)
+        /// How long a whole multi-packet message may take, from its initialization packet to its last
+        /// continuation packet, however short the gaps (default 3 s; a 7609-byte message over USB full speed
+        /// takes about 130 ms).
+        public var messageTimeout: Duration = .seconds(3)
         /// The interval between keepalives while a CBOR request is outstanding (default 100 ms).
         public var keepaliveInterval: Duration = .milliseconds(100)
         /// How many channels are remembered at once (default 64, at least 1).
@@ -85,7 +97,10 @@ public struct CTAPHIDStateMachine<Peer: Hashable & Sendable>: Sendable {
         var expectedLength: Int
         var payload: [UInt8]
         var nextSequence: UInt8
+        /// When the next packet is due: the gap timeout from the latest packet, but never past `messageDeadline`.
         var deadline: Instant
+        /// When the whole message is due.
+        var messageDeadline: Instant
     }
 
     private struct PendingRequest {
@@ -101,26 +116,36 @@ public struct CTAPHIDStateMachine<Peer: Hashable & Sendable>: Sendable {
         case reassembling(Reassembly)
         case processing(PendingRequest)
 
-        var channel: ChannelID? {
+        var channel: ChannelID? { owner?.channel }
+
+        /// The channel of the transaction in progress and the peer that started it.
+        var owner: (channel: ChannelID, peer: Peer)? {
             switch self {
             case .idle: nil
-            case .reassembling(let reassembly): reassembly.channel
-            case .processing(let pending): pending.transaction.channel
+            case .reassembling(let reassembly): (reassembly.channel, reassembly.peer)
+            case .processing(let pending): (pending.transaction.channel, pending.peer)
             }
         }
     }
 
     private struct Lock {
         var channel: ChannelID
+        var peer: Peer
         var expiry: Instant
+    }
+
+    /// An allocated channel: who allocated it and when it was last used (a value of `useCounter`).
+    private struct AllocatedChannel {
+        var owner: Peer
+        var lastUse: UInt64
     }
 
     /// The settings this state machine was created with.
     public let configuration: Configuration
     private var state = State.idle
     private var lock: Lock?
-    /// Allocated channels, each with the value of `useCounter` when it was last used.
-    private var channels: [ChannelID: UInt64] = [:]
+    /// Allocated channels, with their owner and the value of `useCounter` when each was last used.
+    private var channels: [ChannelID: AllocatedChannel] = [:]
     private var useCounter: UInt64 = 0
     private var transactionCounter: UInt64 = 0
     private var channelIDSource: any RandomNumberGenerator & Sendable
@@ -165,7 +190,7 @@ public struct CTAPHIDStateMachine<Peer: Hashable & Sendable>: Sendable {
                 now: now, into: &actions)
         case .continuation(let sequence):
             continuationPacket(
-                channel: packet.channel, sequence: sequence, data: packet.data, now: now, into: &actions)
+                channel: packet.channel, sequence: sequence, data: packet.data, peer: peer, now: now, into: &actions)
         }
         return actions
     }
@@ -246,7 +271,7 @@ public struct CTAPHIDStateMachine<Peer: Hashable & Sendable>: Sendable {
                 actions += error(.invalidLength, channel: channel, to: peer)
                 return
             }
-            guard let allocated = allocateChannel() else {
+            guard let allocated = allocateChannel(for: peer) else {
                 actions += error(.channelBusy, channel: channel, to: peer)
                 return
             }
@@ -259,8 +284,8 @@ public struct CTAPHIDStateMachine<Peer: Hashable & Sendable>: Sendable {
         }
         touch(channel)
 
-        let owner = state.channel ?? lock?.channel
-        if let owner, owner != channel {
+        let owner = state.owner ?? lock.map { ($0.channel, $0.peer) }
+        if let owner, owner.channel != channel || owner.peer != peer {
             // CANCEL is never answered (CTAP 2.1 §11.2.9.1.5), not even with a busy error.
             if command != .cancel { actions += error(.channelBusy, channel: channel, to: peer) }
             return
@@ -321,10 +346,13 @@ public struct CTAPHIDStateMachine<Peer: Hashable & Sendable>: Sendable {
             } else {
                 var payload = data
                 payload.reserveCapacity(length)
+                let messageDeadline = now.advanced(by: configuration.messageTimeout)
                 state = .reassembling(
                     Reassembly(
                         channel: channel, command: command, peer: peer, expectedLength: length, payload: payload,
-                        nextSequence: 0, deadline: now.advanced(by: configuration.transactionTimeout)))
+                        nextSequence: 0,
+                        deadline: min(now.advanced(by: configuration.transactionTimeout), messageDeadline),
+                        messageDeadline: messageDeadline))
             }
         default:
             actions += error(.invalidCommand, channel: channel, to: peer)
@@ -335,11 +363,13 @@ public struct CTAPHIDStateMachine<Peer: Hashable & Sendable>: Sendable {
         channel: ChannelID,
         sequence: UInt8,
         data: [UInt8],
+        peer: Peer,
         now: Instant,
         into actions: inout [Action]
     ) {
-        // Spurious continuation packets (no transaction on this channel) are ignored.
-        guard case .reassembling(var reassembly) = state, reassembly.channel == channel else { return }
+        // Spurious continuation packets (no transaction on this channel, or not from its peer) are ignored.
+        guard case .reassembling(var reassembly) = state, reassembly.channel == channel, reassembly.peer == peer
+        else { return }
         state = .idle  // Lets `reassembly.payload` grow in place.
         guard sequence == reassembly.nextSequence else {
             actions += error(.invalidSequence, channel: channel, to: reassembly.peer)
@@ -353,7 +383,7 @@ public struct CTAPHIDStateMachine<Peer: Hashable & Sendable>: Sendable {
                 now: now, into: &actions)
         } else {
             reassembly.nextSequence += 1
-            reassembly.deadline = now.advanced(by: configuration.transactionTimeout)
+            reassembly.deadline = min(now.advanced(by: configuration.transactionTimeout), reassembly.messageDeadline)
             state = .reassembling(reassembly)
         }
     }
@@ -384,7 +414,7 @@ public struct CTAPHIDStateMachine<Peer: Hashable & Sendable>: Sendable {
             if seconds == 0 {
                 lock = nil
             } else {
-                lock = Lock(channel: channel, expiry: now.advanced(by: .seconds(Int(seconds))))
+                lock = Lock(channel: channel, peer: peer, expiry: now.advanced(by: .seconds(Int(seconds))))
             }
             actions += send(CTAPHIDMessage(uncheckedChannel: channel, command: .lock, payload: []), to: peer)
         case .wink:
@@ -420,18 +450,16 @@ public struct CTAPHIDStateMachine<Peer: Hashable & Sendable>: Sendable {
     private mutating func touch(_ channel: ChannelID) {
         guard channels[channel] != nil else { return }
         useCounter += 1
-        channels[channel] = useCounter
+        channels[channel]?.lastUse = useCounter
     }
 
-    /// Picks an unused identifier and remembers it, first forgetting the least recently used channel if the
-    /// table is full. Returns `nil` when the table is full of channels that cannot be forgotten.
-    private mutating func allocateChannel() -> ChannelID? {
+    /// Picks an unused identifier and remembers it as `peer`'s, first making room if the table is full.
+    /// Returns `nil` when the table is full of channels that cannot be forgotten.
+    private mutating func allocateChannel(for peer: Peer) -> ChannelID? {
         let limit = max(1, configuration.maximumChannels)
         while channels.count >= limit {
-            let protected = [state.channel, lock?.channel]
-            let evictable = channels.filter { !protected.contains($0.key) }
-            guard let oldest = evictable.min(by: { $0.value < $1.value }) else { return nil }
-            channels[oldest.key] = nil
+            guard let victim = channelToForget(for: peer) else { return nil }
+            channels[victim] = nil
         }
         func isFree(_ candidate: ChannelID) -> Bool {
             candidate != .reserved && candidate != .broadcast && channels[candidate] == nil
@@ -448,8 +476,22 @@ public struct CTAPHIDStateMachine<Peer: Hashable & Sendable>: Sendable {
             candidate = ChannelID(rawValue: candidate.rawValue &+ 1)
         }
         useCounter += 1
-        channels[candidate] = useCounter
+        channels[candidate] = AllocatedChannel(owner: peer, lastUse: useCounter)
         return candidate
+    }
+
+    /// The channel to forget so that `peer` can have a new one: `peer`'s own least recently used channel, or
+    /// if it has none, the least recently used channel of the peer holding the most. Channels in a
+    /// transaction or holding the lock are never chosen.
+    private func channelToForget(for peer: Peer) -> ChannelID? {
+        let protected = [state.channel, lock?.channel]
+        let evictable = channels.filter { !protected.contains($0.key) }
+        let own = evictable.filter { $0.value.owner == peer }
+        if let oldest = own.min(by: { $0.value.lastUse < $1.value.lastUse }) { return oldest.key }
+        var held: [Peer: Int] = [:]
+        for channel in evictable.values { held[channel.owner, default: 0] += 1 }
+        guard let most = held.values.max() else { return nil }
+        return evictable.filter { held[$0.value.owner] == most }.min(by: { $0.value.lastUse < $1.value.lastUse })?.key
     }
 
     private func initResponse(

@@ -23,6 +23,10 @@ public enum TunnelError: Error, Hashable, Sendable, CustomStringConvertible {
     case protocolViolation(String)
     /// The connection failed while open.
     case connectionFailed(String)
+    /// The peer sent more than ``TunnelConnection/maximumQueuedMessages`` messages (or
+    /// ``TunnelConnection/maximumQueuedBytes`` bytes) that were not received yet: a flood, so the tunnel was
+    /// closed (1008).
+    case tooManyUnreadMessages
 
     public var description: String {
         switch self {
@@ -33,6 +37,9 @@ public enum TunnelError: Error, Hashable, Sendable, CustomStringConvertible {
         case .timedOut(let what): "timed out \(what)"
         case .protocolViolation(let reason): "tunnel protocol violation: \(reason)"
         case .connectionFailed(let reason): "tunnel connection failed: \(reason)"
+        case .tooManyUnreadMessages:
+            "the peer sent more than \(TunnelConnection.maximumQueuedMessages) messages or "
+                + "\(TunnelConnection.maximumQueuedBytes) bytes that were not read yet; tunnel closed"
         }
     }
 }
@@ -43,6 +50,12 @@ public enum TunnelError: Error, Hashable, Sendable, CustomStringConvertible {
 public final class TunnelConnection: Sendable {
     /// The largest message accepted, reassembled or not. Tunnel servers cap messages at 16 KiB.
     public static let maximumMessageBytes = 1 << 16
+    /// Messages received and not yet taken by ``receive(timeout:waitingFor:)`` that the tunnel holds at most. A
+    /// hybrid exchange has a handful in flight; a peer that sends more is flooding, and the tunnel ends with
+    /// ``TunnelError/tooManyUnreadMessages``.
+    public static let maximumQueuedMessages = 64
+    /// Bytes of such messages the tunnel holds at most.
+    public static let maximumQueuedBytes = 1 << 20
 
     /// The `X-caBLE-Routing-ID` value the server sent with its upgrade (only `/cable/new` gets one).
     public let routingIDHeader: String?
@@ -261,6 +274,7 @@ final class TunnelInbox: Sendable {
 
     private struct State {
         var messages: [[UInt8]] = []
+        var queuedBytes = 0
         /// Set once the tunnel ended: `.some(nil)` for a clean close.
         var end: TunnelError?? = nil
         var waiter: Waiter?
@@ -269,6 +283,16 @@ final class TunnelInbox: Sendable {
     }
 
     private let state = Mutex(State())
+    let maximumMessages: Int
+    let maximumBytes: Int
+
+    init(
+        maximumMessages: Int = TunnelConnection.maximumQueuedMessages,
+        maximumBytes: Int = TunnelConnection.maximumQueuedBytes
+    ) {
+        self.maximumMessages = maximumMessages
+        self.maximumBytes = maximumBytes
+    }
 
     /// Returns false if the tunnel was already being closed.
     func markClosing() -> Bool {
@@ -278,18 +302,25 @@ final class TunnelInbox: Sendable {
         }
     }
 
-    func deliver(_ message: [UInt8]) {
-        let waiter = state.withLock { state -> Waiter? in
-            guard state.end == nil else { return nil }
+    /// Hands a message to the waiting reader or queues it. Returns false, and queues nothing, when the queue
+    /// already holds ``maximumMessages`` messages or the message would take it past ``maximumBytes``.
+    func deliver(_ message: [UInt8]) -> Bool {
+        let outcome = state.withLock { state -> (accepted: Bool, waiter: Waiter?) in
+            guard state.end == nil else { return (true, nil) }
             if let waiter = state.waiter {
                 state.waiter = nil
-                return waiter
+                return (true, waiter)
+            }
+            guard state.messages.count < maximumMessages, state.queuedBytes + message.count <= maximumBytes else {
+                return (false, nil)
             }
             state.messages.append(message)
-            return nil
+            state.queuedBytes += message.count
+            return (true, nil)
         }
-        waiter?.timer?.cancel()
-        waiter?.continuation.resume(returning: message)
+        outcome.waiter?.timer?.cancel()
+        outcome.waiter?.continuation.resume(returning: message)
+        return outcome.accepted
     }
 
     /// The tunnel ended, cleanly (`nil`) or with an error. Messages already received are still delivered.
@@ -317,7 +348,11 @@ final class TunnelInbox: Sendable {
             return try await withTaskCancellationHandler {
                 try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<[UInt8]?, any Error>) in
                     let immediate: Result<[UInt8]?, TunnelError>? = state.withLock { state in
-                        if !state.messages.isEmpty { return .success(state.messages.removeFirst()) }
+                        if !state.messages.isEmpty {
+                            let message = state.messages.removeFirst()
+                            state.queuedBytes -= message.count
+                            return .success(message)
+                        }
                         if let end = state.end { return end.map { .failure($0) } ?? .success(nil) }
                         if state.waiter != nil { return .failure(.protocolViolation("two readers on one tunnel")) }
                         state.waiter = Waiter(token: token, continuation: continuation)
@@ -380,7 +415,7 @@ private final class TunnelFrameHandler: ChannelInboundHandler, RemovableChannelH
         switch frame.opcode {
         case .binary where fragments == nil:
             if frame.fin {
-                inbox.deliver(Array(buffer: frame.data))
+                deliver(Array(buffer: frame.data), context: context)
             } else {
                 fragments = frame.data
             }
@@ -391,8 +426,9 @@ private final class TunnelFrameHandler: ChannelInboundHandler, RemovableChannelH
                 return
             }
             if frame.fin {
-                inbox.deliver(Array(buffer: fragments!))
+                let message = Array(buffer: fragments!)
                 fragments = nil
+                deliver(message, context: context)
             }
         case .ping:
             let pong = WebSocketFrame(fin: true, opcode: .pong, maskKey: .random(), data: frame.data)
@@ -419,6 +455,12 @@ private final class TunnelFrameHandler: ChannelInboundHandler, RemovableChannelH
                 context: context, .protocolViolation("unexpected WebSocket frame \(frame.opcode)"), code: .protocolError
             )
         }
+    }
+
+    /// Queues a whole message for the reader; a peer that floods the queue ends the tunnel.
+    private func deliver(_ message: [UInt8], context: ChannelHandlerContext) {
+        guard !inbox.deliver(message) else { return }
+        fail(context: context, .tooManyUnreadMessages, code: .policyViolation)
     }
 
     func channelInactive(context: ChannelHandlerContext) {

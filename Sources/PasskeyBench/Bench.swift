@@ -13,7 +13,10 @@ struct PasskeyBench: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "passkey-bench",
         abstract: "Benchmarks that print figures; targets are checked here, never in unit tests.",
-        subcommands: [AuthenticatorBench.self, HybridCoreBench.self, HybridSignInBench.self, RelayBench.self]
+        subcommands: [
+            AuthenticatorBench.self, HybridCoreBench.self, HybridSignInBench.self, RelayBench.self,
+            RelayFloodBench.self,
+        ]
     )
 }
 

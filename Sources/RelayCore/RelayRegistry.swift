@@ -14,8 +14,18 @@ public struct RelayLimits: Hashable, Sendable {
     public var maximumBufferedBytes = 64 * 1024
     /// Tunnels open at once.
     public var maximumTunnels = 1024
-    /// WebSocket connections open at once from one source address.
+    /// WebSocket connections open at once from one source address (one network of ``AddressRules``: an IPv4
+    /// /24 or IPv6 /64 by default); separately, connections from one address still in the HTTP stage.
     public var maximumConnectionsPerAddress = 16
+    /// The share of ``maximumTunnels``, in percent, kept for addresses that hold no tunnel yet (default 25).
+    /// Once the other tunnels are taken, `/cable/new` is only accepted from an address (network) that has
+    /// none open, so many addresses that each hold several tunnels cannot take the last ones.
+    public var reservedTunnelPercent = 25
+    /// Connections still in the HTTP stage (TLS handshake and upgrade request), from all addresses together.
+    public var maximumPendingConnections = 1024
+    /// Frames one WebSocket connection may send that are not a whole non-empty message in one frame: pings,
+    /// pongs, fragments and empty frames. Past it the tunnel is closed with 1008.
+    public var maximumOverheadFrames = 1024
 
     public init() {}
 }
@@ -39,6 +49,8 @@ public enum RelaySide: String, Hashable, Sendable {
 public enum RelayRejection: String, Hashable, Sendable, CaseIterable {
     case unknownPath, badHex, duplicateTunnel, unknownTunnel, tunnelAlreadyJoined, missingSubprotocol
     case tooManyTunnels, tooManyConnectionsFromAddress
+    /// Only the reserve of ``RelayLimits/reservedTunnelPercent`` is left, and this address already holds a tunnel.
+    case tooManyTunnelsFromAddress
 
     /// The HTTP status code of the refusal.
     public var status: Int {
@@ -46,7 +58,7 @@ public enum RelayRejection: String, Hashable, Sendable, CaseIterable {
         case .unknownPath, .unknownTunnel: 404
         case .badHex, .missingSubprotocol: 400
         case .duplicateTunnel, .tunnelAlreadyJoined: 409
-        case .tooManyTunnels, .tooManyConnectionsFromAddress: 429
+        case .tooManyTunnels, .tooManyConnectionsFromAddress, .tooManyTunnelsFromAddress: 429
         }
     }
 }
@@ -56,6 +68,8 @@ public enum TunnelOutcome: String, Hashable, Sendable {
     case completed, neverJoined, lifetimeExpired, idle, messageTooLarge, tooManyMessages, bufferFull, textFrame
     /// A side broke the WebSocket protocol (unmasked frame, bad opcode, stray continuation, …).
     case protocolError
+    /// A side sent more than ``RelayLimits/maximumOverheadFrames`` pings, pongs, fragments or empty frames.
+    case tooManyOverheadFrames
 }
 
 /// What the relay did over one tunnel's life. Never holds message contents.
@@ -76,6 +90,11 @@ public struct TunnelRecord: Hashable, Sendable {
 /// closes in; forwards, closes and tunnel records out. The NIO server only executes its actions.
 ///
 /// Tunnels are found by tunnel ID; the routing ID a `/connect` names must be the one `/new` was given.
+///
+/// The `address` of an upgrade is the key the per-address limits count (``AddressRules/limitKey(for:)``: the
+/// client's network, not its exact address). Each key may hold ``RelayLimits/maximumConnectionsPerAddress``
+/// WebSockets; and the last ``RelayLimits/reservedTunnelPercent`` of ``RelayLimits/maximumTunnels`` go only to
+/// keys that hold no tunnel yet.
 public struct RelayRegistry: Sendable {
     /// What the I/O layer must do.
     public enum Action: Hashable, Sendable {
@@ -97,6 +116,8 @@ public struct RelayRegistry: Sendable {
     private struct Tunnel {
         var routingID: RoutingID
         var authenticator: ConnectionID
+        /// The limit key of the address that registered it.
+        var address: String
         var client: ConnectionID?
         var opened: ContinuousClock.Instant
         var paired: ContinuousClock.Instant?
@@ -113,6 +134,7 @@ public struct RelayRegistry: Sendable {
     private var tunnels: [TunnelID: Tunnel] = [:]
     private var connections: [ConnectionID: (tunnel: TunnelID, side: RelaySide, address: String)] = [:]
     private var connectionsPerAddress: [String: Int] = [:]
+    private var tunnelsPerAddress: [String: Int] = [:]
     private var pairedCount = 0
 
     public init(limits: RelayLimits = RelayLimits(), routingIDPrefix: UInt8? = nil) {
@@ -150,11 +172,16 @@ public struct RelayRegistry: Sendable {
         case .new(let tunnelID):
             guard tunnels[tunnelID] == nil else { return .reject(.duplicateTunnel) }
             guard tunnels.count < limits.maximumTunnels else { return .reject(.tooManyTunnels) }
+            let reserved = limits.maximumTunnels * min(max(limits.reservedTunnelPercent, 0), 100) / 100
+            guard tunnels.count < limits.maximumTunnels - reserved || tunnelsPerAddress[address, default: 0] == 0 else {
+                return .reject(.tooManyTunnelsFromAddress)
+            }
             var bytes = randomRoutingID()
             if let routingIDPrefix { bytes[0] = routingIDPrefix }
             guard let routingID = try? RoutingID(bytes: bytes) else { return .reject(.badHex) }
             tunnels[tunnelID] = Tunnel(
-                routingID: routingID, authenticator: connection, opened: now, lastActivity: now)
+                routingID: routingID, authenticator: connection, address: address, opened: now, lastActivity: now)
+            tunnelsPerAddress[address, default: 0] += 1
             register(connection, tunnel: tunnelID, side: .authenticator, address: address)
             return .accept(side: .authenticator, routingIDHeader: routingID.hex)
         case .connect(let routingID, let tunnelID):
@@ -270,6 +297,8 @@ public struct RelayRegistry: Sendable {
     ) -> [Action] {
         guard let tunnel = tunnels.removeValue(forKey: tunnelID) else { return [] }
         if tunnel.client != nil { pairedCount -= 1 }
+        tunnelsPerAddress[tunnel.address, default: 1] -= 1
+        if tunnelsPerAddress[tunnel.address] == 0 { tunnelsPerAddress[tunnel.address] = nil }
         var actions: [Action] = []
         for connection in [tunnel.authenticator, tunnel.client].compactMap({ $0 }) {
             unregister(connection)

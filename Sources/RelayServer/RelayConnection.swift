@@ -27,10 +27,13 @@ final class RelayConnection: Sendable {
         /// Why the HTTP request is refused, when the upgrade path found out before the fallback handler.
         var refusal: Refusal?
         var requestTimeout: Scheduled<Void>?
+        /// The payload of the latest ping not answered yet. Only the latest of several pending pings is
+        /// answered (RFC 6455 §5.5.3), once the batch of work in progress is done and the channel is writable.
+        var pendingPong: ByteBuffer?
     }
 
     let id: ConnectionID
-    /// The source IP address, the key of the per-address limits.
+    /// The TCP peer's IP address (a trusted proxy's, behind one; see ``AddressRules``).
     let address: String
     let channel: any Channel
     private let loopState: NIOLoopBoundBox<LoopState>
@@ -101,9 +104,29 @@ final class RelayConnection: Sendable {
         sendCloseFrame(code: code)
     }
 
-    /// Answers a ping with a pong carrying the same bytes.
+    /// Answers a ping with a pong carrying the same bytes: after the current batch of work, and only while the
+    /// channel is writable. A ping that arrives while another is unanswered replaces it, so a peer that pings
+    /// without reading makes the relay hold one pong, not one per ping.
     func pong(_ payload: ByteBuffer) {
         guard case .open = loopState.value.phase else { return }
+        let alreadyPending = loopState.value.pendingPong != nil
+        loopState.value.pendingPong = payload
+        guard !alreadyPending else { return }
+        channel.eventLoop.execute { [self] in sendPendingPong() }
+    }
+
+    /// The channel's writability changed: a pong held back while it was not writable goes out now.
+    func writabilityChanged() {
+        if channel.isWritable { sendPendingPong() }
+    }
+
+    private func sendPendingPong() {
+        guard case .open = loopState.value.phase else {
+            loopState.value.pendingPong = nil
+            return
+        }
+        guard channel.isWritable, let payload = loopState.value.pendingPong else { return }
+        loopState.value.pendingPong = nil
         let frame = WebSocketFrame(fin: true, opcode: .pong, data: payload)
         channel.pipeline.syncOperations.writeAndFlush(NIOAny(frame), promise: nil)
     }

@@ -31,7 +31,8 @@ final class RelayHTTPHandler: ChannelInboundHandler, RemovableChannelHandler {
             return nil
         }
         let subprotocols = head.headers[canonicalForm: "Sec-WebSocket-Protocol"].map(String.init)
-        switch state.upgrade(connection, path: head.uri, subprotocols: subprotocols) {
+        let forwardedFor = head.headers["X-Forwarded-For"]
+        switch state.upgrade(connection, path: head.uri, subprotocols: subprotocols, forwardedFor: forwardedFor) {
         case .accept(_, let routingIDHeader):
             connection.upgradeAccepted()
             var headers = HTTPHeaders([("Sec-WebSocket-Protocol", TunnelServerProtocol.webSocketSubprotocol)])

@@ -18,12 +18,14 @@ enum Refusal: Hashable, Sendable {
     case requestTimeout
     /// Too many connections from one address still in the HTTP stage: closed at once.
     case tooManyPendingConnections
+    /// ``RelayLimits/maximumPendingConnections`` connections from all addresses are in the HTTP stage: closed at once.
+    case tooManyPendingConnectionsOverall
 
     /// Every reason, in the order the metrics list them.
     static let all: [Refusal] =
         RelayRejection.allCases.map(Refusal.registry) + [
             .methodNotAllowed, .upgradeRequired, .unsupportedWebSocketVersion, .badWebSocketKey, .malformedRequest,
-            .requestTimeout, .tooManyPendingConnections,
+            .requestTimeout, .tooManyPendingConnections, .tooManyPendingConnectionsOverall,
         ]
 
     /// The label value.
@@ -37,6 +39,7 @@ enum Refusal: Hashable, Sendable {
         case .malformedRequest: "malformedRequest"
         case .requestTimeout: "requestTimeout"
         case .tooManyPendingConnections: "tooManyPendingConnections"
+        case .tooManyPendingConnectionsOverall: "tooManyPendingConnectionsOverall"
         }
     }
 
@@ -47,7 +50,7 @@ enum Refusal: Hashable, Sendable {
         case .methodNotAllowed: 405
         case .upgradeRequired, .unsupportedWebSocketVersion: 426
         case .badWebSocketKey, .malformedRequest: 400
-        case .requestTimeout, .tooManyPendingConnections: nil
+        case .requestTimeout, .tooManyPendingConnections, .tooManyPendingConnectionsOverall: nil
         }
     }
 }
@@ -56,7 +59,7 @@ enum Refusal: Hashable, Sendable {
 struct RelayMetrics {
     static let outcomes: [TunnelOutcome] = [
         .completed, .neverJoined, .lifetimeExpired, .idle, .messageTooLarge, .tooManyMessages, .bufferFull,
-        .textFrame, .protocolError,
+        .textFrame, .protocolError, .tooManyOverheadFrames,
     ]
 
     var connectionsAccepted = 0

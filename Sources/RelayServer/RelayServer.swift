@@ -64,12 +64,18 @@ public final class RelayServer: Sendable {
         guard limits.maximumMessageBytes > 0, limits.maximumMessageBytes <= Int(UInt32.max) else {
             throw .invalidConfiguration("maximum message size must be 1 byte to 4 GiB")
         }
-        let state = RelayState(limits: limits, routingIDPrefix: configuration.routingIDPrefix, logger: logger)
+        guard configuration.writeBufferWaterMark.low <= configuration.writeBufferWaterMark.high else {
+            throw .invalidConfiguration("the low write buffer water mark is above the high one")
+        }
+        let state = RelayState(
+            limits: limits, addressRules: configuration.addressRules, routingIDPrefix: configuration.routingIDPrefix,
+            logger: logger)
         let group = MultiThreadedEventLoopGroup(numberOfThreads: configuration.threads)
         let bootstrap = ServerBootstrap(group: group)
             .serverChannelOption(.backlog, value: 4096)
             .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
             .childChannelOption(.tcpOption(.tcp_nodelay), value: 1)
+            .childChannelOption(.writeBufferWaterMark, value: configuration.writeBufferWaterMark)
             .childChannelInitializer { channel in
                 channel.eventLoop.makeCompletedFuture {
                     try Self.configure(channel, configuration: configuration, state: state)
@@ -114,6 +120,12 @@ public final class RelayServer: Sendable {
         try? await group.shutdownGracefully()
     }
 
+    /// The handlers every connection starts with, before TLS and HTTP: no reading from a peer while what the
+    /// relay writes to it piles up (above the high water mark of ``RelayServerConfiguration/writeBufferWaterMark``).
+    static func addConnectionHandlers(to pipeline: ChannelPipeline.SynchronousOperations) throws {
+        try pipeline.addHandler(BackPressureHandler())
+    }
+
     /// The pipeline of an accepted connection: TLS if configured, HTTP with the WebSocket upgrader, and
     /// the fallback handler for everything not upgraded.
     private static func configure(
@@ -130,6 +142,7 @@ public final class RelayServer: Sendable {
         connection.startRequestTimer(configuration.requestTimeout, state: state)
 
         let pipeline = channel.pipeline.syncOperations
+        try addConnectionHandlers(to: pipeline)
         if let tls = configuration.tls {
             try pipeline.addHandler(NIOSSLServerHandler(context: tls))
         }

@@ -17,6 +17,12 @@ public struct RelayServerConfiguration: Sendable {
     public var port = 8080
     /// Tunnel lifetime, idle timeout, message, buffer, tunnel and per-address limits.
     public var limits = RelayLimits()
+    /// Which address a connection counts against (trusted proxies' `X-Forwarded-For`) and how much of it
+    /// (IPv4 /24, IPv6 /64 by default).
+    public var addressRules = AddressRules()
+    /// Each connection's write buffer: when more than `high` bytes wait to be written (the peer does not read),
+    /// the relay stops reading from that peer until they drop below `low` (default 32–64 KiB, NIO's).
+    public var writeBufferWaterMark = ChannelOptions.Types.WriteBufferWaterMark(low: 32 * 1024, high: 64 * 1024)
     /// The first byte of every routing ID this relay hands out, so that a load balancer in front of several
     /// relays can send `/cable/connect/{ROUTING_ID}/…` to the instance that registered the tunnel. `nil`: all
     /// three bytes are random.

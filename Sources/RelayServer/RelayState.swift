@@ -18,14 +18,18 @@ enum Effect {
 final class RelayState: Sendable {
     private struct Entry {
         let connection: RelayConnection
-        /// Still in the HTTP stage: counted against the per-address limit of pending connections.
+        /// Still in the HTTP stage: counted against the limits of pending connections.
         var isPending: Bool
+        /// The key the per-address limit of pending connections counts it under; `nil` for a trusted proxy,
+        /// which speaks for many clients.
+        var pendingKey: String?
     }
 
     private struct Locked {
         var registry: RelayRegistry
         var connections: [ConnectionID: Entry] = [:]
         var pendingPerAddress: [String: Int] = [:]
+        var pendingCount = 0
         var nextConnection: UInt64 = 0
         var metrics = RelayMetrics()
         /// Set by ``RelayState/shutDown()``: every close then says 1001 (going away).
@@ -55,48 +59,62 @@ final class RelayState: Sendable {
         mutating func endPending(_ id: ConnectionID) {
             guard let entry = connections[id], entry.isPending else { return }
             connections[id]?.isPending = false
-            pendingPerAddress[entry.connection.address, default: 1] -= 1
-            if pendingPerAddress[entry.connection.address] == 0 {
-                pendingPerAddress[entry.connection.address] = nil
-            }
+            pendingCount -= 1
+            guard let key = entry.pendingKey else { return }
+            pendingPerAddress[key, default: 1] -= 1
+            if pendingPerAddress[key] == 0 { pendingPerAddress[key] = nil }
         }
     }
 
     let limits: RelayLimits
+    let addressRules: AddressRules
     private let locked: Mutex<Locked>
     private let logger: Logger
 
-    init(limits: RelayLimits, routingIDPrefix: UInt8?, logger: Logger) {
+    init(limits: RelayLimits, addressRules: AddressRules = AddressRules(), routingIDPrefix: UInt8?, logger: Logger) {
         self.limits = limits
+        self.addressRules = addressRules
         self.logger = logger
         locked = Mutex(Locked(registry: RelayRegistry(limits: limits, routingIDPrefix: routingIDPrefix)))
     }
 
     // MARK: Events
 
-    /// A TCP connection was accepted from `address`; `nil` when that address already has
-    /// `maximumConnectionsPerAddress` connections in the HTTP stage.
+    /// A TCP connection was accepted from `address`; `nil` when `maximumPendingConnections` connections are in
+    /// the HTTP stage, or when that address (its network, see ``AddressRules``) already has
+    /// `maximumConnectionsPerAddress` of them. A trusted proxy is only held to the first limit.
     func accept(address: String, make: (ConnectionID) -> RelayConnection) -> RelayConnection? {
-        locked.withLock { state in
-            guard state.pendingPerAddress[address, default: 0] < limits.maximumConnectionsPerAddress else {
+        let key = addressRules.isTrustedProxy(address) ? nil : addressRules.limitKey(for: address)
+        return locked.withLock { state in
+            guard state.pendingCount < limits.maximumPendingConnections else {
+                state.metrics.rejections[.tooManyPendingConnectionsOverall, default: 0] += 1
+                return nil
+            }
+            if let key, state.pendingPerAddress[key, default: 0] >= limits.maximumConnectionsPerAddress {
                 state.metrics.rejections[.tooManyPendingConnections, default: 0] += 1
                 return nil
             }
             state.nextConnection += 1
             let connection = make(ConnectionID(state.nextConnection))
-            state.connections[connection.id] = Entry(connection: connection, isPending: true)
-            state.pendingPerAddress[address, default: 0] += 1
+            state.connections[connection.id] = Entry(connection: connection, isPending: true, pendingKey: key)
+            state.pendingCount += 1
+            if let key { state.pendingPerAddress[key, default: 0] += 1 }
             state.metrics.connectionsAccepted += 1
             return connection
         }
     }
 
-    /// An upgrade request that passed the HTTP checks.
-    func upgrade(_ connection: RelayConnection, path: String, subprotocols: [String]) -> RelayRegistry.UpgradeDecision {
+    /// An upgrade request that passed the HTTP checks, with the values of its `X-Forwarded-For` headers (believed
+    /// only from a trusted proxy).
+    func upgrade(_ connection: RelayConnection, path: String, subprotocols: [String], forwardedFor: [String] = [])
+        -> RelayRegistry.UpgradeDecision
+    {
         let now = ContinuousClock.now
+        let client = addressRules.clientAddress(peer: connection.address, forwardedFor: forwardedFor)
+        let key = addressRules.limitKey(for: client)
         return locked.withLock { state in
             let decision = state.registry.upgrade(
-                path: path, subprotocols: subprotocols, from: connection.address, connection: connection.id, now: now,
+                path: path, subprotocols: subprotocols, from: key, connection: connection.id, now: now,
                 randomRoutingID: { (0..<RoutingID.byteCount).map { _ in UInt8.random(in: 0...255) } })
             switch decision {
             case .accept(let side, _):

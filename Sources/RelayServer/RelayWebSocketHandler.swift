@@ -50,13 +50,19 @@ struct MessageAssembler {
 }
 
 /// Turns the frames of an upgraded connection into registry events: whole binary messages, text, closes,
-/// protocol errors. Pings are answered here; pongs are ignored.
+/// protocol errors. Pings are answered (the latest of those pending; see ``RelayConnection/pong(_:)``); pongs
+/// are ignored.
+///
+/// Frames that carry no whole message (pings, pongs, fragments, empty frames) cost the relay work but count
+/// neither as messages nor as activity, so each connection may send at most
+/// ``RelayLimits/maximumOverheadFrames`` of them; the next closes the tunnel with 1008.
 final class RelayWebSocketHandler: ChannelInboundHandler {
     typealias InboundIn = WebSocketFrame
 
     private let connection: RelayConnection
     private let state: RelayState
     private var assembler: MessageAssembler
+    private var overheadFrames = 0
     private var failed = false
 
     init(connection: RelayConnection, state: RelayState) {
@@ -71,6 +77,12 @@ final class RelayWebSocketHandler: ChannelInboundHandler {
         // Clients must mask every frame and no extension is negotiated, so no reserved bit may be set.
         guard let maskKey = frame.maskKey, !frame.rsv1, !frame.rsv2, !frame.rsv3 else {
             return fail(.protocolError, code: 1002)
+        }
+        if Self.isOverhead(frame) {
+            overheadFrames += 1
+            guard overheadFrames <= state.limits.maximumOverheadFrames else {
+                return fail(.tooManyOverheadFrames, code: 1008)
+            }
         }
         switch frame.opcode {
         case .ping:
@@ -105,6 +117,21 @@ final class RelayWebSocketHandler: ChannelInboundHandler {
             }
         default:
             fail(.protocolError, code: 1002)
+        }
+    }
+
+    func channelWritabilityChanged(context: ChannelHandlerContext) {
+        connection.writabilityChanged()
+        context.fireChannelWritabilityChanged()
+    }
+
+    /// Whether a frame counts against the overhead budget: anything but a whole non-empty message in one
+    /// frame (a close ends the connection anyway, so it is not counted).
+    static func isOverhead(_ frame: WebSocketFrame) -> Bool {
+        switch frame.opcode {
+        case .connectionClose: false
+        case .binary, .text: !frame.fin || frame.length == 0
+        default: true
         }
     }
 

@@ -30,8 +30,23 @@ struct PasskeyRelay: AsyncParsableCommand {
     @Option(help: "Most messages one side may send over a tunnel's life.") var maxMessagesPerSide = 16
     @Option(help: "Bytes held for a peer that has not joined yet.") var maxBufferedBytes = 64 * 1024
     @Option(help: "Tunnels open at once.") var maxTunnels = 1024
-    @Option(help: "Connections at once from one source address (WebSocket, and separately HTTP-stage).")
+    @Option(help: "Connections at once from one source network (WebSocket, and separately HTTP-stage).")
     var maxConnectionsPerAddress = 16
+    @Option(help: "Percent of --max-tunnels kept for source networks that hold no tunnel yet.")
+    var reservedTunnelPercent = 25
+    @Option(help: "Connections in the HTTP stage at once, from all sources together.")
+    var maxPendingConnections = 1024
+    @Option(help: "Pings, pongs, fragments and empty frames one WebSocket connection may send.")
+    var maxOverheadFrames = 1024
+    @Option(help: "Leading bits of an IPv4 source address counted as one client by the per-address limits.")
+    var ipv4PrefixLength = 24
+    @Option(help: "Leading bits of an IPv6 source address counted as one client by the per-address limits.")
+    var ipv6PrefixLength = 64
+    @Option(
+        help: ArgumentHelp(
+            "A proxy whose X-Forwarded-For names the client (address or CIDR, such as 10.0.0.0/8; repeatable).",
+            valueName: "cidr"))
+    var trustedProxy: [String] = []
     @Option(help: "Seconds a connection may take for its TLS handshake and upgrade request.")
     var requestTimeout: Double = 10
     @Option(help: "Event loop threads (default: one per core).") var threads: Int?
@@ -40,6 +55,12 @@ struct PasskeyRelay: AsyncParsableCommand {
     func validate() throws {
         _ = try parsedListen()
         _ = try parsedPrefix()
+        _ = try parsedTrustedProxies()
+        guard (0...32).contains(ipv4PrefixLength) else { throw ValidationError("--ipv4-prefix-length must be 0–32") }
+        guard (0...128).contains(ipv6PrefixLength) else { throw ValidationError("--ipv6-prefix-length must be 0–128") }
+        guard (0...100).contains(reservedTunnelPercent) else {
+            throw ValidationError("--reserved-tunnel-percent must be 0–100")
+        }
         guard (tlsCert == nil) == (tlsKey == nil) else { throw ValidationError("--tls-cert and --tls-key go together") }
         for (name, value) in [
             ("--tunnel-lifetime", tunnelLifetime), ("--idle-timeout", idleTimeout),
@@ -53,6 +74,7 @@ struct PasskeyRelay: AsyncParsableCommand {
             ("--max-message-bytes", maxMessageBytes), ("--max-messages-per-side", maxMessagesPerSide),
             ("--max-buffered-bytes", maxBufferedBytes), ("--max-tunnels", maxTunnels),
             ("--max-connections-per-address", maxConnectionsPerAddress),
+            ("--max-pending-connections", maxPendingConnections), ("--max-overhead-frames", maxOverheadFrames),
         ] {
             guard value > 0 else { throw ValidationError("\(name) must be at least 1") }
         }
@@ -81,6 +103,12 @@ struct PasskeyRelay: AsyncParsableCommand {
         configuration.limits.maximumBufferedBytes = maxBufferedBytes
         configuration.limits.maximumTunnels = maxTunnels
         configuration.limits.maximumConnectionsPerAddress = maxConnectionsPerAddress
+        configuration.limits.reservedTunnelPercent = reservedTunnelPercent
+        configuration.limits.maximumPendingConnections = maxPendingConnections
+        configuration.limits.maximumOverheadFrames = maxOverheadFrames
+        configuration.addressRules.ipv4PrefixLength = ipv4PrefixLength
+        configuration.addressRules.ipv6PrefixLength = ipv6PrefixLength
+        configuration.addressRules.trustedProxies = try parsedTrustedProxies()
         configuration.requestTimeout = .seconds(requestTimeout)
         if let threads { configuration.threads = threads }
         if let tlsCert, let tlsKey {
@@ -108,6 +136,16 @@ struct PasskeyRelay: AsyncParsableCommand {
             throw ValidationError("--listen must be HOST:PORT with a port from 0 to 65535")
         }
         return (host, port)
+    }
+
+    private func parsedTrustedProxies() throws -> [IPNetwork] {
+        try trustedProxy.map { text in
+            do {
+                return try IPNetwork(text)
+            } catch {
+                throw ValidationError("--trusted-proxy \(text): \(error)")
+            }
+        }
     }
 
     private func parsedPrefix() throws -> UInt8? {

@@ -175,3 +175,22 @@ struct CTAPHIDUDPServerTests {
         }
     }
 }
+
+/// One socket must not deny the authenticator to another (issue 10).
+struct CTAPHIDUDPHostilePeerTests {
+    @Test func initsFromAnotherSocketDoNotEvictAClientsChannel() async throws {
+        try await withServer(handler: { request, _ in [0x00] + request }) { server in
+            let alice = try await TestHost.connect(to: server)
+            let mallory = try await TestHost.connect(to: server)
+            defer {
+                Task {
+                    await alice.close(); await mallory.close()
+                }
+            }
+            let aliceChannel = try await alice.initialize()
+            for _ in 0..<64 { _ = try await mallory.initialize() }
+            try await alice.send(aliceChannel, 0x10, [0x01, 0xAA])
+            #expect(try await alice.receive(aliceChannel) == HostMessage(command: 0x10, payload: [0x00, 0x01, 0xAA]))
+        }
+    }
+}

@@ -203,3 +203,60 @@ struct TunnelConnectionTests {
         return frames
     }
 }
+
+/// A peer that floods the tunnel client (issue 10): what it sends beyond the unread-message limit ends the
+/// tunnel instead of growing the client's memory.
+struct TunnelFloodTests {
+    @Test func aPeerThatFloodsUnreadMessagesEndsTheTunnel() async throws {
+        var script = ScriptedWebSocketServer.Script()
+        script.afterUpgrade = (0..<200).flatMap { index in
+            ScriptedWebSocketServer.frame(opcode: 2, payload: [UInt8(truncatingIfNeeded: index)])
+        }
+        let server = try await ScriptedWebSocketServer(script: script)
+        defer { Task { await server.close() } }
+        let tunnel = try await TunnelConnection.connect(to: server.url + "/x", timeout: .seconds(5))
+        // The client answers the flood with a close frame, 1008 (policy violation), before anything is read.
+        var frames: [TunnelConnectionTests.ClientFrame] = []
+        let deadline = ContinuousClock.now + .seconds(10)
+        while !frames.contains(where: { $0.opcode == 0x8 }), ContinuousClock.now < deadline {
+            try await Task.sleep(for: .milliseconds(10))
+            frames = try TunnelConnectionTests.parseClientFrames(server.received.bytes.withLock { $0 })
+        }
+        let close = try #require(frames.first { $0.opcode == 0x8 }, "the client never closed the flooded tunnel")
+        #expect(close.payload == [0x03, 0xF0])
+        // What was queued before the limit is still delivered, then the error.
+        for index in 0..<TunnelConnection.maximumQueuedMessages {
+            #expect(try await tunnel.receive(timeout: .seconds(5), waitingFor: "test") == [UInt8(index)])
+        }
+        await #expect(throws: TunnelError.tooManyUnreadMessages) {
+            try await tunnel.receive(timeout: .seconds(5), waitingFor: "test")
+        }
+        await tunnel.close()
+    }
+
+    @Test func aLargeUnreadMessageCountsAgainstTheByteLimit() async throws {
+        let size = TunnelConnection.maximumMessageBytes
+        let fits = TunnelConnection.maximumQueuedBytes / size
+        var script = ScriptedWebSocketServer.Script()
+        script.afterUpgrade = (0...fits).flatMap { index in
+            ScriptedWebSocketServer.frame(opcode: 2, payload: Array(repeating: UInt8(index), count: size))
+        }
+        let server = try await ScriptedWebSocketServer(script: script)
+        defer { Task { await server.close() } }
+        let tunnel = try await TunnelConnection.connect(to: server.url + "/x", timeout: .seconds(5))
+        var frames: [TunnelConnectionTests.ClientFrame] = []
+        let deadline = ContinuousClock.now + .seconds(10)
+        while !frames.contains(where: { $0.opcode == 0x8 }), ContinuousClock.now < deadline {
+            try await Task.sleep(for: .milliseconds(10))
+            frames = try TunnelConnectionTests.parseClientFrames(server.received.bytes.withLock { $0 })
+        }
+        #expect(frames.first { $0.opcode == 0x8 }?.payload == [0x03, 0xF0])
+        for index in 0..<fits {
+            #expect(try await tunnel.receive(timeout: .seconds(5), waitingFor: "test")?.first == UInt8(index))
+        }
+        await #expect(throws: TunnelError.tooManyUnreadMessages) {
+            try await tunnel.receive(timeout: .seconds(5), waitingFor: "test")
+        }
+        await tunnel.close()
+    }
+}

@@ -297,12 +297,12 @@ struct RelayServerTests {
         let (_, third) = try await relay.request(RawClient.upgradeRequest(path: "/cable/new/\(Relay.randomTunnelID())"))
         #expect(third.status == 429)
         #expect(relay.metric("relay_rejections_total{reason=\"tooManyConnectionsFromAddress\"}") == 1)
-        // Another source address is counted apart, up to the tunnel limit.
+        // Another source network (IPv4 /24) is counted apart, up to the tunnel limit.
         let (_, other) = try await relay.request(
-            RawClient.upgradeRequest(path: "/cable/new/\(Relay.randomTunnelID())"), from: "127.0.0.2")
+            RawClient.upgradeRequest(path: "/cable/new/\(Relay.randomTunnelID())"), from: "127.0.1.2")
         #expect(other.status == 101)
         let (_, full) = try await relay.request(
-            RawClient.upgradeRequest(path: "/cable/new/\(Relay.randomTunnelID())"), from: "127.0.0.3")
+            RawClient.upgradeRequest(path: "/cable/new/\(Relay.randomTunnelID())"), from: "127.0.2.3")
         #expect(full.status == 429)
         #expect(relay.metric("relay_rejections_total{reason=\"tooManyTunnels\"}") == 1)
     }
