@@ -17,8 +17,8 @@ struct SQLiteFailure: Error, Sendable {
     var primaryCode: Int32 { code & 0xFF }
 }
 
-/// A value to bind to a statement parameter.
-enum SQLiteValue {
+/// A value to bind to a statement parameter, or one read from a column.
+enum SQLiteValue: Hashable, Sendable {
     case null
     case integer(Int64)
     case text(String)
@@ -75,6 +75,19 @@ final class SQLiteConnection {
     func setBusyTimeout(milliseconds: Int32) {
         guard let handle else { return }
         sqlite3_busy_timeout(handle, milliseconds)
+    }
+
+    /// Whether closing this connection (the last one to the file) may checkpoint the WAL into the main database
+    /// file. `open` turns it off until every check has passed, so a failed open leaves the main file as it was.
+    func setCheckpointOnClose(_ enabled: Bool) throws(SQLiteFailure) {
+        let handle = try openHandle()
+        guard passkey_sqlite3_checkpoint_on_close(handle, enabled ? 1 : 0) == SQLITE_OK else { throw failure() }
+    }
+
+    /// Whether SQLite opened the main database read-only (`sqlite3_db_readonly`), whatever was asked.
+    var isReadOnly: Bool {
+        guard let handle else { return true }
+        return sqlite3_db_readonly(handle, "main") == 1
     }
 
     /// Runs one or more statements that return no rows of interest.
@@ -213,6 +226,17 @@ final class SQLiteStatement {
 /// The current row of a stepping statement; valid only inside the `query` callback.
 struct SQLiteRow {
     fileprivate let handle: OpaquePointer
+
+    /// The column as stored: NULL, an integer, text or a blob; a floating-point value reads as NULL (no table of the
+    /// store has one).
+    func value(_ column: Int32) -> SQLiteValue {
+        switch sqlite3_column_type(handle, column) {
+        case SQLITE_INTEGER: .integer(sqlite3_column_int64(handle, column))
+        case SQLITE_TEXT: .text(text(column) ?? "")
+        case SQLITE_BLOB: .blob(blob(column) ?? [])
+        default: .null
+        }
+    }
 
     /// Whether the column holds SQL NULL.
     func isNull(_ column: Int32) -> Bool {
