@@ -100,7 +100,7 @@ struct SettingsAndMigrationTests {
         let url = try Self.versionOneStore(in: scratch)
         #expect(try Self.userVersion(url) == "1")
         let store = try SQLiteCredentialStore.open(at: url, passphrase: Self.fixturePassphrase)
-        #expect(try Self.userVersion(url) == "2")
+        #expect(try Self.userVersion(url) == "\(SQLiteCredentialStore.schemaVersion)")
         let all = try store.allCredentials()
         #expect(all.map(\.relyingPartyID) == ["example.com", "example.org"])
         #expect(all.map(\.userName) == ["alice", "bob"])
