@@ -255,7 +255,8 @@ extension SQLiteCredentialStore {
             try sql(action) { () throws(SQLiteFailure) in
                 // Durable commits: a passkey the relying party has registered must not vanish in a power cut,
                 // and writes are rare (registration, deletion), so the extra fsync costs nothing that matters.
-                try connection.execute("PRAGMA synchronous = FULL; PRAGMA secure_delete = ON; PRAGMA trusted_schema = OFF")
+                try connection.execute(
+                    "PRAGMA synchronous = FULL; PRAGMA secure_delete = ON; PRAGMA trusted_schema = OFF")
             }
             if version < Int64(schemaVersion) {
                 try migrate(connection, from: version, path: path, storeKey: key)
