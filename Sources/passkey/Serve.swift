@@ -82,7 +82,8 @@ extension Passkey {
                 withExtendedLifetime(lock) {}
             }
             // Damaged rows (see `passkey list`) are skipped; each is reported once, and counted before serving.
-            store.onDamagedCredential { damaged in Terminal.shared.write("passkey: store error: \(damaged); skipped\n")
+            store.onDamagedCredential { damaged in
+                Terminal.shared.write("passkey: store error: \(damaged); skipped\n")
             }
             let passkeyCount = try store.allCredentials().count
             // Opening the store took its passphrase, which is the built-in user verification itself: a blocked
