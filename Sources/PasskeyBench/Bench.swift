@@ -133,7 +133,7 @@ struct AuthenticatorBench: AsyncParsableCommand {
             print(
                 "\(label.padding(toLength: 32, withPad: " ", startingAt: 0)) \(Self.format(median[name]!))/s   "
                     + String(
-                        format: "ratio to raw sign %.2f (target ≥ %.1f: %@)", median[ratio]!, target,
+                        format: "ratio to raw sign %.2f (target ≥ %.2f: %@)", median[ratio]!, target,
                         met ? "met" : "NOT MET"))
         }
         let makeMemory = median["makeCredential memory"]!

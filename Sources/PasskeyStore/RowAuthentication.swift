@@ -59,6 +59,16 @@ enum RowAuthentication {
         encode(credentialLabel, values)
     }
 
+    /// `credentialAAD` of a row of `SQL.credentialColumns` as SQLite holds it, without decoding it first.
+    static func credentialAAD(row: SQLiteRow) -> [UInt8] {
+        var bytes = credentialLabel
+        bytes.reserveCapacity(credentialLabel.count + 256)
+        for column in 1...Int32(CredentialColumn.allCases.count) {
+            row.appendEncoded(column, to: &bytes)
+        }
+        return bytes
+    }
+
     /// The associated data of a version 1 or 2 seal: the label and the credential ID.
     static func legacyCredentialAAD(id: [UInt8]) -> [UInt8] {
         legacyCredentialLabel + id
@@ -96,27 +106,37 @@ enum RowAuthentication {
     }
 }
 
-/// Decrypted private keys by credential ID, each remembered with the sealed bytes and the associated data (the
-/// rest of the row) it was opened with.
+/// Credentials by ID, each remembered with the sealed bytes and the associated data (the rest of the row) its key
+/// was opened with.
 ///
 /// A hit needs both to match the row as read now, so a row changed by another process, a sealed key moved, or a
-/// column changed underneath is checked afresh (and found damaged) rather than served from memory.
+/// column changed underneath is checked afresh (and found damaged) rather than served from memory. On the
+/// getAssertion path a hit is checked against SQLite's buffers directly and returns the credential as decoded before.
 struct KeyCache {
     /// Beyond this many keys the cache starts over, bounding memory.
     static let capacity = 4096
 
-    private var entries: [[UInt8]: (sealed: [UInt8], aad: [UInt8], key: P256.Signing.PrivateKey)] = [:]
+    private var entries: [[UInt8]: (sealed: [UInt8], aad: [UInt8], credential: StoredCredential)] = [:]
 
+    /// The key of the credential opened from exactly these sealed bytes and associated data.
     func key(id: [UInt8], sealed: [UInt8], aad: [UInt8]) -> P256.Signing.PrivateKey? {
         guard let entry = entries[id], entry.sealed == sealed, entry.aad == aad else { return nil }
-        return entry.key
+        return entry.credential.privateKey
     }
 
-    mutating func insert(_ key: P256.Signing.PrivateKey, id: [UInt8], sealed: [UInt8], aad: [UInt8]) {
+    /// The credential decoded from a row identical to `row` (sealed key at column `sealedColumn`).
+    func credential(id: [UInt8], row: SQLiteRow, sealedColumn: Int32) -> StoredCredential? {
+        guard let entry = entries[id], row.blobEquals(sealedColumn, entry.sealed),
+            RowAuthentication.credentialAAD(row: row) == entry.aad
+        else { return nil }
+        return entry.credential
+    }
+
+    mutating func insert(_ credential: StoredCredential, sealed: [UInt8], aad: [UInt8]) {
         if entries.count >= Self.capacity {
             entries.removeAll()
         }
-        entries[id] = (sealed, aad, key)
+        entries[credential.id] = (sealed, aad, credential)
     }
 
     mutating func remove(_ id: [UInt8]) {

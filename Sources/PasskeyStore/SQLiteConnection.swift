@@ -238,6 +238,49 @@ struct SQLiteRow {
         }
     }
 
+    /// Appends the column in `RowAuthentication.encode`'s encoding, straight from SQLite's buffers (the hot path:
+    /// no intermediate strings or arrays). Text is taken as stored; `value(_:)` repairs invalid UTF-8, so for such
+    /// text the two encodings differ, which only costs a cache miss.
+    func appendEncoded(_ column: Int32, to bytes: inout [UInt8]) {
+        func appendLength(_ count: Int32) {
+            let count = UInt32(count)
+            bytes.append(contentsOf: [
+                UInt8(count >> 24), UInt8(count >> 16 & 0xFF), UInt8(count >> 8 & 0xFF), UInt8(count & 0xFF),
+            ])
+        }
+        switch sqlite3_column_type(handle, column) {
+        case SQLITE_INTEGER:
+            let value = UInt64(bitPattern: sqlite3_column_int64(handle, column))
+            bytes.append(1)
+            for shift in stride(from: 56, through: 0, by: -8) {
+                bytes.append(UInt8(truncatingIfNeeded: value >> UInt64(shift)))
+            }
+        case SQLITE_TEXT:
+            bytes.append(2)
+            let pointer = sqlite3_column_text(handle, column)
+            let count = sqlite3_column_bytes(handle, column)
+            appendLength(count)
+            if let pointer { bytes.append(contentsOf: UnsafeBufferPointer(start: pointer, count: Int(count))) }
+        case SQLITE_BLOB:
+            bytes.append(3)
+            let pointer = sqlite3_column_blob(handle, column)
+            let count = sqlite3_column_bytes(handle, column)
+            appendLength(count)
+            if let pointer { bytes.append(contentsOf: UnsafeRawBufferPointer(start: pointer, count: Int(count))) }
+        default:
+            bytes.append(0)
+        }
+    }
+
+    /// Whether the column is a blob holding exactly `bytes`, compared in place.
+    func blobEquals(_ column: Int32, _ bytes: [UInt8]) -> Bool {
+        guard sqlite3_column_type(handle, column) == SQLITE_BLOB else { return false }
+        let count = Int(sqlite3_column_bytes(handle, column))
+        guard count == bytes.count else { return false }
+        guard count > 0, let pointer = sqlite3_column_blob(handle, column) else { return count == 0 }
+        return bytes.withUnsafeBytes { memcmp($0.baseAddress!, pointer, count) == 0 }
+    }
+
     /// Whether the column holds SQL NULL.
     func isNull(_ column: Int32) -> Bool {
         sqlite3_column_type(handle, column) == SQLITE_NULL

@@ -134,7 +134,36 @@ public final class SQLiteCredentialStore: CredentialStore {
     /// The passkey with this credential ID; nil when there is none or its row is damaged (then reported). The key
     /// comes from the decrypted-key cache when the row is unchanged.
     public func credential(id: [UInt8]) throws(CredentialStoreError) -> StoredCredential? {
-        try usable("read passkey \(hexPrefix(id))", SQL.selectByID, [.blob(id)]).first
+        // The getAssertion path: an unchanged row is recognized in SQLite's own buffers and answered from the cache.
+        let found = try read("read passkey \(hexPrefix(id))") {
+            (connection, keys) throws(CredentialStoreError) -> CredentialEntry? in
+            let rows = try sql("read passkey \(hexPrefix(id))") { () throws(SQLiteFailure) in
+                try connection.prepared(SQL.selectByID).query([.blob(id)]) { row -> CachedOrRecord in
+                    if let cached = keys.credential(id: id, row: row, sealedColumn: CredentialRecord.sealedColumn) {
+                        return .cached(cached)
+                    }
+                    return .record(CredentialRecord(row))
+                }
+            }
+            switch rows.first {
+            case nil: return nil
+            case .cached(let credential): return CredentialEntry.intact(credential)
+            case .record(let record): return entry(from: record, keys: &keys)
+            }
+        }
+        switch found {
+        case nil: return nil
+        case .intact(let credential): return credential
+        case .damaged(let damaged):
+            report([damaged])
+            return nil
+        }
+    }
+
+    /// A row `credential(id:)` recognized in the cache, or one to decode.
+    private enum CachedOrRecord {
+        case cached(StoredCredential)
+        case record(CredentialRecord)
     }
 
     /// Stores a passkey in one transaction, first removing any discoverable passkey of the same relying party and
@@ -448,26 +477,26 @@ extension SQLiteCredentialStore {
                 return .damaged(record.damaged(.failsIntegrityCheck))
             }
             privateKey = opened
-            keys.insert(opened, id: id, sealed: sealed, aad: aad)
         }
-        return .intact(
-            StoredCredential(
-                id: id,
-                relyingPartyID: relyingPartyID,
-                relyingPartyName: record.text(.relyingPartyName),
-                userHandle: userHandle,
-                userName: record.text(.userName),
-                userDisplayName: record.text(.userDisplayName),
-                privateKey: privateKey,
-                isDiscoverable: discoverable != 0,
-                backupEligible: backupEligible != 0,
-                backupState: backupState != 0,
-                creationDate: Date(timeIntervalSince1970: Double(milliseconds) / 1000),
-                credentialProtection: protection,
-                credentialBlob: record.blob(.credentialBlob),
-                hmacSecret: hmacSecret != 0,
-                largeBlobKey: largeBlobKey != 0
-            ))
+        let credential = StoredCredential(
+            id: id,
+            relyingPartyID: relyingPartyID,
+            relyingPartyName: record.text(.relyingPartyName),
+            userHandle: userHandle,
+            userName: record.text(.userName),
+            userDisplayName: record.text(.userDisplayName),
+            privateKey: privateKey,
+            isDiscoverable: discoverable != 0,
+            backupEligible: backupEligible != 0,
+            backupState: backupState != 0,
+            creationDate: Date(timeIntervalSince1970: Double(milliseconds) / 1000),
+            credentialProtection: protection,
+            credentialBlob: record.blob(.credentialBlob),
+            hmacSecret: hmacSecret != 0,
+            largeBlobKey: largeBlobKey != 0
+        )
+        keys.insert(credential, sealed: sealed, aad: aad)
+        return .intact(credential)
     }
 
     // MARK: Settings

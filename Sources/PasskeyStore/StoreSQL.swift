@@ -139,6 +139,9 @@ struct CredentialRecord {
     var values: [SQLiteValue]
     var sealedPrivateKey: [UInt8]?
 
+    /// Where `SQL.credentialColumns` has the sealed key: after `seq` and the authenticated columns.
+    static let sealedColumn = Int32(CredentialColumn.allCases.count + 1)
+
     /// Reads the columns in `SQL.credentialColumns` order.
     init(_ row: SQLiteRow) {
         sequence = row.integer(0) ?? -1
