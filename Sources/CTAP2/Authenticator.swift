@@ -75,8 +75,9 @@ public final class Authenticator: Sendable {
         var pendingEnumeration: PendingEnumeration?
         /// A large-blob array being written in fragments.
         var largeBlobWrite: PendingLargeBlobWrite?
-        /// The PIN/UV settings as last read from or written to the store. This authenticator is their only
-        /// writer, so after the first read every request uses this copy instead of a store call.
+        /// The PIN/UV settings as last read from or written to the store. This authenticator must be their only
+        /// writer (the `passkey` commands that serve take an exclusive lock on the store file for that), so after
+        /// the first read every request uses this copy instead of a store call.
         var settings: AuthenticatorSettings?
     }
 

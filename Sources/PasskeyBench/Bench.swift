@@ -53,8 +53,15 @@ struct AuthenticatorBench: AsyncParsableCommand {
             return
         }
         let sqliteAssertion = try await AssertionLoop(store: sqlite)
+        // Registration runs against stores of its own, emptied before every slice: the loops then measure the same
+        // work each round, the in-memory store never reaches its capacity (CTAP2_ERR_KEY_STORE_FULL), and the
+        // assertion store keeps its 100 passkeys.
+        let registrationSQLite = try SQLiteCredentialStore.create(
+            at: directory.appendingPathComponent("registration.sqlite"), passphrase: "bench", kdf: .testing)
+        defer { registrationSQLite.close() }
         let memoryRegistration = RegistrationLoop(store: InMemoryCredentialStore())
-        let sqliteRegistration = RegistrationLoop(store: sqlite)
+        let sqliteRegistration = RegistrationLoop(store: registrationSQLite)
+        let sqliteID = sqliteAssertion.credentialID
 
         var samples: [String: [Double]] = [:]
         func record(_ name: String, _ value: Double) { samples[name, default: []].append(value) }
@@ -68,7 +75,9 @@ struct AuthenticatorBench: AsyncParsableCommand {
             record("getAssertion sqlite", stored)
             record("ratio memory", memory / ((sign + signAgain) / 2))
             record("ratio sqlite", stored / ((sign + signAgain) / 2))
+            try await memoryRegistration.reset()
             record("makeCredential memory", try await measureAsync { try await memoryRegistration.once() })
+            try await sqliteRegistration.reset()
             record("makeCredential sqlite", try await measureAsync { try await sqliteRegistration.once() })
             record("keygen default", try measure { _ = P256.Signing.PrivateKey() })
             record("keygen non-compact", try measure { _ = P256.Signing.PrivateKey(compactRepresentable: false) })
@@ -92,6 +101,10 @@ struct AuthenticatorBench: AsyncParsableCommand {
             let store = memoryAssertion.store
             let id = memoryAssertion.credentialID
             record("step: in-memory store lookup", try await measureAsync { _ = try await store.credential(id: id) })
+            // The SQLite store's share, phase by phase: the whole lookup (warm key cache), then a one-row read of
+            // the same connection (lock, cached statement, read transaction) without any credential work.
+            record("phase: sqlite lookup", try measure { _ = try sqlite.credential(id: sqliteID) })
+            record("phase: sqlite one-row read", try measure { _ = try sqlite.largeBlobArray() })
             let noOp: [UInt8] = [0x42]
             let authenticator = memoryAssertion.authenticator
             record("step: authenticator call", try await measureAsync { _ = await authenticator.handle(noOp) })
@@ -110,18 +123,20 @@ struct AuthenticatorBench: AsyncParsableCommand {
             print("  \(label) \(String(format: "%.2f", 1e6 / median[name]!))")
         }
         print("")
+        Self.printBreakdown(median)
+        print("")
         print("raw swift-crypto P-256 sign      \(Self.format(median["raw sign"]!))/s")
         var failures: [String] = []
         for (label, name, ratio, target) in [
             ("getAssertion, in-memory store", "getAssertion memory", "ratio memory", 0.8),
-            ("getAssertion, SQLite store", "getAssertion sqlite", "ratio sqlite", 0.6),
+            ("getAssertion, SQLite store", "getAssertion sqlite", "ratio sqlite", 0.75),
         ] {
             let met = median[ratio]! >= target
             if !met { failures.append(label) }
             print(
                 "\(label.padding(toLength: 32, withPad: " ", startingAt: 0)) \(Self.format(median[name]!))/s   "
                     + String(
-                        format: "ratio to raw sign %.2f (target ≥ %.1f: %@)", median[ratio]!, target,
+                        format: "ratio to raw sign %.2f (target ≥ %.2f: %@)", median[ratio]!, target,
                         met ? "met" : "NOT MET"))
         }
         let makeMemory = median["makeCredential memory"]!
@@ -135,6 +150,32 @@ struct AuthenticatorBench: AsyncParsableCommand {
         if !failures.isEmpty {
             print("targets not met: \(failures.joined(separator: ", "))")
             throw ExitCode(2)
+        }
+    }
+
+    /// Where the time of one getAssertion goes, in µs, from the medians of this run.
+    static func printBreakdown(_ median: [String: Double]) {
+        func micro(_ name: String) -> Double { 1e6 / median[name]! }
+        let sign = micro("raw sign")
+        let memory = micro("getAssertion memory")
+        let sqlite = micro("getAssertion sqlite")
+        let memoryLookup = micro("step: in-memory store lookup")
+        let sqliteLookup = micro("phase: sqlite lookup")
+        let oneRow = micro("phase: sqlite one-row read")
+        let rows: [(String, Double)] = [
+            ("getAssertion, SQLite store (total)", sqlite),
+            ("  P-256 signing (raw sign)", sign),
+            ("  store lookup, credential(id:)", sqliteLookup),
+            ("    lock + cached statement + read transaction", oneRow),
+            ("    row decode, AAD, key-cache check", sqliteLookup - oneRow),
+            ("  the rest of the authenticator", sqlite - sign - sqliteLookup),
+            ("getAssertion, in-memory store (total)", memory),
+            ("  store lookup, credential(id:)", memoryLookup),
+            ("  the rest of the authenticator", memory - sign - memoryLookup),
+        ]
+        print("getAssertion per assertion (µs, medians; the rest = total − signing − lookup)")
+        for (label, value) in rows {
+            print("  \(label.padding(toLength: 48, withPad: " ", startingAt: 0)) \(String(format: "%6.2f", value))")
         }
     }
 
@@ -192,11 +233,18 @@ struct AssertionLoop {
 /// makeCredential of a discoverable passkey with a fresh user handle each time.
 final class RegistrationLoop: Sendable {
     let authenticator: Authenticator
+    let store: any CredentialStore
     let counter = Counter()
 
     init(store: any CredentialStore) {
+        self.store = store
         authenticator = Authenticator(
             environment: AuthenticatorEnvironment(store: store, userInteraction: UnattendedApproval()))
+    }
+
+    /// Empties the store (authenticatorReset's store call), so every slice starts alike.
+    func reset() async throws {
+        try await store.deleteAll()
     }
 
     func once() async throws {

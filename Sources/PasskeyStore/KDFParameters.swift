@@ -12,8 +12,14 @@ public struct KDFParameters: Sendable, Hashable, CustomStringConvertible {
     public static let scryptAlgorithm = "scrypt"
     /// The length of the derived key in bytes: an AES-256 key.
     public static let outputByteCount = 32
-    /// The largest memory one derivation may need (1 GiB); larger parameters are refused as damage.
-    public static let maximumMemoryByteCount = 1 << 30
+    /// The least memory one derivation must need (16 MiB: N = 2^14 with r = 8, the scrypt paper's parameters for
+    /// interactive logins). A store file asking for less is refused, so a file cannot weaken its own passphrase.
+    public static let minimumMemoryByteCount = 16 << 20
+    /// The most memory one derivation may need (256 MiB, eight times the default).
+    public static let maximumMemoryByteCount = 256 << 20
+    /// The most work one derivation may take, N·r·p (2^22: sixteen times the default, a few seconds), so a hostile
+    /// file cannot make opening take minutes through the parallelism.
+    public static let maximumWork = 1 << 22
 
     /// scrypt's CPU/memory cost `N`, a power of two.
     public let rounds: Int
@@ -22,24 +28,41 @@ public struct KDFParameters: Sendable, Hashable, CustomStringConvertible {
     /// scrypt's parallelism `p`.
     public let parallelism: Int
 
-    /// Checks the parameters; nil when `rounds` is not a power of two from 2 to 2^22, `blockSize` is not
-    /// 1...32, `parallelism` is not 1...16, or one derivation would need more than `maximumMemoryByteCount`.
+    /// Checks the parameters; nil when `problem(rounds:blockSize:parallelism:)` finds one.
     public init?(rounds: Int, blockSize: Int, parallelism: Int) {
-        guard rounds >= 2, rounds <= 1 << 22, rounds & (rounds - 1) == 0 else { return nil }
-        guard (1...32).contains(blockSize), (1...16).contains(parallelism) else { return nil }
-        guard 128 * rounds * blockSize + 128 * blockSize * parallelism <= Self.maximumMemoryByteCount else {
-            return nil
-        }
+        guard Self.problem(rounds: rounds, blockSize: blockSize, parallelism: parallelism) == nil else { return nil }
         self.rounds = rounds
         self.blockSize = blockSize
         self.parallelism = parallelism
     }
 
+    /// Why these parameters are refused, or nil when they are accepted: `rounds` must be a power of two from 2^10 to
+    /// 2^22, `blockSize` 1...32 and `parallelism` 1...16; one derivation must need from `minimumMemoryByteCount` to
+    /// `maximumMemoryByteCount` of memory and at most `maximumWork`.
+    public static func problem(rounds: Int, blockSize: Int, parallelism: Int) -> String? {
+        guard rounds >= 1 << 10, rounds <= 1 << 22, rounds & (rounds - 1) == 0 else {
+            return "N must be a power of two from 1024 to 4194304"
+        }
+        guard (1...32).contains(blockSize) else { return "r must be 1 to 32" }
+        guard (1...16).contains(parallelism) else { return "p must be 1 to 16" }
+        let memory = 128 * rounds * blockSize
+        guard memory >= minimumMemoryByteCount else {
+            return "they need \(memory >> 10) KiB of memory, below the minimum of \(minimumMemoryByteCount >> 20) MiB"
+        }
+        guard memory <= maximumMemoryByteCount else {
+            return "they need \(memory >> 20) MiB of memory, above the maximum of \(maximumMemoryByteCount >> 20) MiB"
+        }
+        guard rounds * blockSize * parallelism <= maximumWork else {
+            return "N·r·p is above the maximum of \(maximumWork)"
+        }
+        return nil
+    }
+
     /// N = 2^15, r = 8, p = 1: 32 MiB of memory per derivation.
     public static let `default` = KDFParameters(rounds: 1 << 15, blockSize: 8, parallelism: 1)!
 
-    /// N = 2^10, r = 8, p = 1: 1 MiB and a few milliseconds; for tests only, it offers little protection.
-    public static let testing = KDFParameters(rounds: 1 << 10, blockSize: 8, parallelism: 1)!
+    /// N = 2^14, r = 8, p = 1: 16 MiB, the weakest parameters a store may have; for tests and throw-away stores.
+    public static let testing = KDFParameters(rounds: 1 << 14, blockSize: 8, parallelism: 1)!
 
     /// The memory one derivation needs, in bytes.
     public var memoryByteCount: Int { 128 * rounds * blockSize }

@@ -17,8 +17,8 @@ struct SQLiteFailure: Error, Sendable {
     var primaryCode: Int32 { code & 0xFF }
 }
 
-/// A value to bind to a statement parameter.
-enum SQLiteValue {
+/// A value to bind to a statement parameter, or one read from a column.
+enum SQLiteValue: Hashable, Sendable {
     case null
     case integer(Int64)
     case text(String)
@@ -75,6 +75,19 @@ final class SQLiteConnection {
     func setBusyTimeout(milliseconds: Int32) {
         guard let handle else { return }
         sqlite3_busy_timeout(handle, milliseconds)
+    }
+
+    /// Whether closing this connection (the last one to the file) may checkpoint the WAL into the main database
+    /// file. `open` turns it off until every check has passed, so a failed open leaves the main file as it was.
+    func setCheckpointOnClose(_ enabled: Bool) throws(SQLiteFailure) {
+        let handle = try openHandle()
+        guard passkey_sqlite3_checkpoint_on_close(handle, enabled ? 1 : 0) == SQLITE_OK else { throw failure() }
+    }
+
+    /// Whether SQLite opened the main database read-only (`sqlite3_db_readonly`), whatever was asked.
+    var isReadOnly: Bool {
+        guard let handle else { return true }
+        return sqlite3_db_readonly(handle, "main") == 1
     }
 
     /// Runs one or more statements that return no rows of interest.
@@ -213,6 +226,60 @@ final class SQLiteStatement {
 /// The current row of a stepping statement; valid only inside the `query` callback.
 struct SQLiteRow {
     fileprivate let handle: OpaquePointer
+
+    /// The column as stored: NULL, an integer, text or a blob; a floating-point value reads as NULL (no table of the
+    /// store has one).
+    func value(_ column: Int32) -> SQLiteValue {
+        switch sqlite3_column_type(handle, column) {
+        case SQLITE_INTEGER: .integer(sqlite3_column_int64(handle, column))
+        case SQLITE_TEXT: .text(text(column) ?? "")
+        case SQLITE_BLOB: .blob(blob(column) ?? [])
+        default: .null
+        }
+    }
+
+    /// Appends the column in `RowAuthentication.encode`'s encoding, straight from SQLite's buffers (the hot path:
+    /// no intermediate strings or arrays). Text is taken as stored; `value(_:)` repairs invalid UTF-8, so for such
+    /// text the two encodings differ, which only costs a cache miss.
+    func appendEncoded(_ column: Int32, to bytes: inout [UInt8]) {
+        func appendLength(_ count: Int32) {
+            let count = UInt32(count)
+            bytes.append(contentsOf: [
+                UInt8(count >> 24), UInt8(count >> 16 & 0xFF), UInt8(count >> 8 & 0xFF), UInt8(count & 0xFF),
+            ])
+        }
+        switch sqlite3_column_type(handle, column) {
+        case SQLITE_INTEGER:
+            let value = UInt64(bitPattern: sqlite3_column_int64(handle, column))
+            bytes.append(1)
+            for shift in stride(from: 56, through: 0, by: -8) {
+                bytes.append(UInt8(truncatingIfNeeded: value >> UInt64(shift)))
+            }
+        case SQLITE_TEXT:
+            bytes.append(2)
+            let pointer = sqlite3_column_text(handle, column)
+            let count = sqlite3_column_bytes(handle, column)
+            appendLength(count)
+            if let pointer { bytes.append(contentsOf: UnsafeBufferPointer(start: pointer, count: Int(count))) }
+        case SQLITE_BLOB:
+            bytes.append(3)
+            let pointer = sqlite3_column_blob(handle, column)
+            let count = sqlite3_column_bytes(handle, column)
+            appendLength(count)
+            if let pointer { bytes.append(contentsOf: UnsafeRawBufferPointer(start: pointer, count: Int(count))) }
+        default:
+            bytes.append(0)
+        }
+    }
+
+    /// Whether the column is a blob holding exactly `bytes`, compared in place.
+    func blobEquals(_ column: Int32, _ bytes: [UInt8]) -> Bool {
+        guard sqlite3_column_type(handle, column) == SQLITE_BLOB else { return false }
+        let count = Int(sqlite3_column_bytes(handle, column))
+        guard count == bytes.count else { return false }
+        guard count > 0, let pointer = sqlite3_column_blob(handle, column) else { return count == 0 }
+        return bytes.withUnsafeBytes { memcmp($0.baseAddress!, pointer, count) == 0 }
+    }
 
     /// Whether the column holds SQL NULL.
     func isNull(_ column: Int32) -> Bool {

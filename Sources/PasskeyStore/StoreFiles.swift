@@ -43,6 +43,44 @@ enum StoreFiles {
         return info.st_mode & 0o7777
     }
 
+    /// Refuses a store that SQLite could only open read-only, before SQLite opens anything.
+    ///
+    /// SQLite gives the `-wal` and `-shm` files it creates the store file's permissions, so opening a store whose
+    /// file is read-only would leave read-only side files behind, which keep the store read-only after the file's
+    /// mode is restored. The store file, its directory (where SQLite makes those files) and any side file already
+    /// there must be writable. `access(2)` answers for the real user, so root passes the permission checks.
+    static func checkWritable(_ path: String) throws(CredentialStoreError) {
+        if access(path, R_OK | W_OK) != 0 {
+            let error = errno
+            let mode = permissions(of: path).map { " (mode \(String($0, radix: 8)))" } ?? ""
+            throw CredentialStoreError(
+                .io,
+                error == EROFS
+                    ? "the passkey store at \(path) is on a read-only file system; passkey needs to write to it"
+                    : "the passkey store at \(path) is not writable\(mode); passkey needs to write to it "
+                        + "(chmod 600 \(path))"
+            )
+        }
+        let directory = (path as NSString).deletingLastPathComponent
+        if access(directory.isEmpty ? "." : directory, W_OK | X_OK) != 0 {
+            let error = errno
+            throw CredentialStoreError(
+                .io,
+                "the directory \(directory), which holds the passkey store, is not writable "
+                    + "(\(describe(error))); SQLite keeps the store's -wal and -shm files next to it"
+            )
+        }
+        for suffix in ["-wal", "-shm"] where access(path + suffix, F_OK) == 0 {
+            guard access(path + suffix, R_OK | W_OK) != 0 else { continue }
+            let mode = permissions(of: path + suffix).map { " (mode \(String($0, radix: 8)))" } ?? ""
+            throw CredentialStoreError(
+                .io,
+                "\(path)\(suffix), a journal file of the passkey store, is not writable\(mode), so the store "
+                    + "could only be read: make it writable (chmod 600 \(path)\(suffix))"
+            )
+        }
+    }
+
     /// Creates `directory` and any missing parents with mode 0700, as the XDG base directory spec asks.
     static func makePrivateDirectory(_ directory: String) throws(CredentialStoreError) {
         var info = stat()

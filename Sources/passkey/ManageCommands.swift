@@ -17,47 +17,77 @@ extension Passkey {
         func run() async throws {
             let store = try await store.open(create: false)
             defer { store.close() }
-            var credentials = try store.allCredentials()
-            if let relyingParty { credentials = credentials.filter { $0.relyingPartyID == relyingParty } }
+            var entries = try store.entries()
+            if let relyingParty { entries = entries.filter { $0.relyingPartyID == relyingParty } }
             if json {
-                print(try Self.json(credentials))
+                print(try Self.json(entries))
                 return
             }
-            guard !credentials.isEmpty else {
+            guard !entries.isEmpty else {
                 print(relyingParty.map { "No passkeys for \($0)." } ?? "No passkeys.")
                 return
             }
-            for credential in credentials {
-                let user = [credential.userName, credential.userDisplayName.map { "(\($0))" }].compactMap { $0 }
-                print("\(credential.relyingPartyID.terminalSafe)  \(user.joined(separator: " ").terminalSafe)")
-                print("    id \(credential.id.base64URLEncodedString)")
-                var details = [credential.isDiscoverable ? "discoverable" : "server-side (needs allowList)"]
-                details.append("created \(ISO8601DateFormatter().string(from: credential.creationDate))")
-                details.append("backup eligible \(credential.backupEligible ? "yes" : "no")")
-                print("    " + details.joined(separator: ", "))
+            for entry in entries {
+                switch entry {
+                case .intact(let credential):
+                    let user = [credential.userName, credential.userDisplayName.map { "(\($0))" }].compactMap { $0 }
+                    print("\(credential.relyingPartyID.terminalSafe)  \(user.joined(separator: " ").terminalSafe)")
+                    print("    id \(credential.id.base64URLEncodedString)")
+                    var details = [credential.isDiscoverable ? "discoverable" : "server-side (needs allowList)"]
+                    details.append("created \(ISO8601DateFormatter().string(from: credential.creationDate))")
+                    details.append("backup eligible \(credential.backupEligible ? "yes" : "no")")
+                    print("    " + details.joined(separator: ", "))
+                case .damaged(let damaged):
+                    // What a damaged row claims is unauthenticated: shown only to find it, escaped like the rest.
+                    let claimed = [damaged.relyingPartyID, damaged.userName].compactMap { $0 }.joined(separator: "  ")
+                    print("DAMAGED  \(claimed.terminalSafe)")
+                    print("    id \(damaged.id.base64URLEncodedString)")
+                    print("    \(Self.reason(damaged.reason)); not used; remove it with `passkey delete`")
+                }
             }
         }
 
-        static func json(_ credentials: [StoredCredential]) throws -> String {
-            let objects: [[String: Any]] = credentials.map { credential in
-                var object: [String: Any] = [
-                    "rpId": credential.relyingPartyID,
-                    "credentialId": credential.id.base64URLEncodedString,
-                    "userHandle": credential.userHandle.base64URLEncodedString,
-                    "discoverable": credential.isDiscoverable,
-                    "backupEligible": credential.backupEligible,
-                    "backupState": credential.backupState,
-                    "created": ISO8601DateFormatter().string(from: credential.creationDate),
-                    "publicKey": COSEKey(publicKey: credential.privateKey.publicKey).coseRepresentation.encoded()
-                        .base64URLEncodedString,
-                ]
-                object["rpName"] = credential.relyingPartyName
-                object["userName"] = credential.userName
-                object["userDisplayName"] = credential.userDisplayName
-                return object
+        static func reason(_ reason: DamagedCredential.Reason) -> String {
+            switch reason {
+            case .failsIntegrityCheck: "damaged: fails its integrity check (changed outside passkey, or disk damage)"
+            case .missingFields: "damaged: required fields are missing"
+            }
+        }
+
+        static func json(_ entries: [CredentialEntry]) throws -> String {
+            let objects: [[String: Any]] = entries.map { entry in
+                switch entry {
+                case .intact(let credential): json(credential)
+                case .damaged(let damaged):
+                    [
+                        "credentialId": damaged.id.base64URLEncodedString, "damaged": true,
+                        "problem": reason(damaged.reason),
+                    ].merging(
+                        ["rpId": damaged.relyingPartyID, "userName": damaged.userName].compactMapValues { $0 },
+                        uniquingKeysWith: { first, _ in first })
+                }
             }
             let data = try JSONSerialization.data(withJSONObject: objects, options: [.prettyPrinted, .sortedKeys])
             return String(decoding: data, as: UTF8.self)
+        }
+
+        static func json(_ credential: StoredCredential) -> [String: Any] {
+            var object: [String: Any] = [
+                "rpId": credential.relyingPartyID,
+                "credentialId": credential.id.base64URLEncodedString,
+                "userHandle": credential.userHandle.base64URLEncodedString,
+                "discoverable": credential.isDiscoverable,
+                "backupEligible": credential.backupEligible,
+                "backupState": credential.backupState,
+                "created": ISO8601DateFormatter().string(from: credential.creationDate),
+                "publicKey": COSEKey(publicKey: credential.privateKey.publicKey).coseRepresentation.encoded()
+                    .base64URLEncodedString,
+                "damaged": false,
+            ]
+            object["rpName"] = credential.relyingPartyName
+            object["userName"] = credential.userName
+            object["userDisplayName"] = credential.userDisplayName
+            return object
         }
     }
 
@@ -82,11 +112,12 @@ extension Passkey {
             let candidates = CredentialIDText(credentialID)?.candidates ?? []
             let store = try await store.open(create: false)
             defer { store.close() }
-            var matches: [(id: [UInt8], credential: StoredCredential)] = []
+            // The row alone decides: a damaged passkey (see `passkey list`) can be deleted too.
+            var matches: [(id: [UInt8], entry: CredentialEntry)] = []
             for id in candidates {
-                if let credential = try store.credential(id: id) { matches.append((id, credential)) }
+                if let entry = try store.entry(id: id) { matches.append((id, entry)) }
             }
-            guard let (id, credential) = matches.first else {
+            guard let (id, entry) = matches.first else {
                 throw ValidationError("No passkey with credential ID \(credentialID).")
             }
             guard matches.count == 1 else {
@@ -96,7 +127,12 @@ extension Passkey {
             guard try store.deleteCredential(id: id) else {
                 throw ValidationError("No passkey with credential ID \(credentialID).")
             }
-            print("Deleted the passkey for \(credential.relyingPartyID) (\(AccountSummary.label(credential))).")
+            switch entry {
+            case .intact(let credential):
+                print("Deleted the passkey for \(credential.relyingPartyID) (\(AccountSummary.label(credential))).")
+            case .damaged(let damaged):
+                print("Deleted the damaged passkey \(damaged.id.base64URLEncodedString).")
+            }
         }
     }
 
@@ -110,7 +146,9 @@ extension Passkey {
         func run() async throws {
             let store = try await store.open(create: false)
             defer { store.close() }
-            let count = try store.allCredentials().count
+            let entries = try store.entries()
+            let count = entries.count { if case .intact = $0 { true } else { false } }
+            let damaged = entries.count - count
             let settings = try store.settings()
             let configuration = AuthenticatorConfiguration()
             let modes = Self.modes
@@ -135,6 +173,7 @@ extension Passkey {
                     },
                     "store": store.url.path,
                     "passkeys": count,
+                    "damagedPasskeys": damaged,
                     "kdf": store.kdfParameters.description,
                     "pinSet": settings.isPINSet,
                     "pinRetries": settings.pinRetries,
@@ -182,7 +221,7 @@ extension Passkey {
             print("  alwaysUv    \(settings.alwaysUV ? "on" : "off")")
             print("store")
             print("  path        \(store.url.path)")
-            print("  passkeys    \(count)")
+            print("  passkeys    \(count)\(damaged > 0 ? " (and \(damaged) damaged: see passkey list)" : "")")
             print("  encryption  AES-256-GCM, key from \(store.kdfParameters)")
         }
 

@@ -49,8 +49,14 @@ extension Passkey {
             let tls = try hybrid.tlsConfiguration()
             let mode = hybrid.mode
             let advertiser = try await Radio.advertiser(for: mode)
-            let store = try await store.open(create: true)
-            defer { store.close() }
+            let (lock, store) = try await store.openForServing(create: true)
+            defer {
+                store.close()
+                withExtendedLifetime(lock) {}
+            }
+            store.onDamagedCredential { damaged in
+                Terminal.shared.write("passkey: store error: \(damaged); skipped\n")
+            }
             // Each scan is a fresh authenticator; without --keep-open it answers one request. As a phone, it verifies
             // the user (the store passphrase) for every request it accepts.
             let authenticator = Authenticator(

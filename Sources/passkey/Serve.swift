@@ -76,8 +76,16 @@ extension Passkey {
             }
             // Opened before the store, so a kernel without uhid changes nothing.
             let uhidFile = try uhid ? UHIDFileDescriptor.open() : nil
-            let store = try await store.open(create: true)
-            defer { store.close() }
+            let (lock, store) = try await store.openForServing(create: true)
+            defer {
+                store.close()
+                withExtendedLifetime(lock) {}
+            }
+            // Damaged rows (see `passkey list`) are skipped; each is reported once, and counted before serving.
+            store.onDamagedCredential { damaged in
+                Terminal.shared.write("passkey: store error: \(damaged); skipped\n")
+            }
+            let passkeyCount = try store.allCredentials().count
             // Opening the store took its passphrase, which is the built-in user verification itself: a blocked
             // UV retry counter starts afresh.
             var settings = try store.settings()
@@ -111,6 +119,7 @@ extension Passkey {
                     "CTAP \(CTAPRequestSummary(message: request)) -> \(Self.statusName(response.first ?? 0x7F))")
                 return response
             }
+            Terminal.shared.write("passkey: serving \(passkeyCount) passkey(s) from \(store.url.path)\n")
             let server: any ServingTransport
             if let uhidFile {
                 let device = try await CTAPHIDUHIDServer.start(
@@ -132,8 +141,6 @@ extension Passkey {
                 ServingProcess.printLine("listening on udp://\(address.ipAddress ?? host):\(address.port ?? port)")
                 server = udpServer
             }
-            Terminal.shared.write(
-                "passkey: serving \(try store.allCredentials().count) passkey(s) from \(store.url.path)\n")
 
             let signals = ServingProcess.onStopSignal { Task { await server.close() } }
             defer { signals.forEach { $0.cancel() } }

@@ -35,6 +35,15 @@ struct StoreOptions: ParsableArguments {
         return store
     }
 
+    /// Takes the store's `StoreLock`, then opens it as `open(create:)` does: for the commands that run an
+    /// authenticator, which keeps the PIN and UV settings in memory and so must be the store's only one. A second
+    /// one fails at once, naming the first one's process ID.
+    func openForServing(create: Bool) async throws -> (StoreLock, SQLiteCredentialStore) {
+        let lock = try StoreLock.acquire(forStore: url)
+        let store = try await open(create: create)
+        return (lock, store)
+    }
+
     private static func passphrase(forNewStore isNew: Bool, at url: URL) async throws -> String {
         if let fromEnvironment = ProcessInfo.processInfo.environment["PASSKEY_PASSPHRASE"] {
             guard !fromEnvironment.isEmpty else { throw ValidationError("PASSKEY_PASSPHRASE is set but empty.") }

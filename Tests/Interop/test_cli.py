@@ -252,3 +252,83 @@ def test_site_chosen_names_reach_the_terminal_escaped(store_dir):
     assert "\x1b" not in listed.stdout and "\r" not in listed.stdout and "\\u{1B}[2K" in listed.stdout
     # --json escapes the same name the JSON way, unchanged.
     assert json.loads(run("list", "--store", path, "--json").stdout)[0]["userName"] == HOSTILE_NAME
+
+
+def test_a_second_serve_on_the_same_store_is_refused_naming_the_first(store_dir):
+    """Issue 10, defect 6: each serving process keeps the PIN settings in memory, so only one may use a store."""
+    path = os.path.join(store_dir, "passkeys.sqlite")
+    first = Server(path)
+    try:
+        second = subprocess.Popen(
+            [PASSKEY_BIN, "serve", "--udp", "127.0.0.1:0", "--store", path, "--yes"],
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+            env=dict(os.environ, PASSKEY_PASSPHRASE=PASSPHRASE),
+        )
+        try:
+            stdout, stderr = second.communicate(timeout=60)
+        except subprocess.TimeoutExpired:
+            second.kill()
+            stdout, stderr = second.communicate()
+        assert second.returncode != 0
+        assert "listening" not in stdout
+        assert f"in use by another passkey process (pid {first.process.pid})" in stderr
+        # Reading and deleting do not need the lock.
+        assert run("list", "--store", path).returncode == 0
+    finally:
+        first.stop()
+    # Once the first has stopped, the store serves again.
+    again = Server(path)
+    again.stop()
+
+
+def flip_sealed_key(path, user_name):
+    import sqlite3
+
+    db = sqlite3.connect(path)
+    (key,) = db.execute("SELECT sealed_private_key FROM credentials WHERE user_name = ?", (user_name,)).fetchone()
+    db.execute("UPDATE credentials SET sealed_private_key = ? WHERE user_name = ?", (bytes([key[0] ^ 1]) + key[1:], user_name))
+    db.commit()
+    db.close()
+
+
+def test_one_damaged_passkey_is_listed_skipped_and_deletable(populated_store):
+    """Issue 10, defect 9: one flipped byte must not take every passkey offline."""
+    path, _ = populated_store
+    flip_sealed_key(path, "bob")
+
+    table = run("list", "--store", path)
+    assert table.returncode == 0, table.stderr
+    assert "alice" in table.stdout and "DAMAGED" in table.stdout
+    listed = json.loads(run("list", "--store", path, "--json").stdout)
+    damaged = [entry for entry in listed if entry["damaged"]]
+    assert [entry.get("userName") for entry in damaged] == ["bob"]
+    assert [entry["userName"] for entry in listed if not entry["damaged"]] == ["alice"]
+
+    info = run("info", "--store", path, "--json")
+    assert info.returncode == 0, info.stderr
+    assert json.loads(info.stdout)["passkeys"] == 1 and json.loads(info.stdout)["damagedPasskeys"] == 1
+
+    server = Server(path)  # serves the intact passkey
+    stderr = server.stop()
+    assert "fails its integrity check" in stderr and "skipped" in stderr
+    assert "serving 1 passkey(s)" in stderr
+
+    deleted = run("delete", "--store", path, damaged[0]["credentialId"])
+    assert deleted.returncode == 0, deleted.stderr
+    assert "Deleted the damaged passkey" in deleted.stdout
+    assert not any(entry["damaged"] for entry in json.loads(run("list", "--store", path, "--json").stdout))
+
+
+def test_serve_prints_listening_only_once_it_really_serves(populated_store):
+    """Issue 10, defect 9: a store serve cannot use is an error before "listening", never after."""
+    import sqlite3
+
+    path, _ = populated_store
+    db = sqlite3.connect(path)
+    db.execute("UPDATE authenticator_settings SET pin_retries = 3")  # settings changed without the passphrase
+    db.commit()
+    db.close()
+    result = run("serve", "--udp", "127.0.0.1:0", "--store", path, "--yes")
+    assert result.returncode != 0
+    assert "listening" not in result.stdout
+    assert "integrity check" in result.stderr

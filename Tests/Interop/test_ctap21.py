@@ -32,7 +32,7 @@ from fido2.webauthn import (
     UserVerificationRequirement,
 )
 
-from conftest import Server
+from conftest import PASSPHRASE, Server
 
 RP_ID = "example.com"
 ORIGIN = "https://example.com"
@@ -396,6 +396,40 @@ def test_large_blobs_with_python_fido2(device):
     expect_error(ERR.PUAT_REQUIRED, LargeBlobs(ctap).write_blob_array, [])
 
 
+def write_authenticated_settings(db, passphrase, **changes):
+    """Changes settings columns and writes the row's MAC as PasskeyStore does (schema 3, RowAuthentication)."""
+    import hashlib
+    import hmac
+    import struct
+    import unicodedata
+
+    n, r, p, salt = db.execute("SELECT kdf_rounds, kdf_block_size, kdf_parallelism, kdf_salt FROM meta").fetchone()
+    store_key = hashlib.scrypt(
+        unicodedata.normalize("NFC", passphrase).encode(), salt=salt, n=n, r=r, p=p, maxmem=2 * 128 * n * r * p + (1 << 20),
+        dklen=32)
+    prk = hmac.new(bytes(32), store_key, hashlib.sha256).digest()  # HKDF-SHA-256 without a salt, then one block
+    mac_key = hmac.new(prk, b"passkey-store settings MAC key v3" + b"\x01", hashlib.sha256).digest()
+    columns = ["sealed_pin_hash", "pin_code_points", "pin_retries", "uv_retries", "min_pin_length",
+               "min_pin_length_rp_ids", "always_uv", "force_pin_change"]
+    row = dict(zip(columns, db.execute(f"SELECT {', '.join(columns)} FROM authenticator_settings").fetchone()))
+    row.update(changes)
+    message = b"passkey-store-settings v3\x00"
+    for column in columns:
+        value = row[column]
+        if value is None:
+            message += b"\x00"
+        elif isinstance(value, int):
+            message += b"\x01" + struct.pack(">q", value)
+        elif isinstance(value, str):
+            message += b"\x02" + struct.pack(">I", len(value.encode())) + value.encode()
+        else:
+            message += b"\x03" + struct.pack(">I", len(value)) + bytes(value)
+    mac = hmac.new(mac_key, message, hashlib.sha256).digest()
+    assignments = ", ".join(f"{column} = ?" for column in changes)
+    db.execute(f"UPDATE authenticator_settings SET {assignments}, mac = ?", (*changes.values(), mac))
+    db.commit()
+
+
 def test_uv_retries_persist_and_a_restart_restores_them(store_dir):
     import sqlite3
 
@@ -407,10 +441,10 @@ def test_uv_retries_persist_and_a_restart_restores_them(store_dir):
         client_pin.set_pin("1234")
     finally:
         server.stop()
-    # As if two passphrase prompts had failed: the counter is in the store, the PIN hash is sealed.
+    # As if two passphrase prompts had failed: the counter is in the store, the PIN hash is sealed. The settings row
+    # is authenticated (Docs/Store.md), so the change is made as the store would make it, with the passphrase.
     db = sqlite3.connect(path)
-    db.execute("UPDATE authenticator_settings SET uv_retries = 6")
-    db.commit()
+    write_authenticated_settings(db, PASSPHRASE, uv_retries=6)
     assert b"1234" not in open(path, "rb").read()
     assert db.execute("SELECT length(sealed_pin_hash) FROM authenticator_settings").fetchone()[0] == 12 + 16 + 16
     db.close()

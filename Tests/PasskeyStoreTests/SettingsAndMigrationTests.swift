@@ -100,7 +100,7 @@ struct SettingsAndMigrationTests {
         let url = try Self.versionOneStore(in: scratch)
         #expect(try Self.userVersion(url) == "1")
         let store = try SQLiteCredentialStore.open(at: url, passphrase: Self.fixturePassphrase)
-        #expect(try Self.userVersion(url) == "2")
+        #expect(try Self.userVersion(url) == "\(SQLiteCredentialStore.schemaVersion)")
         let all = try store.allCredentials()
         #expect(all.map(\.relyingPartyID) == ["example.com", "example.org"])
         #expect(all.map(\.userName) == ["alice", "bob"])
@@ -153,5 +153,80 @@ struct SettingsAndMigrationTests {
         )
         let store = try SQLiteCredentialStore.open(at: url, passphrase: Self.fixturePassphrase)
         #expect(try store.allCredentials().count == 2)
+    }
+
+    /// A version 2 store made by the previous release (before rows were authenticated): alice at example.com
+    /// (discoverable, credProtect 3, hmac-secret, credBlob 010203), bob at example.org (server-side); a PIN ("1234"),
+    /// 5 PIN retries and alwaysUv on. scrypt N=2^14, r=8, p=1.
+    static func versionTwoStore(in scratch: Scratch) throws -> URL {
+        let fixture = try #require(
+            Bundle.module.url(forResource: "schema-v2", withExtension: "sqlite", subdirectory: "Fixtures"))
+        let url = scratch.url()
+        try FileManager.default.copyItem(at: fixture, to: url)
+        return url
+    }
+
+    @Test func aVersionTwoStoreIsMigratedToAuthenticatedRowsKeepingEverything() async throws {
+        let scratch = try Scratch()
+        let url = try Self.versionTwoStore(in: scratch)
+        #expect(try Self.userVersion(url) == "2")
+        let store = try SQLiteCredentialStore.open(at: url, passphrase: Self.fixturePassphrase)
+        #expect(try Self.userVersion(url) == "3")
+        let all = try store.allCredentials()
+        #expect(all.map(\.userName) == ["alice", "bob"])
+        #expect(all.map(\.credentialProtection) == [.userVerificationRequired, .userVerificationOptional])
+        #expect(all.map(\.hmacSecret) == [true, false])
+        #expect(all.first?.credentialBlob == [1, 2, 3])
+        let alicePublicKey =
+            "5f78884e3d4b49bae5ac80679c002f9e11ba10122eb482e12efb950568cb012ec70b06f5fdf45dacbc6cde703a1d76ff9b0991307d15f88366c67e9b5c07353f"
+        #expect(hex(try #require(all.first).privateKey.publicKey.rawRepresentation) == alicePublicKey)
+        let settings = try store.settings()
+        #expect(settings.pinHash == Array(SHA256.hash(data: Array("1234".utf8)).prefix(16)))
+        #expect(settings.pinRetries == 5 && settings.alwaysUV)
+        store.close()
+
+        // After the migration, the rows are authenticated: lowering credProtect takes alice offline.
+        _ = try python(
+            """
+            import sqlite3, sys
+            db = sqlite3.connect(sys.argv[1])
+            db.execute("UPDATE credentials SET cred_protect = 1 WHERE user_name = 'alice'")
+            db.execute("UPDATE authenticator_settings SET always_uv = 0")
+            db.commit()
+            """,
+            url.path
+        )
+        let reopened = try SQLiteCredentialStore.open(at: url, passphrase: Self.fixturePassphrase)
+        #expect(try reopened.allCredentials().map(\.userName) == ["bob"])
+        #expect(throws: CredentialStoreError.self) { try reopened.settings() }
+    }
+
+    @Test func aVersionTwoRowDamagedBeforeTheMigrationStaysDamaged() async throws {
+        let scratch = try Scratch()
+        let url = try Self.versionTwoStore(in: scratch)
+        _ = try python(
+            """
+            import sqlite3, sys
+            db = sqlite3.connect(sys.argv[1])
+            key = db.execute("SELECT sealed_private_key FROM credentials WHERE user_name = 'bob'").fetchone()[0]
+            db.execute("UPDATE credentials SET sealed_private_key = ? WHERE user_name = 'bob'",
+                       (bytes([key[0] ^ 1]) + key[1:],))
+            db.commit()
+            """,
+            url.path
+        )
+        let store = try SQLiteCredentialStore.open(at: url, passphrase: Self.fixturePassphrase)
+        #expect(try store.allCredentials().map(\.userName) == ["alice"])
+        #expect(try store.damagedCredentials().map(\.userName) == ["bob"])
+    }
+
+    @Test func aWrongPassphraseLeavesAVersionTwoStoreUntouched() async throws {
+        let scratch = try Scratch()
+        let url = try Self.versionTwoStore(in: scratch)
+        let before = try Data(contentsOf: url)
+        #expect(throws: CredentialStoreError.self) {
+            try SQLiteCredentialStore.open(at: url, passphrase: "not the passphrase")
+        }
+        #expect(try Data(contentsOf: url) == before)
     }
 }

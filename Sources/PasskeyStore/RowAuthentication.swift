@@ -1,0 +1,149 @@
+import CTAP2
+import Crypto
+import Foundation
+
+/// How the store proves that rows were written by a holder of the store key (schema version 3).
+///
+/// - A credentials row: its private key is sealed with AES-256-GCM under the store key, with every other column of
+///   the row (all but `seq`) as associated data, encoded by `encode`. Changing any of them, credProtect or the
+///   relying party ID for example, or moving the sealed key to another row, makes the seal fail to open, and the
+///   row is reported as damaged instead of being used.
+/// - The settings row: an HMAC-SHA-256 of its columns under a key derived from the store key with HKDF.
+///
+/// There is no sign counter to cover: the authenticator always reports 0 (a software authenticator whose keys may be
+/// copied cannot promise a monotonic counter), so nothing in a row changes on getAssertion.
+enum RowAuthentication {
+    /// The associated data label of a version 3 credential seal; the encoded row follows it.
+    static let credentialLabel = Array("passkey-store-credential v3\0".utf8)
+    /// The associated data label of a version 1 and 2 seal, which covered the credential ID only.
+    static let legacyCredentialLabel = Array("passkey-store-private-key\0".utf8)
+    /// The label that starts the settings MAC's input.
+    static let settingsLabel = Array("passkey-store-settings v3\0".utf8)
+    /// HKDF info for the settings MAC key.
+    static let settingsKeyInfo = Array("passkey-store settings MAC key v3".utf8)
+
+    /// An unambiguous encoding of column values: a type byte, then 8 big-endian bytes for an integer or a 4-byte
+    /// big-endian length and the bytes for text (UTF-8) and blobs.
+    static func encode(_ label: [UInt8], _ values: [SQLiteValue]) -> [UInt8] {
+        var bytes = label
+        bytes.reserveCapacity(label.count + 16 * values.count + 128)
+        for value in values {
+            switch value {
+            case .null:
+                bytes.append(0)
+            case .integer(let integer):
+                bytes.append(1)
+                appendBigEndian(UInt64(bitPattern: integer), byteCount: 8, to: &bytes)
+            case .text(let text):
+                bytes.append(2)
+                let utf8 = Array(text.utf8)
+                appendBigEndian(UInt64(utf8.count), byteCount: 4, to: &bytes)
+                bytes += utf8
+            case .blob(let blob):
+                bytes.append(3)
+                appendBigEndian(UInt64(blob.count), byteCount: 4, to: &bytes)
+                bytes += blob
+            }
+        }
+        return bytes
+    }
+
+    private static func appendBigEndian(_ value: UInt64, byteCount: Int, to bytes: inout [UInt8]) {
+        for shift in stride(from: (byteCount - 1) * 8, through: 0, by: -8) {
+            bytes.append(UInt8(truncatingIfNeeded: value >> UInt64(shift)))
+        }
+    }
+
+    /// The associated data that binds a sealed key to its row (`values` in `CredentialColumn` order).
+    static func credentialAAD(_ values: [SQLiteValue]) -> [UInt8] {
+        encode(credentialLabel, values)
+    }
+
+    /// `credentialAAD` of a row of `SQL.credentialColumns` as SQLite holds it, without decoding it first.
+    static func credentialAAD(row: SQLiteRow) -> [UInt8] {
+        var bytes = credentialLabel
+        bytes.reserveCapacity(credentialLabel.count + 256)
+        for column in 1...Int32(CredentialColumn.allCases.count) {
+            row.appendEncoded(column, to: &bytes)
+        }
+        return bytes
+    }
+
+    /// The associated data of a version 1 or 2 seal: the label and the credential ID.
+    static func legacyCredentialAAD(id: [UInt8]) -> [UInt8] {
+        legacyCredentialLabel + id
+    }
+
+    /// Seals a private key; `nil` only if AES-GCM fails, which it does not for a 32-byte key.
+    static func seal(_ key: P256.Signing.PrivateKey, aad: [UInt8], with storeKey: SymmetricKey) -> [UInt8]? {
+        guard let box = try? AES.GCM.seal(key.rawRepresentation, using: storeKey, authenticating: aad) else {
+            return nil
+        }
+        return box.combined.map { Array($0) }
+    }
+
+    /// Opens a sealed private key; nil when the seal, the associated data or the key inside is wrong.
+    static func unseal(_ sealed: [UInt8], aad: [UInt8], with storeKey: SymmetricKey) -> P256.Signing.PrivateKey? {
+        guard let box = try? AES.GCM.SealedBox(combined: sealed),
+            let raw = try? AES.GCM.open(box, using: storeKey, authenticating: aad)
+        else { return nil }
+        return try? P256.Signing.PrivateKey(rawRepresentation: raw)
+    }
+
+    /// The settings MAC key: HKDF-SHA-256 of the store key.
+    static func settingsMACKey(storeKey: SymmetricKey) -> SymmetricKey {
+        HKDF<SHA256>.deriveKey(inputKeyMaterial: storeKey, info: settingsKeyInfo, outputByteCount: 32)
+    }
+
+    /// The MAC of the settings columns (`values` in `SQL.settingsColumns` order).
+    static func settingsMAC(_ values: [SQLiteValue], key: SymmetricKey) -> [UInt8] {
+        Array(HMAC<SHA256>.authenticationCode(for: encode(settingsLabel, values), using: key))
+    }
+
+    /// Whether `mac` is the MAC of `values`, compared in constant time.
+    static func settingsMACIsValid(_ mac: [UInt8], _ values: [SQLiteValue], key: SymmetricKey) -> Bool {
+        HMAC<SHA256>.isValidAuthenticationCode(mac, authenticating: encode(settingsLabel, values), using: key)
+    }
+}
+
+/// Credentials by ID, each remembered with the sealed bytes and the associated data (the rest of the row) its key
+/// was opened with.
+///
+/// A hit needs both to match the row as read now, so a row changed by another process, a sealed key moved, or a
+/// column changed underneath is checked afresh (and found damaged) rather than served from memory. On the
+/// getAssertion path a hit is checked against SQLite's buffers directly and returns the credential as decoded before.
+struct KeyCache {
+    /// Beyond this many keys the cache starts over, bounding memory.
+    static let capacity = 4096
+
+    private var entries: [[UInt8]: (sealed: [UInt8], aad: [UInt8], credential: StoredCredential)] = [:]
+
+    /// The key of the credential opened from exactly these sealed bytes and associated data.
+    func key(id: [UInt8], sealed: [UInt8], aad: [UInt8]) -> P256.Signing.PrivateKey? {
+        guard let entry = entries[id], entry.sealed == sealed, entry.aad == aad else { return nil }
+        return entry.credential.privateKey
+    }
+
+    /// The credential decoded from a row identical to `row` (sealed key at column `sealedColumn`).
+    func credential(id: [UInt8], row: SQLiteRow, sealedColumn: Int32) -> StoredCredential? {
+        guard let entry = entries[id], row.blobEquals(sealedColumn, entry.sealed),
+            RowAuthentication.credentialAAD(row: row) == entry.aad
+        else { return nil }
+        return entry.credential
+    }
+
+    mutating func insert(_ credential: StoredCredential, sealed: [UInt8], aad: [UInt8]) {
+        if entries.count >= Self.capacity {
+            entries.removeAll()
+        }
+        entries[credential.id] = (sealed, aad, credential)
+    }
+
+    mutating func remove(_ id: [UInt8]) {
+        entries[id] = nil
+    }
+
+    mutating func removeAll() {
+        entries.removeAll()
+    }
+}

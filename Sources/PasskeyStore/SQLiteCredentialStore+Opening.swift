@@ -1,0 +1,458 @@
+import CSQLite
+import CTAP2
+import Crypto
+import Foundation
+
+extension SQLiteCredentialStore {
+
+    // MARK: Opening and creating
+
+    /// The store's default location.
+    ///
+    /// `PASSKEY_STORE` wins when set; otherwise `$XDG_DATA_HOME/passkey/passkeys.sqlite` (an absolute
+    /// `XDG_DATA_HOME` only, as the XDG base directory spec asks), else `~/.local/share/passkey/passkeys.sqlite`.
+    public static func defaultURL(environment: [String: String] = ProcessInfo.processInfo.environment) -> URL {
+        if let explicit = environment["PASSKEY_STORE"], !explicit.isEmpty {
+            return URL(fileURLWithPath: explicit)
+        }
+        let dataHome: URL
+        if let xdg = environment["XDG_DATA_HOME"], xdg.hasPrefix("/") {
+            dataHome = URL(fileURLWithPath: xdg, isDirectory: true)
+        } else if let home = environment["HOME"], !home.isEmpty {
+            dataHome = URL(fileURLWithPath: home, isDirectory: true).appendingPathComponent(".local/share")
+        } else {
+            dataHome = FileManager.default.homeDirectoryForCurrentUser.appendingPathComponent(".local/share")
+        }
+        return dataHome.appendingPathComponent("passkey", isDirectory: true).appendingPathComponent("passkeys.sqlite")
+    }
+
+    /// Creates a new, empty store at `url`, making its directory (mode 0700) if needed.
+    ///
+    /// The file is built under a temporary name in the same directory with mode 0600, flushed, and then linked
+    /// into place, so other processes see either no store or a complete one. An existing file is never replaced:
+    /// that fails with `.io`. An empty passphrase fails with `.wrongPassphrase`.
+    public static func create(
+        at url: URL,
+        passphrase: String,
+        kdf: KDFParameters = .default,
+        busyTimeout: Duration = .seconds(5)
+    ) throws(CredentialStoreError) -> SQLiteCredentialStore {
+        let path = try filePath(of: url)
+        guard
+            let store = try createIfAbsent(
+                url: url, path: path, passphrase: passphrase, kdf: kdf, busyTimeout: busyTimeout)
+        else {
+            throw CredentialStoreError(.io, "a file already exists at \(path); not replacing it with a new store")
+        }
+        return store
+    }
+
+    /// Opens the existing store at `url` with `passphrase`.
+    ///
+    /// Nothing is written until every check has passed: the file must be an SQLite database marked as a passkey
+    /// store (else `.corrupt`), pass `PRAGMA quick_check` (else `.corrupt`), have a schema version this program
+    /// knows (else `.newerSchema`), and the passphrase must open its key check (else `.wrongPassphrase`).
+    /// The key derivation parameters always come from the file and must be within `KDFParameters`' floor and
+    /// ceiling. These checks run on a read-only connection that never checkpoints, so a store that fails them is
+    /// left byte for byte as it was, even with committed data waiting in its WAL. A store that SQLite could only
+    /// open read-only (the file, a side file or its directory not writable) is refused with `.io` before SQLite
+    /// touches it. Only then is an older store upgraded, in place and in one transaction (see `migrate`).
+    public static func open(
+        at url: URL,
+        passphrase: String,
+        busyTimeout: Duration = .seconds(5)
+    ) throws(CredentialStoreError) -> SQLiteCredentialStore {
+        let path = try filePath(of: url)
+        return try openExisting(url: url, path: path, busyTimeout: busyTimeout) {
+            (parameters, salt) throws(CredentialStoreError) -> SymmetricKey in
+            guard !passphrase.isEmpty else {
+                throw CredentialStoreError(.wrongPassphrase, "the passphrase does not open the passkey store")
+            }
+            return try parameters.deriveKey(passphrase: passphrase, salt: salt)
+        }
+    }
+
+    /// Opens the store at `url`, creating it (with `kdf`) when no file is there.
+    public static func openOrCreate(
+        at url: URL,
+        passphrase: String,
+        kdf: KDFParameters = .default,
+        busyTimeout: Duration = .seconds(5)
+    ) throws(CredentialStoreError) -> SQLiteCredentialStore {
+        let path = try filePath(of: url)
+        if case .missing = try StoreFiles.status(of: path),
+            let store = try createIfAbsent(
+                url: url, path: path, passphrase: passphrase, kdf: kdf, busyTimeout: busyTimeout)
+        {
+            return store
+        }
+        return try open(at: url, passphrase: passphrase, busyTimeout: busyTimeout)
+    }
+}
+
+// MARK: - Opening
+
+extension SQLiteCredentialStore {
+    /// The first 16 bytes of every SQLite 3 database file.
+    private static let sqliteMagic = Array("SQLite format 3\0".utf8)
+    /// The plaintext sealed as the key check.
+    private static let keyCheckLabel = Array("passkey-store key check v1".utf8)
+    /// The associated data of the key check's seal.
+    private static let keyCheckAAD = Array("passkey-store-key-check".utf8)
+    /// The salt length written by `create`; `open` accepts 16 to 64 bytes.
+    private static let saltByteCount = 32
+
+    private static func filePath(of url: URL) throws(CredentialStoreError) -> String {
+        guard url.isFileURL, !url.path.isEmpty else {
+            throw CredentialStoreError(.io, "the passkey store must be a file, not \(url)")
+        }
+        return url.standardizedFileURL.path
+    }
+
+    /// `create`, except that it returns nil when a file is already at `path`.
+    private static func createIfAbsent(
+        url: URL,
+        path: String,
+        passphrase: String,
+        kdf: KDFParameters,
+        busyTimeout: Duration
+    ) throws(CredentialStoreError) -> SQLiteCredentialStore? {
+        guard !passphrase.isEmpty else {
+            throw CredentialStoreError(.wrongPassphrase, "the passphrase must not be empty")
+        }
+        let directory = (path as NSString).deletingLastPathComponent
+        try StoreFiles.makePrivateDirectory(directory)
+        guard case .missing = try StoreFiles.status(of: path) else { return nil }
+
+        let salt = StoreFiles.randomBytes(saltByteCount)
+        let key = try kdf.deriveKey(passphrase: passphrase, salt: salt)
+        let keyCheck = try sealKeyCheck(with: key)
+        let settings = try settingsRow(
+            AuthenticatorSettings(), storeKey: key, settingsKey: RowAuthentication.settingsMACKey(storeKey: key))
+
+        let name = (path as NSString).lastPathComponent
+        let temporary = (directory as NSString).appendingPathComponent(
+            ".\(name).\(hex(StoreFiles.randomBytes(8))).tmp"
+        )
+        try StoreFiles.createExclusive(temporary)
+        do {
+            try initialize(temporary: temporary, kdf: kdf, salt: salt, keyCheck: keyCheck, settings: settings)
+            try StoreFiles.synchronize(temporary)
+            guard try StoreFiles.moveWithoutReplacing(temporary, to: path) else {
+                StoreFiles.removeDatabase(temporary)
+                return nil
+            }
+            try StoreFiles.synchronize(directory, directory: true)
+        } catch {
+            StoreFiles.removeDatabase(temporary)
+            throw error
+        }
+        return try openExisting(url: url, path: path, busyTimeout: busyTimeout) {
+            (_, _) throws(CredentialStoreError) in key
+        }
+    }
+
+    /// Writes the schema, the key derivation parameters, the key check and the default settings row into the empty
+    /// file at `temporary`.
+    private static func initialize(
+        temporary: String,
+        kdf: KDFParameters,
+        salt: [UInt8],
+        keyCheck: [UInt8],
+        settings: [SQLiteValue]
+    ) throws(CredentialStoreError) {
+        try sql("create the passkey store") { () throws(SQLiteFailure) in
+            let connection = try SQLiteConnection(path: temporary, flags: SQLITE_OPEN_READWRITE)
+            defer { connection.close() }
+            try connection.execute("PRAGMA journal_mode = WAL; PRAGMA synchronous = FULL")
+            try connection.execute("BEGIN IMMEDIATE")
+            do throws(SQLiteFailure) {
+                try connection.execute(SQL.schema)
+                try connection.execute("PRAGMA application_id = \(applicationID)")
+                try connection.execute("PRAGMA user_version = \(schemaVersion)")
+                try connection.prepared(SQL.insertMeta).run([
+                    .text(KDFParameters.scryptAlgorithm),
+                    .integer(Int64(kdf.rounds)),
+                    .integer(Int64(kdf.blockSize)),
+                    .integer(Int64(kdf.parallelism)),
+                    .integer(Int64(KDFParameters.outputByteCount)),
+                    .blob(salt),
+                    .blob(keyCheck),
+                    .integer(Int64((Date().timeIntervalSince1970 * 1000).rounded())),
+                ])
+                try connection.prepared(SQL.upsertSettings).run(settings)
+                try connection.execute("COMMIT")
+            } catch {
+                try? connection.execute("ROLLBACK")
+                throw error
+            }
+            // Move everything from the WAL into the main file: only the main file is linked into place.
+            let checkpoint = try connection.prepared("PRAGMA wal_checkpoint(TRUNCATE)").query([]) { $0.integer(0) }
+            guard checkpoint.first == 0 else {
+                throw SQLiteFailure(code: SQLITE_BUSY, message: "could not checkpoint the new store")
+            }
+        }
+    }
+
+    /// Opens and checks an existing store, then derives (or is given) the store key and verifies it.
+    private static func openExisting(
+        url: URL,
+        path: String,
+        busyTimeout: Duration,
+        storeKey deriveKey: (KDFParameters, [UInt8]) throws(CredentialStoreError) -> SymmetricKey
+    ) throws(CredentialStoreError) -> SQLiteCredentialStore {
+        switch try StoreFiles.status(of: path) {
+        case .missing:
+            throw CredentialStoreError(.io, "there is no passkey store at \(path)")
+        case .other:
+            throw CredentialStoreError(.io, "\(path) is not a regular file")
+        case .regularFile(let size):
+            guard size > 0 else {
+                throw CredentialStoreError(.corrupt, "\(path) is empty: it is not a passkey store")
+            }
+        }
+        // Look at the header ourselves first, so SQLite never touches a file that is not a database.
+        let header = try StoreFiles.prefix(of: path, count: 100)
+        guard header.count == 100, header.starts(with: sqliteMagic) else {
+            throw CredentialStoreError(.corrupt, "\(path) is not a passkey store: it is not an SQLite database")
+        }
+
+        // SQLite gives new -wal and -shm files the store file's mode: never let it open a file it cannot write.
+        try StoreFiles.checkWritable(path)
+        let action = "open the passkey store at \(path)"
+        let milliseconds =
+            busyTimeout.components.seconds * 1000 + busyTimeout.components.attoseconds / 1_000_000_000_000_000
+        let busyMilliseconds = Int32(clamping: max(0, milliseconds))
+
+        // Every check runs on a read-only connection that cannot checkpoint: a store that fails one keeps its main
+        // file byte for byte, even with committed transactions still in its WAL.
+        let checker = try sql(action) { () throws(SQLiteFailure) in
+            let connection = try SQLiteConnection(path: path, flags: SQLITE_OPEN_READONLY)
+            try connection.setCheckpointOnClose(false)
+            return connection
+        }
+        defer { checker.close() }
+        checker.setBusyTimeout(milliseconds: busyMilliseconds)
+        let (parameters, salt, keyCheck, version) = try checkedMeta(checker, path: path)
+        let key = try deriveKey(parameters, salt)
+        try verifyKeyCheck(keyCheck, with: key)
+        if version == Int64(schemaVersion) {
+            try checkStatements(checker, path: path)
+        }
+        checker.close()
+
+        let connection = try sql(action) { () throws(SQLiteFailure) in
+            let connection = try SQLiteConnection(path: path, flags: SQLITE_OPEN_READWRITE)
+            try connection.setCheckpointOnClose(false)
+            return connection
+        }
+        do throws(CredentialStoreError) {
+            connection.setBusyTimeout(milliseconds: busyMilliseconds)
+            guard !connection.isReadOnly else {
+                throw CredentialStoreError(
+                    .io, "the passkey store at \(path) can only be opened read-only; passkey needs to write to it")
+            }
+            try sql(action) { () throws(SQLiteFailure) in
+                // Durable commits: a passkey the relying party has registered must not vanish in a power cut,
+                // and writes are rare (registration, deletion), so the extra fsync costs nothing that matters.
+                try connection.execute(
+                    "PRAGMA synchronous = FULL; PRAGMA secure_delete = ON; PRAGMA trusted_schema = OFF")
+            }
+            if version < Int64(schemaVersion) {
+                try migrate(connection, from: version, path: path, storeKey: key)
+            } else {
+                try checkStatements(connection, path: path)
+            }
+            try sql(action) { () throws(SQLiteFailure) in try connection.setCheckpointOnClose(true) }
+            return SQLiteCredentialStore(
+                url: url,
+                path: path,
+                kdfParameters: parameters,
+                salt: salt,
+                storeKey: key,
+                connection: connection
+            )
+        } catch {
+            connection.close()
+            throw error
+        }
+    }
+
+    /// The read-only checks of `open`: integrity, identity, schema version, tables and key derivation settings.
+    private static func checkedMeta(
+        _ connection: SQLiteConnection,
+        path: String
+    ) throws(CredentialStoreError) -> (KDFParameters, salt: [UInt8], keyCheck: [UInt8], version: Int64) {
+        let action = "open the passkey store at \(path)"
+        let damaged = "the passkey store at \(path) is damaged"
+        let (checks, applicationID, version) = try sql(action) { () throws(SQLiteFailure) in
+            try connection.execute("PRAGMA query_only = ON; PRAGMA trusted_schema = OFF")
+            let checks = try connection.textColumn("PRAGMA quick_check")
+            return (
+                checks, try connection.integer("PRAGMA application_id"), try connection.integer("PRAGMA user_version")
+            )
+        }
+        guard checks == ["ok"] else {
+            let problem = checks.first.flatMap { $0 } ?? "no result"
+            throw CredentialStoreError(.corrupt, "\(damaged): the integrity check reports “\(problem)”")
+        }
+        guard applicationID == Int64(Self.applicationID) else {
+            throw CredentialStoreError(.corrupt, "\(path) is an SQLite database but not a passkey store")
+        }
+        let knownVersion = Int64(schemaVersion)
+        guard let version, version <= knownVersion else {
+            throw CredentialStoreError(
+                .newerSchema,
+                "the passkey store at \(path) has schema version \(version ?? -1), but this program knows only "
+                    + "version \(knownVersion) and older; use a newer version of passkey"
+            )
+        }
+        guard version >= 1 else {
+            throw CredentialStoreError(.corrupt, "\(damaged): its schema version \(version) is unknown")
+        }
+
+        let (tables, metaRows) = try sql(action) { () throws(SQLiteFailure) in
+            let tables = try connection.textColumn("SELECT name FROM sqlite_schema WHERE type = 'table'")
+            guard tables.contains("meta") else { return (tables, [MetaRecord]()) }
+            return (tables, try connection.prepared(SQL.selectMeta).query([], MetaRecord.init))
+        }
+        for table in ["meta", "credentials"] where !tables.contains(table) {
+            throw CredentialStoreError(.corrupt, "\(damaged): the \(table) table is missing")
+        }
+        guard metaRows.count == 1, let meta = metaRows.first else {
+            throw CredentialStoreError(.corrupt, "\(damaged): it has \(metaRows.count) settings rows instead of one")
+        }
+        guard meta.algorithm == KDFParameters.scryptAlgorithm else {
+            throw CredentialStoreError(
+                .corrupt, "\(damaged): unknown key derivation “\(meta.algorithm?.prefix(40) ?? "none")”")
+        }
+        guard let rounds = meta.rounds, let blockSize = meta.blockSize, let parallelism = meta.parallelism,
+            meta.outputLength == Int64(KDFParameters.outputByteCount)
+        else {
+            throw CredentialStoreError(.corrupt, "\(damaged): its key derivation parameters are missing")
+        }
+        let (n, r, p) = (Int(clamping: rounds), Int(clamping: blockSize), Int(clamping: parallelism))
+        guard let parameters = KDFParameters(rounds: n, blockSize: r, parallelism: p) else {
+            let problem = KDFParameters.problem(rounds: n, blockSize: r, parallelism: p) ?? "out of range"
+            throw CredentialStoreError(
+                .corrupt,
+                "the passkey store at \(path) asks for key derivation scrypt(N=\(n), r=\(r), p=\(p)), which passkey "
+                    + "refuses: \(problem)")
+        }
+        guard let salt = meta.salt, (16...64).contains(salt.count), let keyCheck = meta.keyCheck else {
+            throw CredentialStoreError(.corrupt, "\(damaged): its key derivation salt or key check is missing")
+        }
+        return (parameters, salt, keyCheck, version)
+    }
+
+    /// Prepares every statement, which proves that the tables and columns they name exist.
+    private static func checkStatements(_ connection: SQLiteConnection, path: String) throws(CredentialStoreError) {
+        do {
+            for statement in SQL.all {
+                _ = try connection.prepared(statement)
+            }
+        } catch {
+            throw CredentialStoreError(
+                .corrupt,
+                "the passkey store at \(path) is damaged: its tables do not have the expected columns (\(error.message))"
+            )
+        }
+    }
+
+    /// Brings an older schema up to `schemaVersion` in place, in one transaction: either every step, the statement
+    /// check and the new `user_version` are committed, or the file is left exactly as it was.
+    ///
+    /// - Version 1 → 2 adds the CTAP 2.1 columns and the `authenticator_settings` and `large_blob_array` tables.
+    /// - Version 2 → 3 authenticates the metadata (`RowAuthentication`): every private key that opens with its old
+    ///   associated data (the credential ID) is sealed again with the whole row as associated data; a row whose key
+    ///   does not open is left as it is, and so stays reported as damaged. The settings row gets its MAC if its
+    ///   PIN hash opens (a missing row becomes the defaults: no PIN, eight retries, as version 2 read it); one that
+    ///   does not open is left without a MAC, so it stays refused as damaged.
+    private static func migrate(
+        _ connection: SQLiteConnection, from version: Int64, path: String, storeKey: SymmetricKey
+    ) throws(CredentialStoreError) {
+        let action = "upgrade the passkey store at \(path) from schema version \(version)"
+        try sql(action) { () throws(SQLiteFailure) in try connection.execute("BEGIN IMMEDIATE") }
+        do throws(CredentialStoreError) {
+            // Re-read under the write lock: another process may have migrated the file meanwhile.
+            let current = try sql(action) { () throws(SQLiteFailure) in
+                try connection.integer("PRAGMA user_version") ?? version
+            }
+            if current < 2 {
+                try sql(action) { () throws(SQLiteFailure) in try connection.execute(SQL.version2) }
+            }
+            if current < 3 {
+                try sql(action) { () throws(SQLiteFailure) in try connection.execute(SQL.version3) }
+                try authenticateRows(connection, action: action, storeKey: storeKey)
+            }
+            try sql(action) { () throws(SQLiteFailure) in
+                try connection.execute("PRAGMA user_version = \(schemaVersion)")
+            }
+            try checkStatements(connection, path: path)
+            try sql(action) { () throws(SQLiteFailure) in try connection.execute("COMMIT") }
+        } catch {
+            try? connection.execute("ROLLBACK")
+            throw error
+        }
+    }
+
+    /// The version 2 → 3 step of `migrate`, inside its transaction.
+    private static func authenticateRows(
+        _ connection: SQLiteConnection, action: String, storeKey: SymmetricKey
+    ) throws(CredentialStoreError) {
+        let settingsKey = RowAuthentication.settingsMACKey(storeKey: storeKey)
+        let records = try sql(action) { () throws(SQLiteFailure) in
+            try connection.prepared("SELECT \(SQL.credentialColumns) FROM credentials").query([], CredentialRecord.init)
+        }
+        for record in records {
+            guard let id = record.blob(.id), let sealed = record.sealedPrivateKey,
+                let key = RowAuthentication.unseal(
+                    sealed, aad: RowAuthentication.legacyCredentialAAD(id: id), with: storeKey),
+                let resealed = RowAuthentication.seal(
+                    key, aad: RowAuthentication.credentialAAD(record.values), with: storeKey)
+            else { continue }
+            try sql(action) { () throws(SQLiteFailure) in
+                try connection.prepared(SQL.updateSealedKey).run([.blob(resealed), .integer(record.sequence)])
+            }
+        }
+        let settingsRows = try sql(action) { () throws(SQLiteFailure) in
+            try connection.prepared(SQL.selectSettings).query([], SettingsRecord.init)
+        }
+        guard let record = settingsRows.first else {
+            let defaults = try settingsRow(AuthenticatorSettings(), storeKey: storeKey, settingsKey: settingsKey)
+            try sql(action) { () throws(SQLiteFailure) in try connection.prepared(SQL.upsertSettings).run(defaults) }
+            return
+        }
+        var withMAC = record
+        withMAC.mac = RowAuthentication.settingsMAC(record.values, key: settingsKey)
+        guard (try? settings(from: withMAC, storeKey: storeKey, settingsKey: settingsKey)) != nil else { return }
+        try sql(action) { () throws(SQLiteFailure) in
+            try connection.prepared(SQL.upsertSettings).run(record.values + [.blob(withMAC.mac ?? [])])
+        }
+    }
+
+    private static func sealKeyCheck(with key: SymmetricKey) throws(CredentialStoreError) -> [UInt8] {
+        do {
+            guard let combined = try AES.GCM.seal(keyCheckLabel, using: key, authenticating: keyCheckAAD).combined
+            else {
+                throw CredentialStoreError(.io, "could not seal the key check")
+            }
+            return Array(combined)
+        } catch {
+            throw CredentialStoreError(.io, "could not seal the key check")
+        }
+    }
+
+    private static func verifyKeyCheck(_ sealed: [UInt8], with key: SymmetricKey) throws(CredentialStoreError) {
+        let opened: Data
+        do {
+            let box = try AES.GCM.SealedBox(combined: sealed)
+            opened = try AES.GCM.open(box, using: key, authenticating: keyCheckAAD)
+        } catch {
+            throw CredentialStoreError(.wrongPassphrase, "the passphrase does not open the passkey store")
+        }
+        guard Array(opened) == keyCheckLabel else {
+            throw CredentialStoreError(.wrongPassphrase, "the passphrase does not open the passkey store")
+        }
+    }
+}

@@ -1,0 +1,223 @@
+/// The schema and every statement the store runs.
+enum SQL {
+    static let schema = """
+        CREATE TABLE meta (
+            singleton INTEGER PRIMARY KEY CHECK (singleton = 1),
+            kdf_algorithm TEXT NOT NULL,
+            kdf_rounds INTEGER NOT NULL,
+            kdf_block_size INTEGER NOT NULL,
+            kdf_parallelism INTEGER NOT NULL,
+            kdf_output_length INTEGER NOT NULL,
+            kdf_salt BLOB NOT NULL,
+            key_check BLOB NOT NULL,
+            created_ms INTEGER NOT NULL
+        ) STRICT;
+        CREATE TABLE credentials (
+            seq INTEGER PRIMARY KEY AUTOINCREMENT,
+            credential_id BLOB NOT NULL CHECK (length(credential_id) BETWEEN 1 AND 1023),
+            rp_id TEXT NOT NULL,
+            rp_name TEXT,
+            user_handle BLOB NOT NULL CHECK (length(user_handle) <= 64),
+            user_name TEXT,
+            user_display_name TEXT,
+            discoverable INTEGER NOT NULL CHECK (discoverable IN (0, 1)),
+            backup_eligible INTEGER NOT NULL CHECK (backup_eligible IN (0, 1)),
+            backup_state INTEGER NOT NULL CHECK (backup_state IN (0, 1) AND backup_state <= backup_eligible),
+            created_ms INTEGER NOT NULL,
+            sealed_private_key BLOB NOT NULL
+        ) STRICT;
+        CREATE UNIQUE INDEX credentials_by_id ON credentials (credential_id);
+        CREATE INDEX credentials_by_rp ON credentials (rp_id, created_ms DESC, seq DESC);
+        \(version2)
+        \(version3)
+        """
+
+    /// Schema version 2 (CTAP 2.1), both for new stores and as the in-place upgrade of version 1: per-credential
+    /// extension data, and the PIN state and authenticatorConfig settings in one row. The PIN hash is sealed with
+    /// AES-256-GCM under the store key.
+    static let version2 = """
+        ALTER TABLE credentials ADD COLUMN cred_protect INTEGER NOT NULL DEFAULT 1 CHECK (cred_protect IN (1, 2, 3));
+        ALTER TABLE credentials ADD COLUMN cred_blob BLOB CHECK (cred_blob IS NULL OR length(cred_blob) <= 32);
+        ALTER TABLE credentials ADD COLUMN hmac_secret INTEGER NOT NULL DEFAULT 0 CHECK (hmac_secret IN (0, 1));
+        ALTER TABLE credentials ADD COLUMN large_blob_key INTEGER NOT NULL DEFAULT 0 CHECK (large_blob_key IN (0, 1));
+        CREATE TABLE large_blob_array (
+            singleton INTEGER PRIMARY KEY CHECK (singleton = 1),
+            serialized BLOB NOT NULL
+        ) STRICT;
+        CREATE TABLE authenticator_settings (
+            singleton INTEGER PRIMARY KEY CHECK (singleton = 1),
+            sealed_pin_hash BLOB,
+            pin_code_points INTEGER NOT NULL CHECK (pin_code_points BETWEEN 0 AND 63),
+            pin_retries INTEGER NOT NULL CHECK (pin_retries BETWEEN 0 AND 8),
+            uv_retries INTEGER NOT NULL CHECK (uv_retries BETWEEN 0 AND 8),
+            min_pin_length INTEGER NOT NULL CHECK (min_pin_length BETWEEN 4 AND 63),
+            min_pin_length_rp_ids TEXT NOT NULL,
+            always_uv INTEGER NOT NULL CHECK (always_uv IN (0, 1)),
+            force_pin_change INTEGER NOT NULL CHECK (force_pin_change IN (0, 1))
+        ) STRICT;
+        """
+
+    /// Schema version 3: the settings row carries an HMAC of its columns. (The credentials table does not change;
+    /// version 3 seals each private key with the whole row as associated data, see `RowAuthentication`.)
+    static let version3 = "ALTER TABLE authenticator_settings ADD COLUMN mac BLOB;"
+
+    /// The settings columns the MAC covers, in `SettingsRecord` order.
+    static let settingsColumns = """
+        sealed_pin_hash, pin_code_points, pin_retries, uv_retries, min_pin_length, min_pin_length_rp_ids, always_uv,
+        force_pin_change
+        """
+
+    static let selectSettings = "SELECT \(settingsColumns), mac FROM authenticator_settings"
+
+    static let upsertSettings = """
+        INSERT OR REPLACE INTO authenticator_settings (singleton, \(settingsColumns), mac)
+        VALUES (1, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+        """
+
+    static let selectLargeBlobArray = "SELECT serialized FROM large_blob_array"
+    static let upsertLargeBlobArray = "INSERT OR REPLACE INTO large_blob_array (singleton, serialized) VALUES (1, ?)"
+    static let deleteLargeBlobArray = "DELETE FROM large_blob_array"
+
+    static let insertMeta = """
+        INSERT INTO meta (singleton, kdf_algorithm, kdf_rounds, kdf_block_size, kdf_parallelism, kdf_output_length,
+            kdf_salt, key_check, created_ms)
+        VALUES (1, ?, ?, ?, ?, ?, ?, ?, ?)
+        """
+
+    static let selectMeta = """
+        SELECT kdf_algorithm, kdf_rounds, kdf_block_size, kdf_parallelism, kdf_output_length, kdf_salt, key_check
+        FROM meta
+        """
+
+    /// Every credential column but `seq` and the sealed key, in `CredentialColumn` order: what the seal
+    /// authenticates.
+    static let authenticatedColumns = """
+        credential_id, rp_id, rp_name, user_handle, user_name, user_display_name, discoverable, backup_eligible,
+        backup_state, created_ms, cred_protect, cred_blob, hmac_secret, large_blob_key
+        """
+
+    static let credentialColumns = "seq, \(authenticatedColumns), sealed_private_key"
+
+    static let selectByID = "SELECT \(credentialColumns) FROM credentials WHERE credential_id = ?"
+    static let selectByRelyingParty =
+        "SELECT \(credentialColumns) FROM credentials WHERE rp_id = ? ORDER BY created_ms DESC, seq DESC"
+    static let selectAll =
+        "SELECT \(credentialColumns) FROM credentials ORDER BY rp_id, created_ms DESC, seq DESC"
+
+    static let insert = """
+        INSERT INTO credentials (\(authenticatedColumns), sealed_private_key)
+        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+        """
+
+    static let deleteDiscoverable =
+        "DELETE FROM credentials WHERE discoverable = 1 AND rp_id = ? AND user_handle = ? RETURNING credential_id"
+    static let deleteByID = "DELETE FROM credentials WHERE credential_id = ?"
+    static let updateUser = """
+        UPDATE credentials SET user_name = ?, user_display_name = ?, sealed_private_key = ? WHERE credential_id = ?
+        """
+    static let updateSealedKey = "UPDATE credentials SET sealed_private_key = ? WHERE seq = ?"
+    static let deleteAll = "DELETE FROM credentials"
+
+    /// The statements `open` prepares to prove the schema has every column they use.
+    static let all = [
+        selectMeta, selectByID, selectByRelyingParty, selectAll, insert, deleteDiscoverable, deleteByID, deleteAll,
+        selectSettings, upsertSettings, updateUser, updateSealedKey, selectLargeBlobArray, upsertLargeBlobArray,
+        deleteLargeBlobArray,
+    ]
+}
+
+/// The positions of the authenticated credential columns in `SQL.authenticatedColumns`.
+enum CredentialColumn: Int, CaseIterable {
+    case id, relyingPartyID, relyingPartyName, userHandle, userName, userDisplayName, discoverable, backupEligible
+    case backupState, creationMilliseconds, credentialProtection, credentialBlob, hmacSecret, largeBlobKey
+}
+
+/// A credentials row as read, before validation; every column is kept as stored because the file may be damaged.
+struct CredentialRecord {
+    var sequence: Int64
+    /// The authenticated columns, in `CredentialColumn` order.
+    var values: [SQLiteValue]
+    var sealedPrivateKey: [UInt8]?
+
+    /// Where `SQL.credentialColumns` has the sealed key: after `seq` and the authenticated columns.
+    static let sealedColumn = Int32(CredentialColumn.allCases.count + 1)
+
+    /// Reads the columns in `SQL.credentialColumns` order.
+    init(_ row: SQLiteRow) {
+        sequence = row.integer(0) ?? -1
+        let count = Int32(CredentialColumn.allCases.count)
+        values = (1...count).map { row.value($0) }
+        sealedPrivateKey = row.blob(count + 1)
+    }
+
+    subscript(_ column: CredentialColumn) -> SQLiteValue { values[column.rawValue] }
+
+    func blob(_ column: CredentialColumn) -> [UInt8]? {
+        if case .blob(let bytes) = self[column] { return bytes }
+        return nil
+    }
+
+    func text(_ column: CredentialColumn) -> String? {
+        if case .text(let text) = self[column] { return text }
+        return nil
+    }
+
+    func integer(_ column: CredentialColumn) -> Int64? {
+        if case .integer(let integer) = self[column] { return integer }
+        return nil
+    }
+
+    /// The row as a damaged entry, with what it claims about itself.
+    func damaged(_ reason: DamagedCredential.Reason) -> DamagedCredential {
+        DamagedCredential(
+            id: blob(.id) ?? [], relyingPartyID: text(.relyingPartyID), userName: text(.userName), reason: reason)
+    }
+}
+
+/// The settings row as read.
+struct SettingsRecord {
+    /// The columns the MAC covers, in `SQL.settingsColumns` order.
+    var values: [SQLiteValue]
+    var mac: [UInt8]?
+
+    init(_ row: SQLiteRow) {
+        values = (0..<8).map { row.value($0) }
+        mac = row.blob(8)
+    }
+
+    func blob(_ index: Int) -> [UInt8]? {
+        if case .blob(let bytes) = values[index] { return bytes }
+        return nil
+    }
+
+    func integer(_ index: Int) -> Int64? {
+        if case .integer(let integer) = values[index] { return integer }
+        return nil
+    }
+
+    func text(_ index: Int) -> String? {
+        if case .text(let text) = values[index] { return text }
+        return nil
+    }
+}
+
+/// The meta row as read.
+struct MetaRecord {
+    var algorithm: String?
+    var rounds: Int64?
+    var blockSize: Int64?
+    var parallelism: Int64?
+    var outputLength: Int64?
+    var salt: [UInt8]?
+    var keyCheck: [UInt8]?
+
+    init(_ row: SQLiteRow) {
+        algorithm = row.text(0)
+        rounds = row.integer(1)
+        blockSize = row.integer(2)
+        parallelism = row.integer(3)
+        outputLength = row.integer(4)
+        salt = row.blob(5)
+        keyCheck = row.blob(6)
+    }
+}
