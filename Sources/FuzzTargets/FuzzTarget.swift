@@ -42,6 +42,8 @@ public enum FuzzTargets {
         HybridTargets.tunnelFrames,
         HybridTargets.linking,
         HybridTargets.clientSession,
+        RelayTargets.http,
+        RelayTargets.webSocket,
         ImageTargets.png,
         ImageTargets.pgm,
         StoreTargets.storeFile,

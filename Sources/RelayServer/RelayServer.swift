@@ -128,7 +128,7 @@ public final class RelayServer: Sendable {
 
     /// The pipeline of an accepted connection: TLS if configured, HTTP with the WebSocket upgrader, and
     /// the fallback handler for everything not upgraded.
-    private static func configure(
+    fileprivate static func configure(
         _ channel: any Channel, configuration: RelayServerConfiguration, state: RelayState
     ) throws {
         let address = channel.remoteAddress?.ipAddress ?? "unknown"
@@ -177,4 +177,30 @@ public final class RelayServer: Sendable {
             withDecoderLimitConfiguration: limits)
         try pipeline.addHandler(httpHandler)
     }
+}
+
+/// A relay without sockets: its state, and the pipeline `RelayServer` gives every accepted connection, set up on
+/// channels the caller makes. The fuzz targets drive HTTP and WebSocket input through `EmbeddedChannel` with it.
+package struct RelayPipelineHarness: Sendable {
+    private let configuration: RelayServerConfiguration
+    private let state: RelayState
+
+    package init(configuration: RelayServerConfiguration, logger: Logger) {
+        self.configuration = configuration
+        self.state = RelayState(
+            limits: configuration.limits, addressRules: configuration.addressRules,
+            routingIDPrefix: configuration.routingIDPrefix, logger: logger)
+    }
+
+    /// Adds an accepted connection's handlers to `channel`, whose remote address must be set; throws when the
+    /// relay would refuse the connection (its limits), as `RelayServer` closes it then.
+    package func configure(_ channel: any Channel) throws {
+        try RelayServer.configure(channel, configuration: configuration, state: state)
+    }
+
+    /// One tick of the relay's timer: tunnel lifetimes and idle timeouts.
+    package func tick() { state.perform(state.tick()) }
+
+    /// Connections, open tunnels and paired tunnels the relay holds.
+    package var holdings: (connections: Int, openTunnels: Int, pairedTunnels: Int) { state.holdings }
 }

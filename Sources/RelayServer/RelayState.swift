@@ -181,6 +181,11 @@ final class RelayState: Sendable {
     // MARK: Reading
 
     /// The metrics in Prometheus text format.
+    /// Connections, open tunnels and paired tunnels held now.
+    var holdings: (connections: Int, openTunnels: Int, pairedTunnels: Int) {
+        locked.withLock { ($0.connections.count, $0.registry.openTunnels, $0.registry.pairedTunnels) }
+    }
+
     func metricsText() -> String {
         locked.withLock { state in
             state.metrics.text(
