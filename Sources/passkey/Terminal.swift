@@ -92,6 +92,13 @@ extension String {
         return result
     }
 
+    /// A name a site or file chose, in double quotes, terminal-safe and with `"` and `\` escaped: it cannot end
+    /// its quotes, so it cannot pass for the RP ID or for the rest of a question.
+    var siteChosen: String {
+        let escaped = replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "\"", with: "\\\"")
+        return "\"" + escaped.terminalSafe + "\""
+    }
+
     private static func isUnsafeForTerminals(_ scalar: Unicode.Scalar) -> Bool {
         switch scalar.value {
         case 0x00...0x1F, 0x7F...0x9F: true  // C0, DEL, C1 (CSI and OSC among them)

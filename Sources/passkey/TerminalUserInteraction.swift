@@ -14,7 +14,7 @@ struct TerminalUserInteraction: UserInteraction {
         let terminal = Terminal.shared
         var selectedAccount: Int? = nil
         if case .getAssertion(let rp, let accounts, true) = request.action {
-            terminal.write("Sign in to \(rp) as:\n")
+            terminal.write("\(rp.terminalSafe): sign in as:\n")
             for (index, account) in accounts.enumerated() {
                 terminal.write("  \(index + 1)) \(Self.describe(account))\n")
             }
@@ -61,33 +61,35 @@ struct TerminalUserInteraction: UserInteraction {
         return .verificationFailed
     }
 
-    /// The question for `action`. Everything a site or platform chose (RP ID, names) is made terminal-safe.
+    /// The question for `action`, on one line that starts with the RP ID: the one name here that the platform
+    /// checked (against the page's origin). Names the site chose follow in quotes (`siteChosen`), so that none can
+    /// pass for the RP ID or end the sentence early.
     static func question(for action: UserAction) -> String {
         switch action {
         case .makeCredential(let rp, let name, let displayName):
-            let who = (name ?? displayName)?.terminalSafe
-            return "Create a passkey for \(rp.terminalSafe)\(who.map { " (\($0))" } ?? "")?"
+            let who = (name ?? displayName).map { " for \($0.siteChosen)" } ?? ""
+            return "\(rp.terminalSafe): create a passkey\(who)?"
         case .credentialExcluded(let rp):
-            return "\(rp.terminalSafe) asked to register a passkey that already exists here. Tell it so?"
+            return "\(rp.terminalSafe): asked to register a passkey that already exists here. Tell it so?"
         case .getAssertion(let rp, let accounts, _):
-            let labels = accounts.map(\.label.terminalSafe)
-            if accounts.count == 1 { return "Sign in to \(rp.terminalSafe) as \(labels[0])?" }
-            return "Sign in to \(rp.terminalSafe) (\(accounts.count) accounts: \(labels.joined(separator: ", ")))?"
+            let labels = accounts.map(\.label.siteChosen)
+            if accounts.count == 1 { return "\(rp.terminalSafe): sign in as \(labels[0])?" }
+            return "\(rp.terminalSafe): sign in (\(accounts.count) accounts: \(labels.joined(separator: ", ")))?"
         case .reset(let count):
             return "Reset the authenticator and DELETE ALL \(count) passkey\(count == 1 ? "" : "s")?"
         case .selection:
             return "Use this authenticator?"
         case .verifyUser(let rp):
-            if let rp { return "Verify yourself for \(rp.terminalSafe)?" }
+            if let rp { return "\(rp.terminalSafe): verify yourself?" }
             return "Verify yourself to manage this authenticator?"
         }
     }
 
     static func describe(_ account: AccountSummary) -> String {
         guard let displayName = account.userDisplayName, displayName != account.label else {
-            return account.label.terminalSafe
+            return account.label.siteChosen
         }
-        return "\(account.label.terminalSafe) (\(displayName.terminalSafe))"
+        return "\(account.label.siteChosen) (\(displayName.siteChosen))"
     }
 
     private static func cancelled(_ terminal: Terminal) -> ConsentResult {

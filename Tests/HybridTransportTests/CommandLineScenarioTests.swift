@@ -52,7 +52,7 @@ struct CommandLineScenarioTests {
         #expect(registered?["userVerified"] as? Bool == true)
         let scanLog = scan.errors
         #expect(scanLog.contains("request received: makeCredential"))
-        #expect(scanLog.contains("auto-approved: Create a passkey for example.com (alice)?"))
+        #expect(scanLog.contains("auto-approved: example.com: create a passkey for \"alice\"?"))
         #expect(!scanLog.contains("correct horse"), "the passphrase never appears in output")
         #expect(try fileMode(rpState) == 0o600)
 

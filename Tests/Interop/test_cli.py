@@ -49,7 +49,7 @@ def test_demo_registers_and_signs_in_across_devices():
     assert out.count("relying party: response verified") == 2
     assert "registered: credential" in out
     assert "signed in as alice: signature verified, user verified true" in out
-    assert "auto-approved: Create a passkey for example.com (alice)?" in out
+    assert 'auto-approved: example.com: create a passkey for "alice"?' in out
     assert "computer: no nearby authenticator answered within 2 s" in out
     assert "relay_tunnels_paired_total 2" in out
     # No private key material or passphrase is ever printed.
@@ -165,7 +165,7 @@ def test_serve_refuses_bad_addresses_and_announces_unattended_mode(store_dir):
     finally:
         stderr = server.stop()
     assert "unattended approval is ON (--yes)" in stderr
-    assert "auto-approved: Create a passkey for example.com (alice)?" in stderr
+    assert 'auto-approved: example.com: create a passkey for "alice"?' in stderr
     assert PASSPHRASE not in stderr
 
 
@@ -230,7 +230,7 @@ def test_info_shows_pin_state_but_never_the_pin(store_dir):
         assert "24681357" not in output
 
 
-HOSTILE_NAME = "x\r\x1b[2KCreate a passkey for bank.example (alice)\u202e"
+HOSTILE_NAME = 'x\r\x1b[2Kbank.example: create a passkey for "alice"\u202e'
 
 
 def test_site_chosen_names_reach_the_terminal_escaped(store_dir):
@@ -243,10 +243,14 @@ def test_site_chosen_names_reach_the_terminal_escaped(store_dir):
         register(server.device(), HOSTILE_NAME, b"user-hostile")
     finally:
         stderr = server.stop()
-    approved = [line for line in stderr.splitlines() if "auto-approved: Create a passkey" in line]
+    approved = [line for line in stderr.splitlines() if "auto-approved: example.com: create a passkey" in line]
     assert approved, stderr
     assert "\x1b" not in stderr and "\r" not in stderr and "\u202e" not in stderr
-    assert "Create a passkey for example.com (x\\u{D}\\u{1B}[2KCreate a passkey for bank.example" in approved[0]
+    # The RP ID leads the line; the site's name stays inside its quotes, its own quote escaped.
+    assert (
+        'auto-approved: example.com: create a passkey for '
+        '"x\\u{D}\\u{1B}[2Kbank.example: create a passkey for \\"alice\\"\\u{202E}"?' in approved[0]
+    ), approved[0]
     listed = run("list", "--store", path)
     assert listed.returncode == 0, listed.stderr
     assert "\x1b" not in listed.stdout and "\r" not in listed.stdout and "\\u{1B}[2K" in listed.stdout
