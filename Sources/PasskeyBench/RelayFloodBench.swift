@@ -27,12 +27,14 @@ struct RelayFloodBench: AsyncParsableCommand {
             valueName: "flag"))
     var relayArg: [String] = []
 
-    /// A masked ping with a 4-byte payload.
-    static let ping: [UInt8] =
-        [0x89, 0x84] + RelayBench.maskKey
-        + [1, 2, 3, 4].enumerated().map {
-            $1 ^ RelayBench.maskKey[$0]
-        }
+    @Option(help: "Payload bytes of each ping, 0–125 (each pong carries the same).") var payload = 125
+
+    /// A masked ping with `payload` bytes.
+    static func ping(payload: Int) -> [UInt8] {
+        let count = min(max(payload, 0), 125)
+        return [0x89, 0x80 | UInt8(count)] + RelayBench.maskKey
+            + (0..<count).map { UInt8(truncatingIfNeeded: $0) ^ RelayBench.maskKey[$0 % 4] }
+    }
 
     func run() async throws {
         let relayPath =
@@ -63,7 +65,7 @@ struct RelayFloodBench: AsyncParsableCommand {
         say("passkey-bench relay-flood: \(relayPath) (pid \(pid)) \(relayArg.joined(separator: " "))")
         say(
             "  \(connections) clients ping /cable/new/… without reading for \(Self.format(seconds)) s, "
-                + "up to \(rate) pings/s each")
+                + "up to \(rate) pings/s each, \(min(max(payload, 0), 125)) payload bytes")
 
         let group = MultiThreadedEventLoopGroup(numberOfThreads: 2)
         do {
@@ -86,7 +88,9 @@ struct RelayFloodBench: AsyncParsableCommand {
 
         let floodGroup = MultiThreadedEventLoopGroup(numberOfThreads: 1)
         defer { floodGroup.shutdownGracefully { _ in } }
-        let flood = Flood(group: floodGroup, port: port, source: "127.0.1.1", batch: max(1, rate / 100))
+        let flood = Flood(
+            group: floodGroup, port: port, source: "127.0.1.1", batch: max(1, rate / 100),
+            ping: Self.ping(payload: payload))
         let deadline = ContinuousClock.now + .seconds(seconds)
         let flooders = (0..<connections).map { _ in Task { await flood.run(until: deadline) } }
         let latencies = Mutex<[Double]>([])
@@ -196,13 +200,16 @@ final class Flood: Sendable {
     let source: String
     /// Pings written every 10 ms.
     let batch: Int
+    /// One ping frame.
+    let ping: [UInt8]
     let pings = Atomic<Int>(0)
     let connects = Atomic<Int>(0)
     private let stopped = Atomic<Bool>(false)
     private let channels = Mutex<[ObjectIdentifier: any Channel]>([:])
 
-    init(group: MultiThreadedEventLoopGroup, port: Int, source: String, batch: Int) {
+    init(group: MultiThreadedEventLoopGroup, port: Int, source: String, batch: Int, ping: [UInt8]) {
         self.batch = batch
+        self.ping = ping
         self.group = group
         self.port = port
         self.source = source
@@ -236,6 +243,8 @@ final class Flood: Sendable {
             + "Sec-WebSocket-Protocol: fido.cable\r\n\r\n"
         return try await ClientBootstrap(group: group)
             .channelOption(.autoRead, value: false)
+            // A small receive buffer, as a peer that never reads soon has: the pongs then wait in the relay.
+            .channelOption(.socketOption(.so_rcvbuf), value: 4096)
             .bind(to: try SocketAddress(ipAddress: source, port: 0))
             .channelInitializer { channel in
                 channel.eventLoop.makeCompletedFuture {
@@ -274,8 +283,8 @@ final class Flood: Sendable {
         /// starts it again.
         private func pump(context: ChannelHandlerContext) {
             guard context.channel.isActive, context.channel.isWritable else { return }
-            var buffer = context.channel.allocator.buffer(capacity: flood.batch * RelayFloodBench.ping.count)
-            for _ in 0..<flood.batch { buffer.writeBytes(RelayFloodBench.ping) }
+            var buffer = context.channel.allocator.buffer(capacity: flood.batch * flood.ping.count)
+            for _ in 0..<flood.batch { buffer.writeBytes(flood.ping) }
             context.writeAndFlush(NIOAny(buffer), promise: nil)
             flood.pings.add(flood.batch, ordering: .relaxed)
             let bound = NIOLoopBound((self, context), eventLoop: context.eventLoop)
