@@ -39,37 +39,16 @@ struct RelayBench: AsyncParsableCommand {
         let fileLimit = raiseOpenFileLimit(to: 1_048_576)
         // Each tunnel is two sockets in the relay and two here; keep room for the rest of the descriptors.
         let tunnels = min(self.tunnels, (fileLimit - 100) / 2)
-        let relayPath =
-            relay
-            ?? URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath().deletingLastPathComponent()
-            .appendingPathComponent("passkey-relay").path
-        guard FileManager.default.isExecutableFile(atPath: relayPath) else {
-            throw BenchError("passkey-relay not found at \(relayPath): swift build -c release --product passkey-relay")
-        }
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: relayPath)
-        process.arguments = [
-            "--listen", "127.0.0.1:0", "--threads", String(relayThreads), "--max-tunnels", "1000000",
-            "--max-connections-per-address", "1000000", "--max-messages-per-side", "1000000000",
-            "--tunnel-lifetime", "3600", "--idle-timeout", "3600", "--log-level", "warning",
-        ]
-        let stdout = Pipe()
-        process.standardOutput = stdout
-        try process.run()
-        defer {
-            if process.isRunning {
-                kill(process.processIdentifier, SIGTERM)
-                process.waitUntilExit()
-            }
-        }
-        var line: [UInt8] = []
-        while let byte = try stdout.fileHandleForReading.read(upToCount: 1)?.first, byte != UInt8(ascii: "\n") {
-            line.append(byte)
-        }
-        let text = String(decoding: line, as: UTF8.self)
-        guard text.hasPrefix("listening on ws://127.0.0.1:"), let port = Int(text.split(separator: ":").last ?? "")
-        else { throw BenchError("passkey-relay did not start: \(text)") }
-        let pid = process.processIdentifier
+        let relayProcess = try RelayProcess(
+            path: try RelayProcess.executable(relay),
+            arguments: [
+                "--threads", String(relayThreads), "--max-tunnels", "1000000",
+                "--max-connections-per-address", "1000000", "--max-messages-per-side", "1000000000",
+                "--tunnel-lifetime", "3600", "--idle-timeout", "3600", "--log-level", "warning",
+            ])
+        defer { relayProcess.stop() }
+        let port = relayProcess.port
+        let pid = relayProcess.pid
         print("passkey-bench relay: passkey-relay pid \(pid) on port \(port), \(relayThreads) relay threads,")
         print("  \(clientThreads) load-generator threads, \(ProcessInfo.processInfo.activeProcessorCount) cores")
         if tunnels < self.tunnels {
@@ -88,10 +67,9 @@ struct RelayBench: AsyncParsableCommand {
             throw error
         }
         try? await group.shutdownGracefully()
-        kill(pid, SIGTERM)
-        process.waitUntilExit()
+        let status = relayProcess.stop()
         print("")
-        print("passkey-relay exited with status \(process.terminationStatus) after SIGTERM")
+        print("passkey-relay exited with status \(status) after SIGTERM")
         if !failures.isEmpty {
             print("targets not met: \(failures.joined(separator: ", "))")
             throw ExitCode(2)

@@ -37,31 +37,13 @@ struct RelayFloodBench: AsyncParsableCommand {
     }
 
     func run() async throws {
-        let relayPath =
-            relay
-            ?? URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath().deletingLastPathComponent()
-            .appendingPathComponent("passkey-relay").path
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: relayPath)
-        process.arguments =
-            ["--listen", "127.0.0.1:0", "--threads", String(relayThreads), "--log-level", "warning"] + relayArg
-        let stdout = Pipe()
-        process.standardOutput = stdout
-        try process.run()
-        defer {
-            if process.isRunning {
-                kill(process.processIdentifier, SIGTERM)
-                process.waitUntilExit()
-            }
-        }
-        var line: [UInt8] = []
-        while let byte = try stdout.fileHandleForReading.read(upToCount: 1)?.first, byte != UInt8(ascii: "\n") {
-            line.append(byte)
-        }
-        let text = String(decoding: line, as: UTF8.self)
-        guard text.hasPrefix("listening on ws://127.0.0.1:"), let port = Int(text.split(separator: ":").last ?? "")
-        else { throw BenchError("passkey-relay did not start: \(text)") }
-        let pid = process.processIdentifier
+        let relayPath = try RelayProcess.executable(relay)
+        let relayProcess = try RelayProcess(
+            path: relayPath,
+            arguments: ["--threads", String(relayThreads), "--log-level", "warning"] + relayArg)
+        defer { relayProcess.stop() }
+        let port = relayProcess.port
+        let pid = relayProcess.pid
         say("passkey-bench relay-flood: \(relayPath) (pid \(pid)) \(relayArg.joined(separator: " "))")
         say(
             "  \(connections) clients ping /cable/new/… without reading for \(Self.format(seconds)) s, "

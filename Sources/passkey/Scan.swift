@@ -54,9 +54,6 @@ extension Passkey {
                 store.close()
                 withExtendedLifetime(lock) {}
             }
-            store.onDamagedCredential { damaged in
-                Terminal.shared.write("passkey: store error: \(damaged); skipped\n")
-            }
             // Each scan is a fresh authenticator; without --keep-open it answers one request. As a phone, it verifies
             // the user (the store passphrase) for every request it accepts.
             let authenticator = Authenticator(

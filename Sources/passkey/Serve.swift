@@ -81,10 +81,7 @@ extension Passkey {
                 store.close()
                 withExtendedLifetime(lock) {}
             }
-            // Damaged rows (see `passkey list`) are skipped; each is reported once, and counted before serving.
-            store.onDamagedCredential { damaged in
-                Terminal.shared.write("passkey: store error: \(damaged); skipped\n")
-            }
+            // Damaged rows are counted (and reported) before serving.
             let passkeyCount = try store.allCredentials().count
             // Opening the store took its passphrase, which is the built-in user verification itself: a blocked
             // UV retry counter starts afresh.

@@ -41,6 +41,10 @@ struct StoreOptions: ParsableArguments {
     func openForServing(create: Bool) async throws -> (StoreLock, SQLiteCredentialStore) {
         let lock = try StoreLock.acquire(forStore: url)
         let store = try await open(create: create)
+        // Damaged rows (see `passkey list`) are skipped while serving; each is reported once.
+        store.onDamagedCredential { damaged in
+            Terminal.shared.write("passkey: store error: \(damaged); skipped\n")
+        }
         return (lock, store)
     }
 
