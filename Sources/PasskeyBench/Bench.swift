@@ -32,8 +32,10 @@ struct AuthenticatorBench: AsyncParsableCommand {
     @Option(help: "Number of interleaved slices per figure; medians are reported.") var rounds = 7
     @Option(
         help: ArgumentHelp(
-            "Only loop getAssertion (in-memory store) for this many seconds, for a profiler.", visibility: .hidden))
+            "Only loop getAssertion for this many seconds, for a profiler.", visibility: .hidden))
     var profileGetAssertion: Double?
+    @Option(help: ArgumentHelp("The store --profile-get-assertion uses: memory or sqlite.", visibility: .hidden))
+    var profileStore = "memory"
 
     func run() async throws {
         print("passkey-bench authenticator: \(rounds) interleaved slices of \(seconds) s per figure, medians")
@@ -47,12 +49,18 @@ struct AuthenticatorBench: AsyncParsableCommand {
             at: directory.appendingPathComponent("bench.sqlite"), passphrase: "bench", kdf: .testing)
         defer { sqlite.close() }
         let memoryAssertion = try await AssertionLoop(store: InMemoryCredentialStore())
+        let sqliteAssertion = try await AssertionLoop(store: sqlite)
         if let profileGetAssertion {
+            let loop = profileStore == "sqlite" ? sqliteAssertion : memoryAssertion
             let end = ContinuousClock.now + .seconds(profileGetAssertion)
-            while ContinuousClock.now < end { try await memoryAssertion.once() }
+            var count = 0
+            while ContinuousClock.now < end {
+                try await loop.once()
+                count += 1
+            }
+            print("\(count) getAssertion calls")
             return
         }
-        let sqliteAssertion = try await AssertionLoop(store: sqlite)
         // Registration runs against stores of its own, emptied before every slice: the loops then measure the same
         // work each round, the in-memory store never reaches its capacity (CTAP2_ERR_KEY_STORE_FULL), and the
         // assertion store keeps its 100 passkeys.
