@@ -102,7 +102,12 @@ final class SQLiteConnection {
         guard try textColumn("PRAGMA journal_mode") == ["wal"] else { return }
         guard let region = passkey_sqlite3_wal_index(handle) else { return }
         walIndex = region
-        if databaseVersion == nil { walIndex = nil }
+        // A header another process is rewriting at this moment reads as nil too: that passes within microseconds,
+        // while one with another layout stays nil, and is then not watched.
+        for _ in 0..<1000 {
+            if databaseVersion != nil { return }
+        }
+        walIndex = nil
     }
 
     /// A value that changes whenever any connection, in this process or another, commits to the database, and

@@ -60,6 +60,7 @@ struct ChangeDetectionTests {
         #expect(renamed.userName == "bob")
         #expect(renamed.userDisplayName == nil)
         #expect(renamed.privateKey.rawRepresentation == credential.privateKey.rawRepresentation)
+        #expect(try store.credential(id: credential.id)?.userName == "bob", "the row as read again, now cached")
 
         #expect(try second.deleteCredential(id: credential.id))
         #expect(try store.credential(id: credential.id) == nil, "a deleted passkey was served from the cache")
