@@ -107,16 +107,26 @@ enum RowAuthentication {
 }
 
 /// Credentials by ID, each remembered with the sealed bytes and the associated data (the rest of the row) its key
-/// was opened with.
+/// was opened with, and the database version at which its row was last read.
 ///
-/// A hit needs both to match the row as read now, so a row changed by another process, a sealed key moved, or a
-/// column changed underneath is checked afresh (and found damaged) rather than served from memory. On the
+/// A hit on the row needs both to match the row as read now, so a row changed by another process, a sealed key moved,
+/// or a column changed underneath is checked afresh (and found damaged) rather than served from memory. On the
 /// getAssertion path a hit is checked against SQLite's buffers directly and returns the credential as decoded before.
+/// Without reading the row at all, a credential is returned only while the database version is still the one at
+/// which its row was last read: no connection has committed anything since.
 struct KeyCache {
     /// Beyond this many keys the cache starts over, bounding memory.
     static let capacity = 4096
 
-    private var entries: [[UInt8]: (sealed: [UInt8], aad: [UInt8], credential: StoredCredential)] = [:]
+    private struct Entry {
+        var sealed: [UInt8]
+        var aad: [UInt8]
+        var credential: StoredCredential
+        /// A database version no later than the read that last found this row as cached; nil when unknown.
+        var readAt: DatabaseVersion?
+    }
+
+    private var entries: [[UInt8]: Entry] = [:]
 
     /// The key of the credential opened from exactly these sealed bytes and associated data.
     func key(id: [UInt8], sealed: [UInt8], aad: [UInt8]) -> P256.Signing.PrivateKey? {
@@ -132,11 +142,25 @@ struct KeyCache {
         return entry.credential
     }
 
-    mutating func insert(_ credential: StoredCredential, sealed: [UInt8], aad: [UInt8]) {
+    /// The credential whose row was last read at `version`, when the database is still at that version: nothing was
+    /// committed since, so the row is as it was read. Nil otherwise; the caller reads the row.
+    func credential(id: [UInt8], unchangedSince version: DatabaseVersion) -> StoredCredential? {
+        guard let entry = entries[id], entry.readAt == version else { return nil }
+        return entry.credential
+    }
+
+    /// Notes that a read that started at `version` found the row of `id` as cached.
+    mutating func rowWasRead(id: [UInt8], at version: DatabaseVersion?) {
+        entries[id]?.readAt = version
+    }
+
+    mutating func insert(
+        _ credential: StoredCredential, sealed: [UInt8], aad: [UInt8], readAt version: DatabaseVersion? = nil
+    ) {
         if entries.count >= Self.capacity {
             entries.removeAll()
         }
-        entries[credential.id] = (sealed, aad, credential)
+        entries[credential.id] = Entry(sealed: sealed, aad: aad, credential: credential, readAt: version)
     }
 
     mutating func remove(_ id: [UInt8]) {

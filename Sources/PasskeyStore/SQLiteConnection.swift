@@ -31,6 +31,8 @@ enum SQLiteValue: Hashable, Sendable {
 final class SQLiteConnection {
     private var handle: OpaquePointer?
     private var statements: [String: SQLiteStatement] = [:]
+    /// The WAL index SQLite maps for this connection, once `startWatchingForChanges()` has found it.
+    private var walIndex: UnsafeRawPointer?
 
     /// Opens the database at `path` with the `SQLITE_OPEN_*` flags given; never creates it unless asked to.
     init(path: String, flags: Int32) throws(SQLiteFailure) {
@@ -61,6 +63,7 @@ final class SQLiteConnection {
 
     /// Finalizes every cached statement and closes the handle. Idempotent.
     func close() {
+        walIndex = nil
         for statement in statements.values {
             statement.finalize()
         }
@@ -88,6 +91,36 @@ final class SQLiteConnection {
     var isReadOnly: Bool {
         guard let handle else { return true }
         return sqlite3_db_readonly(handle, "main") == 1
+    }
+
+    /// Lets `databaseVersion` answer: finds the WAL index SQLite maps for this connection. Does nothing unless the
+    /// database is in WAL mode and its index has the layout SQLite documents; `databaseVersion` then stays nil.
+    func startWatchingForChanges() throws(SQLiteFailure) {
+        let handle = try openHandle()
+        // A read first (the header's user_version), so SQLite has opened the WAL and mapped its index.
+        _ = try integer("PRAGMA user_version")
+        guard try textColumn("PRAGMA journal_mode") == ["wal"] else { return }
+        guard let region = passkey_sqlite3_wal_index(handle) else { return }
+        walIndex = region
+        // A header another process is rewriting at this moment reads as nil too: that passes within microseconds,
+        // while one with another layout stays nil, and is then not watched.
+        for _ in 0..<1000 {
+            if databaseVersion != nil { return }
+        }
+        walIndex = nil
+    }
+
+    /// A value that changes whenever any connection, in this process or another, commits to the database, and
+    /// otherwise stays the same: the header of the WAL index, which SQLite itself compares to decide whether its page
+    /// cache still holds (https://sqlite.org/walformat.html). Costs a few loads; no lock and no system call. Nil when
+    /// `startWatchingForChanges()` found nothing to watch, or while a writer is halfway through updating the header.
+    var databaseVersion: DatabaseVersion? {
+        guard let walIndex else { return nil }
+        var version = DatabaseVersion()
+        let consistent = withUnsafeMutableBytes(of: &version.header) { buffer in
+            passkey_wal_index_header(walIndex, buffer.baseAddress!.assumingMemoryBound(to: UInt64.self))
+        }
+        return consistent == 1 ? version : nil
     }
 
     /// Runs one or more statements that return no rows of interest.
@@ -138,6 +171,18 @@ final class SQLiteConnection {
     private func openHandle() throws(SQLiteFailure) -> OpaquePointer {
         guard let handle else { throw SQLiteFailure(code: SQLITE_MISUSE, message: "the database is closed") }
         return handle
+    }
+}
+
+/// The state of the database as of one WAL-index header (see `SQLiteConnection.databaseVersion`): equal versions mean no
+/// commit and no WAL restart happened in between.
+struct DatabaseVersion: Equatable, Sendable {
+    /// The header's 48 bytes as SQLite stores them: version, change counter, page size, last valid frame, page count,
+    /// checksums and salts.
+    fileprivate var header: (UInt64, UInt64, UInt64, UInt64, UInt64, UInt64) = (0, 0, 0, 0, 0, 0)
+
+    static func == (lhs: DatabaseVersion, rhs: DatabaseVersion) -> Bool {
+        lhs.header == rhs.header
     }
 }
 

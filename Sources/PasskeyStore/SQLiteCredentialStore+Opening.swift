@@ -263,7 +263,10 @@ extension SQLiteCredentialStore {
             } else {
                 try checkStatements(connection, path: path)
             }
-            try sql(action) { () throws(SQLiteFailure) in try connection.setCheckpointOnClose(true) }
+            try sql(action) { () throws(SQLiteFailure) in
+                try connection.setCheckpointOnClose(true)
+                try connection.startWatchingForChanges()
+            }
             return SQLiteCredentialStore(
                 url: url,
                 path: path,

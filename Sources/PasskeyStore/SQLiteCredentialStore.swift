@@ -81,6 +81,12 @@ public final class SQLiteCredentialStore: CredentialStore {
         }
     }
 
+    /// The version `credential(id:)` compares cached rows with (`SQLiteConnection.databaseVersion`); nil when the
+    /// store cannot watch the database for changes, and every lookup then reads its row.
+    var databaseVersion: DatabaseVersion? {
+        state.withLock { $0.connection?.databaseVersion }
+    }
+
     /// Calls `handler` once per damaged row (per credential ID, while the store is open) that the `CredentialStore`
     /// methods skip. `passkey serve` prints these.
     public func onDamagedCredential(_ handler: @escaping @Sendable (DamagedCredential) -> Void) {
@@ -133,10 +139,18 @@ public final class SQLiteCredentialStore: CredentialStore {
 
     /// The passkey with this credential ID; nil when there is none or its row is damaged (then reported). The key
     /// comes from the decrypted-key cache when the row is unchanged.
+    ///
+    /// The getAssertion path. While no connection has committed anything since the row was last read, the cached
+    /// credential is the row, and no SQL runs (`SQLiteConnection.databaseVersion`); otherwise the row is read, and an
+    /// unchanged row is recognized in SQLite's own buffers and answered from the cache.
     public func credential(id: [UInt8]) throws(CredentialStoreError) -> StoredCredential? {
-        // The getAssertion path: an unchanged row is recognized in SQLite's own buffers and answered from the cache.
         let found = try read("read passkey \(hexPrefix(id))") {
             (connection, keys) throws(CredentialStoreError) -> CredentialEntry? in
+            // Taken before the read: if anything commits during it, the next call sees another version.
+            let version = connection.databaseVersion
+            if let version, let cached = keys.credential(id: id, unchangedSince: version) {
+                return .intact(cached)
+            }
             let rows = try sql("read passkey \(hexPrefix(id))") { () throws(SQLiteFailure) in
                 try connection.prepared(SQL.selectByID).query([.blob(id)]) { row -> CachedOrRecord in
                     if let cached = keys.credential(id: id, row: row, sealedColumn: CredentialRecord.sealedColumn) {
@@ -146,9 +160,14 @@ public final class SQLiteCredentialStore: CredentialStore {
                 }
             }
             switch rows.first {
-            case nil: return nil
-            case .cached(let credential): return CredentialEntry.intact(credential)
-            case .record(let record): return entry(from: record, keys: &keys)
+            case nil:
+                keys.remove(id)
+                return nil
+            case .cached(let credential):
+                keys.rowWasRead(id: id, at: version)
+                return CredentialEntry.intact(credential)
+            case .record(let record):
+                return entry(from: record, keys: &keys, readAt: version)
             }
         }
         switch found {
@@ -456,7 +475,10 @@ extension SQLiteCredentialStore {
 
     /// Turns a row into a credential, or into a damaged entry when a column is missing or the seal does not open
     /// with the row as associated data. The key comes from the cache when the sealed bytes and the row still match.
-    private func entry(from record: CredentialRecord, keys: inout KeyCache) -> CredentialEntry {
+    /// `version` is the database version taken before the row was read, when known.
+    private func entry(
+        from record: CredentialRecord, keys: inout KeyCache, readAt version: DatabaseVersion? = nil
+    ) -> CredentialEntry {
         guard let id = record.blob(.id), !id.isEmpty, let relyingPartyID = record.text(.relyingPartyID),
             let userHandle = record.blob(.userHandle), let discoverable = record.integer(.discoverable),
             let backupEligible = record.integer(.backupEligible), let backupState = record.integer(.backupState),
@@ -495,7 +517,7 @@ extension SQLiteCredentialStore {
             hmacSecret: hmacSecret != 0,
             largeBlobKey: largeBlobKey != 0
         )
-        keys.insert(credential, sealed: sealed, aad: aad)
+        keys.insert(credential, sealed: sealed, aad: aad, readAt: version)
         return .intact(credential)
     }
 
