@@ -26,7 +26,11 @@ struct CTAPHIDUDPServerTests {
     }
 
     @Test func maximumPingIsEchoedByteForByte() async throws {
-        try await withServer(handler: { _, _ in [0] }) { server in
+        // 130 datagrams: generous timeouts, so that a loaded machine does not turn this into a timing test.
+        var configuration = CTAPHIDUDPServer.Configuration()
+        configuration.protocolConfiguration.transactionTimeout = .seconds(5)
+        configuration.protocolConfiguration.messageTimeout = .seconds(30)
+        try await withServer(configuration: configuration, handler: { _, _ in [0] }) { server in
             let host = try await TestHost.connect(to: server)
             defer { Task { await host.close() } }
             let cid = try await host.initialize()

@@ -163,11 +163,13 @@ final class Shared<Value: Sendable>: Sendable {
 
 /// Runs `body` with a server on 127.0.0.1 and an ephemeral port, closing it afterwards.
 func withServer<Result>(
+    configuration: CTAPHIDUDPServer.Configuration = CTAPHIDUDPServer.Configuration(),
     wink: WinkHandler? = nil,
     handler: @escaping CBORHandler,
     _ body: (CTAPHIDUDPServer) async throws -> Result
 ) async throws -> Result {
-    let server = try await CTAPHIDUDPServer.start(host: "127.0.0.1", port: 0, wink: wink, handler: handler)
+    let server = try await CTAPHIDUDPServer.start(
+        host: "127.0.0.1", port: 0, configuration: configuration, wink: wink, handler: handler)
     do {
         let result = try await body(server)
         await server.close()
