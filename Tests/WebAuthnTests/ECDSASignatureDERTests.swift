@@ -10,7 +10,8 @@ struct ECDSASignatureDERTests {
         let key = P256.Signing.PrivateKey()
         for index in 0..<2_000 {
             let signature = try key.signature(for: [UInt8(index & 0xFF), UInt8(index >> 8)])
-            #expect(ECDSASignatureDER.encode(raw: Array(signature.rawRepresentation)) == Array(signature.derRepresentation))
+            let encoded = ECDSASignatureDER.encode(raw: Array(signature.rawRepresentation))
+            #expect(encoded == Array(signature.derRepresentation))
         }
     }
 
