@@ -9,9 +9,14 @@ import Crypto
 import Foundation
 import FuzzTargets
 
-/// The target libFuzzer's callback runs: the first argument, read once.
+/// The target libFuzzer's callback runs, read once: the first argument names it, or, in the processes libFuzzer
+/// starts itself (`-merge=1`, `-fork=N`, `-minimize_crash=1`), which get only libFuzzer's arguments,
+/// `PASSKEY_FUZZ_TARGET`, which the first process sets.
 enum Selected {
-    static let target: FuzzTarget? = CommandLine.arguments.dropFirst().first.flatMap(FuzzTargets.named)
+    static let environmentVariable = "PASSKEY_FUZZ_TARGET"
+    static let namedByArgument = CommandLine.arguments.dropFirst().first.flatMap(FuzzTargets.named)
+    static let target: FuzzTarget? =
+        namedByArgument ?? ProcessInfo.processInfo.environment[environmentVariable].flatMap(FuzzTargets.named)
 }
 
 func fail(_ message: String) -> Never {
@@ -75,13 +80,15 @@ case "seeds":
     }
 default:
     guard let target = Selected.target else { fail("no target called \(arguments[0])\n\(usage)") }
+    let rest = Selected.namedByArgument == nil ? arguments : Array(arguments.dropFirst())
     guard passkey_fuzzer_is_linked() != 0 else {
-        replay(target, paths: Array(arguments.dropFirst()))
+        replay(target, paths: rest)
         exit(0)
     }
+    setenv(Selected.environmentVariable, target.name, 1)
     // libFuzzer reads its own options and corpus directories from argv: the program name and what follows the
     // target name. The strings live until exit.
-    var argv: [UnsafeMutablePointer<CChar>?] = ([CommandLine.arguments[0]] + arguments.dropFirst()).map { strdup($0) }
+    var argv: [UnsafeMutablePointer<CChar>?] = ([CommandLine.arguments[0]] + rest).map { strdup($0) }
     argv.append(nil)
     var argc = CInt(argv.count - 1)
     let status = argv.withUnsafeMutableBufferPointer { buffer -> CInt in
