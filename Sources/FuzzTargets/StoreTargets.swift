@@ -1,6 +1,7 @@
 import CTAP2
 import Foundation
 import PasskeyStore
+import Synchronization
 
 /// Opening a store file that someone else wrote: damaged, truncated or hostile.
 enum StoreTargets {
@@ -14,6 +15,15 @@ enum StoreTargets {
             at: url, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
         return url
     }()
+
+    /// Numbers the files, so that runs on several threads (the corpus replay tests) never share one.
+    private static let runs = Atomic<Int>(0)
+
+    /// A new file name in `directory`.
+    private static func freshURL(_ kind: String) -> URL {
+        let number = runs.wrappingAdd(1, ordering: .relaxed).oldValue
+        return directory.appendingPathComponent("\(kind)-\(number).passkeys")
+    }
 
     private static func clear(_ url: URL) {
         for suffix in ["", "-wal", "-shm", "-journal"] {
@@ -41,7 +51,7 @@ enum StoreTargets {
         name: "store",
         summary: "opening a mutated store file: refused with the file unchanged, or opened and fully readable",
         seeds: {
-            let url = directory.appendingPathComponent("seed.passkeys")
+            let url = freshURL("seed")
             clear(url)
             defer { clear(url) }
             guard let store = try? SQLiteCredentialStore.create(at: url, passphrase: passphrase, kdf: .testing)
@@ -56,7 +66,7 @@ enum StoreTargets {
             return [contents(of: url.path)].compactMap { $0 }
         },
         run: { input in
-            let url = directory.appendingPathComponent("store.passkeys")
+            let url = freshURL("store")
             clear(url)
             defer { clear(url) }
             guard FileManager.default.createFile(atPath: url.path, contents: Data(input)) else {
