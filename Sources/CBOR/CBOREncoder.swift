@@ -26,9 +26,20 @@ extension CBORValue {
             for element in elements { element.encode(into: &output) }
         case .map(let entries):
             Self.appendHead(major: 5, argument: UInt64(entries.count), to: &output)
-            for entry in entries.sorted(by: { Self.canonicallyPrecedes($0.key, $1.key) }) {
-                entry.key.encode(into: &output)
-                entry.value.encode(into: &output)
+            if entries.keys.allSatisfy(\.isScalarKey) {
+                for entry in entries.sorted(by: { Self.canonicallyPrecedes($0.key, $1.key) }) {
+                    entry.key.encode(into: &output)
+                    entry.value.encode(into: &output)
+                }
+            } else {
+                // Keys that are arrays, maps or other values sort by their encoding, made once per key: encoding
+                // them in every comparison made nested map keys cost exponential time (found by fuzzing).
+                let sorted = entries.map { (key: $0.key.encoded(), value: $0.value) }
+                    .sorted { CanonicalOrder.compare($0.key[...], $1.key[...]) == .ascending }
+                for entry in sorted {
+                    output.append(contentsOf: entry.key)
+                    entry.value.encode(into: &output)
+                }
             }
         case .bool(let value):
             output.append(value ? 0xF5 : 0xF4)
@@ -36,6 +47,14 @@ extension CBORValue {
             output.append(0xF6)
         case .float(let value):
             Self.appendFloat(value, to: &output)
+        }
+    }
+
+    /// Whether `canonicallyPrecedes` orders this key without encoding anything big: integers and text strings.
+    var isScalarKey: Bool {
+        switch self {
+        case .unsigned, .negative, .text: true
+        default: false
         }
     }
 

@@ -83,6 +83,20 @@ struct CBORVectorTests {
         }
     }
 
+    /// A map key that holds a map key that holds a map key…, 24 deep, with two small sibling keys a level: each key
+    /// is encoded once, so this is a few hundred bytes of work. Encoding keys in every comparison encoded the deep
+    /// key several times a level, which is exponential in the depth (the `cbor` fuzz target's timeout): the test then
+    /// ran for over 200 s without finishing, and Tools/test's timeout fails such a run (the time limit marks it
+    /// failed where the test can be cancelled).
+    @Test(.timeLimit(.minutes(1))) func nestedMapKeysEncodeInLinearTime() throws {
+        var value: CBORValue = 0
+        for depth in 0..<24 {
+            value = .map([.map([0: value]): 1, .map([1: .int(depth)]): 2, .array([.int(depth)]): 3])
+        }
+        let encoded = value.encoded()
+        #expect(try CBORDecoder(maximumDepth: 100).decode(encoded) == value)
+    }
+
     /// Map keys sort by encoded length first: -1 (0x20) precedes 24 (0x1818) although 0x18 < 0x20.
     @Test func mapKeysSortLengthFirst() throws {
         let value: CBORValue = [24: 2, -1: 1, "aa": 3, 0: 0]
