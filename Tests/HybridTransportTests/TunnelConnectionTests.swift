@@ -216,12 +216,7 @@ struct TunnelFloodTests {
         defer { Task { await server.close() } }
         let tunnel = try await TunnelConnection.connect(to: server.url + "/x", timeout: .seconds(5))
         // The client answers the flood with a close frame, 1008 (policy violation), before anything is read.
-        var frames: [TunnelConnectionTests.ClientFrame] = []
-        let deadline = ContinuousClock.now + .seconds(10)
-        while !frames.contains(where: { $0.opcode == 0x8 }), ContinuousClock.now < deadline {
-            try await Task.sleep(for: .milliseconds(10))
-            frames = try TunnelConnectionTests.parseClientFrames(server.received.bytes.withLock { $0 })
-        }
+        let frames = try await TunnelConnectionTests.framesUntilClose(from: server)
         let close = try #require(frames.first { $0.opcode == 0x8 }, "the client never closed the flooded tunnel")
         #expect(close.payload == [0x03, 0xF0])
         // What was queued before the limit is still delivered, then the error.
@@ -244,12 +239,7 @@ struct TunnelFloodTests {
         let server = try await ScriptedWebSocketServer(script: script)
         defer { Task { await server.close() } }
         let tunnel = try await TunnelConnection.connect(to: server.url + "/x", timeout: .seconds(5))
-        var frames: [TunnelConnectionTests.ClientFrame] = []
-        let deadline = ContinuousClock.now + .seconds(10)
-        while !frames.contains(where: { $0.opcode == 0x8 }), ContinuousClock.now < deadline {
-            try await Task.sleep(for: .milliseconds(10))
-            frames = try TunnelConnectionTests.parseClientFrames(server.received.bytes.withLock { $0 })
-        }
+        let frames = try await TunnelConnectionTests.framesUntilClose(from: server)
         #expect(frames.first { $0.opcode == 0x8 }?.payload == [0x03, 0xF0])
         for index in 0..<fits {
             #expect(try await tunnel.receive(timeout: .seconds(5), waitingFor: "test")?.first == UInt8(index))
@@ -258,5 +248,18 @@ struct TunnelFloodTests {
             try await tunnel.receive(timeout: .seconds(5), waitingFor: "test")
         }
         await tunnel.close()
+    }
+}
+
+extension TunnelConnectionTests {
+    /// The client's frames once it has sent a close frame (polled every 10 ms, for at most 10 s).
+    static func framesUntilClose(from server: ScriptedWebSocketServer) async throws -> [ClientFrame] {
+        var frames: [ClientFrame] = []
+        let deadline = ContinuousClock.now + .seconds(10)
+        while !frames.contains(where: { $0.opcode == 0x8 }), ContinuousClock.now < deadline {
+            try await Task.sleep(for: .milliseconds(10))
+            frames = try parseClientFrames(server.received.bytes.withLock { $0 })
+        }
+        return frames
     }
 }

@@ -85,11 +85,7 @@ struct ChangeDetectionTests {
     func aRowChangedByAnotherProcessIsNeverServedFromTheCache(change: String) async throws {
         let scratch = try Scratch()
         let store = try scratch.makeStore()
-        var credential = makeCredential()
-        credential.credentialProtection = .userVerificationRequired
-        credential.credentialBlob = [7, 7]
-        credential.hmacSecret = true
-        credential.largeBlobKey = true
+        let credential = makeFullyProtectedCredential()
         try store.save(credential)
         try warm(store, credential.id)
         try execute("UPDATE credentials SET \(change)", on: scratch.url())

@@ -102,11 +102,7 @@ struct HostileStoreTests {
     func aRowChangedWithoutThePassphraseIsNeverUsed(change: String) async throws {
         let scratch = try Scratch()
         let store = try scratch.makeStore()
-        var credential = makeCredential()
-        credential.credentialProtection = .userVerificationRequired
-        credential.credentialBlob = [7, 7]
-        credential.hmacSecret = true
-        credential.largeBlobKey = true
+        let credential = makeFullyProtectedCredential()
         try store.save(credential)
         _ = try store.allCredentials()  // warm the key cache: a changed row must not be served from it
         try execute("UPDATE credentials SET \(change)", on: scratch.url())

@@ -155,3 +155,14 @@ struct PythonFailure: Error, CustomStringConvertible {
     var message: String
     var description: String { "python3 failed: \(message)" }
 }
+
+/// A passkey with every protection a row can carry (credProtect level 3, credBlob, hmac-secret, largeBlobKey): the
+/// one the hostile-row tests change with SQL.
+func makeFullyProtectedCredential() -> StoredCredential {
+    var credential = makeCredential()
+    credential.credentialProtection = .userVerificationRequired
+    credential.credentialBlob = [7, 7]
+    credential.hmacSecret = true
+    credential.largeBlobKey = true
+    return credential
+}
