@@ -39,7 +39,6 @@ let package = Package(
         .library(name: "HybridTransport", targets: ["HybridTransport"]),
         .library(name: "HybridLink", targets: ["HybridLink"]),
         .library(name: "CrossDevice", targets: ["CrossDevice"]),
-        .library(name: "BlueZProximity", targets: ["BlueZProximity"]),
         .library(name: "QRImage", targets: ["QRImage"]),
         .library(name: "RelayServer", targets: ["RelayServer"]),
         .library(name: "WebRelyingParty", targets: ["WebRelyingParty"]),
@@ -71,7 +70,6 @@ let package = Package(
             dependencies: ["RelayCore", "Hybrid", nioCore, nioPosix, nioHTTP1, nioWebSocket, nioSSL, logging],
             swiftSettings: strictSettings
         ),
-        .target(name: "Proximity", swiftSettings: strictSettings),
 
         // MARK: I/O adapters.
         .systemLibrary(name: "CQRencode", pkgConfig: "libqrencode", providers: [.apt(["libqrencode-dev"])]),
@@ -79,7 +77,9 @@ let package = Package(
         .systemLibrary(name: "CPNG", pkgConfig: "libpng", providers: [.apt(["libpng-dev"])]),
         .target(name: "QRImage", dependencies: ["CQRencode", "CZbar", "CPNG"], swiftSettings: strictSettings),
         .systemLibrary(name: "CBlueZ", pkgConfig: "bluez", providers: [.apt(["libbluetooth-dev"])]),
-        .target(name: "BlueZProximity", dependencies: ["Proximity", "CBlueZ"], swiftSettings: strictSettings),
+        // The radio protocol and both radios: BlueZ's raw HCI socket (pure codecs apart from the socket loop) and the
+        // simulated radio over UDP.
+        .target(name: "Proximity", dependencies: ["CBlueZ", nioCore, nioPosix], swiftSettings: strictSettings),
         // <linux/uhid.h> sizes and offsets, for UHIDTests only (the header comes with linux-libc-dev).
         .systemLibrary(name: "CUHIDHeader", providers: [.apt(["linux-libc-dev"])]),
         .systemLibrary(name: "CSQLite", pkgConfig: "sqlite3", providers: [.apt(["libsqlite3-dev"])]),
@@ -95,7 +95,7 @@ let package = Package(
         ),
         .target(
             name: "HybridTransport",
-            dependencies: ["Hybrid", "Proximity", crypto, nioCore, nioPosix, nioHTTP1, nioWebSocket, nioSSL, logging],
+            dependencies: ["Hybrid", crypto, nioCore, nioPosix, nioHTTP1, nioWebSocket, nioSSL, logging],
             swiftSettings: strictSettings
         ),
         // One driver per hybrid role, carrying out its session's actions over an injected environment.
@@ -107,8 +107,8 @@ let package = Package(
         .target(
             name: "CrossDevice",
             dependencies: [
-                "HybridLink", "HybridTransport", "BlueZProximity", "Hybrid", "Proximity", "CBOR", "CTAP2",
-                "RelyingParty", "WebAuthn", crypto,
+                "HybridLink", "HybridTransport", "Hybrid", "Proximity", "CBOR", "CTAP2", "RelyingParty", "WebAuthn",
+                crypto,
             ],
             swiftSettings: strictSettings
         ),
@@ -213,10 +213,7 @@ let package = Package(
         ),
         .testTarget(name: "UHIDTests", dependencies: ["UHID", "CUHIDHeader"], swiftSettings: strictSettings),
         .testTarget(
-            name: "BlueZProximityTests",
-            dependencies: ["BlueZProximity", "Proximity"],
-            swiftSettings: strictSettings
-        ),
+            name: "ProximityTests", dependencies: ["Proximity", "CBlueZ", "Hybrid"], swiftSettings: strictSettings),
         .testTarget(name: "QRImageTests", dependencies: ["QRImage", "Hybrid", crypto], swiftSettings: strictSettings),
         // A software authenticator that answers in the WebAuthn Level 3 JSON forms, for the two test targets below.
         .target(

@@ -1,6 +1,7 @@
 /// Bluetooth LE proximity for hybrid sign-in, behind one small protocol: the authenticator advertises the
-/// encrypted caBLE service data, the client scans for it. Two backends implement it: BlueZ's HCI socket
-/// (`--ble hci[:N]`) and a simulated radio over UDP (`--ble sim[:HOST:PORT]`, Docs/Hybrid.md).
+/// encrypted caBLE service data, the client scans for it. Both radios live in this module beside the protocol:
+/// BlueZ's raw HCI socket (`BlueZ/`, `--ble hci[:N]`) and a simulated radio over UDP (`Simulated/`,
+/// `--ble sim[:HOST:PORT]`); `Radio` opens the one a `--ble` mode names (Docs/Proximity.md).
 ///
 /// Both carry LE *advertising data*: the AD structures a controller puts in an advertising PDU, at most 31 bytes.
 /// Callers build and parse it with `Hybrid.AdvertisingData`.

@@ -6,6 +6,7 @@ import HybridLink
 import HybridTransport
 import Logging
 import NIOSSL
+import Proximity
 import RelayServer
 import RelyingParty
 import Testing

@@ -1,5 +1,3 @@
-import Glibc
-import Proximity
 import Synchronization
 
 /// Timing for the BlueZ backend. Intervals are in the controller's units of 0.625 ms.
@@ -51,7 +49,9 @@ public enum BlueZRadio {
 }
 
 /// Advertises through a BlueZ controller's raw HCI socket: non-connectable undirected advertising (ADV_NONCONN_IND)
-/// from the controller's public address on all three channels. Commands run on a Dispatch thread, one at a time.
+/// on all three channels, from a static random address made for this advertiser, so that observers can link the
+/// advert neither to the computer's public address nor to earlier sessions. Commands run on a Dispatch thread, one
+/// at a time.
 public final class BlueZAdvertiser: ProximityAdvertiser {
     private struct State {
         /// `nil` once closed.
@@ -61,33 +61,48 @@ public final class BlueZAdvertiser: ProximityAdvertiser {
 
     private let state: Mutex<State>
     private let options: BlueZOptions
+    /// The address the advert comes from, for this advertiser's whole life.
+    let address: StaticRandomAddress
 
     /// Opens adapter `hciN`; see `BlueZRadio.advertiser(adapter:options:)` for the errors.
     public convenience init(adapter: Int, options: BlueZOptions = BlueZOptions()) throws(ProximityError) {
         try self.init(adapter: adapter, options: options, open: LinuxHCISocket.open(adapter:))
     }
 
-    /// Opens the adapter through `open`: a fake socket in tests.
-    init(adapter: Int, options: BlueZOptions, open: (Int) throws(HCISocketError) -> any HCISocket)
+    /// Opens the adapter through `open` (a fake socket in tests), with an address from the system's generator.
+    convenience init(adapter: Int, options: BlueZOptions, open: (Int) throws(HCISocketError) -> any HCISocket)
         throws(ProximityError)
     {
-        state = Mutex(State(controller: try BlueZRadio.controller(adapter: adapter, options: options, open: open)))
-        self.options = options
+        var generator = SystemRandomNumberGenerator()
+        try self.init(adapter: adapter, options: options, randomNumbers: &generator, open: open)
     }
 
-    /// Sends LE Set Advertising Enable (off, "command disallowed" ignored), LE Set Advertising Parameters,
-    /// LE Set Advertising Data and LE Set Advertising Enable (on), each waiting for the controller's answer.
+    /// Opens the adapter through `open`, with an address drawn from `randomNumbers`.
+    init(
+        adapter: Int, options: BlueZOptions, randomNumbers: inout some RandomNumberGenerator,
+        open: (Int) throws(HCISocketError) -> any HCISocket
+    ) throws(ProximityError) {
+        state = Mutex(State(controller: try BlueZRadio.controller(adapter: adapter, options: options, open: open)))
+        self.options = options
+        address = StaticRandomAddress(using: &randomNumbers)
+    }
+
+    /// Sends LE Set Advertising Enable (off, "command disallowed" ignored), LE Set Random Address, LE Set
+    /// Advertising Parameters (own address random), LE Set Advertising Data and LE Set Advertising Enable (on), each
+    /// waiting for the controller's answer. The controller refuses the address while it scans (for another program):
+    /// that fails the call rather than advertise from the public address.
     public func startAdvertising(_ advertisingData: [UInt8]) async throws(ProximityError) {
         guard advertisingData.count <= HCICommand.maximumAdvertisingDataCount else {
             throw .advertisingDataTooLong(advertisingData.count)
         }
-        let interval = options.advertisingInterval
+        let (interval, address) = (options.advertisingInterval, address)
         try await offloaded { () throws(ProximityError) in
             try self.state.withLock { state throws(ProximityError) in
                 guard let controller = state.controller else { throw .failed("the advertiser is closed") }
                 try controller.run(.setAdvertisingEnable(false), allowing: [.commandDisallowed])
                 state.advertising = false
-                try controller.run(.setAdvertisingParameters(interval: interval))
+                try controller.run(.setRandomAddress(address))
+                try controller.run(.setAdvertisingParameters(interval: interval, ownAddressType: .random))
                 try controller.run(.setAdvertisingData(advertisingData))
                 try controller.run(.setAdvertisingEnable(true))
                 state.advertising = true
@@ -127,7 +142,8 @@ public final class BlueZAdvertiser: ProximityAdvertiser {
 }
 
 /// Scans through a BlueZ controller's raw HCI socket: a passive scan with duplicate filtering off, so that every
-/// advertisement is reported. A dedicated thread reads the LE Advertising Reports and calls `onAdvert`.
+/// advertisement is reported. A dedicated thread (`ReaderThread`) waits for the LE Advertising Reports and calls
+/// `onAdvert`.
 public final class BlueZScanner: ProximityScanner {
     private struct State {
         /// `nil` once closed.
@@ -204,66 +220,5 @@ public final class BlueZScanner: ProximityScanner {
         reader.stop()
         state.reader = nil
         try? state.controller?.run(.setScanEnable(false), allowing: [.commandDisallowed])
-    }
-}
-
-/// The scanner's dedicated thread: reads events, passes each complete report's data to the callback, and ends
-/// when asked or when the socket fails.
-final class ReaderThread: Sendable {
-    private let thread: pthread_t
-    /// How long one read waits before looking at `stopRequested` again.
-    static let pollInterval = Duration.milliseconds(50)
-
-    private final class Context: Sendable {
-        let socket: any HCISocket
-        let onAdvert: @Sendable ([UInt8]) -> Void
-        let stopRequested: Atomic<Bool> = Atomic(false)
-        init(socket: any HCISocket, onAdvert: @escaping @Sendable ([UInt8]) -> Void) {
-            self.socket = socket
-            self.onAdvert = onAdvert
-        }
-    }
-
-    private let context: Context
-
-    init(socket: any HCISocket, onAdvert: @escaping @Sendable ([UInt8]) -> Void) throws(ProximityError) {
-        let context = Context(socket: socket, onAdvert: onAdvert)
-        let argument = Unmanaged.passRetained(context).toOpaque()
-        var thread = pthread_t()
-        let result = pthread_create(
-            &thread, nil,
-            { argument in
-                let context = Unmanaged<Context>.fromOpaque(argument!).takeRetainedValue()
-                ReaderThread.run(context)
-                return nil
-            }, argument)
-        guard result == 0 else {
-            Unmanaged<Context>.fromOpaque(argument).release()
-            throw .failed("could not start the scan reader thread (errno \(result))")
-        }
-        self.thread = thread
-        self.context = context
-    }
-
-    /// Asks the thread to end and waits until it has.
-    func stop() {
-        context.stopRequested.store(true, ordering: .releasing)
-        pthread_join(thread, nil)
-    }
-
-    private static func run(_ context: Context) {
-        while !context.stopRequested.load(ordering: .acquiring) {
-            let packet: [UInt8]?
-            do {
-                packet = try context.socket.read(timeout: pollInterval)
-            } catch {
-                return
-            }
-            guard let packet, case .advertisingReports(let reports)? = try? HCIEvent(packet: packet) else { continue }
-            for report in reports where report.isComplete {
-                guard !context.stopRequested.load(ordering: .acquiring) else { return }
-                context.onAdvert(report.data)
-            }
-        }
     }
 }

@@ -1,7 +1,7 @@
 import CBlueZ
 import Testing
 
-@testable import BlueZProximity
+@testable import Proximity
 
 /// The command bytes against `hcitool cmd` lines that worked on a real kernel (platform notes) and BlueZ's
 /// `lib/hci.h`; the event parser against hand-built events and hostile input.
@@ -40,10 +40,97 @@ struct HCICodecTests {
         #expect(HCICommand.setScanEnable(false).packet == bytes("01 0C 20 02 00 00"))
     }
 
+    @Test func randomAddressAndRandomOwnAddressType() throws {
+        // hcitool -i hci0 cmd 0x08 0x0005 06 05 04 03 02 C1: the address C1:02:03:04:05:06, least significant first.
+        let address = try #require(StaticRandomAddress(value: 0xC1_02_03_04_05_06))
+        #expect(HCICommand.setRandomAddress(address).packet == bytes("01 05 20 06 06 05 04 03 02 C1"))
+        #expect(address.description == "C1:02:03:04:05:06")
+        #expect(
+            HCICommand.setAdvertisingParameters(interval: 0x00A0, ownAddressType: .random).packet
+                == bytes("01 06 20 0F A0 00 A0 00 03 01 00 00 00 00 00 00 00 07 00"))
+        #expect(HCICommand.setRandomAddress(address).description == "LE Set Random Address")
+    }
+
+    /// Core 5.4, Vol 6 Part B §1.3.2.1: static means the top two bits are 11 and the other 46 are not all equal.
+    @Test func staticRandomAddressRules() {
+        for valid: UInt64 in [0xC0_00_00_00_00_01, 0xFF_FF_FF_FF_FF_FE, 0xC1_02_03_04_05_06, 0xF9_86_B9_C3_DC_AF] {
+            #expect(StaticRandomAddress(value: valid)?.value == valid, "\(valid)")
+        }
+        for invalid: UInt64 in [
+            0, 0xC0_00_00_00_00_00, 0xFF_FF_FF_FF_FF_FF, 0x3F_FF_FF_FF_FF_FF, 0x40_00_00_00_00_01,
+            0x80_00_00_00_00_01, 0x01_C0_00_00_00_00_01, .max,
+        ] {
+            #expect(StaticRandomAddress(value: invalid) == nil, "\(invalid)")
+        }
+    }
+
+    /// Whatever the generator returns, one draw makes a valid address; a seeded generator replays exactly.
+    @Test func staticRandomAddressFromAnyGenerator() throws {
+        struct Constant: RandomNumberGenerator {
+            var value: UInt64
+            mutating func next() -> UInt64 { value }
+        }
+        var zeros = Constant(value: 0)
+        #expect(StaticRandomAddress(using: &zeros).value == 0xC0_00_00_00_00_01)
+        var ones = Constant(value: .max)
+        #expect(StaticRandomAddress(using: &ones).value == 0xFF_FF_FF_FF_FF_FE)
+        var typeBitsOnly = Constant(value: 0x3F_FF_FF_FF_FF_FF << 2)
+        #expect(StaticRandomAddress(using: &typeBitsOnly).value == 0xFF_FF_FF_FF_FF_FC)
+
+        var seeded = SeededRandom(seed: BlueZRadioTests.addressSeed)
+        let first = StaticRandomAddress(using: &seeded)
+        #expect(first.littleEndianBytes == BlueZRadioTests.address)
+        #expect(first.description == "F9:86:B9:C3:DC:AF")
+        var random = SeededRandom(seed: 0xB1E2_0004)
+        for _ in 0..<1000 {
+            let address = StaticRandomAddress(using: &random)
+            #expect(StaticRandomAddress(value: address.value) == address)
+            #expect(address.littleEndianBytes.count == 6)
+            #expect(address.littleEndianBytes[5] & 0xC0 == 0xC0)
+        }
+    }
+
+    /// What a packet read while a command waits says about it.
+    @Test func commandAnswers() {
+        let command = HCICommand.setRandomAddress(StaticRandomAddress(value: 0xC1_02_03_04_05_06)!)
+        let answers: [([UInt8], HCICommandAnswer)] = [
+            (commandComplete(0x2005, status: 0x00), .status(.success)),
+            (commandComplete(0x2005, status: 0x0C), .status(.commandDisallowed)),
+            (commandStatus(0x2005, status: 0x12), .status(.invalidParameters)),
+            (bytes("04 0E 04 01 05 20 00 FF"), .unrelated),  // its length does not add up
+            (bytes("04 0E 03 01 05 20"), .noStatus),
+            (commandComplete(0x2006, status: 0x00), .unrelated),
+            (commandStatus(0x0C03, status: 0x00), .unrelated),
+            (advertisingReportEvent([ReportFields(data: [1])]), .unrelated),
+            (bytes("04 05 04 00 40 00 13"), .unrelated),
+            ([], .unrelated),
+            (bytes("01 05 20 00"), .unrelated),
+        ]
+        for (packet, expected) in answers {
+            #expect(command.answer(in: packet) == expected, "\(packet)")
+        }
+    }
+
+    /// The socket filter matches what BlueZ's own `hci_filter_*` helpers build.
+    @Test func eventFilterAgreesWithBlueZHelpers() {
+        var filter = hci_filter()
+        hci_filter_clear(&filter)
+        hci_filter_set_ptype(HCI_EVENT_PKT, &filter)
+        for event in [EVT_CMD_COMPLETE, EVT_CMD_STATUS, EVT_LE_META_EVENT] { hci_filter_set_event(event, &filter) }
+        let backend = HCIEventFilter.backend
+        #expect(backend.typeMask == filter.type_mask)
+        #expect(backend.eventMask == [filter.event_mask.0, filter.event_mask.1])
+        #expect(HCIEventFilter(types: [0x04, 200], events: [0x3E, 0x3F, 64, 255]).eventMask == [0, 0xC000_0000])
+    }
+
     /// Opcodes and parameter sizes as BlueZ's own headers define them.
     @Test func layoutsAgreeWithBlueZHeaders() {
         func opcode(_ ocf: Int32) -> UInt16 { UInt16(OGF_LE_CTL) << 10 | UInt16(ocf) }
         let commands: [(HCICommand, UInt16, Int32)] = [
+            (
+                .setRandomAddress(StaticRandomAddress(value: 0xC0_00_00_00_00_01)!), opcode(OCF_LE_SET_RANDOM_ADDRESS),
+                LE_SET_RANDOM_ADDRESS_CP_SIZE
+            ),
             (
                 .setAdvertisingParameters(interval: 0xA0), opcode(OCF_LE_SET_ADVERTISING_PARAMETERS),
                 LE_SET_ADVERTISING_PARAMETERS_CP_SIZE
@@ -202,7 +289,7 @@ struct HCICodecTests {
 }
 
 /// Vigna's SplitMix64, so the fuzz run replays exactly.
-struct SeededRandom {
+struct SeededRandom: RandomNumberGenerator {
     private var state: UInt64
     init(seed: UInt64) { state = seed }
 

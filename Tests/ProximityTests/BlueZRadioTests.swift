@@ -1,15 +1,19 @@
 import Glibc
-import Proximity
 import Testing
 
-@testable import BlueZProximity
+@testable import Proximity
 
 /// The advertiser and scanner against a fake HCI socket: exact command bytes out, event bytes in.
-struct BlueZProximityTests {
+struct BlueZRadioTests {
     static let advert = cableAdvert((1...20).map { UInt8($0) })
+    /// The advertisers below draw their address from `SeededRandom(seed: addressSeed)`: C0 | 46 random bits, sent
+    /// least significant byte first.
+    static let addressSeed: UInt64 = 0xB1E2_0003
+    static let address = bytes("AF DC C3 B9 86 F9")
     static let advertiseCommands = [
         bytes("01 0A 20 01 00"),
-        bytes("01 06 20 0F A0 00 A0 00 03 00 00 00 00 00 00 00 00 07 00"),
+        bytes("01 05 20 06") + address,
+        bytes("01 06 20 0F A0 00 A0 00 03 01 00 00 00 00 00 00 00 07 00"),
         bytes("01 08 20 20 18") + advert + [UInt8](repeating: 0, count: 7),
         bytes("01 0A 20 01 01"),
     ]
@@ -26,7 +30,10 @@ struct BlueZProximityTests {
     }
 
     static func advertiser(_ socket: FakeHCISocket, options: BlueZOptions = fast()) throws -> BlueZAdvertiser {
-        try BlueZAdvertiser(adapter: 0, options: options) { _ throws(HCISocketError) in socket }
+        var random = SeededRandom(seed: addressSeed)
+        return try BlueZAdvertiser(adapter: 0, options: options, randomNumbers: &random) { _ throws(HCISocketError) in
+            socket
+        }
     }
 
     static func scanner(_ socket: FakeHCISocket) throws -> BlueZScanner {
@@ -35,7 +42,7 @@ struct BlueZProximityTests {
 
     // MARK: Advertising
 
-    @Test func advertiseSendsDisableParametersDataEnable() async throws {
+    @Test func advertiseSendsDisableRandomAddressParametersDataEnable() async throws {
         let socket = FakeHCISocket()
         let advertiser = try Self.advertiser(socket)
         try await advertiser.startAdvertising(Self.advert)
@@ -44,7 +51,7 @@ struct BlueZProximityTests {
         await advertiser.stopAdvertising()
         #expect(socket.written == Self.advertiseCommands + [bytes("01 0A 20 01 00")])
         await advertiser.stopAdvertising()  // twice: nothing more
-        #expect(socket.written.count == 5)
+        #expect(socket.written.count == Self.advertiseCommands.count + 1)
 
         await advertiser.close()
         #expect(socket.isClosed)
@@ -61,7 +68,7 @@ struct BlueZProximityTests {
         try await advertiser.startAdvertising([0x02, 0x01, 0x06])
         await advertiser.close()  // restores the controller before closing
         #expect(socket.written.last == bytes("01 0A 20 01 00"))
-        #expect(socket.written.count == 5)
+        #expect(socket.written.count == Self.advertiseCommands.count + 1)
         #expect(socket.isClosed)
     }
 
@@ -70,10 +77,11 @@ struct BlueZProximityTests {
         let advertiser = try Self.advertiser(socket)
         try await advertiser.startAdvertising(Self.advert)
         try await advertiser.startAdvertising([0x02, 0x01, 0x06])
-        let second = Array(socket.written[4...])
-        #expect(second.count == 4)
+        let second = Array(socket.written[Self.advertiseCommands.count...])
+        #expect(second.count == Self.advertiseCommands.count)
         #expect(second[0] == bytes("01 0A 20 01 00"))
-        #expect(second[2] == bytes("01 08 20 20 03 02 01 06") + [UInt8](repeating: 0, count: 28))
+        #expect(second[1] == Self.advertiseCommands[1], "the same address for the advertiser's whole life")
+        #expect(second[3] == bytes("01 08 20 20 03 02 01 06") + [UInt8](repeating: 0, count: 28))
     }
 
     @Test func customIntervalIsSent() async throws {
@@ -81,7 +89,7 @@ struct BlueZProximityTests {
         options.advertisingInterval = 0x0640  // 1 s
         let socket = FakeHCISocket()
         try await Self.advertiser(socket, options: options).startAdvertising(Self.advert)
-        #expect(socket.written[1] == bytes("01 06 20 0F 40 06 40 06 03 00 00 00 00 00 00 00 00 07 00"))
+        #expect(socket.written[2] == bytes("01 06 20 0F 40 06 40 06 03 01 00 00 00 00 00 00 00 07 00"))
     }
 
     @Test func tooLongDataSendsNothing() async throws {
@@ -112,9 +120,9 @@ struct BlueZProximityTests {
             throws: ProximityError.failed(
                 "controller refused LE Set Advertising Data (status 0x12: invalid parameters)")
         ) { try await advertiser.startAdvertising(Self.advert) }
-        #expect(socket.written == Array(Self.advertiseCommands[..<3]))  // not enabled after the failure
+        #expect(socket.written == Array(Self.advertiseCommands[..<4]))  // not enabled after the failure
         await advertiser.stopAdvertising()  // nothing was enabled: nothing to disable
-        #expect(socket.written.count == 3)
+        #expect(socket.written.count == 4)
     }
 
     @Test func commandStatusErrorIsReported() async throws {
@@ -142,7 +150,7 @@ struct BlueZProximityTests {
     @Test func unrelatedEventsAreSkipped() async throws {
         let socket = FakeHCISocket { packet in
             [
-                commandComplete(0x0C03, status: 0x12), commandStatus(0x2005, status: 0x0C), bytes("04 0E 09 01"),
+                commandComplete(0x0C03, status: 0x12), commandStatus(0x2009, status: 0x0C), bytes("04 0E 09 01"),
                 advertisingReportEvent([ReportFields(data: [1])]), bytes("04 0E 03 01 00 00"),
                 commandComplete(opcode(of: packet), status: 0),
             ]
@@ -172,6 +180,51 @@ struct BlueZProximityTests {
         #expect(socket.written.count == 1)
     }
 
+    // MARK: The advertiser's address
+
+    /// Each advertiser draws its own static random address: the two most significant bits set, the other 46 neither
+    /// all 0 nor all 1, sent before the parameters, which name it (own address type 1).
+    @Test func eachAdvertiserSendsItsOwnStaticRandomAddress() async throws {
+        var addresses: [[UInt8]] = []
+        for _ in 0..<3 {
+            let socket = FakeHCISocket()
+            let advertiser = try BlueZAdvertiser(adapter: 0, options: Self.fast()) { _ throws(HCISocketError) in socket
+            }
+            try await advertiser.startAdvertising(Self.advert)
+            await advertiser.close()
+            let written = socket.written
+            try #require(written.count == Self.advertiseCommands.count + 1)
+            #expect(Array(written[1][..<4]) == bytes("01 05 20 06"))
+            let address = Array(written[1][4...])
+            try #require(address.count == 6)
+            #expect(address[5] & 0xC0 == 0xC0, "static: the most significant bits are 11")
+            let random = address.enumerated().reduce(UInt64(0)) { $0 | UInt64($1.element) << (8 * UInt64($1.offset)) }
+            #expect(random & StaticRandomAddress.randomMask != 0)
+            #expect(random & StaticRandomAddress.randomMask != StaticRandomAddress.randomMask)
+            #expect(address == advertiser.address.littleEndianBytes)
+            #expect(written[2][9] == 0x01, "LE Set Advertising Parameters: own address type random")
+            #expect(written[0] == Self.advertiseCommands[0])
+            #expect(Array(written[3...]) == Array(Self.advertiseCommands[3...]) + [bytes("01 0A 20 01 00")])
+            addresses.append(address)
+        }
+        #expect(Set(addresses).count == 3, "a fresh address per advertiser")
+    }
+
+    /// A controller that refuses the address (it scans for another program, say) fails the start: the advert is
+    /// never sent from the public address instead.
+    @Test func refusedRandomAddressFailsTheStart() async throws {
+        let socket = FakeHCISocket { packet in
+            [commandComplete(opcode(of: packet), status: opcode(of: packet) == 0x2005 ? 0x0C : 0)]
+        }
+        let advertiser = try Self.advertiser(socket)
+        await #expect(
+            throws: ProximityError.failed("controller refused LE Set Random Address (status 0x0C: command disallowed)")
+        ) { try await advertiser.startAdvertising(Self.advert) }
+        #expect(socket.written == Array(Self.advertiseCommands[..<2]))
+        await advertiser.close()
+        #expect(socket.written.count == 2, "nothing was enabled: nothing to disable")
+    }
+
     // MARK: Scanning
 
     @Test func scanSendsDisableParametersEnableAndStopDisables() async throws {
@@ -188,6 +241,26 @@ struct BlueZProximityTests {
         await #expect(throws: ProximityError.failed("the scanner is closed")) {
             try await scanner.startScanning { _ in }
         }
+    }
+
+    /// The reader waits for the socket instead of polling it: an idle scan is one read that does not return until
+    /// `stopScanning()` interrupts it.
+    @Test func idleScanWaitsInOneRead() async throws {
+        let socket = FakeHCISocket()
+        let scanner = try Self.scanner(socket)
+        let seen = Collected<[UInt8]>()
+        try await scanner.startScanning { seen.append($0) }
+        socket.inject(advertisingReportEvent([ReportFields(data: [1])]))
+        #expect(try await seen.wait(for: 1) == [[1]])
+        let readsWhenIdle = socket.reads
+        try await Task.sleep(for: .milliseconds(300))
+        // The reader may not yet have begun its next read when the count was taken; polling every 50 ms would be 6.
+        #expect(socket.reads <= readsWhenIdle + 1, "no read returned in 300 ms without a packet")
+        let start = ContinuousClock.now
+        await scanner.stopScanning()
+        #expect(ContinuousClock.now - start < .seconds(1))
+        #expect(socket.written == Self.scanCommands + [bytes("01 0C 20 02 00 00")])
+        await scanner.close()
     }
 
     @Test func scanErrorStatusIsReported() async throws {

@@ -1,5 +1,6 @@
 /// The HCI commands the BlueZ backend sends, encoded as H4 packets for a raw HCI socket (Bluetooth Core 5.4,
-/// Vol 4 Part E §5.4.1 and §7.8; the layouts match BlueZ's `lib/hci.h` `le_set_*_cp` structs). Pure: no I/O.
+/// Vol 4 Part E §5.4.1 and §7.8; the layouts match BlueZ's `lib/hci.h` `le_set_*_cp` structs). Pure: bytes in,
+/// bytes out; `HCISocket.swift` does the I/O.
 ///
 /// A command packet is `0x01 ‖ opcode (UInt16 LE) ‖ parameter length ‖ parameters`, where the opcode is
 /// `OGF << 10 | OCF` and every LE controller command has OGF 0x08.
@@ -17,6 +18,8 @@ struct HCICommand: Hashable, Sendable, CustomStringConvertible {
     /// The opcode of an LE controller command with this OCF.
     static func leOpcode(_ ocf: UInt16) -> UInt16 { leControllerGroup << 10 | ocf }
 
+    /// LE Set Random Address (0x2005).
+    static let setRandomAddressOpcode = leOpcode(0x0005)
     /// LE Set Advertising Parameters (0x2006).
     static let setAdvertisingParametersOpcode = leOpcode(0x0006)
     /// LE Set Advertising Data (0x2008).
@@ -40,6 +43,7 @@ struct HCICommand: Hashable, Sendable, CustomStringConvertible {
     /// The Core specification's name for an opcode this backend sends, or its hex value.
     static func name(of opcode: UInt16) -> String {
         switch opcode {
+        case setRandomAddressOpcode: "LE Set Random Address"
         case setAdvertisingParametersOpcode: "LE Set Advertising Parameters"
         case setAdvertisingDataOpcode: "LE Set Advertising Data"
         case setAdvertisingEnableOpcode: "LE Set Advertising Enable"
@@ -49,15 +53,24 @@ struct HCICommand: Hashable, Sendable, CustomStringConvertible {
         }
     }
 
-    /// LE Set Advertising Parameters for non-connectable undirected advertising (ADV_NONCONN_IND) from the
-    /// controller's public address, on all three primary channels, with no filter policy:
-    /// `min ‖ max (UInt16 LE, units of 0.625 ms) ‖ type 0x03 ‖ own address type 0x00 ‖ peer address type 0x00 ‖
+    /// LE Set Random Address: the address the controller advertises from when the advertising parameters name
+    /// `HCIOwnAddressType.random`, least significant byte first. The controller refuses it ("command disallowed")
+    /// while it advertises or scans.
+    static func setRandomAddress(_ address: StaticRandomAddress) -> HCICommand {
+        HCICommand(opcode: setRandomAddressOpcode, parameters: address.littleEndianBytes)
+    }
+
+    /// LE Set Advertising Parameters for non-connectable undirected advertising (ADV_NONCONN_IND) on all three
+    /// primary channels, with no filter policy:
+    /// `min ‖ max (UInt16 LE, units of 0.625 ms) ‖ type 0x03 ‖ own address type ‖ peer address type 0x00 ‖
     /// peer address (6 zero bytes) ‖ channel map 0x07 ‖ filter policy 0x00`.
-    static func setAdvertisingParameters(interval: UInt16) -> HCICommand {
+    static func setAdvertisingParameters(
+        interval: UInt16, ownAddressType: HCIOwnAddressType = .public
+    ) -> HCICommand {
         HCICommand(
             opcode: setAdvertisingParametersOpcode,
             parameters: littleEndian(interval) + littleEndian(interval)
-                + [0x03, 0x00, 0x00, 0, 0, 0, 0, 0, 0, 0x07, 0x00])
+                + [0x03, ownAddressType.rawValue, 0x00, 0, 0, 0, 0, 0, 0, 0x07, 0x00])
     }
 
     /// LE Set Advertising Data: the significant length, then the data zero-padded to 31 bytes. The caller checks
@@ -94,6 +107,37 @@ struct HCICommand: Hashable, Sendable, CustomStringConvertible {
     private static func littleEndian(_ value: UInt16) -> [UInt8] {
         [UInt8(truncatingIfNeeded: value), UInt8(truncatingIfNeeded: value >> 8)]
     }
+
+    /// What `packet`, read while this command waits, says about it: its status if the packet is this command's
+    /// Command Complete or Command Status, and `.unrelated` for anything else, including bytes that do not parse.
+    func answer(in packet: [UInt8]) -> HCICommandAnswer {
+        switch try? HCIEvent(packet: packet) {
+        case .commandComplete(opcode, let returnParameters)?:
+            returnParameters.first.map { .status(HCIStatus(rawValue: $0)) } ?? .noStatus
+        case .commandStatus(opcode, let status)?:
+            .status(status)
+        default:
+            .unrelated
+        }
+    }
+}
+
+/// What one packet says about a command waiting for its answer.
+enum HCICommandAnswer: Hashable, Sendable {
+    /// Not this command's Command Complete or Command Status: keep waiting.
+    case unrelated
+    /// The controller's answer.
+    case status(HCIStatus)
+    /// This command's Command Complete, without the status every command this backend sends returns.
+    case noStatus
+}
+
+/// Which address an advertiser sends from (the Own_Address_Type parameter).
+enum HCIOwnAddressType: UInt8, Hashable, Sendable {
+    /// The controller's public device address: fixed for the controller's life.
+    case `public` = 0x00
+    /// The random device address set with LE Set Random Address.
+    case random = 0x01
 }
 
 /// An HCI status code (Core 5.4, Vol 1 Part F). Unknown values survive as data.

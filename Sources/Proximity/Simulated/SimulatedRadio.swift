@@ -1,6 +1,5 @@
 import NIOCore
 import NIOPosix
-import Proximity
 import Synchronization
 
 /// The simulated radio (`--ble sim:HOST:PORT`): one UDP datagram per advertisement, carrying exactly the LE

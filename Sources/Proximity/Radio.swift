@@ -1,7 +1,3 @@
-import BlueZProximity
-import HybridTransport
-import Proximity
-
 /// Opens the radio a `--ble` mode names.
 public enum Radio {
     /// An advertiser: BlueZ, or the simulated radio repeating every `interval`.

@@ -32,7 +32,7 @@ struct HCIAdvertisingReport: Hashable, Sendable {
     var isComplete: Bool
 }
 
-/// The events the BlueZ backend reads (Core 5.4, Vol 4 Part E §7.7). Pure: no I/O.
+/// The events the BlueZ backend reads (Core 5.4, Vol 4 Part E §7.7). Pure: bytes in, values out.
 enum HCIEvent: Hashable, Sendable {
     /// Command Complete (0x0E): the command's opcode and its return parameters, whose first byte is the status
     /// for every command this backend sends.
@@ -134,6 +134,25 @@ enum HCIEvent: Hashable, Sendable {
         }
         guard reader.isEmpty else { throw .trailingBytes(reader.remaining) }
         return reports
+    }
+}
+
+/// The kernel filter on the backend's socket (`HCI_FILTER`, `struct hci_filter` in BlueZ's `lib/hci.h`): which
+/// packet types and event codes reach it. Bit `n` of the type mask passes packet type `n`; bit `n % 32` of event
+/// mask word `n / 32` passes event code `n`.
+struct HCIEventFilter: Hashable, Sendable {
+    var typeMask: UInt32 = 0
+    var eventMask: [UInt32] = [0, 0]
+
+    /// Event packets only, and of them only the codes the backend reads: Command Complete, Command Status, LE Meta.
+    static let backend = HCIEventFilter(
+        types: [HCIEvent.packetType],
+        events: [HCIEvent.commandCompleteCode, HCIEvent.commandStatusCode, HCIEvent.leMetaCode])
+
+    /// Passes the packet types in `types` (each below 32) and the event codes in `events` (each below 64).
+    init(types: [UInt8], events: [UInt8]) {
+        for type in types where type < 32 { typeMask |= 1 << UInt32(type) }
+        for code in events where code < 64 { eventMask[Int(code / 32)] |= 1 << UInt32(code % 32) }
     }
 }
 

@@ -1,7 +1,7 @@
 import Dispatch
-import Proximity
 
-/// Sends commands to one controller and waits for their answers: the command/response half of HCI.
+/// Sends commands to one controller and waits for their answers: the command/response half of HCI. The bytes are
+/// `HCICommand`'s; this only writes, reads and keeps the time.
 struct HCIController: Sendable {
     /// The socket, used by one thread at a time.
     let socket: any HCISocket
@@ -31,23 +31,18 @@ struct HCIController: Sendable {
             } catch {
                 throw ProximityErrorMapping.error(error, adapter: adapter)
             }
-            guard let packet, let event = try? HCIEvent(packet: packet) else { continue }
-            let status: HCIStatus
-            switch event {
-            case .commandComplete(command.opcode, let parameters):
-                guard let first = parameters.first else {
-                    throw .failed("controller hci\(adapter) answered \(command) without a status")
-                }
-                status = HCIStatus(rawValue: first)
-            case .commandStatus(command.opcode, let answer):
-                status = answer
-            default:
+            guard let packet else { continue }
+            switch command.answer(in: packet) {
+            case .unrelated:
                 continue
+            case .noStatus:
+                throw .failed("controller hci\(adapter) answered \(command) without a status")
+            case .status(let status):
+                guard status == .success || allowed.contains(status) else {
+                    throw .failed("controller refused \(command) (\(status))")
+                }
+                return
             }
-            guard status == .success || allowed.contains(status) else {
-                throw .failed("controller refused \(command) (\(status))")
-            }
-            return
         }
     }
 }

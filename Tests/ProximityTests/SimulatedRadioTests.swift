@@ -1,5 +1,4 @@
 import Hybrid
-import HybridTransport
 import Proximity
 import Synchronization
 import Testing

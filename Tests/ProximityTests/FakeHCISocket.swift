@@ -1,7 +1,7 @@
 import Glibc
 import Synchronization
 
-@testable import BlueZProximity
+@testable import Proximity
 
 /// A scripted controller behind the `HCISocket` seam: it records every packet written, answers each command
 /// through `respond`, and hands out queued packets (answers and injected events) in order.
@@ -11,6 +11,8 @@ final class FakeHCISocket: HCISocket {
         var incoming: [[UInt8]] = []
         var closed = false
         var writeError: Int32?
+        var interrupted = false
+        var reads = 0
     }
 
     private let state = Mutex(State())
@@ -27,6 +29,8 @@ final class FakeHCISocket: HCISocket {
     /// Every packet written so far.
     var written: [[UInt8]] { state.withLock { $0.written } }
     var isClosed: Bool { state.withLock { $0.closed } }
+    /// How many times `read` has been called.
+    var reads: Int { state.withLock { $0.reads } }
 
     /// Queues a packet as if the controller had sent it.
     func inject(_ packet: [UInt8]) { state.withLock { $0.incoming.append(packet) } }
@@ -46,18 +50,31 @@ final class FakeHCISocket: HCISocket {
         state.withLock { $0.incoming += answers }
     }
 
-    func read(timeout: Duration) throws(HCISocketError) -> [UInt8]? {
-        let deadline = ContinuousClock.now + timeout
+    /// Looks for a packet every 0.2 ms until one is queued, `timeout` passes (`nil`: never) or `interrupt()` is called.
+    func read(timeout: Duration?) throws(HCISocketError) -> [UInt8]? {
+        enum Next { case packet([UInt8]), interrupted, nothingYet }
+        let deadline = timeout.map { ContinuousClock.now + $0 }
+        state.withLock { $0.reads += 1 }
         while true {
-            let next: Result<[UInt8]?, HCISocketError> = state.withLock { state in
+            let next: Result<Next, HCISocketError> = state.withLock { state in
                 if state.closed { return .failure(HCISocketError(call: "read", code: EBADF)) }
-                return .success(state.incoming.isEmpty ? nil : state.incoming.removeFirst())
+                if state.interrupted {
+                    state.interrupted = false
+                    return .success(.interrupted)
+                }
+                return .success(state.incoming.isEmpty ? .nothingYet : .packet(state.incoming.removeFirst()))
             }
-            if let packet = try next.get() { return packet }
-            if ContinuousClock.now >= deadline { return nil }
-            usleep(200)
+            switch try next.get() {
+            case .packet(let packet): return packet
+            case .interrupted: return nil
+            case .nothingYet:
+                if let deadline, ContinuousClock.now >= deadline { return nil }
+                usleep(200)
+            }
         }
     }
+
+    func interrupt() { state.withLock { $0.interrupted = true } }
 
     func close() { state.withLock { $0.closed = true } }
 }
