@@ -1,4 +1,3 @@
-import Dispatch
 import Glibc
 import Synchronization
 import Testing
@@ -33,12 +32,12 @@ struct LinuxHCISocketTests {
         return count > 0 ? Array(buffer[..<count]) : nil
     }
 
-    /// A controller at `peer` that answers every command with success until the backend's end closes (or 10 s
-    /// pass without a packet); the result is every packet it received.
+    /// A controller at `peer` that answers every command with success until the backend's end closes (or a minute
+    /// passes without a packet); the result is every packet it received.
     static func answering(at peer: Int32) -> Collected<[[UInt8]]> {
         inBackground {
             var commands: [[UInt8]] = []
-            while let packet = receive(from: peer, milliseconds: 10_000) {
+            while let packet = receive(from: peer, milliseconds: 60_000) {
                 commands.append(packet)
                 send(commandComplete(opcode(of: packet), status: 0), to: peer)
             }
@@ -46,11 +45,32 @@ struct LinuxHCISocketTests {
         }
     }
 
-    /// Runs `body` on a Dispatch thread, outside Swift's cooperative pool, and collects its result.
+    /// Runs `body` on a thread of its own and collects its result. Not Dispatch's global queue: on Linux its few
+    /// threads are shared with the backend's own blocking work, which a body that blocks for long would starve.
     static func inBackground<T: Sendable>(_ body: @escaping @Sendable () -> T) -> Collected<T> {
         let result = Collected<T>()
-        DispatchQueue.global().async { result.append(body()) }
+        let work: @Sendable () -> Void = { result.append(body()) }
+        let argument = Unmanaged.passRetained(Box(work)).toOpaque()
+        var thread = pthread_t()
+        let started = pthread_create(
+            &thread, nil,
+            { argument in
+                Unmanaged<Box>.fromOpaque(argument!).takeRetainedValue().work()
+                return nil
+            }, argument)
+        if started == 0 {
+            pthread_detach(thread)
+        } else {
+            Unmanaged<Box>.fromOpaque(argument).release()
+            Issue.record("pthread_create: \(started)")
+        }
         return result
+    }
+
+    /// A closure on its way to a new thread.
+    private final class Box: Sendable {
+        let work: @Sendable () -> Void
+        init(_ work: @escaping @Sendable () -> Void) { self.work = work }
     }
 
     @Test func writesAndReadsWholePackets() throws {
