@@ -211,7 +211,7 @@ let package = Package(
         ),
         .testTarget(
             name: "CTAPHIDTransportTests",
-            dependencies: ["CTAPHIDTransport", "CTAPHID", "CTAP2", "UHID", nioCore, nioPosix],
+            dependencies: ["CTAPHIDTransport", "CTAPHID", "CTAP2", "UHID", nioCore, nioPosix, nioEmbedded, logging],
             swiftSettings: strictSettings
         ),
         .testTarget(name: "UHIDTests", dependencies: ["UHID", "CUHIDHeader"], swiftSettings: strictSettings),

@@ -47,6 +47,9 @@ extension CBORTransactionID: CustomStringConvertible {
 ///   peer; a peer that holds none takes the place of the least recently used channel of the peer holding the
 ///   most. A channel in a transaction or holding the lock is never forgotten. So one peer allocating over and
 ///   over only recycles its own channels.
+///
+/// This file holds the state and the events; the packet and message rules are in `CTAPHIDStateMachine+Packets.swift`
+/// and the channel table in `CTAPHIDStateMachine+Channels.swift`.
 public struct CTAPHIDStateMachine<Peer: Hashable & Sendable>: Sendable {
     /// The clock the state machine measures time with; callers pass its readings in.
     public typealias Instant = ContinuousClock.Instant
@@ -90,7 +93,7 @@ public struct CTAPHIDStateMachine<Peer: Hashable & Sendable>: Sendable {
     /// The CTAPHID protocol version reported in the `CTAPHID_INIT` response.
     public static var protocolVersion: UInt8 { 2 }
 
-    private struct Reassembly {
+    struct Reassembly {
         var channel: ChannelID
         var command: CTAPHIDCommand
         var peer: Peer
@@ -103,7 +106,7 @@ public struct CTAPHIDStateMachine<Peer: Hashable & Sendable>: Sendable {
         var messageDeadline: Instant
     }
 
-    private struct PendingRequest {
+    struct PendingRequest {
         var transaction: CBORTransactionID
         var peer: Peer
         var status: KeepaliveStatus
@@ -111,7 +114,7 @@ public struct CTAPHIDStateMachine<Peer: Hashable & Sendable>: Sendable {
         var cancelRequested: Bool
     }
 
-    private enum State {
+    enum State {
         case idle
         case reassembling(Reassembly)
         case processing(PendingRequest)
@@ -128,27 +131,27 @@ public struct CTAPHIDStateMachine<Peer: Hashable & Sendable>: Sendable {
         }
     }
 
-    private struct Lock {
+    struct Lock {
         var channel: ChannelID
         var peer: Peer
         var expiry: Instant
     }
 
     /// An allocated channel: who allocated it and when it was last used (a value of `useCounter`).
-    private struct AllocatedChannel {
+    struct AllocatedChannel {
         var owner: Peer
         var lastUse: UInt64
     }
 
     /// The settings this state machine was created with.
     public let configuration: Configuration
-    private var state = State.idle
-    private var lock: Lock?
+    var state = State.idle
+    var lock: Lock?
     /// Allocated channels, with their owner and the value of `useCounter` when each was last used.
-    private var channels: [ChannelID: AllocatedChannel] = [:]
-    private var useCounter: UInt64 = 0
-    private var transactionCounter: UInt64 = 0
-    private var channelIDSource: any RandomNumberGenerator & Sendable
+    var channels: [ChannelID: AllocatedChannel] = [:]
+    var useCounter: UInt64 = 0
+    var transactionCounter: UInt64 = 0
+    var channelIDSource: any RandomNumberGenerator & Sendable
 
     /// Creates a state machine with no channels allocated.
     ///
@@ -247,194 +250,7 @@ public struct CTAPHIDStateMachine<Peer: Hashable & Sendable>: Sendable {
         return actions
     }
 
-    // MARK: Packets
-
-    private mutating func initializationPacket(
-        channel: ChannelID,
-        command: CTAPHIDCommand,
-        length: Int,
-        data: [UInt8],
-        peer: Peer,
-        now: Instant,
-        into actions: inout [Action]
-    ) {
-        if channel == .reserved {
-            actions += error(.invalidChannel, channel: channel, to: peer)
-            return
-        }
-        if channel == .broadcast {
-            guard command == .initialize else {
-                actions += error(.invalidChannel, channel: channel, to: peer)
-                return
-            }
-            guard length == 8 else {
-                actions += error(.invalidLength, channel: channel, to: peer)
-                return
-            }
-            guard let allocated = allocateChannel(for: peer) else {
-                actions += error(.channelBusy, channel: channel, to: peer)
-                return
-            }
-            actions += initResponse(channel: channel, nonce: data.prefix(8), allocated: allocated, to: peer)
-            return
-        }
-        guard channels[channel] != nil else {
-            actions += error(.invalidChannel, channel: channel, to: peer)
-            return
-        }
-        touch(channel)
-
-        let owner = state.owner ?? lock.map { ($0.channel, $0.peer) }
-        if let owner, owner.channel != channel || owner.peer != peer {
-            // CANCEL is never answered (CTAP 2.1 §11.2.9.1.5), not even with a busy error.
-            if command != .cancel { actions += error(.channelBusy, channel: channel, to: peer) }
-            return
-        }
-
-        switch state {
-        case .idle:
-            break
-        case .reassembling:
-            state = .idle
-            guard command == .initialize else {
-                actions += error(.invalidSequence, channel: channel, to: peer)
-                return
-            }
-        case .processing(var pending):
-            switch command {
-            case .initialize:
-                state = .idle
-                actions.append(.cancel(pending.transaction))
-            case .cancel:
-                if !pending.cancelRequested {
-                    pending.cancelRequested = true
-                    state = .processing(pending)
-                    actions.append(.cancel(pending.transaction))
-                }
-                return
-            default:
-                actions += error(.channelBusy, channel: channel, to: peer)
-                return
-            }
-        }
-
-        switch command {
-        case .initialize:
-            guard length == 8 else {
-                actions += error(.invalidLength, channel: channel, to: peer)
-                return
-            }
-            actions += initResponse(channel: channel, nonce: data.prefix(8), allocated: channel, to: peer)
-        case .cancel:
-            return  // Nothing outstanding to cancel.
-        case .ping, .msg, .lock, .wink, .cbor:
-            let lengthIsValid =
-                switch command {
-                case .cbor: length > 0
-                case .lock: length == 1
-                case .wink: length == 0
-                default: true
-                }
-            guard lengthIsValid, length <= CTAPHIDPacket.maximumMessageLength else {
-                actions += error(.invalidLength, channel: channel, to: peer)
-                return
-            }
-            if length <= CTAPHIDPacket.initializationDataSize {
-                message(
-                    channel: channel, command: command, payload: Array(data.prefix(length)), peer: peer,
-                    now: now, into: &actions)
-            } else {
-                var payload = data
-                payload.reserveCapacity(length)
-                let messageDeadline = now.advanced(by: configuration.messageTimeout)
-                state = .reassembling(
-                    Reassembly(
-                        channel: channel, command: command, peer: peer, expectedLength: length, payload: payload,
-                        nextSequence: 0,
-                        deadline: min(now.advanced(by: configuration.transactionTimeout), messageDeadline),
-                        messageDeadline: messageDeadline))
-            }
-        default:
-            actions += error(.invalidCommand, channel: channel, to: peer)
-        }
-    }
-
-    private mutating func continuationPacket(
-        channel: ChannelID,
-        sequence: UInt8,
-        data: [UInt8],
-        peer: Peer,
-        now: Instant,
-        into actions: inout [Action]
-    ) {
-        // Spurious continuation packets (no transaction on this channel, or not from its peer) are ignored.
-        guard case .reassembling(var reassembly) = state, reassembly.channel == channel, reassembly.peer == peer
-        else { return }
-        state = .idle  // Lets `reassembly.payload` grow in place.
-        guard sequence == reassembly.nextSequence else {
-            actions += error(.invalidSequence, channel: channel, to: reassembly.peer)
-            return
-        }
-        let missing = reassembly.expectedLength - reassembly.payload.count
-        reassembly.payload += data.prefix(missing)
-        if reassembly.payload.count == reassembly.expectedLength {
-            message(
-                channel: channel, command: reassembly.command, payload: reassembly.payload, peer: reassembly.peer,
-                now: now, into: &actions)
-        } else {
-            reassembly.nextSequence += 1
-            reassembly.deadline = min(now.advanced(by: configuration.transactionTimeout), reassembly.messageDeadline)
-            state = .reassembling(reassembly)
-        }
-    }
-
-    // MARK: Messages
-
-    /// A complete message of a command that needs its whole payload.
-    private mutating func message(
-        channel: ChannelID,
-        command: CTAPHIDCommand,
-        payload: [UInt8],
-        peer: Peer,
-        now: Instant,
-        into actions: inout [Action]
-    ) {
-        switch command {
-        case .ping:
-            actions += send(CTAPHIDMessage(uncheckedChannel: channel, command: .ping, payload: payload), to: peer)
-        case .msg:
-            let statusWord = CTAP1StatusWord.answeringWithoutCTAP1(payload)
-            actions += send(
-                CTAPHIDMessage(uncheckedChannel: channel, command: .msg, payload: statusWord.bytes), to: peer)
-        case .lock:
-            guard let seconds = payload.first, seconds <= 10 else {
-                actions += error(.invalidParameter, channel: channel, to: peer)
-                return
-            }
-            if seconds == 0 {
-                lock = nil
-            } else {
-                lock = Lock(channel: channel, peer: peer, expiry: now.advanced(by: .seconds(Int(seconds))))
-            }
-            actions += send(CTAPHIDMessage(uncheckedChannel: channel, command: .lock, payload: []), to: peer)
-        case .wink:
-            actions.append(.wink(channel))
-            actions += send(CTAPHIDMessage(uncheckedChannel: channel, command: .wink, payload: []), to: peer)
-        case .cbor:
-            transactionCounter += 1
-            let transaction = CBORTransactionID(channel: channel, serial: transactionCounter)
-            state = .processing(
-                PendingRequest(
-                    transaction: transaction, peer: peer, status: .processing,
-                    nextKeepalive: now.advanced(by: configuration.keepaliveInterval),
-                    cancelRequested: false))
-            actions.append(.dispatchCBOR(transaction, request: payload))
-        default:
-            actions += error(.invalidCommand, channel: channel, to: peer)
-        }
-    }
-
-    // MARK: Helpers
+    // MARK: Time and replies
 
     /// Drops a message that took too long (telling its sender) and a lock that ran out.
     private mutating func expire(now: Instant, into actions: inout [Action]) {
@@ -447,54 +263,7 @@ public struct CTAPHIDStateMachine<Peer: Hashable & Sendable>: Sendable {
         }
     }
 
-    private mutating func touch(_ channel: ChannelID) {
-        guard channels[channel] != nil else { return }
-        useCounter += 1
-        channels[channel]?.lastUse = useCounter
-    }
-
-    /// Picks an unused identifier and remembers it as `peer`'s, first making room if the table is full.
-    /// Returns `nil` when the table is full of channels that cannot be forgotten.
-    private mutating func allocateChannel(for peer: Peer) -> ChannelID? {
-        let limit = max(1, configuration.maximumChannels)
-        while channels.count >= limit {
-            guard let victim = channelToForget(for: peer) else { return nil }
-            channels[victim] = nil
-        }
-        func isFree(_ candidate: ChannelID) -> Bool {
-            candidate != .reserved && candidate != .broadcast && channels[candidate] == nil
-        }
-        var candidate = ChannelID(rawValue: UInt32(truncatingIfNeeded: channelIDSource.next()))
-        var attempts = 1
-        while !isFree(candidate) && attempts < 8 {
-            candidate = ChannelID(rawValue: UInt32(truncatingIfNeeded: channelIDSource.next()))
-            attempts += 1
-        }
-        // A generator that keeps repeating itself: step to the next free identifier. At most `limit + 2`
-        // identifiers are taken or reserved, so this ends within that many steps.
-        while !isFree(candidate) {
-            candidate = ChannelID(rawValue: candidate.rawValue &+ 1)
-        }
-        useCounter += 1
-        channels[candidate] = AllocatedChannel(owner: peer, lastUse: useCounter)
-        return candidate
-    }
-
-    /// The channel to forget so that `peer` can have a new one: `peer`'s own least recently used channel, or
-    /// if it has none, the least recently used channel of the peer holding the most. Channels in a
-    /// transaction or holding the lock are never chosen.
-    private func channelToForget(for peer: Peer) -> ChannelID? {
-        let protected = [state.channel, lock?.channel]
-        let evictable = channels.filter { !protected.contains($0.key) }
-        let own = evictable.filter { $0.value.owner == peer }
-        if let oldest = own.min(by: { $0.value.lastUse < $1.value.lastUse }) { return oldest.key }
-        var held: [Peer: Int] = [:]
-        for channel in evictable.values { held[channel.owner, default: 0] += 1 }
-        guard let most = held.values.max() else { return nil }
-        return evictable.filter { held[$0.value.owner] == most }.min(by: { $0.value.lastUse < $1.value.lastUse })?.key
-    }
-
-    private func initResponse(
+    func initResponse(
         channel: ChannelID,
         nonce: ArraySlice<UInt8>,
         allocated: ChannelID,
@@ -514,11 +283,11 @@ public struct CTAPHIDStateMachine<Peer: Hashable & Sendable>: Sendable {
         return send(message, to: pending.peer)
     }
 
-    private func error(_ code: CTAPHIDErrorCode, channel: ChannelID, to peer: Peer) -> [Action] {
+    func error(_ code: CTAPHIDErrorCode, channel: ChannelID, to peer: Peer) -> [Action] {
         send(CTAPHIDMessage(uncheckedChannel: channel, command: .error, payload: [code.rawValue]), to: peer)
     }
 
-    private func send(_ message: CTAPHIDMessage, to peer: Peer) -> [Action] {
+    func send(_ message: CTAPHIDMessage, to peer: Peer) -> [Action] {
         message.reports.map { .send(report: $0, to: peer) }
     }
 }

@@ -14,16 +14,19 @@ final class CTAPHIDDatagramHandler: ChannelInboundHandler {
     private let logger: Logger
     private let wink: WinkHandler?
     private let handler: CBORHandler
+    private let now: @Sendable () -> ContinuousClock.Instant
     private var driver: CTAPHIDDriver<SocketAddress>?
 
+    /// - Parameter now: The clock of the protocol's timeouts; tests pass one that follows their event loop.
     init(
         configuration: CTAPHIDUDPServer.Configuration, logger: Logger, wink: WinkHandler?,
-        handler: @escaping CBORHandler
+        handler: @escaping CBORHandler, now: @escaping @Sendable () -> ContinuousClock.Instant = { .now }
     ) {
         self.configuration = configuration
         self.logger = logger
         self.wink = wink
         self.handler = handler
+        self.now = now
     }
 
     func handlerAdded(context: ChannelHandlerContext) {
@@ -41,7 +44,8 @@ final class CTAPHIDDatagramHandler: ChannelInboundHandler {
                     remoteAddress: peer, data: context.channel.allocator.buffer(bytes: report))
                 context.write(Self.wrapOutboundOut(envelope), promise: nil)
             },
-            flush: { boundContext.value.flush() }
+            flush: { boundContext.value.flush() },
+            now: now
         )
         if context.channel.isActive { driver?.start() }
     }

@@ -32,6 +32,8 @@ final class CTAPHIDDriver<Peer: Hashable & Sendable & CustomStringConvertible> {
     private var send: Send?
     /// Called after the reports of one event have been sent.
     private let flush: () -> Void
+    /// The time the state machine is given with each event.
+    private let now: @Sendable () -> ContinuousClock.Instant
 
     init(
         configuration: CTAPHIDStateMachine<Peer>.Configuration,
@@ -41,7 +43,8 @@ final class CTAPHIDDriver<Peer: Hashable & Sendable & CustomStringConvertible> {
         wink: WinkHandler?,
         handler: @escaping CBORHandler,
         send: @escaping Send,
-        flush: @escaping () -> Void = {}
+        flush: @escaping () -> Void = {},
+        now: @escaping @Sendable () -> ContinuousClock.Instant = { .now }
     ) {
         self.stateMachine = CTAPHIDStateMachine(configuration: configuration)
         self.tickInterval = TimeAmount(tickInterval)
@@ -51,6 +54,7 @@ final class CTAPHIDDriver<Peer: Hashable & Sendable & CustomStringConvertible> {
         self.handler = handler
         self.send = send
         self.flush = flush
+        self.now = now
     }
 
     /// Starts the timer for keepalives and timeouts. Starting twice is harmless.
@@ -74,22 +78,22 @@ final class CTAPHIDDriver<Peer: Hashable & Sendable & CustomStringConvertible> {
     /// A report from the host.
     /// - Throws: ``CTAPHIDFramingError/wrongReportSize(_:)`` if it is not 64 bytes; nothing changes then.
     func receive(report: [UInt8], from peer: Peer) throws(CTAPHIDFramingError) {
-        perform(try stateMachine.receive(report: report, from: peer, now: .now))
+        perform(try stateMachine.receive(report: report, from: peer, now: now()))
     }
 
     // MARK: Events from timers and tasks
 
     private func tick() {
-        perform(stateMachine.tick(now: .now))
+        perform(stateMachine.tick(now: now()))
     }
 
     private func keepaliveStatusChanged(_ status: KeepaliveStatus, for transaction: CBORTransactionID) {
-        perform(stateMachine.keepaliveStatus(status, for: transaction, now: .now))
+        perform(stateMachine.keepaliveStatus(status, for: transaction, now: now()))
     }
 
     private func requestCompleted(_ response: [UInt8], for transaction: CBORTransactionID) {
         if let request = running.removeValue(forKey: transaction) {
-            let milliseconds = (ContinuousClock.now - request.started) / .milliseconds(1)
+            let milliseconds = (now() - request.started) / .milliseconds(1)
             logger.debug(
                 "CTAPHID CBOR transaction",
                 metadata: [
@@ -102,7 +106,7 @@ final class CTAPHIDDriver<Peer: Hashable & Sendable & CustomStringConvertible> {
                     "milliseconds": "\(Int(milliseconds))",
                 ])
         }
-        perform(stateMachine.cborResponse(response, for: transaction, now: .now))
+        perform(stateMachine.cborResponse(response, for: transaction, now: now()))
     }
 
     // MARK: Actions
@@ -141,7 +145,7 @@ final class CTAPHIDDriver<Peer: Hashable & Sendable & CustomStringConvertible> {
             eventLoop.execute { this.value.requestCompleted(response, for: transaction) }
         }
         running[transaction] = RunningRequest(
-            task: task, started: .now, command: request.first ?? 0, requestSize: request.count)
+            task: task, started: now(), command: request.first ?? 0, requestSize: request.count)
     }
 
     /// One line per reply that ends a transaction (keepalives and CBOR responses are not; the latter are

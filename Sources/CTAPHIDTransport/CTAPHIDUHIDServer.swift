@@ -89,6 +89,22 @@ public final class CTAPHIDUHIDServer: Sendable {
         wink: WinkHandler? = nil,
         handler: @escaping CBORHandler
     ) async throws -> CTAPHIDUHIDServer {
+        try await start(
+            file: file, configuration: configuration, group: group, logger: logger, wink: wink, now: { .now },
+            handler: handler)
+    }
+
+    /// ``start(file:configuration:group:logger:wink:handler:)`` with the clock of the protocol's timeouts; tests pass
+    /// one that follows their event loop.
+    static func start(
+        file: any UHIDDeviceFile,
+        configuration: Configuration,
+        group: any EventLoopGroup,
+        logger: Logger,
+        wink: WinkHandler?,
+        now: @escaping @Sendable () -> ContinuousClock.Instant,
+        handler: @escaping CBORHandler
+    ) async throws -> CTAPHIDUHIDServer {
         let device: UHIDCreate2
         do {
             device = try FIDOHIDDevice.create(phys: configuration.phys)
@@ -114,7 +130,8 @@ public final class CTAPHIDUHIDServer: Sendable {
                         } catch {
                             logger.debug("Cannot send an input report", metadata: ["error": "\(error)"])
                         }
-                    })
+                    },
+                    now: now)
                 driver.start()
                 return NIOLoopBound(driver, eventLoop: eventLoop)
             }.get()

@@ -13,7 +13,11 @@ import Synchronization
 ///
 /// Every write is one `BEGIN IMMEDIATE` transaction; the database runs in WAL mode with `synchronous = FULL`, so a
 /// passkey that `save` reported is on disk, and a crash mid-write leaves the earlier passkeys intact. Calls are
-/// serialized on one SQLite connection; the class is safe to share. Opening is in `SQLiteCredentialStore+Opening`.
+/// serialized on one SQLite connection; the class is safe to share.
+///
+/// This file holds the type and its reads and writes (CRUD). Opening and creating are in `+Opening`, the schema
+/// and its migrations in `+Schema`, transactions and SQLite errors in `+Transactions`, sealing and unsealing in
+/// `+Sealing`, and the rows as read in `StoreRecords.swift`.
 public final class SQLiteCredentialStore: CredentialStore {
     /// The `PRAGMA user_version` this program writes. Version 1 and 2 stores are migrated in place when opened.
     public static let schemaVersion = 3
@@ -27,7 +31,7 @@ public final class SQLiteCredentialStore: CredentialStore {
 
     let path: String
     private let salt: [UInt8]
-    private let storeKey: SymmetricKey
+    let storeKey: SymmetricKey
     private let settingsKey: SymmetricKey
     private let state: Mutex<State>
 
@@ -320,11 +324,11 @@ extension SQLiteCredentialStore: CustomStringConvertible, CustomReflectable {
     }
 }
 
-// MARK: - Reading and writing
+// MARK: - Reading and listing
 
 extension SQLiteCredentialStore {
     /// Runs `body` on the connection under the lock.
-    private func read<Result: Sendable>(
+    func read<Result: Sendable>(
         _ action: @autoclosure () -> String,
         _ body: (SQLiteConnection, inout KeyCache) throws(CredentialStoreError) -> Result
     ) throws(CredentialStoreError) -> Result {
@@ -372,234 +376,6 @@ extension SQLiteCredentialStore {
             fresh.forEach(handler)
         }
     }
-
-    /// Runs `body` inside one `BEGIN IMMEDIATE` transaction; commits if it returns, rolls back if anything throws.
-    private func write<Result: Sendable>(
-        _ action: @autoclosure () -> String,
-        _ body: (SQLiteConnection, inout KeyCache) throws(CredentialStoreError) -> Result
-    ) throws(CredentialStoreError) -> Result {
-        try read(action()) { (connection, keys) throws(CredentialStoreError) -> Result in
-            try Self.sql(action()) { () throws(SQLiteFailure) in try connection.prepared("BEGIN IMMEDIATE").run([]) }
-            do throws(CredentialStoreError) {
-                let result = try body(connection, &keys)
-                try Self.sql(action()) { () throws(SQLiteFailure) in try connection.prepared("COMMIT").run([]) }
-                return result
-            } catch {
-                if !connection.isAutocommit {
-                    try? connection.execute("ROLLBACK")
-                }
-                throw error
-            }
-        }
-    }
-
-    @discardableResult
-    private func sql<Result>(
-        _ action: @autoclosure () -> String,
-        _ body: () throws(SQLiteFailure) -> Result
-    ) throws(CredentialStoreError) -> Result {
-        try Self.sql(action(), body)
-    }
-
-    /// Runs SQLite calls, turning a failure into a `CredentialStoreError` that says what was being done.
-    @discardableResult
-    static func sql<Result>(
-        _ action: @autoclosure () -> String,
-        _ body: () throws(SQLiteFailure) -> Result
-    ) throws(CredentialStoreError) -> Result {
-        do {
-            return try body()
-        } catch {
-            switch error.primaryCode {
-            case SQLITE_BUSY, SQLITE_LOCKED:
-                throw CredentialStoreError(.busy, "cannot \(action()): the passkey store is in use by another process")
-            case SQLITE_CORRUPT, SQLITE_NOTADB:
-                throw CredentialStoreError(
-                    .corrupt, "cannot \(action()): the passkey store is damaged (\(error.message))")
-            case SQLITE_FULL:
-                throw CredentialStoreError(.io, "cannot \(action()): the disk is full")
-            case SQLITE_CONSTRAINT:
-                throw CredentialStoreError(.io, "cannot \(action()): the store refused it (\(error.message))")
-            case SQLITE_READONLY:
-                throw CredentialStoreError(.io, "cannot \(action()): the passkey store is read-only")
-            default:
-                throw CredentialStoreError(.io, "cannot \(action()): \(error.message)")
-            }
-        }
-    }
-
-    /// Refuses credentials the schema could not hold faithfully, before any transaction starts.
-    private func validate(_ credential: StoredCredential, action: String) throws(CredentialStoreError) {
-        guard (1...1023).contains(credential.id.count) else {
-            throw CredentialStoreError(.io, "cannot \(action): a credential ID must be 1 to 1023 bytes")
-        }
-        guard (credential.credentialBlob?.count ?? 0) <= 32 else {
-            throw CredentialStoreError(.io, "cannot \(action): a credBlob must be at most 32 bytes")
-        }
-        guard credential.userHandle.count <= 64 else {
-            throw CredentialStoreError(.io, "cannot \(action): a user handle must be at most 64 bytes")
-        }
-        let seconds = credential.creationDate.timeIntervalSince1970
-        guard seconds.isFinite, abs(seconds) < 9e12 else {
-            throw CredentialStoreError(.io, "cannot \(action): the creation date is out of range")
-        }
-    }
-
-    /// The authenticated columns of `credential` exactly as the row stores them, in `CredentialColumn` order.
-    static func values(of credential: StoredCredential) -> [SQLiteValue] {
-        [
-            .blob(credential.id),
-            .text(credential.relyingPartyID),
-            credential.relyingPartyName.map(SQLiteValue.text) ?? .null,
-            .blob(credential.userHandle),
-            credential.userName.map(SQLiteValue.text) ?? .null,
-            credential.userDisplayName.map(SQLiteValue.text) ?? .null,
-            .integer(credential.isDiscoverable ? 1 : 0),
-            .integer(credential.backupEligible ? 1 : 0),
-            .integer(credential.backupState && credential.backupEligible ? 1 : 0),
-            .integer(Int64((credential.creationDate.timeIntervalSince1970 * 1000).rounded())),
-            .integer(Int64(credential.credentialProtection.rawValue)),
-            credential.credentialBlob.map(SQLiteValue.blob) ?? .null,
-            .integer(credential.hmacSecret ? 1 : 0),
-            .integer(credential.largeBlobKey ? 1 : 0),
-        ]
-    }
-
-    private func seal(_ key: P256.Signing.PrivateKey, values: [SQLiteValue]) throws(CredentialStoreError) -> [UInt8] {
-        guard let sealed = RowAuthentication.seal(key, aad: RowAuthentication.credentialAAD(values), with: storeKey)
-        else {
-            throw CredentialStoreError(.io, "cannot seal a private key")
-        }
-        return sealed
-    }
-
-    /// Turns a row into a credential, or into a damaged entry when a column is missing or the seal does not open
-    /// with the row as associated data. The key comes from the cache when the sealed bytes and the row still match.
-    /// `version` is the database version taken before the row was read, when known.
-    private func entry(
-        from record: CredentialRecord, keys: inout KeyCache, readAt version: DatabaseVersion? = nil
-    ) -> CredentialEntry {
-        guard let id = record.blob(.id), !id.isEmpty, let relyingPartyID = record.text(.relyingPartyID),
-            let userHandle = record.blob(.userHandle), let discoverable = record.integer(.discoverable),
-            let backupEligible = record.integer(.backupEligible), let backupState = record.integer(.backupState),
-            let milliseconds = record.integer(.creationMilliseconds), let sealed = record.sealedPrivateKey,
-            let protectionLevel = record.integer(.credentialProtection),
-            let protection = CredentialProtection(rawValue: Int(protectionLevel)),
-            let hmacSecret = record.integer(.hmacSecret), let largeBlobKey = record.integer(.largeBlobKey)
-        else {
-            return .damaged(record.damaged(.missingFields))
-        }
-        let aad = RowAuthentication.credentialAAD(record.values)
-        let privateKey: P256.Signing.PrivateKey
-        if let cached = keys.key(id: id, sealed: sealed, aad: aad) {
-            privateKey = cached
-        } else {
-            guard let opened = RowAuthentication.unseal(sealed, aad: aad, with: storeKey) else {
-                keys.remove(id)
-                return .damaged(record.damaged(.failsIntegrityCheck))
-            }
-            privateKey = opened
-        }
-        let credential = StoredCredential(
-            id: id,
-            relyingPartyID: relyingPartyID,
-            relyingPartyName: record.text(.relyingPartyName),
-            userHandle: userHandle,
-            userName: record.text(.userName),
-            userDisplayName: record.text(.userDisplayName),
-            privateKey: privateKey,
-            isDiscoverable: discoverable != 0,
-            backupEligible: backupEligible != 0,
-            backupState: backupState != 0,
-            creationDate: Date(timeIntervalSince1970: Double(milliseconds) / 1000),
-            credentialProtection: protection,
-            credentialBlob: record.blob(.credentialBlob),
-            hmacSecret: hmacSecret != 0,
-            largeBlobKey: largeBlobKey != 0
-        )
-        keys.insert(credential, sealed: sealed, aad: aad, readAt: version)
-        return .intact(credential)
-    }
-
-    // MARK: Settings
-
-    /// The associated data of the PIN hash's seal.
-    private static let pinHashAAD = Array("passkey-store-pin-hash".utf8)
-
-    /// The values to bind to `SQL.upsertSettings` for `settings`: the columns, the PIN hash sealed, then the MAC.
-    static func settingsRow(
-        _ settings: AuthenticatorSettings, storeKey: SymmetricKey, settingsKey: SymmetricKey
-    ) throws(CredentialStoreError) -> [SQLiteValue] {
-        let action = "save the authenticator settings"
-        guard (0...AuthenticatorSettings.maximumPINRetries).contains(settings.pinRetries),
-            (0...AuthenticatorSettings.maximumUVRetries).contains(settings.uvRetries),
-            (4...63).contains(settings.minimumPINLength), (0...63).contains(settings.pinCodePointCount),
-            settings.pinHash.map({ $0.count == 16 }) ?? true
-        else {
-            throw CredentialStoreError(.io, "cannot \(action): a value is out of range")
-        }
-        var sealedPIN: [UInt8]? = nil
-        if let hash = settings.pinHash {
-            guard let box = try? AES.GCM.seal(hash, using: storeKey, authenticating: pinHashAAD),
-                let combined = box.combined
-            else { throw CredentialStoreError(.io, "cannot seal the PIN hash") }
-            sealedPIN = Array(combined)
-        }
-        guard let relyingParties = try? JSONEncoder().encode(settings.minimumPINLengthRelyingParties) else {
-            throw CredentialStoreError(.io, "cannot \(action): the relying party list does not encode")
-        }
-        let values: [SQLiteValue] = [
-            sealedPIN.map(SQLiteValue.blob) ?? .null,
-            .integer(Int64(settings.pinCodePointCount)),
-            .integer(Int64(settings.pinRetries)),
-            .integer(Int64(settings.uvRetries)),
-            .integer(Int64(settings.minimumPINLength)),
-            .text(String(decoding: relyingParties, as: UTF8.self)),
-            .integer(settings.alwaysUV ? 1 : 0),
-            .integer(settings.forcePINChange ? 1 : 0),
-        ]
-        return values + [.blob(RowAuthentication.settingsMAC(values, key: settingsKey))]
-    }
-
-    /// Checks the settings row's MAC, then its values, then unseals the PIN hash.
-    static func settings(
-        from record: SettingsRecord, storeKey: SymmetricKey, settingsKey: SymmetricKey
-    ) throws(CredentialStoreError) -> AuthenticatorSettings {
-        guard let mac = record.mac, RowAuthentication.settingsMACIsValid(mac, record.values, key: settingsKey) else {
-            throw CredentialStoreError(
-                .corrupt,
-                "the authenticator settings (PIN state) fail their integrity check: the store was damaged or "
-                    + "tampered with")
-        }
-        guard let pinCodePoints = record.integer(1), let pinRetries = record.integer(2),
-            let uvRetries = record.integer(3), let minimumPINLength = record.integer(4),
-            let relyingPartiesText = record.text(5), let alwaysUV = record.integer(6),
-            let forcePINChange = record.integer(7),
-            let relyingParties = try? JSONDecoder().decode([String].self, from: Data(relyingPartiesText.utf8))
-        else {
-            throw CredentialStoreError(.corrupt, "the passkey store is damaged: its authenticator settings are invalid")
-        }
-        var pinHash: [UInt8]? = nil
-        if let sealed = record.blob(0) {
-            guard let box = try? AES.GCM.SealedBox(combined: sealed),
-                let opened = try? AES.GCM.open(box, using: storeKey, authenticating: pinHashAAD), opened.count == 16
-            else {
-                throw CredentialStoreError(
-                    .corrupt, "the PIN hash fails its integrity check: the store was damaged or tampered with")
-            }
-            pinHash = Array(opened)
-        }
-        return AuthenticatorSettings(
-            pinHash: pinHash,
-            pinCodePointCount: Int(pinCodePoints),
-            pinRetries: Int(pinRetries),
-            uvRetries: Int(uvRetries),
-            minimumPINLength: Int(minimumPINLength),
-            minimumPINLengthRelyingParties: relyingParties,
-            alwaysUV: alwaysUV != 0,
-            forcePINChange: forcePINChange != 0
-        )
-    }
 }
 
 /// Lowercase hex of `bytes`.
@@ -616,18 +392,4 @@ func hex(_ bytes: some Sequence<UInt8>) -> String {
 /// How errors name a credential: its first 8 bytes in hex, with an ellipsis if there are more.
 func hexPrefix(_ id: [UInt8]) -> String {
     id.count > 8 ? hex(id.prefix(8)) + "…" : hex(id)
-}
-
-/// Compares two keys without branching on their contents.
-func constantTimeEquals(_ lhs: SymmetricKey, _ rhs: SymmetricKey) -> Bool {
-    lhs.withUnsafeBytes { left in
-        rhs.withUnsafeBytes { right in
-            guard left.count == right.count else { return false }
-            var difference: UInt8 = 0
-            for index in 0..<left.count {
-                difference |= left[index] ^ right[index]
-            }
-            return difference == 0
-        }
-    }
 }

@@ -7,6 +7,7 @@ import Testing
 import UHID
 
 /// The uhid device against a fake kernel: exact events in and out over a socket pair.
+@Suite(.timeLimit(.minutes(1)))
 struct CTAPHIDUHIDServerTests {
     /// Runs `body` with a started device, then closes it and checks it said `UHID_DESTROY`.
     func withDevice(
@@ -99,13 +100,12 @@ struct CTAPHIDUHIDServerTests {
         let sawCancellation = Shared(false)
         try await withDevice(handler: { _, setStatus in
             setStatus(.userPresenceNeeded)
-            do {
-                try await Task.sleep(for: .seconds(30))
-                return [0x00]
-            } catch {
+            // A wait that only cancellation ends (or closing the device, if the test fails first).
+            guard await Gate().wait() else {
                 sawCancellation.set(true)
                 return [CTAPError.keepaliveCancel.rawValue]
             }
+            return [0x00]
         }) { kernel, _ in
             let cid = try await kernel.initialize()
             try kernel.send(cid, 0x10, [0x02])
@@ -150,23 +150,21 @@ struct CTAPHIDUHIDServerTests {
     }
 
     @Test func closeCancelsRunningRequestsAndDestroysTheDevice() async throws {
-        let started = Shared(false)
-        let sawCancellation = Shared(false)
+        let started = Gate()
+        let cancelled = Gate()
         let (kernel, file) = try FakeKernel.make()
         let server = try await CTAPHIDUHIDServer.start(file: file) { _, _ in
-            started.set(true)
-            do { try await Task.sleep(for: .seconds(30)) } catch { sawCancellation.set(true) }
+            started.open()
+            if !(await Gate().wait()) { cancelled.open() }
             return [0x2D]
         }
         guard case .create2 = try await kernel.next() else { Issue.record("expected UHID_CREATE2"); return }
         let cid = try await kernel.initialize()
         try kernel.send(cid, 0x10, [0x02])
-        let deadline = ContinuousClock.now + .seconds(5)
-        while !started.get() && ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(5)) }
+        await started.wait()
         await server.close()
         try await server.run()  // Returns at once: the server is closed.
-        while !sawCancellation.get() && ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(5)) }
-        #expect(sawCancellation.get())
+        #expect(await cancelled.wait(), "closing cancelled the running request")
         var events: [UHIDEvent] = []
         while let bytes = try await kernel.nextBytes(timeout: .seconds(1)), !bytes.isEmpty {
             events.append(try UHIDEvent(bytes: bytes))
@@ -189,17 +187,12 @@ struct CTAPHIDUHIDServerTests {
 
 /// A user who decides when the test says so.
 final class ScriptedUser: Sendable {
-    private let approved = Shared(false)
+    private let approved = Gate()
 
-    func approve() { approved.set(true) }
+    func approve() { approved.open() }
 
-    func decision() async -> Bool {
-        while !approved.get() {
-            if Task.isCancelled { return false }
-            try? await Task.sleep(for: .milliseconds(10))
-        }
-        return true
-    }
+    /// Approves once the test says so; refuses if the request is cancelled first.
+    func decision() async -> Bool { await approved.wait() }
 }
 
 /// Opening the real device on this machine, and the messages that explain failures.

@@ -1,4 +1,5 @@
 import CTAPHIDTransport
+import Foundation
 import Glibc
 import Testing
 import UHID
@@ -39,19 +40,27 @@ final class FakeKernel: Sendable {
     }
 
     /// The next event's raw bytes, or `nil` if none arrives in time (or the device closed its end: `[]`).
+    ///
+    /// A thread of its own waits in `poll(2)`, so the wait ends as soon as the device writes, without polling.
     func nextBytes(timeout: Duration = .seconds(5)) async throws -> [UInt8]? {
-        let deadline = ContinuousClock.now + timeout
-        while true {
-            var pending = pollfd(fd: descriptor, events: Int16(POLLIN), revents: 0)
-            if poll(&pending, 1, 0) > 0 {
+        let descriptor = self.descriptor
+        let milliseconds = Int32(min(timeout / .milliseconds(1), 600_000))
+        let result = await withCheckedContinuation {
+            (continuation: CheckedContinuation<(count: Int, bytes: [UInt8])?, Never>) in
+            let thread = Thread {
+                var pending = pollfd(fd: descriptor, events: Int16(POLLIN), revents: 0)
+                var ready = poll(&pending, 1, milliseconds)
+                while ready < 0 && errno == EINTR { ready = poll(&pending, 1, milliseconds) }
+                guard ready > 0 else { return continuation.resume(returning: nil) }
                 var buffer = [UInt8](repeating: 0, count: 8192)
                 let count = buffer.withUnsafeMutableBytes { Glibc.read(descriptor, $0.baseAddress, $0.count) }
-                try #require(count >= 0)
-                return Array(buffer.prefix(count))
+                continuation.resume(returning: (count, Array(buffer.prefix(max(0, count)))))
             }
-            if ContinuousClock.now >= deadline { return nil }
-            try await Task.sleep(for: .milliseconds(2))
+            thread.start()
         }
+        guard let result else { return nil }
+        try #require(result.count >= 0)
+        return result.bytes
     }
 
     /// The next event, checking it is a whole `struct uhid_event`.

@@ -5,14 +5,57 @@ import NIOPosix
 import Synchronization
 import Testing
 
-/// Datagrams received by a test host, in order.
+/// Datagrams received by a test host, in order. ``next(timeout:on:)`` waits for the next one (one waiter at a time)
+/// without polling: a datagram hands itself to the waiter, and a timer on the host's event loop ends the wait.
 final class Inbox: Sendable {
-    private let datagrams = Mutex<[[UInt8]]>([])
+    private struct Waiter {
+        var id: Int
+        var continuation: CheckedContinuation<[UInt8]?, Never>
+    }
 
-    func append(_ datagram: [UInt8]) { datagrams.withLock { $0.append(datagram) } }
+    private struct State {
+        var datagrams: [[UInt8]] = []
+        var waiter: Waiter?
+        var waiters = 0
+    }
 
-    func popFirst() -> [UInt8]? {
-        datagrams.withLock { $0.isEmpty ? nil : $0.removeFirst() }
+    private let state = Mutex(State())
+
+    func append(_ datagram: [UInt8]) {
+        let waiter = state.withLock { state -> Waiter? in
+            guard let waiter = state.waiter else {
+                state.datagrams.append(datagram)
+                return nil
+            }
+            state.waiter = nil
+            return waiter
+        }
+        waiter?.continuation.resume(returning: datagram)
+    }
+
+    /// The next datagram, or `nil` if none arrives within `timeout` (measured on `eventLoop`).
+    func next(timeout: Duration, on eventLoop: any EventLoop) async -> [UInt8]? {
+        await withCheckedContinuation { continuation in
+            let waiting = state.withLock { state -> Int? in
+                if !state.datagrams.isEmpty {
+                    continuation.resume(returning: state.datagrams.removeFirst())
+                    return nil
+                }
+                precondition(state.waiter == nil, "one waiter at a time")
+                state.waiters += 1
+                state.waiter = Waiter(id: state.waiters, continuation: continuation)
+                return state.waiters
+            }
+            guard let waiting else { return }
+            eventLoop.scheduleTask(in: TimeAmount(timeout)) {
+                let expired = self.state.withLock { state -> Waiter? in
+                    guard let waiter = state.waiter, waiter.id == waiting else { return nil }
+                    state.waiter = nil
+                    return waiter
+                }
+                expired?.continuation.resume(returning: nil)
+            }
+        }
     }
 }
 
@@ -73,12 +116,7 @@ struct TestHost {
 
     /// The next datagram, or `nil` if none arrives in time.
     func nextDatagram(timeout: Duration = .seconds(5)) async throws -> [UInt8]? {
-        let deadline = ContinuousClock.now + timeout
-        while ContinuousClock.now < deadline {
-            if let datagram = inbox.popFirst() { return datagram }
-            try await Task.sleep(for: .milliseconds(2))
-        }
-        return inbox.popFirst()
+        await inbox.next(timeout: timeout, on: channel.eventLoop)
     }
 
     /// Reads one message for `cid`, like python-fido2 does: keepalives are collected, not returned.

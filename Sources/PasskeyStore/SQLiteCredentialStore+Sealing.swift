@@ -1,0 +1,190 @@
+import CTAP2
+import Crypto
+import Foundation
+
+/// Sealing and unsealing under the store key: private keys (with their row as associated data, through the
+/// decrypted-key cache), the settings row's PIN hash and MAC, and the key check that tells a wrong passphrase.
+extension SQLiteCredentialStore {
+    func seal(_ key: P256.Signing.PrivateKey, values: [SQLiteValue]) throws(CredentialStoreError) -> [UInt8] {
+        guard let sealed = RowAuthentication.seal(key, aad: RowAuthentication.credentialAAD(values), with: storeKey)
+        else {
+            throw CredentialStoreError(.io, "cannot seal a private key")
+        }
+        return sealed
+    }
+
+    /// Turns a row into a credential, or into a damaged entry when a column is missing or the seal does not open
+    /// with the row as associated data. The key comes from the cache when the sealed bytes and the row still match.
+    /// `version` is the database version taken before the row was read, when known.
+    func entry(
+        from record: CredentialRecord, keys: inout KeyCache, readAt version: DatabaseVersion? = nil
+    ) -> CredentialEntry {
+        guard let id = record.blob(.id), !id.isEmpty, let relyingPartyID = record.text(.relyingPartyID),
+            let userHandle = record.blob(.userHandle), let discoverable = record.integer(.discoverable),
+            let backupEligible = record.integer(.backupEligible), let backupState = record.integer(.backupState),
+            let milliseconds = record.integer(.creationMilliseconds), let sealed = record.sealedPrivateKey,
+            let protectionLevel = record.integer(.credentialProtection),
+            let protection = CredentialProtection(rawValue: Int(protectionLevel)),
+            let hmacSecret = record.integer(.hmacSecret), let largeBlobKey = record.integer(.largeBlobKey)
+        else {
+            return .damaged(record.damaged(.missingFields))
+        }
+        let aad = RowAuthentication.credentialAAD(record.values)
+        let privateKey: P256.Signing.PrivateKey
+        if let cached = keys.key(id: id, sealed: sealed, aad: aad) {
+            privateKey = cached
+        } else {
+            guard let opened = RowAuthentication.unseal(sealed, aad: aad, with: storeKey) else {
+                keys.remove(id)
+                return .damaged(record.damaged(.failsIntegrityCheck))
+            }
+            privateKey = opened
+        }
+        let credential = StoredCredential(
+            id: id,
+            relyingPartyID: relyingPartyID,
+            relyingPartyName: record.text(.relyingPartyName),
+            userHandle: userHandle,
+            userName: record.text(.userName),
+            userDisplayName: record.text(.userDisplayName),
+            privateKey: privateKey,
+            isDiscoverable: discoverable != 0,
+            backupEligible: backupEligible != 0,
+            backupState: backupState != 0,
+            creationDate: Date(timeIntervalSince1970: Double(milliseconds) / 1000),
+            credentialProtection: protection,
+            credentialBlob: record.blob(.credentialBlob),
+            hmacSecret: hmacSecret != 0,
+            largeBlobKey: largeBlobKey != 0
+        )
+        keys.insert(credential, sealed: sealed, aad: aad, readAt: version)
+        return .intact(credential)
+    }
+
+    // MARK: Settings
+
+    /// The associated data of the PIN hash's seal.
+    private static let pinHashAAD = Array("passkey-store-pin-hash".utf8)
+
+    /// The values to bind to `SQL.upsertSettings` for `settings`: the columns, the PIN hash sealed, then the MAC.
+    static func settingsRow(
+        _ settings: AuthenticatorSettings, storeKey: SymmetricKey, settingsKey: SymmetricKey
+    ) throws(CredentialStoreError) -> [SQLiteValue] {
+        let action = "save the authenticator settings"
+        guard (0...AuthenticatorSettings.maximumPINRetries).contains(settings.pinRetries),
+            (0...AuthenticatorSettings.maximumUVRetries).contains(settings.uvRetries),
+            (4...63).contains(settings.minimumPINLength), (0...63).contains(settings.pinCodePointCount),
+            settings.pinHash.map({ $0.count == 16 }) ?? true
+        else {
+            throw CredentialStoreError(.io, "cannot \(action): a value is out of range")
+        }
+        var sealedPIN: [UInt8]? = nil
+        if let hash = settings.pinHash {
+            guard let box = try? AES.GCM.seal(hash, using: storeKey, authenticating: pinHashAAD),
+                let combined = box.combined
+            else { throw CredentialStoreError(.io, "cannot seal the PIN hash") }
+            sealedPIN = Array(combined)
+        }
+        guard let relyingParties = try? JSONEncoder().encode(settings.minimumPINLengthRelyingParties) else {
+            throw CredentialStoreError(.io, "cannot \(action): the relying party list does not encode")
+        }
+        let values: [SQLiteValue] = [
+            sealedPIN.map(SQLiteValue.blob) ?? .null,
+            .integer(Int64(settings.pinCodePointCount)),
+            .integer(Int64(settings.pinRetries)),
+            .integer(Int64(settings.uvRetries)),
+            .integer(Int64(settings.minimumPINLength)),
+            .text(String(decoding: relyingParties, as: UTF8.self)),
+            .integer(settings.alwaysUV ? 1 : 0),
+            .integer(settings.forcePINChange ? 1 : 0),
+        ]
+        return values + [.blob(RowAuthentication.settingsMAC(values, key: settingsKey))]
+    }
+
+    /// Checks the settings row's MAC, then its values, then unseals the PIN hash.
+    static func settings(
+        from record: SettingsRecord, storeKey: SymmetricKey, settingsKey: SymmetricKey
+    ) throws(CredentialStoreError) -> AuthenticatorSettings {
+        guard let mac = record.mac, RowAuthentication.settingsMACIsValid(mac, record.values, key: settingsKey) else {
+            throw CredentialStoreError(
+                .corrupt,
+                "the authenticator settings (PIN state) fail their integrity check: the store was damaged or "
+                    + "tampered with")
+        }
+        guard let pinCodePoints = record.integer(1), let pinRetries = record.integer(2),
+            let uvRetries = record.integer(3), let minimumPINLength = record.integer(4),
+            let relyingPartiesText = record.text(5), let alwaysUV = record.integer(6),
+            let forcePINChange = record.integer(7),
+            let relyingParties = try? JSONDecoder().decode([String].self, from: Data(relyingPartiesText.utf8))
+        else {
+            throw CredentialStoreError(.corrupt, "the passkey store is damaged: its authenticator settings are invalid")
+        }
+        var pinHash: [UInt8]? = nil
+        if let sealed = record.blob(0) {
+            guard let box = try? AES.GCM.SealedBox(combined: sealed),
+                let opened = try? AES.GCM.open(box, using: storeKey, authenticating: pinHashAAD), opened.count == 16
+            else {
+                throw CredentialStoreError(
+                    .corrupt, "the PIN hash fails its integrity check: the store was damaged or tampered with")
+            }
+            pinHash = Array(opened)
+        }
+        return AuthenticatorSettings(
+            pinHash: pinHash,
+            pinCodePointCount: Int(pinCodePoints),
+            pinRetries: Int(pinRetries),
+            uvRetries: Int(uvRetries),
+            minimumPINLength: Int(minimumPINLength),
+            minimumPINLengthRelyingParties: relyingParties,
+            alwaysUV: alwaysUV != 0,
+            forcePINChange: forcePINChange != 0
+        )
+    }
+
+    // MARK: Key check
+
+    /// The plaintext sealed as the key check.
+    private static let keyCheckLabel = Array("passkey-store key check v1".utf8)
+
+    /// The associated data of the key check's seal.
+    private static let keyCheckAAD = Array("passkey-store-key-check".utf8)
+
+    static func sealKeyCheck(with key: SymmetricKey) throws(CredentialStoreError) -> [UInt8] {
+        do {
+            guard let combined = try AES.GCM.seal(keyCheckLabel, using: key, authenticating: keyCheckAAD).combined
+            else {
+                throw CredentialStoreError(.io, "could not seal the key check")
+            }
+            return Array(combined)
+        } catch {
+            throw CredentialStoreError(.io, "could not seal the key check")
+        }
+    }
+
+    static func verifyKeyCheck(_ sealed: [UInt8], with key: SymmetricKey) throws(CredentialStoreError) {
+        let opened: Data
+        do {
+            let box = try AES.GCM.SealedBox(combined: sealed)
+            opened = try AES.GCM.open(box, using: key, authenticating: keyCheckAAD)
+        } catch {
+            throw CredentialStoreError(.wrongPassphrase, "the passphrase does not open the passkey store")
+        }
+        guard Array(opened) == keyCheckLabel else {
+            throw CredentialStoreError(.wrongPassphrase, "the passphrase does not open the passkey store")
+        }
+    }
+}
+
+/// Compares two keys without branching on their contents.
+func constantTimeEquals(_ lhs: SymmetricKey, _ rhs: SymmetricKey) -> Bool {
+    lhs.withUnsafeBytes { left in
+        rhs.withUnsafeBytes { right in
+            guard left.count == right.count else { return false }
+            var difference: UInt8 = 0
+            for index in 0..<left.count {
+                difference |= left[index] ^ right[index]
+            }
+            return difference == 0
+        }
+    }
+}
