@@ -18,18 +18,30 @@ struct LinuxHCISocketTests {
     /// Sends one packet from the controller's end; whether it went whole.
     @discardableResult
     static func send(_ packet: [UInt8], to peer: Int32) -> Bool {
-        let sent = packet.withUnsafeBytes { Glibc.send(peer, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
-        return sent == packet.count
+        while true {
+            let sent = packet.withUnsafeBytes { Glibc.send(peer, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+            if sent < 0, errno == EINTR { continue }
+            return sent == packet.count
+        }
     }
 
     /// The next packet at the controller's end, or `nil` when none comes within `milliseconds` or the other end
-    /// closed.
+    /// closed. A signal meant for someone else (the full test run starts child processes, whose SIGCHLD can land on
+    /// this thread) is not an answer: the wait goes on.
     static func receive(from peer: Int32, milliseconds: Int32 = 1000) -> [UInt8]? {
+        let deadline = ContinuousClock.now + .milliseconds(milliseconds)
         var poller = pollfd(fd: peer, events: Int16(POLLIN), revents: 0)
-        guard poll(&poller, 1, milliseconds) == 1 else { return nil }
-        var buffer = [UInt8](repeating: 0, count: 1024)
-        let count = buffer.withUnsafeMutableBytes { recv(peer, $0.baseAddress, $0.count, 0) }
-        return count > 0 ? Array(buffer[..<count]) : nil
+        while true {
+            let left = ContinuousClock.now.duration(to: deadline)
+            guard left > .zero else { return nil }
+            let ready = poll(&poller, 1, Int32(left / .milliseconds(1)) + 1)
+            if ready < 0, errno == EINTR { continue }
+            guard ready == 1 else { return nil }
+            var buffer = [UInt8](repeating: 0, count: 1024)
+            let count = buffer.withUnsafeMutableBytes { recv(peer, $0.baseAddress, $0.count, 0) }
+            if count < 0, errno == EINTR { continue }
+            return count > 0 ? Array(buffer[..<count]) : nil
+        }
     }
 
     /// A controller at `peer` that answers every command with success until the backend's end closes (or a minute
