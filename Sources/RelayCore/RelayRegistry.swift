@@ -86,8 +86,18 @@ public struct TunnelRecord: Hashable, Sendable {
     public var outcome: TunnelOutcome
 }
 
+/// The answer to an upgrade request.
+public enum RelayUpgradeDecision: Hashable, Sendable {
+    /// Accept the upgrade with subprotocol `fido.cable`; `routingIDHeader` goes in `X-caBLE-Routing-ID`.
+    case accept(side: RelaySide, routingIDHeader: String?)
+    case reject(RelayRejection)
+}
+
 /// The relay's pairing and forwarding rules as a pure state machine: upgrade requests, messages and
 /// closes in; forwards, closes and tunnel records out. The NIO server only executes its actions.
+///
+/// `Message` is the bytes of a relayed message: the registry counts them and passes them on, never reads them
+/// (the server's are views of NIO buffers, so a message is never copied on its way through).
 ///
 /// Tunnels are found by tunnel ID; the routing ID a `/connect` names must be the one `/new` was given.
 ///
@@ -95,23 +105,18 @@ public struct TunnelRecord: Hashable, Sendable {
 /// client's network, not its exact address). Each key may hold ``RelayLimits/maximumConnectionsPerAddress``
 /// WebSockets; and the last ``RelayLimits/reservedTunnelPercent`` of ``RelayLimits/maximumTunnels`` go only to
 /// keys that hold no tunnel yet.
-public struct RelayRegistry: Sendable {
+public struct RelayRegistry<Message: Collection<UInt8> & Sendable>: Sendable {
     /// What the I/O layer must do.
-    public enum Action: Hashable, Sendable {
+    public enum Action: Sendable {
         /// Send this binary message on that connection.
-        case forward([UInt8], to: ConnectionID)
+        case forward(Message, to: ConnectionID)
         /// Close that connection with a WebSocket close code.
         case close(ConnectionID, code: UInt16)
         /// A tunnel ended: log its record.
         case finished(TunnelRecord)
     }
 
-    /// The answer to an upgrade request.
-    public enum UpgradeDecision: Hashable, Sendable {
-        /// Accept the upgrade with subprotocol `fido.cable`; `routingIDHeader` goes in `X-caBLE-Routing-ID`.
-        case accept(side: RelaySide, routingIDHeader: String?)
-        case reject(RelayRejection)
-    }
+    public typealias UpgradeDecision = RelayUpgradeDecision
 
     private struct Tunnel {
         var routingID: RoutingID
@@ -122,7 +127,7 @@ public struct RelayRegistry: Sendable {
         var opened: ContinuousClock.Instant
         var paired: ContinuousClock.Instant?
         var lastActivity: ContinuousClock.Instant
-        var buffered: [[UInt8]] = []
+        var buffered: [Message] = []
         var bufferedBytes = 0
         var bytes: [RelaySide: Int] = [.authenticator: 0, .client: 0]
         var messages: [RelaySide: Int] = [.authenticator: 0, .client: 0]
@@ -212,12 +217,11 @@ public struct RelayRegistry: Sendable {
         return buffered.map { .forward($0, to: connection) }
     }
 
-    /// A binary (or, against the protocol, text) message on a connection.
-    public mutating func message(
-        _ bytes: [UInt8], isText: Bool, from connection: ConnectionID, now: ContinuousClock.Instant
-    ) -> [Action] {
+    /// A whole binary message on a connection. (A text frame is refused by the I/O layer: ``failed(_:outcome:code:now:)``.)
+    public mutating func message(_ bytes: Message, from connection: ConnectionID, now: ContinuousClock.Instant)
+        -> [Action]
+    {
         guard let entry = connections[connection], var tunnel = tunnels[entry.tunnel] else { return [] }
-        if isText { return finish(entry.tunnel, outcome: .textFrame, now: now, code: 1003) }
         guard bytes.count <= limits.maximumMessageBytes else {
             return finish(entry.tunnel, outcome: .messageTooLarge, now: now, code: 1009)
         }
@@ -314,3 +318,6 @@ public struct RelayRegistry: Sendable {
         return actions
     }
 }
+
+extension RelayRegistry.Action: Equatable where Message: Equatable {}
+extension RelayRegistry.Action: Hashable where Message: Hashable {}
