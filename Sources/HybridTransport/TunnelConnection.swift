@@ -5,7 +5,6 @@ import NIOHTTP1
 import NIOPosix
 import NIOSSL
 import NIOWebSocket
-import Synchronization
 
 /// One WebSocket tunnel to a caBLE tunnel server (`/cable/new/…` or `/cable/connect/…/…`), with subprotocol
 /// `fido.cable`. Binary messages go both ways; everything else is handled here: pings are answered, a close is
@@ -37,11 +36,11 @@ public final class TunnelConnection: Sendable {
         async
     {
         let channel = asyncChannel.channel
-        let (iterator, outbound) = await withCheckedContinuation { handOver in
+        let (inbound, outbound) = await withCheckedContinuation { handOver in
             // The tunnel's owner: it holds the channel until the channel closes, then finishes the writer.
             Task {
                 try? await asyncChannel.executeThenClose { inbound, outbound in
-                    handOver.resume(returning: (inbound.makeAsyncIterator(), outbound))
+                    handOver.resume(returning: (inbound, outbound))
                     try await channel.closeFuture.get()
                 }
             }
@@ -50,7 +49,7 @@ public final class TunnelConnection: Sendable {
         self.outbound = outbound
         self.budget = budget
         self.routingIDHeader = routingIDHeader
-        reader = InboundReader(iterator)
+        reader = InboundReader(inbound)
     }
 
     deinit {
@@ -217,176 +216,5 @@ public final class TunnelConnection: Sendable {
     public func close(code: WebSocketErrorCode = .normalClosure) async {
         try? await channel.triggerUserOutboundEvent(TunnelCloseRequest(code: code)).get()
         try? await channel.closeFuture.get()
-    }
-}
-
-/// A connected channel whose upgrade request is on its way.
-private struct PendingUpgrade: Sendable {
-    var channel: any Channel
-    var result: EventLoopFuture<UpgradeOutcome>
-
-    /// The answer to the upgrade, or `nil` when none came within `timeout`; the connection is closed then, since a
-    /// silent relay would otherwise hold it forever.
-    func outcome(within timeout: Duration) async throws -> UpgradeOutcome? {
-        try await withThrowingTaskGroup(of: UpgradeOutcome?.self) { group in
-            group.addTask { try await result.get() }
-            group.addTask {
-                try? await Task.sleep(for: timeout)
-                return nil
-            }
-            defer { group.cancelAll() }
-            guard let first = try await group.next(), let outcome = first else {
-                channel.close(promise: nil)
-                return nil
-            }
-            return outcome
-        }
-    }
-}
-
-/// The result of the HTTP upgrade request.
-private enum UpgradeOutcome: Sendable {
-    case upgraded(NIOAsyncChannel<TunnelInbound, WebSocketFrame>, routingIDHeader: String?)
-    case refused(EventLoopFuture<Int>)
-    case invalid(TunnelError.UpgradeFault, any Channel)
-
-    /// What breaks the tunnel protocol in a 101 answer, if anything.
-    static func fault(in response: HTTPResponseHead) -> TunnelError.UpgradeFault? {
-        let protocols = response.headers["Sec-WebSocket-Protocol"]
-        guard protocols.count == 1, protocols[0].trimmingCharacters(in: .whitespaces) == "fido.cable" else {
-            return .subprotocolNotSelected
-        }
-        guard response.headers[TunnelServerProtocol.routingIDHeader].count <= 1 else { return .routingIDRepeated }
-        return nil
-    }
-
-    /// The tunnel error for a failure while waiting for the answer.
-    static func error(for error: any Error, host: String, port: Int) -> TunnelError {
-        switch error {
-        case is NIOHTTPClientUpgradeError: .badUpgrade(.invalidHandshake)
-        case is HTTPParserError: .badUpgrade(.malformedResponse)
-        default:
-            switch TunnelError.ConnectionFault(error) {
-            case .closed: .badUpgrade(.closedEarly)
-            case let fault: .unreachable(host: host, port: port, reason: fault)
-            }
-        }
-    }
-}
-
-/// Catches the status of a refused upgrade and closes the connection.
-private final class StatusCatcher: ChannelInboundHandler, RemovableChannelHandler {
-    typealias InboundIn = HTTPClientResponsePart
-    private let promise: EventLoopPromise<Int>
-
-    init(promise: EventLoopPromise<Int>) { self.promise = promise }
-
-    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
-        if case .head(let head) = Self.unwrapInboundIn(data) {
-            promise.succeed(Int(head.status.code))
-            context.close(promise: nil)
-        }
-    }
-
-    func channelInactive(context: ChannelHandlerContext) {
-        promise.succeed(0)
-    }
-
-    func errorCaught(context: ChannelHandlerContext, error: any Error) {
-        promise.succeed(0)
-        context.close(promise: nil)
-    }
-}
-
-/// The reading end of a tunnel's inbound stream. The stream's iterator must not be shared across tasks: the actor
-/// keeps it in its own isolation and lets one receive use it at a time.
-private actor InboundReader {
-    private var iterator: NIOAsyncChannelInboundStream<TunnelInbound>.AsyncIterator
-    private(set) var isReceiving = false
-    /// How the stream ended, once it has: `.some(nil)` for a clean close.
-    private var end: TunnelError?? = nil
-    /// The number of the latest receive: a wake-up names the receive it is for.
-    private var receives: UInt64 = 0
-
-    init(_ iterator: sending NIOAsyncChannelInboundStream<TunnelInbound>.AsyncIterator) {
-        self.iterator = iterator
-    }
-
-    func receive(timeout: Duration, waitingFor what: String, channel: any Channel, budget: UnreadBudget)
-        async throws(TunnelError) -> [UInt8]?
-    {
-        if let end {
-            if let error = end { throw error }
-            return nil
-        }
-        guard !isReceiving else { throw .concurrentReceive }
-        isReceiving = true
-        defer { isReceiving = false }
-        receives += 1
-        let number = receives
-        // The deadline does not cancel `next()`, which would end the stream: it wakes it with a marker in the
-        // stream. (It is cancelled itself when this function returns.)
-        async let _ = Self.wake(number, after: timeout, on: channel)
-        switch await next(waking: number, budget: budget) {
-        case .message(let message):
-            return message
-        case .woken:
-            throw .timedOut(what)
-        case .ended(nil):
-            end = .some(nil)
-            return nil
-        case .ended(let error?):
-            end = error
-            throw error
-        case .cancelled:
-            end = .cancelled(what)
-            channel.triggerUserOutboundEvent(TunnelCloseRequest(code: .goingAway), promise: nil)
-            throw .cancelled(what)
-        }
-    }
-
-    /// What one read of the inbound stream gave.
-    private enum ReadOutcome {
-        case message([UInt8])
-        /// The receive's deadline passed.
-        case woken
-        /// The stream ended: cleanly (`nil`) or with the tunnel's error.
-        case ended(TunnelError?)
-        /// The calling task was cancelled, which ended the stream.
-        case cancelled
-    }
-
-    /// Reads the stream up to the next message or this receive's wake-up, skipping wake-ups of earlier receives.
-    private func next(waking number: UInt64, budget: UnreadBudget) async -> ReadOutcome {
-        // A stored property cannot be mutated across a suspension: the loop uses a copy of the iterator (which
-        // shares its state), kept for the next receive afterwards.
-        var iterator = self.iterator
-        defer { self.iterator = iterator }
-        do {
-            while let element = try await iterator.next(isolation: self) {
-                switch element {
-                case .message(let message):
-                    budget.release(message.count)
-                    return .message(message)
-                case .wake(number):
-                    return .woken
-                case .wake:
-                    continue
-                }
-            }
-            return .ended(nil)
-        } catch let error as TunnelError {
-            return .ended(error)
-        } catch is CancellationError {
-            return .cancelled
-        } catch {
-            return .ended(.connectionFailed(TunnelError.ConnectionFault(error)))
-        }
-    }
-
-    /// Wakes receive `number` after `timeout`, unless cancelled first.
-    private static func wake(_ number: UInt64, after timeout: Duration, on channel: any Channel) async {
-        guard (try? await Task.sleep(for: timeout)) != nil else { return }
-        channel.pipeline.fireUserInboundEventTriggered(TunnelWake(receive: number))
     }
 }
