@@ -10,26 +10,54 @@ struct ClientError: Error, CustomStringConvertible {
     init(_ description: String) { self.description = description }
 }
 
-/// Bytes received by a ``RawClient``, and whether the server closed the connection.
+/// Bytes received by a ``RawClient``, and whether the server closed the connection. A reader that finds nothing it
+/// can use waits for the next change instead of polling.
 final class ByteInbox: Sendable {
     private struct State {
         var bytes: [UInt8] = []
         var closed = false
+        /// Completed at the next change.
+        var waiter: EventLoopPromise<Void>?
     }
     private let state = Mutex(State())
 
-    func append(_ bytes: ByteBuffer) { state.withLock { $0.bytes += bytes.readableBytesView } }
-    func close() { state.withLock { $0.closed = true } }
+    /// What a reader found.
+    enum Taken<T> {
+        case value(T)
+        case closed
+        /// Nothing yet: this future completes at the next change.
+        case wait(EventLoopPromise<Void>)
+    }
 
-    /// Takes what `parse` accepts from the front of the bytes, or reports the connection's end.
-    func take<T>(_ parse: (inout ArraySlice<UInt8>) -> T?) -> (value: T?, closed: Bool) {
+    func append(_ bytes: ByteBuffer) {
+        let waiter = state.withLock { state in
+            state.bytes += bytes.readableBytesView
+            return state.waiter.take()
+        }
+        waiter?.succeed()
+    }
+
+    func close() {
+        let waiter = state.withLock { state in
+            state.closed = true
+            return state.waiter.take()
+        }
+        waiter?.succeed()
+    }
+
+    /// Takes what `parse` accepts from the front of the bytes; otherwise reports the connection's end, or a promise
+    /// of the next change (made on `eventLoop`).
+    func take<T>(_ parse: (inout ArraySlice<UInt8>) -> T?, waitingOn eventLoop: any EventLoop) -> Taken<T> {
         state.withLock { state in
             var slice = state.bytes[...]
             if let value = parse(&slice) {
                 state.bytes = Array(slice)
-                return (value, state.closed)
+                return .value(value)
             }
-            return (nil, state.closed)
+            if state.closed { return .closed }
+            let waiter = eventLoop.makePromise(of: Void.self)
+            state.waiter = waiter
+            return .wait(waiter)
         }
     }
 }
@@ -111,13 +139,20 @@ struct RawClient {
     func wait<T>(for what: String, timeout: Duration = timeout, _ parse: (inout ArraySlice<UInt8>) -> T?)
         async throws -> T?
     {
-        let deadline = ContinuousClock.now + timeout
+        let deadline = NIODeadline.now() + TimeAmount(timeout)
         while true {
-            let (value, closed) = inbox.take(parse)
-            if let value { return value }
-            if closed { return nil }
-            guard ContinuousClock.now < deadline else { throw ClientError("timed out waiting for \(what)") }
-            try await Task.sleep(for: .milliseconds(2))
+            switch inbox.take(parse, waitingOn: channel.eventLoop) {
+            case .value(let value):
+                return value
+            case .closed:
+                return nil
+            case .wait(let change):
+                let timer = channel.eventLoop.scheduleTask(deadline: deadline) {
+                    change.fail(ClientError("timed out waiting for \(what)"))
+                }
+                defer { timer.cancel() }
+                try await change.futureResult.get()
+            }
         }
     }
 
