@@ -37,6 +37,7 @@ let package = Package(
         .library(name: "Hybrid", targets: ["Hybrid"]),
         .library(name: "Proximity", targets: ["Proximity"]),
         .library(name: "HybridTransport", targets: ["HybridTransport"]),
+        .library(name: "HybridLink", targets: ["HybridLink"]),
         .library(name: "CrossDevice", targets: ["CrossDevice"]),
         .library(name: "BlueZProximity", targets: ["BlueZProximity"]),
         .library(name: "QRImage", targets: ["QRImage"]),
@@ -105,11 +106,17 @@ let package = Package(
             ],
             swiftSettings: strictSettings
         ),
+        // One driver per hybrid role, carrying out its session's actions over an injected environment.
+        .target(
+            name: "HybridLink",
+            dependencies: ["Hybrid", "HybridTransport", "Proximity", "CTAP2", crypto, nioSSL, nioWebSocket],
+            swiftSettings: strictSettings
+        ),
         .target(
             name: "CrossDevice",
             dependencies: [
-                "HybridTransport", "BlueZProximity", "Hybrid", "Proximity", "CBOR", "CTAP2", "RelyingParty", "WebAuthn",
-                crypto, nioSSL,
+                "HybridLink", "HybridTransport", "BlueZProximity", "Hybrid", "Proximity", "CBOR", "CTAP2",
+                "RelyingParty", "WebAuthn", crypto,
             ],
             swiftSettings: strictSettings
         ),
@@ -129,7 +136,7 @@ let package = Package(
             name: "passkey",
             dependencies: [
                 "CBOR", "WebAuthn", "CTAP2", "CTAPHID", "RelyingParty", "PasskeyStore", "CTAPHIDTransport", "Hybrid",
-                "QRImage", "Proximity", "HybridTransport", "CrossDevice", "RelayServer", "UHID", "WebRelyingParty",
+                "QRImage", "Proximity", "HybridTransport", "HybridLink", "CrossDevice", "RelayServer", "UHID", "WebRelyingParty",
                 "RelyingPartyServer", argumentParser, logging, crypto, nioSSL,
             ],
             swiftSettings: strictSettings
@@ -139,7 +146,7 @@ let package = Package(
             dependencies: [
                 "CBOR", "WebAuthn", "CTAP2", "PasskeyStore", "Hybrid", crypto, argumentParser, nioCore, nioPosix,
                 nioWebSocket,
-                "CrossDevice", "HybridTransport", "Proximity", "RelayServer", "RelayCore", "RelyingParty", logging,
+                "CrossDevice", "HybridTransport", "HybridLink", "Proximity", "RelayServer", "RelayCore", "RelyingParty", logging,
             ],
             swiftSettings: strictSettings
         ),
@@ -171,10 +178,15 @@ let package = Package(
         .testTarget(
             name: "HybridTransportTests",
             dependencies: [
-                "HybridTransport", "CrossDevice", "RelayServer", "RelayCore", "Hybrid", "Proximity", "CTAP2",
-                "RelyingParty", "WebSocketMessages", crypto, nioCore, nioPosix, nioSSL, nioEmbedded, nioWebSocket,
-                logging,
+                "HybridTransport", "HybridLink", "CrossDevice", "RelayServer", "RelayCore", "Hybrid", "Proximity",
+                "CTAP2", "RelyingParty", "WebSocketMessages", crypto, nioCore, nioPosix, nioSSL, nioEmbedded,
+                nioWebSocket, logging,
             ],
+            swiftSettings: strictSettings
+        ),
+        .testTarget(
+            name: "HybridLinkTests",
+            dependencies: ["HybridLink", "HybridTransport", "Hybrid", "Proximity", "CTAP2", crypto],
             swiftSettings: strictSettings
         ),
         .testTarget(name: "RelayCoreTests", dependencies: ["RelayCore", "Hybrid"], swiftSettings: strictSettings),

@@ -3,8 +3,7 @@ import CTAP2
 import Crypto
 import Foundation
 import Hybrid
-import HybridTransport
-import NIOSSL
+import HybridLink
 import Proximity
 import RelyingParty
 import WebAuthn
@@ -16,7 +15,7 @@ public enum CrossDeviceError: Error, Sendable, CustomStringConvertible {
     /// Nothing is registered for this RP in the state file, so a sign-in could not be verified.
     case noRegisteredPasskey(rpID: String)
     /// The QR code, radio, relay or hybrid protocol failed.
-    case transport(HybridTransportError)
+    case transport(HybridLinkError)
     /// The authenticator answered with a CTAP error (the user said no, no passkey for this site, …).
     case authenticator(CTAPError)
     /// The relying party refused the response.
@@ -71,7 +70,7 @@ public struct CrossDeviceClient: Sendable {
     public var origin: String
     public var scanner: any ProximityScanner
     public var tunnelServer: TunnelServerBaseURL?
-    public var tls: TLSConfiguration?
+    public var environment: HybridEnvironment
     public var timeouts: HybridTimeouts
     public var progress: @Sendable (CrossDeviceProgress) -> Void
 
@@ -81,7 +80,7 @@ public struct CrossDeviceClient: Sendable {
         origin: String? = nil,
         scanner: any ProximityScanner,
         tunnelServer: TunnelServerBaseURL? = nil,
-        tls: TLSConfiguration? = nil,
+        environment: HybridEnvironment = .system(),
         timeouts: HybridTimeouts = HybridTimeouts(),
         progress: @escaping @Sendable (CrossDeviceProgress) -> Void = { _ in }
     ) throws(CrossDeviceError) {
@@ -94,7 +93,7 @@ public struct CrossDeviceClient: Sendable {
         self.relyingParty = relyingParty
         self.scanner = scanner
         self.tunnelServer = tunnelServer
-        self.tls = tls
+        self.environment = environment
         self.timeouts = timeouts
         self.progress = progress
     }
@@ -109,8 +108,8 @@ public struct CrossDeviceClient: Sendable {
         userName: String, displayName: String? = nil, prf: Bool = false, state: inout RelyingPartyState
     ) async throws(CrossDeviceError) -> CrossDeviceRegistration {
         let options = RegistrationOptions(
-            challenge: Self.randomBytes(32),
-            user: UserEntity(id: Self.randomBytes(16), name: userName, displayName: displayName ?? userName),
+            challenge: randomBytes(32),
+            user: UserEntity(id: randomBytes(16), name: userName, displayName: displayName ?? userName),
             userVerification: .required, residentKey: .required,
             // As a relying party does: the account's own passkeys, so the phone does not make a second one.
             excludeCredentials: state.accounts(for: relyingParty.id).filter { $0.userName == userName }.map(
@@ -162,7 +161,7 @@ public struct CrossDeviceClient: Sendable {
         guard !accounts.isEmpty else { throw .noRegisteredPasskey(rpID: relyingParty.id) }
         let allowList = userName == nil ? [] : accounts.map(\.credential.id)
         let options = AuthenticationOptions(
-            challenge: Self.randomBytes(32), allowCredentials: allowList, userVerification: .required)
+            challenge: randomBytes(32), allowCredentials: allowList, userVerification: .required)
         let clientData = CollectedClientData(type: .get, challenge: options.challenge, origin: origin)
         let clientDataHash = Array(SHA256.hash(data: clientData.jsonBytes))
         let relyingPartyID = relyingParty.id
@@ -173,7 +172,7 @@ public struct CrossDeviceClient: Sendable {
                 let keyAgreement = try await Self.request(CTAPClient.getKeyAgreementMessage(), on: connection)
                 do throws(CTAPError) {
                     evaluation = try PRFEvaluation(
-                        input: prf, keyAgreementResponse: keyAgreement, iv: Self.randomBytes(16))
+                        input: prf, keyAgreementResponse: keyAgreement, iv: randomBytes(16))
                 } catch {
                     throw .authenticator(error)
                 }
@@ -223,14 +222,14 @@ public struct CrossDeviceClient: Sendable {
     /// One hybrid session carrying the CTAP requests `body` sends.
     private func exchange<Result: Sendable>(
         requestType: HybridRequestType,
-        _ body: (HybridClientConnection) async throws(CrossDeviceError) -> Result
+        _ body: (HybridClientLink) async throws(CrossDeviceError) -> Result
     ) async throws(CrossDeviceError) -> Result {
         let progress = progress
-        let connection: HybridClientConnection
-        do throws(HybridTransportError) {
-            connection = try await HybridClient.connect(
-                requestType: requestType, scanner: scanner, tunnelServer: tunnelServer, tls: tls,
-                timeouts: timeouts, progress: { progress(.hybrid($0)) })
+        let connection: HybridClientLink
+        do throws(HybridLinkError) {
+            connection = try await HybridClientLink.connect(
+                requestType: requestType, scanner: scanner, tunnelServer: tunnelServer, timeouts: timeouts,
+                environment: environment, progress: { progress(.hybrid($0)) })
         } catch {
             throw .transport(error)
         }
@@ -244,18 +243,15 @@ public struct CrossDeviceClient: Sendable {
         }
     }
 
-    private static func request(_ message: [UInt8], on connection: HybridClientConnection)
+    private static func request(_ message: [UInt8], on connection: HybridClientLink)
         async throws(CrossDeviceError) -> [UInt8]
     {
-        do throws(HybridTransportError) {
+        do throws(HybridLinkError) {
             return try await connection.request(message)
         } catch {
             throw .transport(error)
         }
     }
 
-    static func randomBytes(_ count: Int) -> [UInt8] {
-        var generator = SystemRandomNumberGenerator()
-        return (0..<count).map { _ in generator.next() }
-    }
+    private func randomBytes(_ count: Int) -> [UInt8] { environment.randomBytes(count) }
 }

@@ -1,14 +1,16 @@
+import CTAP2
 import Hybrid
-import HybridTransport
+import HybridLink
 import RelyingParty
 
 extension CrossDeviceClient {
     /// Runs `body` with `phone` in radio range: the phone scans each QR code this client shows, after
-    /// `scanDelay`, and serves it. For the demo, tests and benchmarks, where both devices live in one process.
+    /// `scanDelay`, and serves it with `authenticator`. For the demo, tests and benchmarks, where both devices live in one process.
     ///
     /// The phone's own failures go to `phoneFailed`; the ceremony's outcome is `body`'s.
     public func withNearbyPhone<T: Sendable>(
-        _ phone: CrossDeviceAuthenticator,
+        _ phone: HybridAuthenticatorLink,
+        authenticator: Authenticator,
         scanDelay: Duration = .zero,
         phoneFailed: @escaping @Sendable (any Error) -> Void = { _ in },
         state: inout RelyingPartyState,
@@ -25,7 +27,7 @@ extension CrossDeviceClient {
             for await url in qrCodes {
                 if scanDelay > .zero { try? await Task.sleep(for: scanDelay) }
                 do {
-                    _ = try await phone.serve(qrCode: try QRCodePayload(url: url))
+                    _ = try await phone.serve(qrCode: try QRCodePayload(url: url), authenticator: authenticator)
                 } catch {
                     phoneFailed(error)
                 }

@@ -238,7 +238,7 @@ enum HybridTargets {
             else { fatalError("fuzz invariant broken: the session could not be set up") }
             _ = session.start()
             _ = session.advertReceived(eidKey.encrypt(plaintext))
-            guard case .send(let first)? = session.tunnelConnected().last,
+            guard case .send(let first)? = session.tunnelConnected().first,
                 var phone = try? HandshakeResponder.respond(
                     to: first, kind: .qrInitiated(qrPublicKey: qrKey.publicKey),
                     psk: KeyDerivation.psk(secret: secret, advert: plaintext), ephemeralKey: phoneEphemeral)

@@ -102,9 +102,15 @@ extension P256.KeyAgreement.PrivateKey {
     /// (`Tools/bench hybrid-core` measures both).
     public static func randomSessionKey() -> P256.KeyAgreement.PrivateKey {
         var generator = SystemRandomNumberGenerator()
-        while true {
-            let scalar = (0..<32).map { _ in UInt8.random(in: 0...255, using: &generator) }
-            if let key = try? P256.KeyAgreement.PrivateKey(rawRepresentation: scalar) { return key }
+        return randomSessionKey { count in (0..<count).map { _ in UInt8.random(in: 0...255, using: &generator) } }
+    }
+
+    /// A session key from `randomBytes` (injected random sources, seeded in tests). A source that gives 64 invalid
+    /// scalars in a row is broken; the default initializer's key is used then rather than looping for ever.
+    public static func randomSessionKey(using randomBytes: (Int) -> [UInt8]) -> P256.KeyAgreement.PrivateKey {
+        for _ in 0..<64 {
+            if let key = try? P256.KeyAgreement.PrivateKey(rawRepresentation: randomBytes(32)) { return key }
         }
+        return P256.KeyAgreement.PrivateKey()
     }
 }

@@ -3,6 +3,7 @@ import CTAP2
 import CrossDevice
 import Foundation
 import Hybrid
+import HybridLink
 import HybridTransport
 import Logging
 import Proximity
@@ -25,7 +26,8 @@ struct HybridSignInBench: AsyncParsableCommand {
     /// One computer and one phone that know each other: a registered passkey, a scanner and an advertiser.
     struct Worker: Sendable {
         let client: CrossDeviceClient
-        let phone: CrossDeviceAuthenticator
+        let phone: HybridAuthenticatorLink
+        let authenticator: Authenticator
         let state: RelyingPartyState
 
         static func make(relay: TunnelServerBaseURL) async throws -> Worker {
@@ -37,24 +39,25 @@ struct HybridSignInBench: AsyncParsableCommand {
                 configuration: configuration,
                 environment: AuthenticatorEnvironment(
                     store: InMemoryCredentialStore(), userInteraction: UnattendedApproval()))
-            let phone = CrossDeviceAuthenticator(
-                authenticator: authenticator, advertiser: advertiser, tunnelServer: relay,
-                timeouts: HybridTimeouts(all: .seconds(10)))
+            let phone = HybridAuthenticatorLink(
+                advertiser: advertiser, tunnelServer: relay, timeouts: HybridTimeouts(all: .seconds(10)),
+                environment: .system())
             let client = try CrossDeviceClient(
                 relyingParty: RelyingPartyEntity(id: "example.com"), scanner: scanner, tunnelServer: relay,
                 timeouts: HybridTimeouts(all: .seconds(10)))
             var state = RelyingPartyState()
-            _ = try await client.withNearbyPhone(phone, state: &state) { client, state throws(CrossDeviceError) in
+            _ = try await client.withNearbyPhone(phone, authenticator: authenticator, state: &state) {
+                client, state throws(CrossDeviceError) in
                 try await client.register(userName: "alice", state: &state)
             }
-            return Worker(client: client, phone: phone, state: state)
+            return Worker(client: client, phone: phone, authenticator: authenticator, state: state)
         }
 
         /// One verified sign-in; returns its duration.
         func signIn() async throws -> Duration {
             var state = state
             let started = ContinuousClock.now
-            let result = try await client.withNearbyPhone(phone, state: &state) {
+            let result = try await client.withNearbyPhone(phone, authenticator: authenticator, state: &state) {
                 client, state throws(CrossDeviceError) in
                 try await client.signIn(state: &state)
             }

@@ -2,6 +2,7 @@ import ArgumentParser
 import CrossDevice
 import Foundation
 import Hybrid
+import HybridLink
 import HybridTransport
 import PasskeyStore
 import Proximity
@@ -67,7 +68,7 @@ struct ClientOptions: ParsableArguments {
         let qrPNG = qrPNG
         let client = try CrossDeviceClient(
             relyingParty: RelyingPartyEntity(id: rp), origin: origin, scanner: scanner,
-            tunnelServer: hybrid.tunnelServer, tls: tls, timeouts: hybrid.timeouts,
+            tunnelServer: hybrid.tunnelServer, environment: .system(tls: tls), timeouts: hybrid.timeouts,
             progress: { event in
                 switch event {
                 case .hybrid(.showQRCode(let url)):

@@ -3,6 +3,7 @@ import CTAP2
 import CrossDevice
 import Foundation
 import Hybrid
+import HybridLink
 import HybridTransport
 import Logging
 import PasskeyStore
@@ -156,9 +157,9 @@ extension Passkey {
                     }
                 })
             let advertiser = try await Radio.advertiser(for: radio, interval: .milliseconds(20))
-            let phone = CrossDeviceAuthenticator(
-                authenticator: authenticator, advertiser: advertiser, tunnelServer: relay,
-                timeouts: HybridTimeouts(all: timeout),
+            let phone = HybridAuthenticatorLink(
+                advertiser: advertiser, tunnelServer: relay, timeouts: HybridTimeouts(all: timeout),
+                environment: .system(),
                 progress: { event in
                     switch event {
                     case .connecting: clock.step("phone: QR code scanned; registering a tunnel with the relay")
@@ -171,7 +172,8 @@ extension Passkey {
                 })
             defer { Task { await advertiser.close() } }
             return try await client.withNearbyPhone(
-                phone, phoneFailed: { error in clock.step("phone: \(error)") }, state: &state, body)
+                phone, authenticator: authenticator, phoneFailed: { error in clock.step("phone: \(error)") },
+                state: &state, body)
         }
     }
 }

@@ -4,6 +4,7 @@ import CrossDevice
 import Foundation
 import Hybrid
 import PasskeyStore
+import HybridLink
 import HybridTransport
 import Proximity
 import QRImage
@@ -61,12 +62,12 @@ extension Passkey {
                 environment: AuthenticatorEnvironment(
                     store: store, userInteraction: approval.makeUserInteraction(store: store),
                     reportError: { error in Terminal.shared.write("passkey: store error: \(error)\n") }))
-            let service = CrossDeviceAuthenticator(
-                authenticator: authenticator, advertiser: advertiser, domain: try TunnelDomain(id: domain),
-                tunnelServer: hybrid.tunnelServer, tls: tls, timeouts: hybrid.timeouts, keepOpen: keepOpen,
+            let service = HybridAuthenticatorLink(
+                advertiser: advertiser, domain: try TunnelDomain(id: domain), tunnelServer: hybrid.tunnelServer,
+                timeouts: hybrid.timeouts, keepOpen: keepOpen, environment: .system(tls: tls),
                 progress: { event in status.say(Self.describe(event, mode: mode)) })
             do {
-                let answered = try await service.serve(qrCode: payload)
+                let answered = try await service.serve(qrCode: payload, authenticator: authenticator)
                 await advertiser.close()
                 status.say("done: answered \(answered) request\(answered == 1 ? "" : "s")")
             } catch {

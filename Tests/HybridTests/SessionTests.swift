@@ -23,7 +23,8 @@ struct SessionTests {
         var client = try HybridClientSession(
             qrKey: P256.KeyAgreement.PrivateKey(), secret: random(16), ephemeralKey: P256.KeyAgreement.PrivateKey(),
             requestType: requestType, timestamp: 1_800_000_000, tunnelServer: relay)
-        #expect(client.start() == [.startScanning])
+        #expect(
+            client.start() == [.report(.showQRCode(url: client.qrCode.url)), .startScanning, .armTimer(.seconds(120))])
         #expect(client.phase == .qrShown)
 
         // The phone scans the QR code as text, as a camera would read it.
@@ -31,9 +32,10 @@ struct SessionTests {
         #expect(scanned.requestType == requestType)
         var phone = try HybridAuthenticatorSession(
             qrCode: scanned, getInfo: getInfo, ephemeralKey: P256.KeyAgreement.PrivateKey(), advertNonce: random(10),
-            tunnelServer: relay)
+            tunnelServer: relay, keepOpen: true)
         let tunnelID = KeyDerivation.tunnelID(qrSecret: client.qrCode.secret)
-        #expect(phone.start() == [.connect(url: "ws://127.0.0.1:8080/cable/new/\(tunnelID.hex)")])
+        let newURL = "ws://127.0.0.1:8080/cable/new/\(tunnelID.hex)"
+        #expect(phone.start() == [.report(.connecting(url: newURL)), .connect(url: newURL)])
         let routingID = try RoutingID(bytes: [0x0A, 0x0B, 0x0C])
         let advertising = phone.tunnelConnected(routingID: routingID)
         guard case .advertise(let serviceData) = try #require(advertising.first) else {
@@ -41,13 +43,15 @@ struct SessionTests {
             throw HybridSessionError.tunnelClosed
         }
         #expect(serviceData.count == 20)
+        #expect(advertising.dropFirst() == [.report(.advertising(routingID: routingID)), .armTimer(.seconds(120))])
         #expect(phone.phase == .advertising)
 
         // Somebody else's advert nearby is ignored; ours matches.
         #expect(client.advertReceived(random(20)).isEmpty)
         #expect(
             client.advertReceived(serviceData) == [
-                .stopScanning, .connect(url: "ws://127.0.0.1:8080/cable/connect/0A0B0C/\(tunnelID.hex)"),
+                .stopScanning, .cancelTimer, .report(.advertSeen(routingID: routingID, domain: .google)),
+                .connect(url: "ws://127.0.0.1:8080/cable/connect/0A0B0C/\(tunnelID.hex)"),
             ])
         #expect(client.matchedAdvert?.routingID == routingID)
         #expect(client.advertReceived(serviceData).isEmpty)  // one device per QR code
@@ -55,10 +59,16 @@ struct SessionTests {
         let hello = client.tunnelConnected()
         guard case .send(let message1) = try #require(hello.first) else { throw HybridSessionError.tunnelClosed }
         #expect(message1.count == 81)
+        #expect(
+            hello.dropFirst() == [
+                .report(.tunnelConnected(url: "ws://127.0.0.1:8080/cable/connect/0A0B0C/\(tunnelID.hex)")),
+                .armTimer(.seconds(120)),
+            ])
         #expect(client.phase == .handshakeSent)
         let answer = phone.received(message1)
-        #expect(answer.count == 3)
-        guard answer.count == 3, answer[0] == .stopAdvertising, case .send(let message2) = answer[1],
+        #expect(answer.count == 5)
+        #expect(answer.dropFirst(3) == [.report(.handshakeDone), .armTimer(.seconds(120))])
+        guard answer.count == 5, answer[0] == .stopAdvertising, case .send(let message2) = answer[1],
             case .send(let postHandshake) = answer[2]
         else {
             Issue.record("unexpected handshake answer \(answer)")
@@ -66,7 +76,10 @@ struct SessionTests {
         }
         #expect(message2.count == 81)
         #expect(client.received(message2).isEmpty)
-        #expect(client.received(postHandshake) == [.ready(getInfo: getInfo, linking: nil)])
+        #expect(
+            client.received(postHandshake) == [
+                .cancelTimer, .report(.handshakeDone), .ready(getInfo: getInfo, linking: nil),
+            ])
         #expect(client.phase == .ready && phone.phase == .ready)
         return Pair(client: client, phone: phone)
     }
@@ -76,12 +89,18 @@ struct SessionTests {
         guard case .send(let sealed) = try #require(pair.client.sendCTAP(request).first) else {
             throw HybridSessionError.tunnelClosed
         }
-        #expect(pair.phone.received(sealed) == [.deliverCTAPRequest(request)])
+        #expect(
+            pair.phone.received(sealed) == [
+                .cancelTimer, .report(.requestReceived(command: request[0])), .deliverCTAPRequest(request),
+            ])
         let response = await authenticator.handle(request)
         guard case .send(let sealedResponse) = try #require(pair.phone.ctapResponse(response).first) else {
             throw HybridSessionError.tunnelClosed
         }
-        #expect(pair.client.received(sealedResponse) == [.deliverCTAPResponse(response)])
+        #expect(
+            pair.client.received(sealedResponse) == [
+                .cancelTimer, .report(.responseReceived(status: response[0])), .deliverCTAPResponse(response),
+            ])
         return response
     }
 
@@ -141,12 +160,23 @@ struct SessionTests {
             qrKey: P256.KeyAgreement.PrivateKey(), secret: secret, ephemeralKey: P256.KeyAgreement.PrivateKey(),
             requestType: .getAssertion, timestamp: 0)
         _ = client.start()
-        #expect(client.advertReceived(advert) == [.stopScanning, .connect(url: connectURL)])
+        let matched = client.advertReceived(advert)
+        let matchedAdvert = client.matchedAdvert
+        let plaintext = try #require(matchedAdvert)
+        #expect(plaintext.routingID == routingID)
+        #expect(
+            matched == [
+                .stopScanning, .cancelTimer, .report(.advertSeen(routingID: routingID, domain: plaintext.domain)),
+                .connect(url: connectURL),
+            ])
 
         var phone = try HybridAuthenticatorSession(
             qrCode: client.qrCode, getInfo: [0xA0], ephemeralKey: P256.KeyAgreement.PrivateKey(), advertNonce: nonce)
         _ = phone.start()
-        #expect(phone.tunnelConnected(routingID: routingID) == [.advertise(serviceData: advert)])
+        #expect(
+            phone.tunnelConnected(routingID: routingID) == [
+                .advertise(serviceData: advert), .report(.advertising(routingID: routingID)), .armTimer(.seconds(120)),
+            ])
     }
 
     // MARK: Failures end the session
@@ -198,11 +228,11 @@ struct SessionTests {
         guard case .send(let sealed) = try #require(pair.client.sendCTAP([0x04]).first) else {
             throw HybridSessionError.tunnelClosed
         }
-        #expect(pair.phone.received(sealed) == [.deliverCTAPRequest([0x04])])
         #expect(
             pair.phone.received(sealed) == [
-                .close(.protocolViolation("a second request arrived before the first was answered"))
+                .cancelTimer, .report(.requestReceived(command: 0x04)), .deliverCTAPRequest([0x04]),
             ])
+        #expect(pair.phone.received(sealed) == [.close(.protocolViolation(.secondRequest))])
         #expect(pair.phone.ctapResponse([0]).isEmpty || pair.phone.phase == .closed)
 
         var client = try HybridClientSession(
@@ -211,7 +241,7 @@ struct SessionTests {
             requestType: .getAssertion, timestamp: 0)
         #expect(
             client.sendCTAP([0x04]).last
-                == .close(.protocolViolation("a CTAP request can only be sent when ready and idle")))
+                == .close(.protocolViolation(.requestWhileBusy)))
         #expect(client.received([1, 2, 3]).isEmpty)  // closed sessions ignore late messages
     }
 
@@ -229,5 +259,118 @@ struct SessionTests {
             requestType: .getAssertion, timestamp: 0)
         _ = client.start()
         #expect(client.tunnelClosed() == [.stopScanning, .close(.tunnelClosed)])
+    }
+}
+
+/// The decisions the drivers used to make, now the sessions': which timer runs and what its expiry means, whether
+/// the phone stays open, the relay's routing ID header.
+struct SessionDecisionTests {
+    static let timeouts: HybridTimeouts = {
+        var timeouts = HybridTimeouts()
+        timeouts.advert = .seconds(1)
+        timeouts.handshake = .seconds(2)
+        timeouts.request = .seconds(3)
+        return timeouts
+    }()
+
+    static func client() throws -> HybridClientSession {
+        try HybridClientSession(
+            qrKey: P256.KeyAgreement.PrivateKey(), secret: SessionTests.random(16),
+            ephemeralKey: P256.KeyAgreement.PrivateKey(), requestType: .getAssertion, timestamp: 0,
+            tunnelServer: SessionTests.relay, timeouts: timeouts)
+    }
+
+    static func phone(for client: borrowing HybridClientSession, keepOpen: Bool) throws -> HybridAuthenticatorSession {
+        try HybridAuthenticatorSession(
+            qrCode: client.qrCode, getInfo: [0xA0], ephemeralKey: P256.KeyAgreement.PrivateKey(),
+            advertNonce: SessionTests.random(10), tunnelServer: SessionTests.relay, keepOpen: keepOpen,
+            timeouts: timeouts)
+    }
+
+    @Test func theAdvertTimerMeansNoAuthenticatorIsNear() throws {
+        var client = try Self.client()
+        #expect(client.start().last == .armTimer(.seconds(1)))
+        #expect(client.timerExpired() == [.stopScanning, .close(.noNearbyAuthenticator(timeout: .seconds(1)))])
+        #expect(client.phase == .closed)
+        #expect(client.timerExpired().isEmpty)
+    }
+
+    @Test func theClientsLaterTimersMeanTheHandshakeOrTheAnswerIsLate() throws {
+        var client = try Self.client()
+        var phone = try Self.phone(for: client, keepOpen: true)
+        _ = client.start()
+        _ = phone.start()
+        guard case .advertise(let advert) = phone.tunnelConnected(routingIDHeader: "0A0B0C").first else {
+            Issue.record("no advert")
+            return
+        }
+        _ = client.advertReceived(advert)
+        // Between the advert and the open tunnel no timer runs: the driver's connect limit applies.
+        #expect(client.timerExpired().isEmpty)
+        let hello = client.tunnelConnected()
+        #expect(hello.last == .armTimer(.seconds(2)))
+        var late = try Self.client()
+        _ = late.start()
+        _ = late.advertReceived(advert)  // another QR code's advert: ignored, still waiting for its own
+        #expect(late.phase == .qrShown)
+
+        guard case .send(let message1) = hello.first else { return }
+        let answer = phone.received(message1)
+        #expect(answer.last == .armTimer(.seconds(3)))  // the phone now waits up to 3 s for a request
+        for case .send(let message) in answer { _ = client.received(message) }
+        #expect(client.phase == .ready)
+        #expect(client.timerExpired().isEmpty)  // idle and ready: no timer runs
+        #expect(client.sendCTAP([0x04]).last == .armTimer(.seconds(3)))
+        #expect(client.timerExpired() == [.stopScanning, .close(.timedOut(.response, timeout: .seconds(3)))])
+    }
+
+    @Test func theHandshakeTimerOnTheClientMeansTheAuthenticatorNeverAnswered() throws {
+        var client = try Self.client()
+        var phone = try Self.phone(for: client, keepOpen: false)
+        _ = client.start()
+        _ = phone.start()
+        guard case .advertise(let advert) = phone.tunnelConnected(routingIDHeader: "0a0b0c").first else { return }
+        _ = client.advertReceived(advert)
+        _ = client.tunnelConnected()
+        #expect(client.timerExpired() == [.stopScanning, .close(.timedOut(.handshake, timeout: .seconds(2)))])
+        // The phone's handshake timer means no client came.
+        #expect(
+            phone.timerExpired() == [.stopAdvertising, .close(.clientNeverConnected(timeout: .seconds(2)))])
+    }
+
+    @Test func aPhoneWithoutKeepOpenEndsAfterOneAnswerAndAKeptOpenOneWaitsForTheNext() throws {
+        for keepOpen in [false, true] {
+            var client = try Self.client()
+            var phone = try Self.phone(for: client, keepOpen: keepOpen)
+            _ = client.start()
+            _ = phone.start()
+            guard case .advertise(let advert) = phone.tunnelConnected(routingIDHeader: "010203").first else { return }
+            _ = client.advertReceived(advert)
+            guard case .send(let message1) = client.tunnelConnected().first else { return }
+            for case .send(let message) in phone.received(message1) { _ = client.received(message) }
+            guard case .send(let request) = client.sendCTAP([0x04]).first else { return }
+            #expect(phone.received(request).last == .deliverCTAPRequest([0x04]))
+            let answered = phone.ctapResponse([0x00, 0xA0])
+            #expect(phone.answeredRequests == 1)
+            #expect(
+                answered.dropFirst() == [
+                    .report(.responseSent(status: 0)), keepOpen ? .armTimer(.seconds(3)) : .close(nil),
+                ])
+            #expect(phone.phase == (keepOpen ? .ready : .closed))
+            if keepOpen {
+                #expect(
+                    phone.timerExpired() == [.close(.timedOut(.nextRequest, timeout: .seconds(3)))])
+            }
+        }
+    }
+
+    @Test(arguments: [nil, "", "0A0B", "0A0B0C0D", "zzzzzz", String(repeating: "A", count: 100)])
+    func aMissingOrMalformedRoutingIDHeaderEndsThePhonesSession(header: String?) throws {
+        let client = try Self.client()
+        var phone = try Self.phone(for: client, keepOpen: false)
+        _ = phone.start()
+        let expected = header.map { String($0.prefix(16)) }
+        #expect(phone.tunnelConnected(routingIDHeader: header) == [.close(.badRoutingID(expected))])
+        #expect(phone.phase == .closed)
     }
 }

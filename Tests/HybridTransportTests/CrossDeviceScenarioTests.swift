@@ -2,6 +2,7 @@ import CTAP2
 import CrossDevice
 import Foundation
 import Hybrid
+import HybridLink
 import HybridTransport
 import Logging
 import Proximity
@@ -141,20 +142,20 @@ struct CrossDeviceScenarioTests {
                 while qr.value == nil { try await Task.sleep(for: .milliseconds(5)) }
                 let payload = try QRCodePayload(url: qr.value!)
                 return try await phone.service(relay: relay, advertiser: attackerAdvertiser, timeout: .seconds(2))
-                    .serve(qrCode: payload)
+                    .serve(qrCode: payload, authenticator: phone.authenticator)
             }()
             do {
                 _ = try await client.register(userName: "alice", state: &state)
                 Issue.record("registered without a nearby authenticator")
             } catch let error as CrossDeviceError {
-                guard case .transport(.noNearbyAuthenticator) = error else { throw error }
+                guard case .transport(.session(.noNearbyAuthenticator)) = error else { throw error }
                 #expect(error.description.hasPrefix("no nearby authenticator answered within 1 s"))
             }
             do {
                 _ = try await attacker
                 Issue.record("the attacker's session completed")
-            } catch let error as HybridTransportError {
-                guard case .clientNeverConnected = error else { throw error }
+            } catch let error as HybridLinkError {
+                guard case .session(.clientNeverConnected) = error else { throw error }
             }
             let metrics = relay.metricsText()
             #expect(metrics.contains("relay_tunnels_opened_total 1"), "the attacker's phone did reach the relay")
@@ -241,7 +242,7 @@ struct CrossDeviceScenarioTests {
                     return
                 }
             }
-            let error = try #require(phoneError.error as? HybridTransportError)
+            let error = try #require(phoneError.error as? HybridLinkError)
             guard case .session(.crypter) = error else {
                 Issue.record("expected a decrypt error on the phone, got \(error)")
                 return
@@ -268,15 +269,16 @@ struct CrossDeviceScenarioTests {
             ).register("alice", state: &state)
             Issue.record("registered through a relay that relays nothing")
         } catch let error as CrossDeviceError {
-            guard case .transport(.tunnel(.timedOut(let what))) = error else {
+            guard case .transport(.session(.timedOut(let what, let timeout))) = error else {
                 Issue.record("expected a timeout, got \(error)")
                 return
             }
-            #expect(what == "waiting for the authenticator's handshake")
+            #expect(what == .handshake && timeout == .milliseconds(500))
+            #expect(error.description == "timed out waiting for the authenticator's handshake (0.5 s)")
         }
         #expect(ContinuousClock.now - started < .seconds(5))
-        let error = try #require(phoneError.error as? HybridTransportError)
-        #expect(error == .clientNeverConnected(timeout: .milliseconds(500)))
+        let error = try #require(phoneError.error as? HybridLinkError)
+        #expect(error == .session(.clientNeverConnected(timeout: .milliseconds(500))))
         #expect(state.accounts.isEmpty)
         await blackHole.close()
     }
@@ -388,11 +390,10 @@ struct Phone: Sendable {
     func service(
         relay: RelayServer, advertiser: any ProximityAdvertiser, timeout: Duration = .seconds(10),
         relayURL: String? = nil
-    ) throws -> CrossDeviceAuthenticator {
-        CrossDeviceAuthenticator(
-            authenticator: authenticator, advertiser: advertiser,
-            tunnelServer: try TunnelServerBaseURL(string: relayURL ?? relay.baseURL),
-            timeouts: HybridTimeouts(all: timeout), keepOpen: keepOpen)
+    ) throws -> HybridAuthenticatorLink {
+        HybridAuthenticatorLink(
+            advertiser: advertiser, tunnelServer: try TunnelServerBaseURL(string: relayURL ?? relay.baseURL),
+            timeouts: HybridTimeouts(all: timeout), keepOpen: keepOpen, environment: .system())
     }
 }
 
@@ -490,10 +491,9 @@ struct Pair {
             })
         let radio = try await SimulatedRadio.advertiser(host: "127.0.0.1", port: port, interval: .milliseconds(20))
         let advertiser: any ProximityAdvertiser = advertiserWrapper.map { $0.wrapping(radio) } ?? radio
-        let service = CrossDeviceAuthenticator(
-            authenticator: phone.authenticator, advertiser: advertiser,
-            tunnelServer: try TunnelServerBaseURL(string: relayURL), timeouts: HybridTimeouts(all: timeout),
-            keepOpen: phone.keepOpen,
+        let service = HybridAuthenticatorLink(
+            advertiser: advertiser, tunnelServer: try TunnelServerBaseURL(string: relayURL),
+            timeouts: HybridTimeouts(all: timeout), keepOpen: phone.keepOpen, environment: .system(),
             progress: { [advertiserWrapper] event in
                 if case .advertising(let routingID) = event { advertiserWrapper?.record(routingID) }
             })
@@ -502,7 +502,8 @@ struct Pair {
         do throws(CrossDeviceError) {
             result = .success(
                 try await client.withNearbyPhone(
-                    service, scanDelay: phoneDelay, phoneFailed: { phoneError?.set($0) }, state: &state, body))
+                    service, authenticator: phone.authenticator, scanDelay: phoneDelay,
+                    phoneFailed: { phoneError?.set($0) }, state: &state, body))
         } catch {
             result = .failure(error)
         }

@@ -2,6 +2,7 @@ import CTAP2
 import CrossDevice
 import Foundation
 import Hybrid
+import HybridLink
 import HybridTransport
 import Logging
 import NIOSSL
@@ -45,23 +46,24 @@ struct SecureRelayTests {
         let phone = Phone()
         let scanner = try await SimulatedRadio.scanner(host: "127.0.0.1", port: 0)
         let advertiser = try await SimulatedRadio.advertiser(host: "127.0.0.1", port: scanner.port)
-        func pair(clientTLS: TLSConfiguration?) throws -> (CrossDeviceClient, CrossDeviceAuthenticator) {
+        func pair(clientTLS: TLSConfiguration?) throws -> (CrossDeviceClient, HybridAuthenticatorLink) {
             let client = try CrossDeviceClient(
                 relyingParty: RelyingPartyEntity(id: "example.com"), scanner: scanner, tunnelServer: relayURL,
-                tls: clientTLS, timeouts: HybridTimeouts(all: .seconds(10)))
-            let service = CrossDeviceAuthenticator(
-                authenticator: phone.authenticator, advertiser: advertiser, tunnelServer: relayURL, tls: trusting,
-                timeouts: HybridTimeouts(all: .seconds(2)))
+                environment: .system(tls: clientTLS), timeouts: HybridTimeouts(all: .seconds(10)))
+            let service = HybridAuthenticatorLink(
+                advertiser: advertiser, tunnelServer: relayURL, timeouts: HybridTimeouts(all: .seconds(2)),
+                environment: .system(tls: trusting))
             return (client, service)
         }
 
         var state = RelyingPartyState()
         let (client, service) = try pair(clientTLS: trusting)
-        let registration = try await client.withNearbyPhone(service, state: &state) {
+        let registration = try await client.withNearbyPhone(service, authenticator: phone.authenticator, state: &state)
+        {
             client, state throws(CrossDeviceError) in
             try await client.register(userName: "alice", state: &state)
         }
-        let signIn = try await client.withNearbyPhone(service, state: &state) {
+        let signIn = try await client.withNearbyPhone(service, authenticator: phone.authenticator, state: &state) {
             client, state throws(CrossDeviceError) in
             try await client.signIn(state: &state)
         }
@@ -70,7 +72,7 @@ struct SecureRelayTests {
         // Without the private CA the client refuses the relay's certificate and nothing is signed.
         let (untrusting, _) = try pair(clientTLS: nil)
         do {
-            _ = try await untrusting.withNearbyPhone(service, state: &state) {
+            _ = try await untrusting.withNearbyPhone(service, authenticator: phone.authenticator, state: &state) {
                 client, state throws(CrossDeviceError) in
                 try await client.signIn(state: &state)
             }

@@ -1,0 +1,181 @@
+import CTAP2
+import Hybrid
+import HybridTransport
+import Proximity
+
+/// The phone's side of a QR-initiated hybrid session, over a radio and the environment's tunnels: it carries out
+/// what its `HybridAuthenticatorSession` decides (open `/cable/new`, advertise, answer the handshake, time out,
+/// stay open or not) and passes each CTAP request to `handle`.
+public struct HybridAuthenticatorLink: Sendable {
+    public var advertiser: any ProximityAdvertiser
+    public var domain: TunnelDomain
+    public var tunnelServer: TunnelServerBaseURL?
+    public var timeouts: HybridTimeouts
+    public var keepOpen: Bool
+    public var environment: HybridEnvironment
+    public var progress: @Sendable (HybridAuthenticatorProgress) -> Void
+
+    /// - Parameters:
+    ///   - advertiser: the radio to advertise on. It is started and stopped here, not closed.
+    ///   - domain: the relay named in the advert. `tunnelServer` replaces its host for the connection itself.
+    ///   - keepOpen: serve requests until the client ends the session (phones answer one request per QR code).
+    public init(
+        advertiser: any ProximityAdvertiser,
+        domain: TunnelDomain = .google,
+        tunnelServer: TunnelServerBaseURL? = nil,
+        timeouts: HybridTimeouts = HybridTimeouts(),
+        keepOpen: Bool = false,
+        environment: HybridEnvironment,
+        progress: @escaping @Sendable (HybridAuthenticatorProgress) -> Void = { _ in }
+    ) {
+        self.advertiser = advertiser
+        self.domain = domain
+        self.tunnelServer = tunnelServer
+        self.timeouts = timeouts
+        self.keepOpen = keepOpen
+        self.environment = environment
+        self.progress = progress
+    }
+
+    /// Serves the session a scanned QR code asks for with this package's CTAP2 `Authenticator`. Returns how many
+    /// requests were answered.
+    public func serve(qrCode: QRCodePayload, authenticator: Authenticator) async throws(HybridLinkError) -> Int {
+        // getInfo goes in the post-handshake message without its status byte.
+        let getInfo = Array(await authenticator.handle([CTAPCommand.getInfo.rawValue]).dropFirst())
+        return try await serve(qrCode: qrCode, getInfo: getInfo) { request in await authenticator.handle(request) }
+    }
+
+    /// Serves the session a scanned QR code asks for until the client ends it, or after the first CTAP exchange
+    /// unless `keepOpen`. Returns how many requests were answered.
+    ///
+    /// - Parameters:
+    ///   - getInfo: the authenticator's getInfo response (CBOR, no status byte), sent after the handshake.
+    ///   - handle: answers one CTAP request (command byte and CBOR) with status byte and CBOR.
+    public func serve(
+        qrCode: QRCodePayload, getInfo: [UInt8], handle: @Sendable ([UInt8]) async -> [UInt8]
+    ) async throws(HybridLinkError) -> Int {
+        var session: HybridAuthenticatorSession
+        do throws(AdvertError) {
+            session = try HybridAuthenticatorSession(
+                qrCode: qrCode, getInfo: getInfo, ephemeralKey: environment.sessionKey(),
+                advertNonce: environment.randomBytes(AdvertPlaintext.nonceByteCount), domain: domain,
+                tunnelServer: tunnelServer, keepOpen: keepOpen, timeouts: timeouts)
+        } catch {
+            throw .session(.protocolViolation(.unbuildableAdvert(error)))
+        }
+        var run = AuthenticatorRun(advertiser: advertiser, environment: environment, progress: progress)
+        var actions = session.start()
+        while let next = try await run.perform(actions, on: &session, handle: handle) {
+            actions = next
+        }
+        return session.answeredRequests
+    }
+}
+
+/// Carries out a `HybridAuthenticatorSession`'s actions, one exhaustive `switch`, and feeds it what happens: the
+/// tunnel opening, tunnel messages, the tunnel's end, the timer's expiry, the authenticator's answers.
+struct AuthenticatorRun {
+    let advertiser: any ProximityAdvertiser
+    let environment: HybridEnvironment
+    let progress: @Sendable (HybridAuthenticatorProgress) -> Void
+    private var tunnel: (any HybridTunnel)?
+    private var advertising = false
+    private var deadline: ContinuousClock.Instant?
+    private var closed = false
+
+    init(
+        advertiser: any ProximityAdvertiser, environment: HybridEnvironment,
+        progress: @escaping @Sendable (HybridAuthenticatorProgress) -> Void
+    ) {
+        self.advertiser = advertiser
+        self.environment = environment
+        self.progress = progress
+    }
+
+    /// Carries out `actions`, then waits for the next event and returns the session's answer to it; `nil` once
+    /// the session has closed.
+    mutating func perform(
+        _ actions: [HybridAuthenticatorSession.Action], on session: inout HybridAuthenticatorSession,
+        handle: @Sendable ([UInt8]) async -> [UInt8]
+    ) async throws(HybridLinkError) -> [HybridAuthenticatorSession.Action]? {
+        var pending = actions[...]
+        while let action = pending.popFirst() {
+            switch action {
+            case .report(let event):
+                progress(event)
+            case .connect(let url):
+                do throws(TunnelError) {
+                    let opened = try await environment.openTunnel(url, session.timeouts.connect)
+                    tunnel = opened
+                    pending.append(contentsOf: session.tunnelConnected(routingIDHeader: opened.routingIDHeader))
+                } catch {
+                    await tearDown()
+                    throw .tunnel(error)
+                }
+            case .advertise(let serviceData):
+                do throws(ProximityError) {
+                    let data: [UInt8]
+                    do throws(AdvertisingDataError) {
+                        data = try AdvertisingData.caBLE(advert: serviceData).bytes
+                    } catch {
+                        throw .failed("cannot build the advertising data: \(error)")
+                    }
+                    try await advertiser.startAdvertising(data)
+                    advertising = true
+                } catch {
+                    await tearDown()
+                    throw .radio(error)
+                }
+            case .stopAdvertising:
+                await stopAdvertising()
+            case .send(let message):
+                do throws(TunnelError) {
+                    try await tunnel?.send(message)
+                } catch {
+                    await tearDown()
+                    throw .tunnel(error)
+                }
+            case .armTimer(let duration):
+                deadline = environment.now() + duration
+            case .cancelTimer:
+                deadline = nil
+            case .deliverCTAPRequest(let request):
+                pending.append(contentsOf: session.ctapResponse(await handle(request)))
+            case .close(let error):
+                await tearDown()
+                if let error { throw .session(error) }
+            }
+        }
+        return try await nextEvent(session: &session)
+    }
+
+    private mutating func nextEvent(
+        session: inout HybridAuthenticatorSession
+    ) async throws(HybridLinkError) -> [HybridAuthenticatorSession.Action]? {
+        guard let tunnel, !closed else { return nil }
+        let message: [UInt8]?
+        do throws(TunnelError) {
+            message = try await tunnel.receive(timeout: deadline.map { max(.zero, $0 - environment.now()) })
+        } catch {
+            if case .timedOut = error, deadline != nil { return session.timerExpired() }
+            await tearDown()
+            throw .tunnel(error)
+        }
+        guard let message else { return session.tunnelClosed() }
+        return session.received(message)
+    }
+
+    private mutating func stopAdvertising() async {
+        guard advertising else { return }
+        advertising = false
+        await advertiser.stopAdvertising()
+    }
+
+    private mutating func tearDown() async {
+        closed = true
+        deadline = nil
+        await stopAdvertising()
+        await tunnel?.close()
+        tunnel = nil
+    }
+}

@@ -1,0 +1,253 @@
+import Foundation
+import Hybrid
+import HybridTransport
+import Proximity
+
+/// The computer's side of a QR-initiated hybrid session, over a radio and the environment's tunnels: it carries
+/// out what its `HybridClientSession` decides (show the QR code, scan, open the tunnel the advert names, send,
+/// time out) and hands CTAP requests through once the handshake is done.
+public actor HybridClientLink {
+    /// The authenticator's getInfo response (CBOR, no status byte), from the post-handshake message.
+    public nonisolated let getInfo: [UInt8]
+    /// Linking information the authenticator offered in its post-handshake message, verified.
+    public nonisolated let linking: LinkingInfo?
+    private let driver: ClientDriver
+
+    private init(driver: ClientDriver, getInfo: [UInt8], linking: LinkingInfo?) {
+        self.driver = driver
+        self.getInfo = getInfo
+        self.linking = linking
+    }
+
+    /// Runs a session up to the point where CTAP requests can be sent.
+    ///
+    /// - Parameters:
+    ///   - requestType: what the QR code announces (`mc` for registration, `ga` for sign-in).
+    ///   - scanner: the radio to listen on. It is started and stopped here, not closed.
+    ///   - tunnelServer: replaces the relay host the advert names (self-hosted relays, tests).
+    ///   - progress: called at each step the session reports, from any task.
+    public static func connect(
+        requestType: HybridRequestType,
+        scanner: any ProximityScanner,
+        tunnelServer: TunnelServerBaseURL? = nil,
+        timeouts: HybridTimeouts = HybridTimeouts(),
+        environment: HybridEnvironment,
+        progress: @escaping @Sendable (HybridClientProgress) -> Void = { _ in }
+    ) async throws(HybridLinkError) -> HybridClientLink {
+        let session: HybridClientSession
+        do throws(QRCodeError) {
+            session = try HybridClientSession(
+                qrKey: environment.sessionKey(), secret: environment.randomBytes(16),
+                ephemeralKey: environment.sessionKey(), requestType: requestType,
+                timestamp: UInt64(max(0, environment.currentDate().timeIntervalSince1970)),
+                tunnelServer: tunnelServer, timeouts: timeouts)
+        } catch {
+            throw .qrCode(error)
+        }
+        let driver = ClientDriver(
+            session: session, scanner: scanner, environment: environment, progress: progress)
+        guard case .ready(let getInfo, let linking) = try await driver.run(driver.start()) else {
+            throw .session(.tunnelClosed)
+        }
+        return HybridClientLink(driver: driver, getInfo: getInfo, linking: linking)
+    }
+
+    /// Sends one CTAP request (command byte and CBOR) and returns the answer (status byte and CBOR).
+    public func request(_ ctapRequest: [UInt8]) async throws(HybridLinkError) -> [UInt8] {
+        guard case .response(let response) = try await driver.run(driver.sendCTAP(ctapRequest)) else {
+            throw .session(.tunnelClosed)
+        }
+        return response
+    }
+
+    /// Linking information the authenticator sent in an update message since the handshake, verified.
+    public var updatedLinking: LinkingInfo? { driver.linkingUpdate }
+
+    /// Ends the session: a shutdown message when the authenticator speaks revision 1, then close.
+    public func close() async {
+        _ = try? await driver.run(driver.shutdown())
+    }
+}
+
+/// Carries out a `HybridClientSession`'s actions, one exhaustive `switch`, and feeds it what happens: adverts,
+/// tunnel messages, the tunnel's end, the timer's expiry. Used by one task at a time (the link's actor).
+final class ClientDriver {
+    /// What the caller of `run(_:)` waits for.
+    enum Outcome {
+        case ready(getInfo: [UInt8], linking: LinkingInfo?)
+        case response([UInt8])
+        case closed
+    }
+
+    /// An advert from the radio, or the expiry of the timer armed while scanning (by generation).
+    private enum ScanEvent: Sendable {
+        case advert([UInt8])
+        case timerExpired(generation: Int)
+    }
+
+    private var session: HybridClientSession
+    private let scanner: any ProximityScanner
+    private let environment: HybridEnvironment
+    private let progress: @Sendable (HybridClientProgress) -> Void
+    private var tunnel: (any HybridTunnel)?
+    private var scan: (events: AsyncStream<ScanEvent>.AsyncIterator, sink: AsyncStream<ScanEvent>.Continuation)?
+    private var timer: (deadline: ContinuousClock.Instant, generation: Int, sleeper: Task<Void, Never>?)?
+    private var generation = 0
+    private(set) var linkingUpdate: LinkingInfo?
+
+    init(
+        session: consuming HybridClientSession, scanner: any ProximityScanner, environment: HybridEnvironment,
+        progress: @escaping @Sendable (HybridClientProgress) -> Void
+    ) {
+        self.session = session
+        self.scanner = scanner
+        self.environment = environment
+        self.progress = progress
+    }
+
+    func start() -> [HybridClientSession.Action] { session.start() }
+    func sendCTAP(_ request: [UInt8]) -> [HybridClientSession.Action] { session.sendCTAP(request) }
+    func shutdown() -> [HybridClientSession.Action] { session.shutdown() }
+
+    /// Carries out `actions` and then whatever the session asks next, until an outcome the caller waits for.
+    nonisolated(nonsending) func run(_ actions: [HybridClientSession.Action]) async throws(HybridLinkError)
+        -> Outcome
+    {
+        var actions = actions
+        while true {
+            if let outcome = try await perform(actions) { return outcome }
+            guard let next = try await nextEvent() else { return .closed }
+            actions = next
+        }
+    }
+
+    // MARK: Actions
+
+    private nonisolated(nonsending) func perform(_ actions: [HybridClientSession.Action])
+        async throws(HybridLinkError) -> Outcome?
+    {
+        var pending = actions[...]
+        var outcome: Outcome? = nil
+        while let action = pending.popFirst() {
+            switch action {
+            case .report(let event):
+                progress(event)
+            case .startScanning:
+                try await startScanning()
+            case .stopScanning:
+                await stopScanning()
+            case .connect(let url):
+                do throws(TunnelError) {
+                    tunnel = try await environment.openTunnel(url, session.timeouts.connect)
+                } catch {
+                    await tearDown()
+                    throw .tunnel(error)
+                }
+                pending.append(contentsOf: session.tunnelConnected())
+            case .send(let message):
+                do throws(TunnelError) {
+                    try await tunnel?.send(message)
+                } catch {
+                    await tearDown()
+                    throw .tunnel(error)
+                }
+            case .armTimer(let duration):
+                arm(duration)
+            case .cancelTimer:
+                cancelTimer()
+            case .ready(let getInfo, let linking):
+                outcome = .ready(getInfo: getInfo, linking: linking)
+            case .deliverCTAPResponse(let response):
+                outcome = .response(response)
+            case .linkingUpdate(let linking):
+                linkingUpdate = linking
+            case .close(let error):
+                await tearDown()
+                if let error { throw .session(error) }
+                outcome = .closed
+            }
+        }
+        return outcome
+    }
+
+    private nonisolated(nonsending) func startScanning() async throws(HybridLinkError) {
+        let (events, sink) = AsyncStream.makeStream(of: ScanEvent.self, bufferingPolicy: .bufferingNewest(256))
+        scan = (events.makeAsyncIterator(), sink)
+        do throws(ProximityError) {
+            try await scanner.startScanning { advertisingData in
+                // Parsed like the HCI backend's reports; anything without a 20-byte caBLE advert is someone else's.
+                if let advert = try? AdvertisingData(bytes: advertisingData).caBLEAdvert { sink.yield(.advert(advert)) }
+            }
+        } catch {
+            scan = nil
+            await tearDown()
+            throw .radio(error)
+        }
+    }
+
+    private nonisolated(nonsending) func stopScanning() async {
+        guard let scan else { return }
+        self.scan = nil
+        scan.sink.finish()
+        await scanner.stopScanning()
+    }
+
+    private func arm(_ duration: Duration) {
+        cancelTimer()
+        generation += 1
+        let generation = generation
+        var sleeper: Task<Void, Never>? = nil
+        if let sink = scan?.sink {
+            // While scanning, expiry arrives with the adverts; on the tunnel it is the receive's time limit.
+            let sleep = environment.sleep
+            sleeper = Task {
+                guard (try? await sleep(duration)) != nil else { return }
+                sink.yield(.timerExpired(generation: generation))
+            }
+        }
+        timer = (environment.now() + duration, generation, sleeper)
+    }
+
+    private func cancelTimer() {
+        timer?.sleeper?.cancel()
+        timer = nil
+    }
+
+    private nonisolated(nonsending) func tearDown() async {
+        cancelTimer()
+        await stopScanning()
+        await tunnel?.close()
+        tunnel = nil
+    }
+
+    // MARK: Events
+
+    /// Waits for what happens next and returns the session's answer to it; `nil` when nothing can happen any more
+    /// (the session closed its tunnel and radio).
+    private nonisolated(nonsending) func nextEvent() async throws(HybridLinkError) -> [HybridClientSession.Action]? {
+        if let tunnel {
+            let message: [UInt8]?
+            do throws(TunnelError) {
+                message = try await tunnel.receive(timeout: timer.map { max(.zero, $0.deadline - environment.now()) })
+            } catch {
+                if case .timedOut = error, timer != nil { return session.timerExpired() }
+                await tearDown()
+                throw .tunnel(error)
+            }
+            guard let message else { return session.tunnelClosed() }
+            return session.received(message)
+        }
+        while let event = await scan?.events.next(isolation: #isolation) {
+            switch event {
+            case .advert(let serviceData):
+                let actions = session.advertReceived(serviceData)
+                if !actions.isEmpty { return actions }
+            case .timerExpired(let generation) where generation == timer?.generation:
+                return session.timerExpired()
+            case .timerExpired:
+                continue  // a timer that was replaced or cancelled
+            }
+        }
+        return nil
+    }
+}

@@ -1,0 +1,77 @@
+import CTAP2
+import Crypto
+import Foundation
+import Hybrid
+import HybridTransport
+import NIOSSL
+import NIOWebSocket
+import Proximity
+
+/// One open tunnel to a relay, as the links use it: binary messages both ways. `TunnelConnection` is the real one;
+/// tests use an in-memory fake.
+public protocol HybridTunnel: Sendable {
+    /// The `X-caBLE-Routing-ID` value the relay sent with its upgrade (only `/cable/new` gets one).
+    var routingIDHeader: String? { get }
+    /// Sends one binary message.
+    func send(_ message: [UInt8]) async throws(TunnelError)
+    /// The next message, or `nil` once the peer has closed. With a `timeout`, throws `TunnelError.timedOut` when
+    /// nothing arrived within it; the link then tells its session that the timer expired.
+    func receive(timeout: Duration?) async throws(TunnelError) -> [UInt8]?
+    /// Closes the tunnel. Closing twice does nothing.
+    func close() async
+}
+
+/// Every effect a hybrid link has apart from its radio, injected once (cf. `AuthenticatorEnvironment`): tunnels,
+/// randomness and time.
+public struct HybridEnvironment: Sendable {
+    /// Opens the tunnel at `url` (subprotocol `fido.cable`) within `timeout`.
+    public var openTunnel: @Sendable (_ url: String, _ timeout: Duration) async throws(TunnelError) -> any HybridTunnel
+    /// Cryptographically secure random bytes (QR secrets, session keys, advert nonces); seeded in tests.
+    public var randomBytes: @Sendable (Int) -> [UInt8]
+    /// The wall clock, for the QR code's timestamp.
+    public var currentDate: @Sendable () -> Date
+    /// The monotonic clock the session timers run on.
+    public var now: @Sendable () -> ContinuousClock.Instant
+    /// Sleeps for a duration: the client's advert timer. Throws when cancelled.
+    public var sleep: @Sendable (Duration) async throws -> Void
+
+    public init(
+        openTunnel:
+            @escaping @Sendable (_ url: String, _ timeout: Duration) async throws(TunnelError) ->
+            any HybridTunnel,
+        randomBytes: @escaping @Sendable (Int) -> [UInt8] = AuthenticatorEnvironment.systemRandomBytes,
+        currentDate: @escaping @Sendable () -> Date = { Date() },
+        now: @escaping @Sendable () -> ContinuousClock.Instant = { .now },
+        sleep: @escaping @Sendable (Duration) async throws -> Void = { try await Task.sleep(for: $0) }
+    ) {
+        self.openTunnel = openTunnel
+        self.randomBytes = randomBytes
+        self.currentDate = currentDate
+        self.now = now
+        self.sleep = sleep
+    }
+
+    /// Real WebSockets (with `tls` for `wss://` relays; `nil` trusts the system's roots), the system's random
+    /// source and clocks.
+    public static func system(tls: TLSConfiguration? = nil) -> HybridEnvironment {
+        HybridEnvironment(openTunnel: { (url, timeout) async throws(TunnelError) -> any HybridTunnel in
+            try await TunnelConnection.connect(to: url, timeout: timeout, tls: tls)
+        })
+    }
+
+    /// A fresh P-256 key for one session, from `randomBytes`.
+    func sessionKey() -> P256.KeyAgreement.PrivateKey {
+        P256.KeyAgreement.PrivateKey.randomSessionKey(using: randomBytes)
+    }
+}
+
+extension TunnelConnection: HybridTunnel {
+    public func receive(timeout: Duration?) async throws(TunnelError) -> [UInt8]? {
+        // A session without a running timer waits as long as the relay keeps the tunnel (it closes idle ones).
+        try await receive(timeout: timeout ?? .seconds(86_400), waitingFor: "for the session's timer")
+    }
+
+    public func close() async {
+        await close(code: .normalClosure)
+    }
+}
