@@ -71,7 +71,8 @@ public struct RelayConnectionStateMachine<Bytes: Sendable>: Sendable {
         case http, upgrading, open, closing
     }
 
-    private enum State {
+    @usableFromInline
+    enum State: Sendable {
         case http
         case upgrading(pending: [Bytes], closeCode: UInt16?)
         case open
@@ -80,18 +81,25 @@ public struct RelayConnectionStateMachine<Bytes: Sendable>: Sendable {
 
     /// Frames that are not a whole non-empty message in one frame that the peer may send.
     public let maximumOverheadFrames: Int
-    private var state = State.http
-    private var overheadFrames = 0
+    @usableFromInline
+    var state = State.http
+    @usableFromInline
+    var overheadFrames = 0
     /// A broken rule was reported: the registry closes the connection, and later frames are ignored.
-    private var failed = false
-    private var flushScheduled = false
+    @usableFromInline
+    var failed = false
+    @usableFromInline
+    var flushScheduled = false
     /// The payload of the latest ping not answered yet.
-    private var pendingPong: Bytes?
+    @usableFromInline
+    var pendingPong: Bytes?
 
+    @inlinable
     public init(maximumOverheadFrames: Int) {
         self.maximumOverheadFrames = maximumOverheadFrames
     }
 
+    @inlinable
     public var phase: Phase {
         switch state {
         case .http: .http
@@ -102,6 +110,7 @@ public struct RelayConnectionStateMachine<Bytes: Sendable>: Sendable {
     }
 
     /// Whether frames from the peer are still read: the connection is open and has not failed.
+    @inlinable
     public var isReadingFrames: Bool {
         guard case .open = state else { return false }
         return !failed
@@ -110,6 +119,7 @@ public struct RelayConnectionStateMachine<Bytes: Sendable>: Sendable {
     // MARK: The HTTP stage
 
     /// The request timer fired: a connection that is not upgraded by now is closed.
+    @inlinable
     public mutating func requestTimerFired() -> [Action] {
         switch state {
         case .http, .upgrading:
@@ -123,6 +133,7 @@ public struct RelayConnectionStateMachine<Bytes: Sendable>: Sendable {
 
     /// NIO's HTTP parser refused the request (and answered 400): counted and closed. A request the timer cut off
     /// is incomplete when the connection closes, which the parser reports too: that is not counted again.
+    @inlinable
     public mutating func requestMalformed() -> [Action] {
         switch state {
         case .http, .upgrading:
@@ -134,12 +145,14 @@ public struct RelayConnectionStateMachine<Bytes: Sendable>: Sendable {
     }
 
     /// The request was answered without an upgrade (metrics or a refusal); the answer closes the connection.
+    @inlinable
     public mutating func requestAnswered() -> [Action] {
         state = .closing
         return [.cancelRequestTimer]
     }
 
     /// The registry accepted the upgrade.
+    @inlinable
     public mutating func upgradeAccepted() {
         guard case .http = state else { return }
         state = .upgrading(pending: [], closeCode: nil)
@@ -147,6 +160,7 @@ public struct RelayConnectionStateMachine<Bytes: Sendable>: Sendable {
 
     /// The WebSocket pipeline is in place: the registry's buffer for this side goes out first, then what arrived
     /// during the upgrade, then a close that arrived during it.
+    @inlinable
     public mutating func upgradeCompleted() -> [Action] {
         guard case .upgrading(let pending, let closeCode) = state else { return [.cancelRequestTimer] }
         state = .open
@@ -159,6 +173,7 @@ public struct RelayConnectionStateMachine<Bytes: Sendable>: Sendable {
     // MARK: From the registry
 
     /// A message for this side.
+    @inlinable
     public mutating func deliver(_ message: Bytes) -> [Action] {
         switch state {
         case .open:
@@ -174,6 +189,7 @@ public struct RelayConnectionStateMachine<Bytes: Sendable>: Sendable {
     }
 
     /// Close this side with a WebSocket close code (before the upgrade, just the TCP connection).
+    @inlinable
     public mutating func close(code: UInt16) -> [Action] {
         switch state {
         case .http:
@@ -193,6 +209,7 @@ public struct RelayConnectionStateMachine<Bytes: Sendable>: Sendable {
     // MARK: From the peer
 
     /// A frame from the peer; `isOverhead` when it is not a whole non-empty message in one frame.
+    @inlinable
     public mutating func frameReceived(_ frame: Frame, isOverhead: Bool) -> [Action] {
         guard case .open = state, !failed else { return [] }
         if isOverhead {
@@ -220,6 +237,7 @@ public struct RelayConnectionStateMachine<Bytes: Sendable>: Sendable {
     // MARK: Turns of the event loop
 
     /// The flush scheduled by ``Action/scheduleFlush``.
+    @inlinable
     public mutating func flushTurn() -> [Action] {
         flushScheduled = false
         return [.flush]
@@ -227,6 +245,7 @@ public struct RelayConnectionStateMachine<Bytes: Sendable>: Sendable {
 
     /// The turn scheduled by ``Action/schedulePong``, or a change of writability: the pending pong goes out
     /// when the connection is open and writable.
+    @inlinable
     public mutating func pongTurn(writable: Bool) -> [Action] {
         guard case .open = state else {
             pendingPong = nil
@@ -239,13 +258,15 @@ public struct RelayConnectionStateMachine<Bytes: Sendable>: Sendable {
 
     // MARK: Helpers
 
-    private mutating func write(_ message: Bytes) -> [Action] {
+    @inlinable
+    mutating func write(_ message: Bytes) -> [Action] {
         guard !flushScheduled else { return [.write(message)] }
         flushScheduled = true
         return [.write(message), .scheduleFlush]
     }
 
-    private mutating func fail(_ outcome: TunnelOutcome, code: UInt16) -> [Action] {
+    @inlinable
+    mutating func fail(_ outcome: TunnelOutcome, code: UInt16) -> [Action] {
         failed = true
         return [.fail(outcome, code: code)]
     }

@@ -84,6 +84,24 @@ public struct TunnelRecord: Hashable, Sendable {
     public var messagesFromAuthenticator: Int
     public var messagesFromClient: Int
     public var outcome: TunnelOutcome
+
+    @inlinable
+    init(
+        tunnelID: TunnelID, routingID: RoutingID, opened: ContinuousClock.Instant, paired: ContinuousClock.Instant?,
+        closed: ContinuousClock.Instant, bytesFromAuthenticator: Int, bytesFromClient: Int,
+        messagesFromAuthenticator: Int, messagesFromClient: Int, outcome: TunnelOutcome
+    ) {
+        self.tunnelID = tunnelID
+        self.routingID = routingID
+        self.opened = opened
+        self.paired = paired
+        self.closed = closed
+        self.bytesFromAuthenticator = bytesFromAuthenticator
+        self.bytesFromClient = bytesFromClient
+        self.messagesFromAuthenticator = messagesFromAuthenticator
+        self.messagesFromClient = messagesFromClient
+        self.outcome = outcome
+    }
 }
 
 /// The answer to an upgrade request.
@@ -118,38 +136,45 @@ public struct RelayRegistry<Message: Collection<UInt8> & Sendable>: Sendable {
 
     public typealias UpgradeDecision = RelayUpgradeDecision
 
-    private struct Tunnel {
-        var routingID: RoutingID
-        var authenticator: ConnectionID
+    @usableFromInline
+    struct Tunnel: Sendable {
+        @usableFromInline var routingID: RoutingID
+        @usableFromInline var authenticator: ConnectionID
         /// The limit key of the address that registered it.
-        var address: String
-        var client: ConnectionID?
-        var opened: ContinuousClock.Instant
-        var paired: ContinuousClock.Instant?
-        var lastActivity: ContinuousClock.Instant
-        var buffered: [Message] = []
-        var bufferedBytes = 0
-        var bytes: [RelaySide: Int] = [.authenticator: 0, .client: 0]
-        var messages: [RelaySide: Int] = [.authenticator: 0, .client: 0]
+        @usableFromInline var address: String
+        @usableFromInline var client: ConnectionID?
+        @usableFromInline var opened: ContinuousClock.Instant
+        @usableFromInline var paired: ContinuousClock.Instant?
+        @usableFromInline var lastActivity: ContinuousClock.Instant
+        @usableFromInline var buffered: [Message] = []
+        @usableFromInline var bufferedBytes = 0
+        @usableFromInline var bytes: [RelaySide: Int] = [.authenticator: 0, .client: 0]
+        @usableFromInline var messages: [RelaySide: Int] = [.authenticator: 0, .client: 0]
     }
 
     public let limits: RelayLimits
     /// The first byte of every routing ID this relay hands out, so a load balancer can route by it.
     public let routingIDPrefix: UInt8?
-    private var tunnels: [TunnelID: Tunnel] = [:]
-    private var connections: [ConnectionID: (tunnel: TunnelID, side: RelaySide, address: String)] = [:]
-    private var connectionsPerAddress: [String: Int] = [:]
-    private var tunnelsPerAddress: [String: Int] = [:]
-    private var pairedCount = 0
+    @usableFromInline
+    var tunnels: [TunnelID: Tunnel] = [:]
+    @usableFromInline
+    var connections: [ConnectionID: (tunnel: TunnelID, side: RelaySide, address: String)] = [:]
+    @usableFromInline
+    var connectionsPerAddress: [String: Int] = [:]
+    @usableFromInline
+    var tunnelsPerAddress: [String: Int] = [:]
+    @usableFromInline
+    var pairedCount = 0
 
+    @inlinable
     public init(limits: RelayLimits = RelayLimits(), routingIDPrefix: UInt8? = nil) {
         self.limits = limits
         self.routingIDPrefix = routingIDPrefix
     }
 
     /// Tunnels open now, and how many of them have both sides.
-    public var openTunnels: Int { tunnels.count }
-    public var pairedTunnels: Int { pairedCount }
+    @inlinable public var openTunnels: Int { tunnels.count }
+    @inlinable public var pairedTunnels: Int { pairedCount }
 
     /// An upgrade request for `path` from `address`. `randomRoutingID` gives 3 random bytes, used when the
     /// request registers a new tunnel.
@@ -206,6 +231,7 @@ public struct RelayRegistry<Message: Collection<UInt8> & Sendable>: Sendable {
     }
 
     /// The upgraded connection is ready: the client side receives what the authenticator sent so far.
+    @inlinable
     public mutating func joined(_ connection: ConnectionID) -> [Action] {
         guard let entry = connections[connection], entry.side == .client, var tunnel = tunnels[entry.tunnel] else {
             return []
@@ -218,6 +244,7 @@ public struct RelayRegistry<Message: Collection<UInt8> & Sendable>: Sendable {
     }
 
     /// A whole binary message on a connection. (A text frame is refused by the I/O layer: ``failed(_:outcome:code:now:)``.)
+    @inlinable
     public mutating func message(_ bytes: Message, from connection: ConnectionID, now: ContinuousClock.Instant)
         -> [Action]
     {
@@ -247,6 +274,7 @@ public struct RelayRegistry<Message: Collection<UInt8> & Sendable>: Sendable {
     }
 
     /// A connection closed (or failed): the other side is closed too.
+    @inlinable
     public mutating func closed(_ connection: ConnectionID, now: ContinuousClock.Instant) -> [Action] {
         guard let entry = connections[connection], let tunnel = tunnels[entry.tunnel] else {
             unregister(connection)
@@ -258,6 +286,7 @@ public struct RelayRegistry<Message: Collection<UInt8> & Sendable>: Sendable {
 
     /// A connection broke the rules in a way the I/O layer found (a frame over the size limit, a protocol
     /// error): its tunnel ends with `outcome`, and both sides, this one included, are closed with `code`.
+    @inlinable
     public mutating func failed(
         _ connection: ConnectionID, outcome: TunnelOutcome, code: UInt16, now: ContinuousClock.Instant
     ) -> [Action] {
@@ -269,6 +298,7 @@ public struct RelayRegistry<Message: Collection<UInt8> & Sendable>: Sendable {
     }
 
     /// Closes tunnels past their lifetime or idle too long.
+    @inlinable
     public mutating func tick(now: ContinuousClock.Instant) -> [Action] {
         var actions: [Action] = []
         for (tunnelID, tunnel) in tunnels {
@@ -288,14 +318,16 @@ public struct RelayRegistry<Message: Collection<UInt8> & Sendable>: Sendable {
         connectionsPerAddress[address, default: 0] += 1
     }
 
-    private mutating func unregister(_ connection: ConnectionID) {
+    @inlinable
+    mutating func unregister(_ connection: ConnectionID) {
         guard let entry = connections.removeValue(forKey: connection) else { return }
         connectionsPerAddress[entry.address, default: 1] -= 1
         if connectionsPerAddress[entry.address] == 0 { connectionsPerAddress[entry.address] = nil }
     }
 
     /// Ends a tunnel: closes both sides (but `except`, which is already gone) and reports its record.
-    private mutating func finish(
+    @inlinable
+    mutating func finish(
         _ tunnelID: TunnelID, outcome: TunnelOutcome, now: ContinuousClock.Instant, code: UInt16,
         except: ConnectionID? = nil
     ) -> [Action] {

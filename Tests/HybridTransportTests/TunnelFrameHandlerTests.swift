@@ -1,6 +1,7 @@
 import NIOCore
 import NIOEmbedded
 import NIOWebSocket
+import Synchronization
 import Testing
 import WebSocketMessages
 
@@ -14,13 +15,15 @@ final class EmbeddedTunnel {
     /// Bytes the client wrote that no frame took yet (NIO's encoder writes a frame's header and payload apart).
     private var written: [UInt8] = []
 
-    init() async throws {
+    /// `socket`, when given, sits where the socket would: it sees every byte the client writes.
+    init(socket: WriteHolder? = nil) async throws {
         let channel = NIOAsyncTestingChannel()
         try await channel.connect(to: SocketAddress(ipAddress: "192.0.2.1", port: 443))
         let budget = TunnelConnection.makeBudget()
         // What NIO's client upgrader puts in place, then the tunnel's own handlers.
         let asyncChannel = try await channel.eventLoop.submit {
             let pipeline = channel.pipeline.syncOperations
+            if let socket { try pipeline.addHandler(socket) }
             try pipeline.addHandler(WebSocketFrameEncoder())
             try pipeline.addHandler(
                 ByteToMessageHandler(WebSocketFrameDecoder(maxFrameSize: TunnelConnection.maximumMessageBytes)))
@@ -76,6 +79,18 @@ final class EmbeddedTunnel {
 
     func receive() async throws(TunnelError) -> [UInt8]? {
         try await tunnel.receive(timeout: .seconds(10), waitingFor: "a test message")
+    }
+}
+
+/// A socket that takes nothing: writes stay pending (a relay that does not read).
+final class WriteHolder: ChannelOutboundHandler, Sendable {
+    typealias OutboundIn = ByteBuffer
+    private let held = Mutex(0)
+
+    var heldWrites: Int { held.withLock { $0 } }
+
+    func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
+        held.withLock { $0 += 1 }  // the promise is never completed
     }
 }
 
@@ -215,6 +230,19 @@ struct TunnelFrameHandlerTests {
         #expect(!embedded.channel.isActive)
         await embedded.tunnel.close()  // again: nothing
         #expect(try await embedded.writtenFrames().isEmpty)
+    }
+
+    @Test func aRelayThatDoesNotReadTheCloseFrameIsCutOffAfterAGrace() async throws {
+        let socket = WriteHolder()
+        let embedded = try await EmbeddedTunnel(socket: socket)
+        let tunnel = embedded.tunnel
+        let closing = Task { await tunnel.close() }
+        while socket.heldWrites == 0 { await Task.yield() }  // the close frame is stuck in the socket
+        await embedded.channel.testingEventLoop.advanceTime(by: TunnelFrameHandler.closeGrace - .milliseconds(1))
+        #expect(embedded.channel.isActive)
+        await embedded.channel.testingEventLoop.advanceTime(by: .milliseconds(1))
+        await closing.value
+        #expect(!embedded.channel.isActive)
     }
 
     @Test func aTimedOutReceiveLeavesTheTunnelUsable() async throws {
