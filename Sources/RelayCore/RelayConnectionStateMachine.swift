@@ -11,15 +11,17 @@
 /// - **upgrading**: the registry accepted the upgrade and the 101 answer is on its way. Messages for this side,
 ///   and a close, wait here until the WebSocket pipeline is in place, so nothing overtakes what the registry
 ///   buffered for this side (delivered at ``Action/joinTunnel``).
-/// - **open**: frames flow. Writes are batched: a message is written at once and flushed by one
-///   ``Action/scheduleFlush`` per batch, so several messages leave in one system call. Only the latest of several
+/// - **open**: frames flow. Writes are batched: a message is written at once, and the first of a batch asks for
+///   one flush after the work in hand (``Action/write(_:scheduleFlush:)``), so several messages leave in one
+///   system call. Only the latest of several
 ///   unanswered pings is answered (RFC 6455 §5.5.3), once the batch is done and the connection is writable, so a
 ///   peer that pings without reading makes the relay hold one pong. Frames that are not a whole non-empty message
 ///   in one frame cost work but are neither messages nor activity; past `maximumOverheadFrames` of them the
 ///   connection fails with 1008.
 /// - **closing**: a close frame was sent or the connection is closing: nothing more is written or read.
 ///
-/// `Bytes` is what messages and pongs carry; the machine only passes it on.
+/// `Bytes` is what messages and pongs carry; the machine only passes it on. The events of every frame and message
+/// return at most one action; the rarer ones (the upgrade, the request timer) a list.
 public struct RelayConnectionStateMachine<Bytes: Sendable>: Sendable {
     /// What the I/O layer must do, in order.
     public enum Action: Sendable {
@@ -33,10 +35,9 @@ public struct RelayConnectionStateMachine<Bytes: Sendable>: Sendable {
         case closeConnection
         /// Tell the registry this side is ready; what it holds for this side is delivered before anything else.
         case joinTunnel
-        /// Write a binary message, without flushing.
-        case write(Bytes)
-        /// Call ``flushTurn()`` once the event loop has finished the work in hand.
-        case scheduleFlush
+        /// Write a binary message, without flushing; with `scheduleFlush`, also call ``flushTurn()`` once the event
+        /// loop has finished the work in hand.
+        case write(Bytes, scheduleFlush: Bool)
         /// Flush what was written.
         case flush
         /// Call ``pongTurn(writable:)`` once the event loop has finished the work in hand.
@@ -146,9 +147,9 @@ public struct RelayConnectionStateMachine<Bytes: Sendable>: Sendable {
 
     /// The request was answered without an upgrade (metrics or a refusal); the answer closes the connection.
     @inlinable
-    public mutating func requestAnswered() -> [Action] {
+    public mutating func requestAnswered() -> Action {
         state = .closing
-        return [.cancelRequestTimer]
+        return .cancelRequestTimer
     }
 
     /// The registry accepted the upgrade.
@@ -165,8 +166,8 @@ public struct RelayConnectionStateMachine<Bytes: Sendable>: Sendable {
         guard case .upgrading(let pending, let closeCode) = state else { return [.cancelRequestTimer] }
         state = .open
         var actions: [Action] = [.cancelRequestTimer, .joinTunnel]
-        for message in pending { actions += write(message) }
-        if let closeCode { actions += close(code: closeCode) }
+        for message in pending { actions.append(write(message)) }
+        if let closeCode, let close = close(code: closeCode) { actions.append(close) }
         return actions
     }
 
@@ -174,7 +175,7 @@ public struct RelayConnectionStateMachine<Bytes: Sendable>: Sendable {
 
     /// A message for this side.
     @inlinable
-    public mutating func deliver(_ message: Bytes) -> [Action] {
+    public mutating func deliver(_ message: Bytes) -> Action? {
         switch state {
         case .open:
             return write(message)
@@ -182,27 +183,27 @@ public struct RelayConnectionStateMachine<Bytes: Sendable>: Sendable {
             state = .closing  // drop the array's other reference before appending
             pending.append(message)
             state = .upgrading(pending: pending, closeCode: closeCode)
-            return []
+            return nil
         case .http, .closing:
-            return []
+            return nil
         }
     }
 
     /// Close this side with a WebSocket close code (before the upgrade, just the TCP connection).
     @inlinable
-    public mutating func close(code: UInt16) -> [Action] {
+    public mutating func close(code: UInt16) -> Action? {
         switch state {
         case .http:
             state = .closing
-            return [.closeConnection]
+            return .closeConnection
         case .upgrading(let pending, _):
             state = .upgrading(pending: pending, closeCode: code)
-            return []
+            return nil
         case .open:
             state = .closing
-            return [.sendClose(code: code)]
+            return .sendClose(code: code)
         case .closing:
-            return []
+            return nil
         }
     }
 
@@ -210,25 +211,25 @@ public struct RelayConnectionStateMachine<Bytes: Sendable>: Sendable {
 
     /// A frame from the peer; `isOverhead` when it is not a whole non-empty message in one frame.
     @inlinable
-    public mutating func frameReceived(_ frame: Frame, isOverhead: Bool) -> [Action] {
-        guard case .open = state, !failed else { return [] }
+    public mutating func frameReceived(_ frame: Frame, isOverhead: Bool) -> Action? {
+        guard case .open = state, !failed else { return nil }
         if isOverhead {
             overheadFrames += 1
             guard overheadFrames <= maximumOverheadFrames else { return fail(.tooManyOverheadFrames, code: 1008) }
         }
         switch frame {
         case .message(let bytes):
-            return [.relay(bytes)]
+            return .relay(bytes)
         case .fragment, .pong:
-            return []
+            return nil
         case .ping(let payload):
             let alreadyPending = pendingPong != nil
             pendingPong = payload
-            return alreadyPending ? [] : [.schedulePong]
+            return alreadyPending ? nil : .schedulePong
         case .close(let code):
             // Echo the peer's code, then close.
             state = .closing
-            return [.sendClose(code: code)]
+            return .sendClose(code: code)
         case .violation(let outcome, let code):
             return fail(outcome, code: code)
         }
@@ -238,37 +239,36 @@ public struct RelayConnectionStateMachine<Bytes: Sendable>: Sendable {
 
     /// The flush scheduled by ``Action/scheduleFlush``.
     @inlinable
-    public mutating func flushTurn() -> [Action] {
+    public mutating func flushTurn() -> Action {
         flushScheduled = false
-        return [.flush]
+        return .flush
     }
 
     /// The turn scheduled by ``Action/schedulePong``, or a change of writability: the pending pong goes out
     /// when the connection is open and writable.
     @inlinable
-    public mutating func pongTurn(writable: Bool) -> [Action] {
+    public mutating func pongTurn(writable: Bool) -> Action? {
         guard case .open = state else {
             pendingPong = nil
-            return []
+            return nil
         }
-        guard writable, let payload = pendingPong else { return [] }
+        guard writable, let payload = pendingPong else { return nil }
         pendingPong = nil
-        return [.sendPong(payload)]
+        return .sendPong(payload)
     }
 
     // MARK: Helpers
 
     @inlinable
-    mutating func write(_ message: Bytes) -> [Action] {
-        guard !flushScheduled else { return [.write(message)] }
-        flushScheduled = true
-        return [.write(message), .scheduleFlush]
+    mutating func write(_ message: Bytes) -> Action {
+        defer { flushScheduled = true }
+        return .write(message, scheduleFlush: !flushScheduled)
     }
 
     @inlinable
-    mutating func fail(_ outcome: TunnelOutcome, code: UInt16) -> [Action] {
+    mutating func fail(_ outcome: TunnelOutcome, code: UInt16) -> Action {
         failed = true
-        return [.fail(outcome, code: code)]
+        return .fail(outcome, code: code)
     }
 }
 

@@ -148,8 +148,28 @@ public struct RelayRegistry<Message: Collection<UInt8> & Sendable>: Sendable {
         @usableFromInline var lastActivity: ContinuousClock.Instant
         @usableFromInline var buffered: [Message] = []
         @usableFromInline var bufferedBytes = 0
-        @usableFromInline var bytes: [RelaySide: Int] = [.authenticator: 0, .client: 0]
-        @usableFromInline var messages: [RelaySide: Int] = [.authenticator: 0, .client: 0]
+        @usableFromInline var messagesFromAuthenticator = 0
+        @usableFromInline var messagesFromClient = 0
+        @usableFromInline var bytesFromAuthenticator = 0
+        @usableFromInline var bytesFromClient = 0
+
+        @inlinable
+        func messages(from side: RelaySide) -> Int {
+            side == .authenticator ? messagesFromAuthenticator : messagesFromClient
+        }
+
+        /// Counts a message of `byteCount` bytes from `side`.
+        @inlinable
+        mutating func count(_ byteCount: Int, from side: RelaySide) {
+            switch side {
+            case .authenticator:
+                messagesFromAuthenticator += 1
+                bytesFromAuthenticator += byteCount
+            case .client:
+                messagesFromClient += 1
+                bytesFromClient += byteCount
+            }
+        }
     }
 
     public let limits: RelayLimits
@@ -248,28 +268,23 @@ public struct RelayRegistry<Message: Collection<UInt8> & Sendable>: Sendable {
     public mutating func message(_ bytes: Message, from connection: ConnectionID, now: ContinuousClock.Instant)
         -> [Action]
     {
-        guard let entry = connections[connection], var tunnel = tunnels[entry.tunnel] else { return [] }
+        // The tunnel is changed in place: one lookup, no copy of its buffer.
+        guard let entry = connections[connection], let index = tunnels.index(forKey: entry.tunnel) else { return [] }
         guard bytes.count <= limits.maximumMessageBytes else {
             return finish(entry.tunnel, outcome: .messageTooLarge, now: now, code: 1009)
         }
-        guard tunnel.messages[entry.side, default: 0] < limits.maximumMessagesPerSide else {
+        guard tunnels.values[index].messages(from: entry.side) < limits.maximumMessagesPerSide else {
             return finish(entry.tunnel, outcome: .tooManyMessages, now: now, code: 1008)
         }
-        tunnel.messages[entry.side, default: 0] += 1
-        tunnel.bytes[entry.side, default: 0] += bytes.count
-        tunnel.lastActivity = now
-        let peer = entry.side == .authenticator ? tunnel.client : tunnel.authenticator
-        if let peer {
-            tunnels[entry.tunnel] = tunnel
-            return [.forward(bytes, to: peer)]
-        }
-        guard tunnel.bufferedBytes + bytes.count <= limits.maximumBufferedBytes else {
-            tunnels[entry.tunnel] = tunnel
+        tunnels.values[index].count(bytes.count, from: entry.side)
+        tunnels.values[index].lastActivity = now
+        let peer = entry.side == .authenticator ? tunnels.values[index].client : tunnels.values[index].authenticator
+        if let peer { return [.forward(bytes, to: peer)] }
+        guard tunnels.values[index].bufferedBytes + bytes.count <= limits.maximumBufferedBytes else {
             return finish(entry.tunnel, outcome: .bufferFull, now: now, code: 1008)
         }
-        tunnel.buffered.append(bytes)
-        tunnel.bufferedBytes += bytes.count
-        tunnels[entry.tunnel] = tunnel
+        tunnels.values[index].buffered.append(bytes)
+        tunnels.values[index].bufferedBytes += bytes.count
         return []
     }
 
@@ -342,10 +357,9 @@ public struct RelayRegistry<Message: Collection<UInt8> & Sendable>: Sendable {
         }
         let record = TunnelRecord(
             tunnelID: tunnelID, routingID: tunnel.routingID, opened: tunnel.opened, paired: tunnel.paired, closed: now,
-            bytesFromAuthenticator: tunnel.bytes[.authenticator, default: 0],
-            bytesFromClient: tunnel.bytes[.client, default: 0],
-            messagesFromAuthenticator: tunnel.messages[.authenticator, default: 0],
-            messagesFromClient: tunnel.messages[.client, default: 0], outcome: outcome)
+            bytesFromAuthenticator: tunnel.bytesFromAuthenticator, bytesFromClient: tunnel.bytesFromClient,
+            messagesFromAuthenticator: tunnel.messagesFromAuthenticator, messagesFromClient: tunnel.messagesFromClient,
+            outcome: outcome)
         actions.append(.finished(record))
         return actions
     }

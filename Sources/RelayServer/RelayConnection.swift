@@ -106,41 +106,44 @@ final class RelayConnection: Sendable {
     // MARK: Actions
 
     private func perform(_ actions: [StateMachine.Action]) {
-        for action in actions {
-            switch action {
-            case .cancelRequestTimer:
-                loopState.value.requestTimer?.cancel()
-                loopState.value.requestTimer = nil
-            case .countRequestTimeout:
-                state.refused(.requestTimeout)
-            case .countMalformedRequest:
-                state.refused(.malformedRequest)
-            case .closeConnection:
-                channel.close(promise: nil)
-            case .joinTunnel:
-                state.perform(state.joined(self))
-            case .write(let message):
-                let frame = WebSocketFrame(fin: true, opcode: .binary, data: message)
-                channel.pipeline.syncOperations.write(NIOAny(frame), promise: nil)
-            case .scheduleFlush:
-                // After the rest of the read, or the other deliveries queued from another loop: one system call.
-                channel.eventLoop.execute { [self] in perform(loopState.value.machine.flushTurn()) }
-            case .flush:
-                channel.flush()
-            case .schedulePong:
-                channel.eventLoop.execute { [self] in
-                    perform(loopState.value.machine.pongTurn(writable: channel.isWritable))
-                }
-            case .sendPong(let payload):
-                let frame = WebSocketFrame(fin: true, opcode: .pong, data: payload)
-                channel.pipeline.syncOperations.writeAndFlush(NIOAny(frame), promise: nil)
-            case .sendClose(let code):
-                sendCloseFrame(code: code)
-            case .relay(let message):
-                state.perform(state.message(message.readableBytesView, from: self))
-            case .fail(let outcome, let code):
-                state.perform(state.failed(self, outcome: outcome, code: code))
+        for action in actions { perform(action) }
+    }
+
+    private func perform(_ action: StateMachine.Action?) {
+        guard let action else { return }
+        switch action {
+        case .cancelRequestTimer:
+            loopState.value.requestTimer?.cancel()
+            loopState.value.requestTimer = nil
+        case .countRequestTimeout:
+            state.refused(.requestTimeout)
+        case .countMalformedRequest:
+            state.refused(.malformedRequest)
+        case .closeConnection:
+            channel.close(promise: nil)
+        case .joinTunnel:
+            state.perform(state.joined(self))
+        case .write(let message, let scheduleFlush):
+            let frame = WebSocketFrame(fin: true, opcode: .binary, data: message)
+            channel.pipeline.syncOperations.write(NIOAny(frame), promise: nil)
+            guard scheduleFlush else { break }
+            // After the rest of the read, or the other deliveries queued from another loop: one system call.
+            channel.eventLoop.execute { [self] in perform(loopState.value.machine.flushTurn()) }
+        case .flush:
+            channel.flush()
+        case .schedulePong:
+            channel.eventLoop.execute { [self] in
+                perform(loopState.value.machine.pongTurn(writable: channel.isWritable))
             }
+        case .sendPong(let payload):
+            let frame = WebSocketFrame(fin: true, opcode: .pong, data: payload)
+            channel.pipeline.syncOperations.writeAndFlush(NIOAny(frame), promise: nil)
+        case .sendClose(let code):
+            sendCloseFrame(code: code)
+        case .relay(let message):
+            state.perform(state.message(message.readableBytesView, from: self))
+        case .fail(let outcome, let code):
+            state.perform(state.failed(self, outcome: outcome, code: code))
         }
     }
 
