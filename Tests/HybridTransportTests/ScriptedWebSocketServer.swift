@@ -117,17 +117,14 @@ private final class ScriptHandler: ChannelInboundHandler {
 }
 
 /// What the client sent after its upgrade request, and a future that completes once it sent a close frame or
-/// the connection ended (or fails after 10 s), so tests wait for the event instead of polling.
+/// the connection ended, so tests wait for the event instead of polling.
 final class ReceivedBytes: Sendable {
-    let bytes = Mutex<[UInt8]>([])
-    private let closed: EventLoopPromise<Void>
-
-    init() {
-        let eventLoop = MultiThreadedEventLoopGroup.singleton.next()
-        let closed = eventLoop.makePromise(of: Void.self)
-        self.closed = closed
-        eventLoop.scheduleTask(in: .seconds(10)) { closed.fail(ChannelError.connectTimeout(.seconds(10))) }
+    struct TimedOut: Error, CustomStringConvertible {
+        var description: String { "the client neither sent a close frame nor closed the connection in time" }
     }
+
+    let bytes = Mutex<[UInt8]>([])
+    private let closed = MultiThreadedEventLoopGroup.singleton.next().makePromise(of: Void.self)
 
     func append(_ new: [UInt8]) {
         let all = bytes.withLock { bytes in
@@ -139,8 +136,13 @@ final class ReceivedBytes: Sendable {
 
     func connectionEnded() { closed.succeed() }
 
-    /// Waits for the client's close frame or the end of the connection.
-    func closeOrEnd() async throws { try await closed.futureResult.get() }
+    /// Waits for the client's close frame or the end of the connection, at most `timeout`.
+    func closeOrEnd(within timeout: Duration = .seconds(30)) async throws {
+        let closed = closed
+        let deadline = closed.futureResult.eventLoop.scheduleTask(in: TimeAmount(timeout)) { closed.fail(TimedOut()) }
+        defer { deadline.cancel() }
+        try await closed.futureResult.get()
+    }
 }
 
 extension ScriptedWebSocketServer {
