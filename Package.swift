@@ -128,7 +128,8 @@ let package = Package(
             name: "passkey",
             dependencies: [
                 "CBOR", "WebAuthn", "CTAP2", "CTAPHID", "RelyingParty", "PasskeyStore", "CTAPHIDTransport", "Hybrid",
-                "QRImage", "Proximity", "HybridTransport", "HybridLink", "CrossDevice", "RelayServer", "UHID", "WebRelyingParty",
+                "QRImage", "Proximity", "HybridTransport", "HybridLink", "CrossDevice", "RelayServer", "UHID",
+                "WebRelyingParty",
                 "RelyingPartyServer", argumentParser, logging, crypto, nioSSL,
             ],
             swiftSettings: strictSettings
@@ -138,7 +139,8 @@ let package = Package(
             dependencies: [
                 "CBOR", "WebAuthn", "CTAP2", "PasskeyStore", "Hybrid", crypto, argumentParser, nioCore, nioPosix,
                 nioWebSocket,
-                "CrossDevice", "HybridTransport", "HybridLink", "Proximity", "RelayServer", "RelayCore", "RelyingParty", logging,
+                "CrossDevice", "HybridTransport", "HybridLink", "Proximity", "RelayServer", "RelayCore", "RelyingParty",
+                logging,
             ],
             swiftSettings: strictSettings
         ),
@@ -170,7 +172,8 @@ let package = Package(
         .testTarget(
             name: "HybridTransportTests",
             dependencies: [
-                "HybridTransport", "HybridLink", "CrossDevice", "RelayServer", "RelayCore", "Hybrid", "Proximity", "CTAP2",
+                "HybridTransport", "HybridLink", "CrossDevice", "RelayServer", "RelayCore", "Hybrid", "Proximity",
+                "CTAP2",
                 "RelyingParty", crypto, nioCore, nioPosix, nioSSL, logging,
             ],
             swiftSettings: strictSettings
