@@ -136,7 +136,8 @@ let package = Package(
             name: "passkey",
             dependencies: [
                 "CBOR", "WebAuthn", "CTAP2", "CTAPHID", "RelyingParty", "PasskeyStore", "CTAPHIDTransport", "Hybrid",
-                "QRImage", "Proximity", "HybridTransport", "HybridLink", "CrossDevice", "RelayServer", "UHID", "WebRelyingParty",
+                "QRImage", "Proximity", "HybridTransport", "HybridLink", "CrossDevice", "RelayServer", "UHID",
+                "WebRelyingParty",
                 "RelyingPartyServer", argumentParser, logging, crypto, nioSSL,
             ],
             swiftSettings: strictSettings
@@ -146,7 +147,8 @@ let package = Package(
             dependencies: [
                 "CBOR", "WebAuthn", "CTAP2", "PasskeyStore", "Hybrid", crypto, argumentParser, nioCore, nioPosix,
                 nioWebSocket,
-                "CrossDevice", "HybridTransport", "HybridLink", "Proximity", "RelayServer", "RelayCore", "RelyingParty", logging,
+                "CrossDevice", "HybridTransport", "HybridLink", "Proximity", "RelayServer", "RelayCore", "RelyingParty",
+                logging,
             ],
             swiftSettings: strictSettings
         ),

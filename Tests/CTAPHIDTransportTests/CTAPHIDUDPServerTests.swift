@@ -6,11 +6,19 @@ import Testing
 
 struct CTAPHIDUDPServerTests {
     @Test func initThenMultiPacketCBORRoundTrip() async throws {
+        // 21 datagrams: generous timeouts, so that a loaded machine (one that starves the test's task for seconds)
+        // does not turn this into a timing test. The timeouts have tests of their own.
+        var configuration = CTAPHIDUDPServer.Configuration()
+        configuration.protocolConfiguration.transactionTimeout = .seconds(5)
+        configuration.protocolConfiguration.messageTimeout = .seconds(30)
         let received = Shared<[UInt8]>([])
-        try await withServer(handler: { request, _ in
-            received.set(request)
-            return [0x00] + request.reversed() + request
-        }) { server in
+        try await withServer(
+            configuration: configuration,
+            handler: { request, _ in
+                received.set(request)
+                return [0x00] + request.reversed() + request
+            }
+        ) { server in
             #expect(server.localAddress.port != 0)
             let host = try await TestHost.connect(to: server)
             defer { Task { await host.close() } }
