@@ -65,9 +65,14 @@ let package = Package(
             name: "WebRelyingParty", dependencies: ["RelyingParty", "WebAuthn", crypto], swiftSettings: strictSettings),
         .target(name: "Hybrid", dependencies: ["CBOR", crypto, cryptoExtras], swiftSettings: strictSettings),
         .target(name: "RelayCore", dependencies: ["Hybrid"], swiftSettings: strictSettings),
+        // WebSocket frames from NIO's decoder to whole binary messages, for the tunnel client and the relay alike:
+        // NIOCore and NIOWebSocket only, no sockets.
+        .target(name: "WebSocketMessages", dependencies: [nioCore, nioWebSocket], swiftSettings: strictSettings),
         .target(
             name: "RelayServer",
-            dependencies: ["RelayCore", "Hybrid", nioCore, nioPosix, nioHTTP1, nioWebSocket, nioSSL, logging],
+            dependencies: [
+                "RelayCore", "Hybrid", "WebSocketMessages", nioCore, nioPosix, nioHTTP1, nioWebSocket, nioSSL, logging,
+            ],
             swiftSettings: strictSettings
         ),
 
@@ -95,7 +100,7 @@ let package = Package(
         ),
         .target(
             name: "HybridTransport",
-            dependencies: ["Hybrid", crypto, nioCore, nioPosix, nioHTTP1, nioWebSocket, nioSSL, logging],
+            dependencies: ["Hybrid", "WebSocketMessages", nioCore, nioPosix, nioHTTP1, nioWebSocket, nioSSL],
             swiftSettings: strictSettings
         ),
         // One driver per hybrid role, carrying out its session's actions over an injected environment.
@@ -173,8 +178,8 @@ let package = Package(
             name: "HybridTransportTests",
             dependencies: [
                 "HybridTransport", "HybridLink", "CrossDevice", "RelayServer", "RelayCore", "Hybrid", "Proximity",
-                "CTAP2",
-                "RelyingParty", crypto, nioCore, nioPosix, nioSSL, logging,
+                "CTAP2", "RelyingParty", "WebSocketMessages", crypto, nioCore, nioPosix, nioSSL, nioEmbedded,
+                nioWebSocket, logging,
             ],
             swiftSettings: strictSettings
         ),
@@ -184,6 +189,9 @@ let package = Package(
             swiftSettings: strictSettings
         ),
         .testTarget(name: "RelayCoreTests", dependencies: ["RelayCore", "Hybrid"], swiftSettings: strictSettings),
+        .testTarget(
+            name: "WebSocketMessagesTests", dependencies: ["WebSocketMessages", nioCore, nioWebSocket],
+            swiftSettings: strictSettings),
         .testTarget(
             name: "RelayServerTests",
             dependencies: [

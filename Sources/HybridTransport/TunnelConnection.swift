@@ -5,48 +5,15 @@ import NIOHTTP1
 import NIOPosix
 import NIOSSL
 import NIOWebSocket
-import Synchronization
-
-/// Why a tunnel could not be opened or used.
-public enum TunnelError: Error, Hashable, Sendable, CustomStringConvertible {
-    /// The URL is not a `ws://` or `wss://` URL with a host.
-    case invalidURL(String)
-    /// No TCP (or TLS) connection could be made.
-    case unreachable(host: String, port: Int, reason: String)
-    /// The server answered the upgrade with this HTTP status instead of 101.
-    case refused(status: Int)
-    /// The server upgraded but broke the tunnel protocol (no `fido.cable`, a bad routing ID header).
-    case badUpgrade(String)
-    /// Nothing arrived within the time allowed.
-    case timedOut(String)
-    /// The server or peer sent a frame the tunnel protocol does not allow (a text frame, an oversize message).
-    case protocolViolation(String)
-    /// The connection failed while open.
-    case connectionFailed(String)
-    /// The peer sent more than ``TunnelConnection/maximumQueuedMessages`` messages (or
-    /// ``TunnelConnection/maximumQueuedBytes`` bytes) that were not received yet: a flood, so the tunnel was
-    /// closed (1008).
-    case tooManyUnreadMessages
-
-    public var description: String {
-        switch self {
-        case .invalidURL(let url): "not a ws:// or wss:// tunnel URL: \(url)"
-        case .unreachable(let host, let port, let reason): "relay \(host):\(port) unreachable: \(reason)"
-        case .refused(let status): "relay refused the tunnel (HTTP \(status))"
-        case .badUpgrade(let reason): "relay answered the upgrade wrongly: \(reason)"
-        case .timedOut(let what): "timed out \(what)"
-        case .protocolViolation(let reason): "tunnel protocol violation: \(reason)"
-        case .connectionFailed(let reason): "tunnel connection failed: \(reason)"
-        case .tooManyUnreadMessages:
-            "the peer sent more than \(TunnelConnection.maximumQueuedMessages) messages or "
-                + "\(TunnelConnection.maximumQueuedBytes) bytes that were not read yet; tunnel closed"
-        }
-    }
-}
 
 /// One WebSocket tunnel to a caBLE tunnel server (`/cable/new/…` or `/cable/connect/…/…`), with subprotocol
 /// `fido.cable`. Binary messages go both ways; everything else is handled here: pings are answered, a close is
 /// answered and ends the tunnel, fragmented messages are reassembled, and text frames end it with an error.
+///
+/// Underneath, the upgraded channel is a `NIOAsyncChannel`: ``TunnelFrameHandler`` turns frames into whole
+/// messages on the event loop, ``receive(timeout:waitingFor:)`` takes them from the channel's inbound stream and
+/// ``send(_:)`` writes through its outbound writer. A task of the tunnel's own holds the channel in
+/// `executeThenClose` until the tunnel ends.
 public final class TunnelConnection: Sendable {
     /// The largest message accepted, reassembled or not. Tunnel servers cap messages at 16 KiB.
     public static let maximumMessageBytes = 1 << 16
@@ -60,12 +27,52 @@ public final class TunnelConnection: Sendable {
     /// The `X-caBLE-Routing-ID` value the server sent with its upgrade (only `/cable/new` gets one).
     public let routingIDHeader: String?
     private let channel: any Channel
-    private let inbox: TunnelInbox
+    private let outbound: NIOAsyncChannelOutboundWriter<WebSocketFrame>
+    private let budget: UnreadBudget
+    private let reader: InboundReader
 
-    private init(channel: any Channel, inbox: TunnelInbox, routingIDHeader: String?) {
+    /// Takes over an upgraded channel set up by ``configureUpgradedPipeline(_:budget:)``.
+    init(_ asyncChannel: NIOAsyncChannel<TunnelInbound, WebSocketFrame>, budget: UnreadBudget, routingIDHeader: String?)
+        async
+    {
+        let channel = asyncChannel.channel
+        let (inbound, outbound) = await withCheckedContinuation { handOver in
+            // The tunnel's owner: it holds the channel until the channel closes, then finishes the writer.
+            Task {
+                try? await asyncChannel.executeThenClose { inbound, outbound in
+                    handOver.resume(returning: (inbound, outbound))
+                    try await channel.closeFuture.get()
+                }
+            }
+        }
         self.channel = channel
-        self.inbox = inbox
+        self.outbound = outbound
+        self.budget = budget
         self.routingIDHeader = routingIDHeader
+        reader = InboundReader(inbound)
+    }
+
+    deinit {
+        channel.close(promise: nil)
+    }
+
+    /// The handlers of an upgraded tunnel, behind NIO's WebSocket frame decoder and encoder: the frame handler and
+    /// the async channel. Call it on the channel's event loop.
+    static func configureUpgradedPipeline(_ channel: any Channel, budget: UnreadBudget) throws
+        -> NIOAsyncChannel<TunnelInbound, WebSocketFrame>
+    {
+        let pipeline = channel.pipeline.syncOperations
+        // No reading while pongs pile up for a relay that does not read them.
+        try pipeline.addHandler(BackPressureHandler())
+        try pipeline.addHandler(TunnelFrameHandler(maximumMessageBytes: maximumMessageBytes, budget: budget))
+        // The high watermark sits above the unread budget: a flood meets the budget, and a 1008, first.
+        let configuration = NIOAsyncChannel<TunnelInbound, WebSocketFrame>.Configuration(
+            backPressureStrategy: .init(lowWatermark: 2, highWatermark: maximumQueuedMessages + 2))
+        return try NIOAsyncChannel(wrappingChannelSynchronously: channel, configuration: configuration)
+    }
+
+    static func makeBudget() -> UnreadBudget {
+        UnreadBudget(maximumMessages: maximumQueuedMessages, maximumBytes: maximumQueuedBytes)
     }
 
     /// Opens a tunnel to `url` and waits for the upgrade. `tls` replaces the system trust store for `wss://`
@@ -90,12 +97,12 @@ public final class TunnelConnection: Sendable {
             do {
                 sslContext = try NIOSSLContext(configuration: tls ?? .makeClientConfiguration())
             } catch {
-                throw .unreachable(host: host, port: port, reason: "TLS set-up failed: \(error)")
+                throw .unreachable(host: host, port: port, reason: .tlsConfiguration(String(describing: error)))
             }
         } else {
             sslContext = nil
         }
-        let inbox = TunnelInbox()
+        let budget = makeBudget()
         var headers = HTTPHeaders()
         headers.add(name: "Host", value: components.port.map { "\(host):\($0)" } ?? host)
         headers.add(name: "Sec-WebSocket-Protocol", value: TunnelServerProtocol.webSocketSubprotocol)
@@ -106,12 +113,12 @@ public final class TunnelConnection: Sendable {
         // An IP address needs no resolver round trip; a name goes through NIO's Happy Eyeballs.
         let literal = host.hasPrefix("[") ? String(host.dropFirst().dropLast()) : host
         let ipAddress = try? SocketAddress(ipAddress: literal, port: port)
-        let upgradeResult: EventLoopFuture<UpgradeOutcome>
+        let upgrade: PendingUpgrade
         do {
             let bootstrap = ClientBootstrap(group: group)
                 .connectTimeout(TimeAmount(timeout))
                 .channelOption(.socketOption(.tcp_nodelay), value: 1)
-            let initializer: @Sendable (any Channel) -> EventLoopFuture<EventLoopFuture<UpgradeOutcome>> = { channel in
+            let initializer: @Sendable (any Channel) -> EventLoopFuture<PendingUpgrade> = { channel in
                 channel.eventLoop.makeCompletedFuture {
                     if let sslContext {
                         let handler = try NIOSSLClientHandler(context: sslContext, serverHostname: tlsHostname)
@@ -123,11 +130,10 @@ public final class TunnelConnection: Sendable {
                         enableAutomaticErrorHandling: false,
                         upgradePipelineHandler: { channel, response in
                             channel.eventLoop.makeCompletedFuture {
-                                let outcome = UpgradeOutcome.upgraded(response, channel).checked()
-                                if case .upgraded = outcome {
-                                    try channel.pipeline.syncOperations.addHandler(TunnelFrameHandler(inbox: inbox))
-                                }
-                                return outcome
+                                if let fault = UpgradeOutcome.fault(in: response) { return .invalid(fault, channel) }
+                                return .upgraded(
+                                    try configureUpgradedPipeline(channel, budget: budget),
+                                    routingIDHeader: response.headers[TunnelServerProtocol.routingIDHeader].first)
                             }
                         }
                     )
@@ -146,40 +152,40 @@ public final class TunnelConnection: Sendable {
                         upgradeConfiguration: configuration)
                     // Frames the relay sends right behind its 101 response arrive in the same read.
                     pipeline.leftOverBytesStrategy = .forwardBytes
-                    return try channel.pipeline.syncOperations.configureUpgradableHTTPClientPipeline(
+                    let result = try channel.pipeline.syncOperations.configureUpgradableHTTPClientPipeline(
                         configuration: pipeline)
+                    return PendingUpgrade(channel: channel, result: result)
                 }
             }
             if let ipAddress {
-                upgradeResult = try await bootstrap.connect(to: ipAddress, channelInitializer: initializer)
+                upgrade = try await bootstrap.connect(to: ipAddress, channelInitializer: initializer)
             } else {
-                upgradeResult = try await bootstrap.connect(host: host, port: port, channelInitializer: initializer)
+                upgrade = try await bootstrap.connect(host: host, port: port, channelInitializer: initializer)
             }
         } catch {
-            throw .unreachable(host: host, port: port, reason: describe(error))
+            throw .unreachable(host: host, port: port, reason: TunnelError.ConnectionFault(error))
         }
 
         let outcome: UpgradeOutcome
         do {
-            outcome = try await withDeadline(timeout, "waiting for the relay to upgrade the connection") {
-                try await upgradeResult.get()
+            guard let answer = try await upgrade.outcome(within: timeout) else {
+                throw TunnelError.timedOut("waiting for the relay to upgrade the connection")
             }
+            outcome = answer
         } catch let error as TunnelError {
             throw error
         } catch {
-            throw .badUpgrade(describe(error))
+            throw UpgradeOutcome.error(for: error, host: host, port: port)
         }
         switch outcome {
-        case .upgraded(let response, let channel):
-            return TunnelConnection(
-                channel: channel, inbox: inbox,
-                routingIDHeader: response.headers[TunnelServerProtocol.routingIDHeader].first)
+        case .upgraded(let asyncChannel, let routingIDHeader):
+            return await TunnelConnection(asyncChannel, budget: budget, routingIDHeader: routingIDHeader)
         case .refused(let status):
             let code = (try? await status.get()) ?? 0
             throw .refused(status: code)
-        case .invalid(let reason, let channel):
+        case .invalid(let fault, let channel):
             try? await channel.close()
-            throw .badUpgrade(reason)
+            throw .badUpgrade(fault)
         }
     }
 
@@ -188,317 +194,27 @@ public final class TunnelConnection: Sendable {
         let frame = WebSocketFrame(
             fin: true, opcode: .binary, maskKey: .random(), data: channel.allocator.buffer(bytes: message))
         do {
-            try await channel.writeAndFlush(frame)
+            try await outbound.write(frame)
         } catch {
-            throw .connectionFailed(Self.describe(error))
+            throw .connectionFailed(TunnelError.ConnectionFault(error))
         }
     }
 
-    /// The next binary message, or `nil` once the tunnel closed cleanly. Throws after `timeout` with `what`
-    /// in the message ("waiting for the handshake").
+    /// The next binary message, or `nil` once the tunnel closed cleanly. Throws ``TunnelError/timedOut(_:)``
+    /// with `what` ("waiting for the handshake") after `timeout`, which leaves the tunnel open. Cancelling the
+    /// calling task ends the tunnel (as it ends a `NIOAsyncChannel`'s inbound stream): ``TunnelError/cancelled(_:)``.
     public func receive(timeout: Duration, waitingFor what: String) async throws(TunnelError) -> [UInt8]? {
-        try await inbox.next(timeout: timeout, what: what, eventLoop: channel.eventLoop)
+        try await reader.receive(timeout: timeout, waitingFor: what, channel: channel, budget: budget)
+    }
+
+    /// Whether a receive is waiting now.
+    var isReceiving: Bool {
+        get async { await reader.isReceiving }
     }
 
     /// Sends a close frame (normal closure) and closes the connection. Closing twice does nothing.
     public func close(code: WebSocketErrorCode = .normalClosure) async {
-        guard inbox.markClosing() else { return }
-        var data = channel.allocator.buffer(capacity: 2)
-        data.write(webSocketErrorCode: code)
-        let frame = WebSocketFrame(fin: true, opcode: .connectionClose, maskKey: .random(), data: data)
-        try? await channel.writeAndFlush(frame)
-        try? await channel.close()
-    }
-
-    /// A short explanation of an NIO or system error.
-    static func describe(_ error: any Error) -> String {
-        if let error = error as? IOError { return error.description }
-        if let error = error as? NIOConnectionError, let first = error.connectionErrors.first {
-            return describe(first.error)
-        }
-        if error is ChannelError, case .connectTimeout = error as? ChannelError { return "connection timed out" }
-        return String(describing: error)
-    }
-}
-
-/// The result of the HTTP upgrade request.
-private enum UpgradeOutcome: Sendable {
-    case upgraded(HTTPResponseHead, any Channel)
-    case refused(EventLoopFuture<Int>)
-    case invalid(String, any Channel)
-
-    /// Checks the upgrade response against the tunnel protocol.
-    func checked() -> UpgradeOutcome {
-        guard case .upgraded(let response, let channel) = self else { return self }
-        let protocols = response.headers["Sec-WebSocket-Protocol"]
-        guard protocols.count == 1, protocols[0].trimmingCharacters(in: .whitespaces) == "fido.cable" else {
-            return .invalid("the server did not select subprotocol fido.cable", channel)
-        }
-        let routing = response.headers[TunnelServerProtocol.routingIDHeader]
-        guard routing.count <= 1 else { return .invalid("the server sent X-caBLE-Routing-ID twice", channel) }
-        return self
-    }
-}
-
-/// Catches the status of a refused upgrade and closes the connection.
-private final class StatusCatcher: ChannelInboundHandler, RemovableChannelHandler {
-    typealias InboundIn = HTTPClientResponsePart
-    private let promise: EventLoopPromise<Int>
-
-    init(promise: EventLoopPromise<Int>) { self.promise = promise }
-
-    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
-        if case .head(let head) = unwrapInboundIn(data) {
-            promise.succeed(Int(head.status.code))
-            context.close(promise: nil)
-        }
-    }
-
-    func channelInactive(context: ChannelHandlerContext) {
-        promise.succeed(0)
-    }
-
-    func errorCaught(context: ChannelHandlerContext, error: any Error) {
-        promise.succeed(0)
-        context.close(promise: nil)
-    }
-}
-
-/// Messages received on a tunnel, waiting for `receive`. All state is behind a lock; the event loop fills it.
-final class TunnelInbox: Sendable {
-    private struct Waiter {
-        var token: UInt64
-        var continuation: CheckedContinuation<[UInt8]?, any Error>
-        var timer: Scheduled<Void>?
-    }
-
-    private struct State {
-        var messages: [[UInt8]] = []
-        var queuedBytes = 0
-        /// Set once the tunnel ended: `.some(nil)` for a clean close.
-        var end: TunnelError?? = nil
-        var waiter: Waiter?
-        var nextToken: UInt64 = 0
-        var closing = false
-    }
-
-    private let state = Mutex(State())
-    let maximumMessages: Int
-    let maximumBytes: Int
-
-    init(
-        maximumMessages: Int = TunnelConnection.maximumQueuedMessages,
-        maximumBytes: Int = TunnelConnection.maximumQueuedBytes
-    ) {
-        self.maximumMessages = maximumMessages
-        self.maximumBytes = maximumBytes
-    }
-
-    /// Returns false if the tunnel was already being closed.
-    func markClosing() -> Bool {
-        state.withLock { state in
-            defer { state.closing = true }
-            return !state.closing
-        }
-    }
-
-    /// Hands a message to the waiting reader or queues it. Returns false, and queues nothing, when the queue
-    /// already holds ``maximumMessages`` messages or the message would take it past ``maximumBytes``.
-    func deliver(_ message: [UInt8]) -> Bool {
-        let outcome = state.withLock { state -> (accepted: Bool, waiter: Waiter?) in
-            guard state.end == nil else { return (true, nil) }
-            if let waiter = state.waiter {
-                state.waiter = nil
-                return (true, waiter)
-            }
-            guard state.messages.count < maximumMessages, state.queuedBytes + message.count <= maximumBytes else {
-                return (false, nil)
-            }
-            state.messages.append(message)
-            state.queuedBytes += message.count
-            return (true, nil)
-        }
-        outcome.waiter?.timer?.cancel()
-        outcome.waiter?.continuation.resume(returning: message)
-        return outcome.accepted
-    }
-
-    /// The tunnel ended, cleanly (`nil`) or with an error. Messages already received are still delivered.
-    func finish(_ error: TunnelError?) {
-        let waiter = state.withLock { state -> Waiter? in
-            guard state.end == nil else { return nil }
-            state.end = .some(error)
-            defer { state.waiter = nil }
-            return state.waiter
-        }
-        waiter?.timer?.cancel()
-        if let error {
-            waiter?.continuation.resume(throwing: error)
-        } else {
-            waiter?.continuation.resume(returning: nil)
-        }
-    }
-
-    func next(timeout: Duration, what: String, eventLoop: any EventLoop) async throws(TunnelError) -> [UInt8]? {
-        let token = state.withLock { state in
-            state.nextToken += 1
-            return state.nextToken
-        }
-        do {
-            return try await withTaskCancellationHandler {
-                try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<[UInt8]?, any Error>) in
-                    let immediate: Result<[UInt8]?, TunnelError>? = state.withLock { state in
-                        if !state.messages.isEmpty {
-                            let message = state.messages.removeFirst()
-                            state.queuedBytes -= message.count
-                            return .success(message)
-                        }
-                        if let end = state.end { return end.map { .failure($0) } ?? .success(nil) }
-                        if state.waiter != nil { return .failure(.protocolViolation("two readers on one tunnel")) }
-                        state.waiter = Waiter(token: token, continuation: continuation)
-                        return nil
-                    }
-                    if let immediate {
-                        continuation.resume(with: immediate)
-                        return
-                    }
-                    let timer = eventLoop.scheduleTask(in: TimeAmount(timeout)) {
-                        self.expire(token: token, TunnelError.timedOut(what))
-                    }
-                    let stillWaiting = state.withLock { state in
-                        guard state.waiter?.token == token else { return false }
-                        state.waiter?.timer = timer
-                        return true
-                    }
-                    if !stillWaiting { timer.cancel() }
-                }
-            } onCancel: {
-                self.expire(token: token, TunnelError.timedOut(what + " (cancelled)"))
-            }
-        } catch let error as TunnelError {
-            throw error
-        } catch {
-            throw .connectionFailed(String(describing: error))
-        }
-    }
-
-    /// Fails the waiter of `token`, if it still waits, without ending the tunnel.
-    private func expire(token: UInt64, _ error: TunnelError) {
-        let waiter = state.withLock { state -> Waiter? in
-            guard state.waiter?.token == token else { return nil }
-            defer { state.waiter = nil }
-            return state.waiter
-        }
-        waiter?.timer?.cancel()
-        waiter?.continuation.resume(throwing: error)
-    }
-}
-
-/// The WebSocket frame handler of a tunnel: binary messages to the inbox, control frames answered.
-private final class TunnelFrameHandler: ChannelInboundHandler, RemovableChannelHandler {
-    typealias InboundIn = WebSocketFrame
-    typealias OutboundOut = WebSocketFrame
-
-    private let inbox: TunnelInbox
-    private var fragments: ByteBuffer?
-    private var sentClose = false
-
-    init(inbox: TunnelInbox) { self.inbox = inbox }
-
-    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
-        var frame = unwrapInboundIn(data)
-        if frame.maskKey != nil {
-            // RFC 6455 §5.1: a server must not mask its frames.
-            fail(context: context, .protocolViolation("the relay sent a masked frame"), code: .protocolError)
-            return
-        }
-        switch frame.opcode {
-        case .binary where fragments == nil:
-            if frame.fin {
-                deliver(Array(buffer: frame.data), context: context)
-            } else {
-                fragments = frame.data
-            }
-        case .continuation where fragments != nil:
-            fragments!.writeBuffer(&frame.data)
-            guard fragments!.readableBytes <= TunnelConnection.maximumMessageBytes else {
-                fail(context: context, .protocolViolation("a message is too large"), code: .messageTooLarge)
-                return
-            }
-            if frame.fin {
-                let message = Array(buffer: fragments!)
-                fragments = nil
-                deliver(message, context: context)
-            }
-        case .ping:
-            let pong = WebSocketFrame(fin: true, opcode: .pong, maskKey: .random(), data: frame.data)
-            context.writeAndFlush(wrapOutboundOut(pong), promise: nil)
-        case .pong:
-            break
-        case .connectionClose:
-            inbox.finish(nil)
-            if !sentClose {
-                sentClose = true
-                var data = context.channel.allocator.buffer(capacity: 2)
-                data.write(webSocketErrorCode: .normalClosure)
-                let close = WebSocketFrame(fin: true, opcode: .connectionClose, maskKey: .random(), data: data)
-                context.writeAndFlush(wrapOutboundOut(close)).assumeIsolated().whenComplete { _ in
-                    context.close(promise: nil)
-                }
-            } else {
-                context.close(promise: nil)
-            }
-        case .text:
-            fail(context: context, .protocolViolation("the relay sent a text frame"), code: .unacceptableData)
-        default:
-            fail(
-                context: context, .protocolViolation("unexpected WebSocket frame \(frame.opcode)"), code: .protocolError
-            )
-        }
-    }
-
-    /// Queues a whole message for the reader; a peer that floods the queue ends the tunnel.
-    private func deliver(_ message: [UInt8], context: ChannelHandlerContext) {
-        guard !inbox.deliver(message) else { return }
-        fail(context: context, .tooManyUnreadMessages, code: .policyViolation)
-    }
-
-    func channelInactive(context: ChannelHandlerContext) {
-        // A TCP close without a close frame still ends the tunnel; the session decides whether that was early.
-        inbox.finish(nil)
-        context.fireChannelInactive()
-    }
-
-    func errorCaught(context: ChannelHandlerContext, error: any Error) {
-        if let error = error as? NIOWebSocketError, error == .invalidFrameLength {
-            fail(context: context, .protocolViolation("a message is too large"), code: .messageTooLarge)
-        } else {
-            fail(context: context, .connectionFailed(TunnelConnection.describe(error)), code: .protocolError)
-        }
-    }
-
-    private func fail(context: ChannelHandlerContext, _ error: TunnelError, code: WebSocketErrorCode) {
-        inbox.finish(error)
-        guard !sentClose else { return }
-        sentClose = true
-        var data = context.channel.allocator.buffer(capacity: 2)
-        data.write(webSocketErrorCode: code)
-        let close = WebSocketFrame(fin: true, opcode: .connectionClose, maskKey: .random(), data: data)
-        context.writeAndFlush(wrapOutboundOut(close)).assumeIsolated().whenComplete { _ in context.close(promise: nil) }
-    }
-}
-
-/// Runs `operation`, failing with `TunnelError.timedOut(what)` after `timeout`.
-func withDeadline<T: Sendable>(
-    _ timeout: Duration, _ what: String, _ operation: @escaping @Sendable () async throws -> T
-) async throws -> T {
-    try await withThrowingTaskGroup(of: T.self) { group in
-        group.addTask { try await operation() }
-        group.addTask {
-            try await Task.sleep(for: timeout)
-            throw TunnelError.timedOut(what)
-        }
-        defer { group.cancelAll() }
-        return try await group.next()!
+        try? await channel.triggerUserOutboundEvent(TunnelCloseRequest(code: code)).get()
+        try? await channel.closeFuture.get()
     }
 }

@@ -84,10 +84,38 @@ public struct TunnelRecord: Hashable, Sendable {
     public var messagesFromAuthenticator: Int
     public var messagesFromClient: Int
     public var outcome: TunnelOutcome
+
+    @inlinable
+    init(
+        tunnelID: TunnelID, routingID: RoutingID, opened: ContinuousClock.Instant, paired: ContinuousClock.Instant?,
+        closed: ContinuousClock.Instant, bytesFromAuthenticator: Int, bytesFromClient: Int,
+        messagesFromAuthenticator: Int, messagesFromClient: Int, outcome: TunnelOutcome
+    ) {
+        self.tunnelID = tunnelID
+        self.routingID = routingID
+        self.opened = opened
+        self.paired = paired
+        self.closed = closed
+        self.bytesFromAuthenticator = bytesFromAuthenticator
+        self.bytesFromClient = bytesFromClient
+        self.messagesFromAuthenticator = messagesFromAuthenticator
+        self.messagesFromClient = messagesFromClient
+        self.outcome = outcome
+    }
+}
+
+/// The answer to an upgrade request.
+public enum RelayUpgradeDecision: Hashable, Sendable {
+    /// Accept the upgrade with subprotocol `fido.cable`; `routingIDHeader` goes in `X-caBLE-Routing-ID`.
+    case accept(side: RelaySide, routingIDHeader: String?)
+    case reject(RelayRejection)
 }
 
 /// The relay's pairing and forwarding rules as a pure state machine: upgrade requests, messages and
 /// closes in; forwards, closes and tunnel records out. The NIO server only executes its actions.
+///
+/// `Message` is the bytes of a relayed message: the registry counts them and passes them on, never reads them
+/// (the server's are views of NIO buffers, so a message is never copied on its way through).
 ///
 /// Tunnels are found by tunnel ID; the routing ID a `/connect` names must be the one `/new` was given.
 ///
@@ -95,56 +123,78 @@ public struct TunnelRecord: Hashable, Sendable {
 /// client's network, not its exact address). Each key may hold ``RelayLimits/maximumConnectionsPerAddress``
 /// WebSockets; and the last ``RelayLimits/reservedTunnelPercent`` of ``RelayLimits/maximumTunnels`` go only to
 /// keys that hold no tunnel yet.
-public struct RelayRegistry: Sendable {
+public struct RelayRegistry<Message: Collection<UInt8> & Sendable>: Sendable {
     /// What the I/O layer must do.
-    public enum Action: Hashable, Sendable {
+    public enum Action: Sendable {
         /// Send this binary message on that connection.
-        case forward([UInt8], to: ConnectionID)
+        case forward(Message, to: ConnectionID)
         /// Close that connection with a WebSocket close code.
         case close(ConnectionID, code: UInt16)
         /// A tunnel ended: log its record.
         case finished(TunnelRecord)
     }
 
-    /// The answer to an upgrade request.
-    public enum UpgradeDecision: Hashable, Sendable {
-        /// Accept the upgrade with subprotocol `fido.cable`; `routingIDHeader` goes in `X-caBLE-Routing-ID`.
-        case accept(side: RelaySide, routingIDHeader: String?)
-        case reject(RelayRejection)
-    }
+    public typealias UpgradeDecision = RelayUpgradeDecision
 
-    private struct Tunnel {
-        var routingID: RoutingID
-        var authenticator: ConnectionID
+    @usableFromInline
+    struct Tunnel: Sendable {
+        @usableFromInline var routingID: RoutingID
+        @usableFromInline var authenticator: ConnectionID
         /// The limit key of the address that registered it.
-        var address: String
-        var client: ConnectionID?
-        var opened: ContinuousClock.Instant
-        var paired: ContinuousClock.Instant?
-        var lastActivity: ContinuousClock.Instant
-        var buffered: [[UInt8]] = []
-        var bufferedBytes = 0
-        var bytes: [RelaySide: Int] = [.authenticator: 0, .client: 0]
-        var messages: [RelaySide: Int] = [.authenticator: 0, .client: 0]
+        @usableFromInline var address: String
+        @usableFromInline var client: ConnectionID?
+        @usableFromInline var opened: ContinuousClock.Instant
+        @usableFromInline var paired: ContinuousClock.Instant?
+        @usableFromInline var lastActivity: ContinuousClock.Instant
+        @usableFromInline var buffered: [Message] = []
+        @usableFromInline var bufferedBytes = 0
+        @usableFromInline var messagesFromAuthenticator = 0
+        @usableFromInline var messagesFromClient = 0
+        @usableFromInline var bytesFromAuthenticator = 0
+        @usableFromInline var bytesFromClient = 0
+
+        @inlinable
+        func messages(from side: RelaySide) -> Int {
+            side == .authenticator ? messagesFromAuthenticator : messagesFromClient
+        }
+
+        /// Counts a message of `byteCount` bytes from `side`.
+        @inlinable
+        mutating func count(_ byteCount: Int, from side: RelaySide) {
+            switch side {
+            case .authenticator:
+                messagesFromAuthenticator += 1
+                bytesFromAuthenticator += byteCount
+            case .client:
+                messagesFromClient += 1
+                bytesFromClient += byteCount
+            }
+        }
     }
 
     public let limits: RelayLimits
     /// The first byte of every routing ID this relay hands out, so a load balancer can route by it.
     public let routingIDPrefix: UInt8?
-    private var tunnels: [TunnelID: Tunnel] = [:]
-    private var connections: [ConnectionID: (tunnel: TunnelID, side: RelaySide, address: String)] = [:]
-    private var connectionsPerAddress: [String: Int] = [:]
-    private var tunnelsPerAddress: [String: Int] = [:]
-    private var pairedCount = 0
+    @usableFromInline
+    var tunnels: [TunnelID: Tunnel] = [:]
+    @usableFromInline
+    var connections: [ConnectionID: (tunnel: TunnelID, side: RelaySide, address: String)] = [:]
+    @usableFromInline
+    var connectionsPerAddress: [String: Int] = [:]
+    @usableFromInline
+    var tunnelsPerAddress: [String: Int] = [:]
+    @usableFromInline
+    var pairedCount = 0
 
+    @inlinable
     public init(limits: RelayLimits = RelayLimits(), routingIDPrefix: UInt8? = nil) {
         self.limits = limits
         self.routingIDPrefix = routingIDPrefix
     }
 
     /// Tunnels open now, and how many of them have both sides.
-    public var openTunnels: Int { tunnels.count }
-    public var pairedTunnels: Int { pairedCount }
+    @inlinable public var openTunnels: Int { tunnels.count }
+    @inlinable public var pairedTunnels: Int { pairedCount }
 
     /// An upgrade request for `path` from `address`. `randomRoutingID` gives 3 random bytes, used when the
     /// request registers a new tunnel.
@@ -201,6 +251,7 @@ public struct RelayRegistry: Sendable {
     }
 
     /// The upgraded connection is ready: the client side receives what the authenticator sent so far.
+    @inlinable
     public mutating func joined(_ connection: ConnectionID) -> [Action] {
         guard let entry = connections[connection], entry.side == .client, var tunnel = tunnels[entry.tunnel] else {
             return []
@@ -212,37 +263,33 @@ public struct RelayRegistry: Sendable {
         return buffered.map { .forward($0, to: connection) }
     }
 
-    /// A binary (or, against the protocol, text) message on a connection.
-    public mutating func message(
-        _ bytes: [UInt8], isText: Bool, from connection: ConnectionID, now: ContinuousClock.Instant
-    ) -> [Action] {
-        guard let entry = connections[connection], var tunnel = tunnels[entry.tunnel] else { return [] }
-        if isText { return finish(entry.tunnel, outcome: .textFrame, now: now, code: 1003) }
+    /// A whole binary message on a connection. (A text frame is refused by the I/O layer: ``failed(_:outcome:code:now:)``.)
+    @inlinable
+    public mutating func message(_ bytes: Message, from connection: ConnectionID, now: ContinuousClock.Instant)
+        -> [Action]
+    {
+        // The tunnel is changed in place: one lookup, no copy of its buffer.
+        guard let entry = connections[connection], let index = tunnels.index(forKey: entry.tunnel) else { return [] }
         guard bytes.count <= limits.maximumMessageBytes else {
             return finish(entry.tunnel, outcome: .messageTooLarge, now: now, code: 1009)
         }
-        guard tunnel.messages[entry.side, default: 0] < limits.maximumMessagesPerSide else {
+        guard tunnels.values[index].messages(from: entry.side) < limits.maximumMessagesPerSide else {
             return finish(entry.tunnel, outcome: .tooManyMessages, now: now, code: 1008)
         }
-        tunnel.messages[entry.side, default: 0] += 1
-        tunnel.bytes[entry.side, default: 0] += bytes.count
-        tunnel.lastActivity = now
-        let peer = entry.side == .authenticator ? tunnel.client : tunnel.authenticator
-        if let peer {
-            tunnels[entry.tunnel] = tunnel
-            return [.forward(bytes, to: peer)]
-        }
-        guard tunnel.bufferedBytes + bytes.count <= limits.maximumBufferedBytes else {
-            tunnels[entry.tunnel] = tunnel
+        tunnels.values[index].count(bytes.count, from: entry.side)
+        tunnels.values[index].lastActivity = now
+        let peer = entry.side == .authenticator ? tunnels.values[index].client : tunnels.values[index].authenticator
+        if let peer { return [.forward(bytes, to: peer)] }
+        guard tunnels.values[index].bufferedBytes + bytes.count <= limits.maximumBufferedBytes else {
             return finish(entry.tunnel, outcome: .bufferFull, now: now, code: 1008)
         }
-        tunnel.buffered.append(bytes)
-        tunnel.bufferedBytes += bytes.count
-        tunnels[entry.tunnel] = tunnel
+        tunnels.values[index].buffered.append(bytes)
+        tunnels.values[index].bufferedBytes += bytes.count
         return []
     }
 
     /// A connection closed (or failed): the other side is closed too.
+    @inlinable
     public mutating func closed(_ connection: ConnectionID, now: ContinuousClock.Instant) -> [Action] {
         guard let entry = connections[connection], let tunnel = tunnels[entry.tunnel] else {
             unregister(connection)
@@ -254,6 +301,7 @@ public struct RelayRegistry: Sendable {
 
     /// A connection broke the rules in a way the I/O layer found (a frame over the size limit, a protocol
     /// error): its tunnel ends with `outcome`, and both sides, this one included, are closed with `code`.
+    @inlinable
     public mutating func failed(
         _ connection: ConnectionID, outcome: TunnelOutcome, code: UInt16, now: ContinuousClock.Instant
     ) -> [Action] {
@@ -265,6 +313,7 @@ public struct RelayRegistry: Sendable {
     }
 
     /// Closes tunnels past their lifetime or idle too long.
+    @inlinable
     public mutating func tick(now: ContinuousClock.Instant) -> [Action] {
         var actions: [Action] = []
         for (tunnelID, tunnel) in tunnels {
@@ -284,14 +333,16 @@ public struct RelayRegistry: Sendable {
         connectionsPerAddress[address, default: 0] += 1
     }
 
-    private mutating func unregister(_ connection: ConnectionID) {
+    @inlinable
+    mutating func unregister(_ connection: ConnectionID) {
         guard let entry = connections.removeValue(forKey: connection) else { return }
         connectionsPerAddress[entry.address, default: 1] -= 1
         if connectionsPerAddress[entry.address] == 0 { connectionsPerAddress[entry.address] = nil }
     }
 
     /// Ends a tunnel: closes both sides (but `except`, which is already gone) and reports its record.
-    private mutating func finish(
+    @inlinable
+    mutating func finish(
         _ tunnelID: TunnelID, outcome: TunnelOutcome, now: ContinuousClock.Instant, code: UInt16,
         except: ConnectionID? = nil
     ) -> [Action] {
@@ -306,11 +357,13 @@ public struct RelayRegistry: Sendable {
         }
         let record = TunnelRecord(
             tunnelID: tunnelID, routingID: tunnel.routingID, opened: tunnel.opened, paired: tunnel.paired, closed: now,
-            bytesFromAuthenticator: tunnel.bytes[.authenticator, default: 0],
-            bytesFromClient: tunnel.bytes[.client, default: 0],
-            messagesFromAuthenticator: tunnel.messages[.authenticator, default: 0],
-            messagesFromClient: tunnel.messages[.client, default: 0], outcome: outcome)
+            bytesFromAuthenticator: tunnel.bytesFromAuthenticator, bytesFromClient: tunnel.bytesFromClient,
+            messagesFromAuthenticator: tunnel.messagesFromAuthenticator, messagesFromClient: tunnel.messagesFromClient,
+            outcome: outcome)
         actions.append(.finished(record))
         return actions
     }
 }
+
+extension RelayRegistry.Action: Equatable where Message: Equatable {}
+extension RelayRegistry.Action: Hashable where Message: Hashable {}

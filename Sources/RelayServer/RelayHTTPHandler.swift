@@ -13,6 +13,9 @@ final class RelayHTTPHandler: ChannelInboundHandler, RemovableChannelHandler {
     private let connection: RelayConnection
     private let state: RelayState
     private var answered = false
+    /// Why the request is refused, when the upgrade path found out before the request reached this handler
+    /// (first one wins).
+    private var refusal: Refusal?
 
     init(connection: RelayConnection, state: RelayState) {
         self.connection = connection
@@ -20,14 +23,14 @@ final class RelayHTTPHandler: ChannelInboundHandler, RemovableChannelHandler {
     }
 
     /// The upgrader's `shouldUpgrade`: `nil` refuses (the reason is kept for the answer), headers accept.
-    static func shouldUpgrade(_ head: HTTPRequestHead, connection: RelayConnection, state: RelayState) -> HTTPHeaders? {
+    func shouldUpgrade(_ head: HTTPRequestHead) -> HTTPHeaders? {
         guard head.method == .GET else {
-            connection.refusal = .methodNotAllowed
+            note(.methodNotAllowed)
             return nil
         }
         let keys = head.headers[canonicalForm: "Sec-WebSocket-Key"]
-        guard keys.count == 1, isWebSocketKey(keys[0].utf8) else {
-            connection.refusal = .badWebSocketKey
+        guard keys.count == 1, Self.isWebSocketKey(keys[0].utf8) else {
+            note(.badWebSocketKey)
             return nil
         }
         let subprotocols = head.headers[canonicalForm: "Sec-WebSocket-Protocol"].map(String.init)
@@ -39,9 +42,13 @@ final class RelayHTTPHandler: ChannelInboundHandler, RemovableChannelHandler {
             if let routingIDHeader { headers.add(name: TunnelServerProtocol.routingIDHeader, value: routingIDHeader) }
             return headers
         case .reject(let rejection):
-            connection.refusal = .registry(rejection)
+            note(.registry(rejection))
             return nil
         }
+    }
+
+    private func note(_ reason: Refusal) {
+        if refusal == nil { refusal = reason }
     }
 
     /// 24 characters of base64 that decode to 16 bytes (RFC 6455 §4.1).
@@ -61,7 +68,7 @@ final class RelayHTTPHandler: ChannelInboundHandler, RemovableChannelHandler {
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         guard case .head(let head) = Self.unwrapInboundIn(data), !answered else { return }
         answered = true
-        if let refusal = connection.refusal {
+        if let refusal {
             refuse(refusal, head: head, context: context)
         } else if head.method != .GET {
             refuse(.methodNotAllowed, head: head, context: context)
@@ -83,19 +90,17 @@ final class RelayHTTPHandler: ChannelInboundHandler, RemovableChannelHandler {
         switch error as? NIOWebSocketUpgradeError {
         case .invalidUpgradeHeader?:
             // NIO checks these two headers before asking `shouldUpgrade`.
-            connection.refusal = .unsupportedWebSocketVersion
+            note(.unsupportedWebSocketVersion)
             return
         case .unsupportedWebSocketTarget?:
             return  // `shouldUpgrade` refused and noted why
         default:
             break
         }
-        switch error {
-        case is HTTPParserError:
-            // HTTPServerProtocolErrorHandler has answered 400; the decoder closes the connection.
-            state.refused(.malformedRequest)
-            context.close(promise: nil)
-        default:
+        if error is HTTPParserError {
+            // HTTPServerProtocolErrorHandler has answered 400.
+            connection.requestMalformed()
+        } else {
             context.close(promise: nil)
         }
     }
@@ -140,3 +145,6 @@ final class RelayHTTPHandler: ChannelInboundHandler, RemovableChannelHandler {
         context.writeAndFlush(Self.wrapOutboundOut(.end(nil))).whenComplete { _ in channel.close(promise: nil) }
     }
 }
+
+@available(*, unavailable)
+extension RelayHTTPHandler: Sendable {}

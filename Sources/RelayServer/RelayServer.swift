@@ -128,18 +128,19 @@ public final class RelayServer: Sendable {
 
     /// The pipeline of an accepted connection: TLS if configured, HTTP with the WebSocket upgrader, and
     /// the fallback handler for everything not upgraded.
-    fileprivate static func configure(
+    static func configure(
         _ channel: any Channel, configuration: RelayServerConfiguration, state: RelayState
     ) throws {
         let address = channel.remoteAddress?.ipAddress ?? "unknown"
         guard
             let connection = state.accept(
-                address: address, make: { RelayConnection(id: $0, address: address, channel: channel) })
+                address: address,
+                make: { RelayConnection(id: $0, address: address, channel: channel, state: state) })
         else {
             throw ChannelError.inputClosed  // too many pending connections from this address: closed at once
         }
         channel.closeFuture.whenComplete { _ in state.perform(state.disconnected(connection)) }
-        connection.startRequestTimer(configuration.requestTimeout, state: state)
+        connection.startRequestTimer(configuration.requestTimeout)
 
         let pipeline = channel.pipeline.syncOperations
         try addConnectionHandlers(to: pipeline)
@@ -152,16 +153,16 @@ public final class RelayServer: Sendable {
             maxFrameSize: max(configuration.limits.maximumMessageBytes, 125),
             automaticErrorHandling: false,
             shouldUpgrade: { channel, head in
-                channel.eventLoop.makeCompletedFuture {
-                    RelayHTTPHandler.shouldUpgrade(head, connection: connection, state: state)
-                }
+                channel.eventLoop.makeCompletedFuture { boundHTTPHandler.value.shouldUpgrade(head) }
             },
             upgradePipelineHandler: { channel, _ in
                 channel.eventLoop.makeCompletedFuture {
                     let pipeline = channel.pipeline.syncOperations
                     pipeline.removeHandler(boundHTTPHandler.value, promise: nil)
-                    try pipeline.addHandler(RelayWebSocketHandler(connection: connection, state: state))
-                    connection.upgradeCompleted(state: state)
+                    try pipeline.addHandler(
+                        RelayWebSocketHandler(
+                            connection: connection, maximumMessageBytes: configuration.limits.maximumMessageBytes))
+                    connection.upgradeCompleted()
                 }
             })
         var limits = NIOHTTPDecoderLimitConfiguration()

@@ -1,11 +1,12 @@
 import Hybrid
 import Logging
+import NIOCore
 import RelayCore
 import Synchronization
 
 /// A registry action with its connection looked up, carried out after the lock is released.
 enum Effect {
-    case deliver([UInt8], to: RelayConnection)
+    case deliver(ByteBufferView, to: RelayConnection)
     case close(RelayConnection, code: UInt16)
     case log(TunnelRecord)
 }
@@ -25,8 +26,11 @@ final class RelayState: Sendable {
         var pendingKey: String?
     }
 
+    /// The registry relays views of the buffers the frames arrived in: a message is never copied on its way.
+    typealias Registry = RelayRegistry<ByteBufferView>
+
     private struct Locked {
-        var registry: RelayRegistry
+        var registry: Registry
         var connections: [ConnectionID: Entry] = [:]
         var pendingPerAddress: [String: Int] = [:]
         var pendingCount = 0
@@ -35,7 +39,7 @@ final class RelayState: Sendable {
         /// Set by ``RelayState/shutDown()``: every close then says 1001 (going away).
         var isShuttingDown = false
 
-        mutating func resolve(_ actions: [RelayRegistry.Action]) -> [Effect] {
+        mutating func resolve(_ actions: [Registry.Action]) -> [Effect] {
             var effects: [Effect] = []
             effects.reserveCapacity(actions.count)
             for action in actions {
@@ -71,11 +75,18 @@ final class RelayState: Sendable {
     private let locked: Mutex<Locked>
     private let logger: Logger
 
-    init(limits: RelayLimits, addressRules: AddressRules = AddressRules(), routingIDPrefix: UInt8?, logger: Logger) {
+    /// The time now: the monotonic clock, or a test's manual one.
+    private let now: @Sendable () -> ContinuousClock.Instant
+
+    init(
+        limits: RelayLimits, addressRules: AddressRules = AddressRules(), routingIDPrefix: UInt8?, logger: Logger,
+        now: @escaping @Sendable () -> ContinuousClock.Instant = { .now }
+    ) {
+        self.now = now
         self.limits = limits
         self.addressRules = addressRules
         self.logger = logger
-        locked = Mutex(Locked(registry: RelayRegistry(limits: limits, routingIDPrefix: routingIDPrefix)))
+        locked = Mutex(Locked(registry: Registry(limits: limits, routingIDPrefix: routingIDPrefix)))
     }
 
     // MARK: Events
@@ -107,9 +118,9 @@ final class RelayState: Sendable {
     /// An upgrade request that passed the HTTP checks, with the values of its `X-Forwarded-For` headers (believed
     /// only from a trusted proxy).
     func upgrade(_ connection: RelayConnection, path: String, subprotocols: [String], forwardedFor: [String] = [])
-        -> RelayRegistry.UpgradeDecision
+        -> RelayUpgradeDecision
     {
-        let now = ContinuousClock.now
+        let now = self.now()
         let client = addressRules.clientAddress(peer: connection.address, forwardedFor: forwardedFor)
         let key = addressRules.limitKey(for: client)
         return locked.withLock { state in
@@ -137,17 +148,17 @@ final class RelayState: Sendable {
         locked.withLock { state in state.resolve(state.registry.joined(connection.id)) }
     }
 
-    /// A whole message arrived on `connection`.
-    func message(_ bytes: [UInt8], isText: Bool, from connection: RelayConnection) -> [Effect] {
-        let now = ContinuousClock.now
+    /// A whole binary message arrived on `connection`.
+    func message(_ bytes: ByteBufferView, from connection: RelayConnection) -> [Effect] {
+        let now = self.now()
         return locked.withLock { state in
-            state.resolve(state.registry.message(bytes, isText: isText, from: connection.id, now: now))
+            state.resolve(state.registry.message(bytes, from: connection.id, now: now))
         }
     }
 
-    /// `connection` broke a rule the I/O layer checks (frame too large, protocol error).
+    /// `connection` broke a rule the I/O layer checks (frame too large, text, protocol error, overhead budget).
     func failed(_ connection: RelayConnection, outcome: TunnelOutcome, code: UInt16) -> [Effect] {
-        let now = ContinuousClock.now
+        let now = self.now()
         return locked.withLock { state in
             state.resolve(state.registry.failed(connection.id, outcome: outcome, code: code, now: now))
         }
@@ -155,7 +166,7 @@ final class RelayState: Sendable {
 
     /// The TCP connection is gone.
     func disconnected(_ connection: RelayConnection) -> [Effect] {
-        let now = ContinuousClock.now
+        let now = self.now()
         return locked.withLock { state in
             state.endPending(connection.id)
             let effects = state.resolve(state.registry.closed(connection.id, now: now))
@@ -166,7 +177,7 @@ final class RelayState: Sendable {
 
     /// Ends tunnels past their lifetime or idle timeout.
     func tick() -> [Effect] {
-        let now = ContinuousClock.now
+        let now = self.now()
         return locked.withLock { state in state.resolve(state.registry.tick(now: now)) }
     }
 
@@ -200,7 +211,7 @@ final class RelayState: Sendable {
     func perform(_ effects: [Effect]) {
         for effect in effects {
             switch effect {
-            case .deliver(let bytes, let connection): connection.deliver(bytes)
+            case .deliver(let bytes, let connection): connection.deliver(ByteBuffer(bytes))
             case .close(let connection, let code): connection.close(code: code)
             case .log(let record): log(record)
             }

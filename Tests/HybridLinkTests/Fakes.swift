@@ -41,7 +41,7 @@ final class FakeTunnel: HybridTunnel {
 
     func send(_ message: [UInt8]) async throws(TunnelError) {
         let peer = try state.withLock { (state) throws(TunnelError) -> FakeTunnel? in
-            guard !state.closed else { throw .connectionFailed("closed") }
+            guard !state.closed else { throw .connectionFailed(.closed) }
             state.sent += 1
             return state.peer
         }

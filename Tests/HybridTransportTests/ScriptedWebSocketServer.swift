@@ -82,7 +82,7 @@ private final class ScriptHandler: ChannelInboundHandler {
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         let bytes = Array(buffer: unwrapInboundIn(data))
         guard !upgraded else {
-            received.bytes.withLock { $0 += bytes }
+            received.append(bytes)
             return
         }
         request += bytes
@@ -109,8 +109,69 @@ private final class ScriptHandler: ChannelInboundHandler {
             write.assumeIsolated().whenComplete { _ in context.close(promise: nil) }
         }
     }
+
+    func channelInactive(context: ChannelHandlerContext) {
+        received.connectionEnded()
+        context.fireChannelInactive()
+    }
 }
 
+/// What the client sent after its upgrade request, and a future that completes once it sent a close frame or
+/// the connection ended, so tests wait for the event instead of polling.
 final class ReceivedBytes: Sendable {
+    struct TimedOut: Error, CustomStringConvertible {
+        var description: String { "the client neither sent a close frame nor closed the connection in time" }
+    }
+
     let bytes = Mutex<[UInt8]>([])
+    private let closed = MultiThreadedEventLoopGroup.singleton.next().makePromise(of: Void.self)
+
+    func append(_ new: [UInt8]) {
+        let all = bytes.withLock { bytes in
+            bytes += new
+            return bytes
+        }
+        if ScriptedWebSocketServer.frames(all).contains(where: { $0.opcode == 0x8 }) { closed.succeed() }
+    }
+
+    func connectionEnded() { closed.succeed() }
+
+    /// Waits for the client's close frame or the end of the connection, at most `timeout`.
+    func closeOrEnd(within timeout: Duration = .seconds(30)) async throws {
+        let closed = closed
+        let deadline = closed.futureResult.eventLoop.scheduleTask(in: TimeAmount(timeout)) { closed.fail(TimedOut()) }
+        defer { deadline.cancel() }
+        try await closed.futureResult.get()
+    }
+}
+
+extension ScriptedWebSocketServer {
+    /// The frames at the front of `bytes` that are complete: opcode, whether masked, and the unmasked payload.
+    static func frames(_ bytes: [UInt8]) -> [(opcode: UInt8, masked: Bool, payload: [UInt8])] {
+        var frames: [(opcode: UInt8, masked: Bool, payload: [UInt8])] = []
+        var offset = 0
+        while offset + 2 <= bytes.count {
+            let opcode = bytes[offset] & 0x0F
+            let masked = bytes[offset + 1] & 0x80 != 0
+            var length = Int(bytes[offset + 1] & 0x7F)
+            var header = 2
+            if length == 126 {
+                guard offset + 4 <= bytes.count else { break }
+                length = Int(bytes[offset + 2]) << 8 | Int(bytes[offset + 3])
+                header = 4
+            } else if length == 127 {
+                guard offset + 10 <= bytes.count else { break }
+                length = bytes[(offset + 2)..<(offset + 10)].reduce(0) { $0 << 8 | Int($1) }
+                header = 10
+            }
+            let keyLength = masked ? 4 : 0
+            guard offset + header + keyLength + length <= bytes.count else { break }
+            let key = masked ? Array(bytes[(offset + header)..<(offset + header + 4)]) : [0, 0, 0, 0]
+            let start = offset + header + keyLength
+            let payload = bytes[start..<(start + length)].enumerated().map { $0.element ^ key[$0.offset % 4] }
+            frames.append((opcode, masked, payload))
+            offset = start + length
+        }
+        return frames
+    }
 }

@@ -2,6 +2,7 @@ import Foundation
 import HybridTransport
 import Synchronization
 import Testing
+import WebSocketMessages
 
 /// The tunnel client against a scripted, sometimes hostile, relay.
 struct TunnelConnectionTests {
@@ -42,12 +43,7 @@ struct TunnelConnectionTests {
             try await tunnel.send([0xAA, 0xBB])
             await tunnel.close()
             // What the client sent after the upgrade: a masked pong, the masked binary message, a masked close.
-            var frames: [ClientFrame] = []
-            for _ in 0..<100 {
-                frames = try Self.parseClientFrames(server.received.bytes.withLock { $0 })
-                if frames.count >= 3 { break }
-                try await Task.sleep(for: .milliseconds(20))
-            }
+            let frames = try await Self.framesUntilClose(from: server)
             try #require(frames.map(\.opcode) == [0xA, 0x2, 0x8])
             #expect(frames[0].payload == [7])
             #expect(frames[1].payload == [0xAA, 0xBB])
@@ -72,32 +68,51 @@ struct TunnelConnectionTests {
             var script = Script()
             script.subprotocol = subprotocol
             try await withServer(script) { server in
-                await #expect(throws: TunnelError.badUpgrade("the server did not select subprotocol fido.cable")) {
+                await #expect(throws: TunnelError.badUpgrade(.subprotocolNotSelected)) {
                     _ = try await TunnelConnection.connect(to: server.url + "/x", timeout: .seconds(5))
                 }
             }
         }
     }
 
+    @Test func upgradeFaultsReadAsBefore() {
+        #expect(
+            TunnelError.badUpgrade(.subprotocolNotSelected).description
+                == "relay answered the upgrade wrongly: the server did not select subprotocol fido.cable")
+        #expect(
+            TunnelError.badUpgrade(.routingIDRepeated).description
+                == "relay answered the upgrade wrongly: the server sent X-caBLE-Routing-ID twice")
+        #expect(
+            TunnelError.protocolViolation(.textFrame).description
+                == "tunnel protocol violation: the relay sent a text frame")
+        #expect(TunnelError.timedOut("waiting for the handshake").description == "timed out waiting for the handshake")
+    }
+
     @Test func duplicateRoutingIDHeaderIsRefused() async throws {
         var script = Script()
         script.extraHeaders = ["X-caBLE-Routing-ID: 000001", "X-caBLE-Routing-ID: 000002"]
         try await withServer(script) { server in
-            await #expect(throws: TunnelError.badUpgrade("the server sent X-caBLE-Routing-ID twice")) {
+            await #expect(throws: TunnelError.badUpgrade(.routingIDRepeated)) {
                 _ = try await TunnelConnection.connect(to: server.url + "/x", timeout: .seconds(5))
             }
         }
     }
 
     @Test func textFrameMaskedFrameAndOversizeMessageEndTheTunnelWithAnError() async throws {
-        let hostile: [(String, [UInt8])] = [
-            ("text", ScriptedWebSocketServer.frame(opcode: 1, payload: Array("hi".utf8))),
-            ("masked", ScriptedWebSocketServer.frame(opcode: 2, payload: [1], masked: true)),
-            ("oversize", ScriptedWebSocketServer.frame(opcode: 2, payload: Array(repeating: 0, count: 70_000))),
-            ("reserved opcode", [0x83, 0x00]),
-            ("continuation without start", ScriptedWebSocketServer.frame(opcode: 0, payload: [1])),
+        let hostile: [(String, [UInt8], WebSocketViolation)] = [
+            ("text", ScriptedWebSocketServer.frame(opcode: 1, payload: Array("hi".utf8)), .textFrame),
+            ("masked", ScriptedWebSocketServer.frame(opcode: 2, payload: [1], masked: true), .maskedFrame),
+            (
+                "oversize", ScriptedWebSocketServer.frame(opcode: 2, payload: Array(repeating: 0, count: 70_000)),
+                .messageTooLarge
+            ),
+            ("reserved opcode", [0x83, 0x00], .reservedOpcode(3)),
+            (
+                "continuation without start", ScriptedWebSocketServer.frame(opcode: 0, payload: [1]),
+                .continuationWithoutMessage
+            ),
         ]
-        for (name, bytes) in hostile {
+        for (name, bytes, violation) in hostile {
             var script = Script()
             script.afterUpgrade = bytes
             try await withServer(script) { server in
@@ -107,7 +122,7 @@ struct TunnelConnectionTests {
                     Issue.record("\(name): expected an error, got \(String(describing: message))")
                 } catch let error as TunnelError {
                     switch error {
-                    case .protocolViolation, .connectionFailed: break
+                    case .protocolViolation(violation): break
                     default: Issue.record("\(name): unexpected error \(error)")
                     }
                 }
@@ -181,26 +196,10 @@ struct TunnelConnectionTests {
 
     /// Parses masked client frames; every client frame must be masked.
     static func parseClientFrames(_ bytes: [UInt8]) throws -> [ClientFrame] {
-        var frames: [ClientFrame] = []
-        var offset = 0
-        while offset + 6 <= bytes.count {
-            let opcode = bytes[offset] & 0x0F
-            let masked = bytes[offset + 1] & 0x80 != 0
-            try #require(masked, "client frames must be masked")
-            var length = Int(bytes[offset + 1] & 0x7F)
-            offset += 2
-            if length == 126 {
-                length = Int(bytes[offset]) << 8 | Int(bytes[offset + 1])
-                offset += 2
-            }
-            guard offset + 4 + length <= bytes.count else { break }
-            let key = Array(bytes[offset..<offset + 4])
-            offset += 4
-            let payload = bytes[offset..<offset + length].enumerated().map { $0.element ^ key[$0.offset % 4] }
-            offset += length
-            frames.append(ClientFrame(opcode: opcode, payload: payload))
+        try ScriptedWebSocketServer.frames(bytes).map { frame in
+            try #require(frame.masked, "client frames must be masked")
+            return ClientFrame(opcode: frame.opcode, payload: frame.payload)
         }
-        return frames
     }
 }
 
@@ -252,14 +251,9 @@ struct TunnelFloodTests {
 }
 
 extension TunnelConnectionTests {
-    /// The client's frames once it has sent a close frame (polled every 10 ms, for at most 10 s).
+    /// The client's frames once it has sent a close frame (or the connection ended; at most 10 s).
     static func framesUntilClose(from server: ScriptedWebSocketServer) async throws -> [ClientFrame] {
-        var frames: [ClientFrame] = []
-        let deadline = ContinuousClock.now + .seconds(10)
-        while !frames.contains(where: { $0.opcode == 0x8 }), ContinuousClock.now < deadline {
-            try await Task.sleep(for: .milliseconds(10))
-            frames = try parseClientFrames(server.received.bytes.withLock { $0 })
-        }
-        return frames
+        try await server.received.closeOrEnd()
+        return try parseClientFrames(server.received.bytes.withLock { $0 })
     }
 }

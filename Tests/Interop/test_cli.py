@@ -88,12 +88,12 @@ def test_list_delete_and_info(populated_store):
     assert "No passkeys for other.example." in run("list", "--store", path, "--rp", "other.example").stdout
 
     alice_id = next(entry["credentialId"] for entry in listed if entry["userName"] == "alice")
-    deleted = run("delete", "--store", path, alice_id)
+    deleted = run("delete", "--store", path, "--", alice_id)
     assert deleted.returncode == 0, deleted.stderr
     assert "Deleted the passkey for example.com (alice)." in deleted.stdout
     assert [entry["userName"] for entry in json.loads(run("list", "--store", path, "--json").stdout)] == ["bob"]
 
-    again = run("delete", "--store", path, alice_id)
+    again = run("delete", "--store", path, "--", alice_id)
     assert again.returncode != 0 and "No passkey with credential ID" in again.stderr
     garbage = run("delete", "--store", path, "not*an*id")
     assert garbage.returncode != 0 and "is not a base64url or hex credential ID" in garbage.stderr
@@ -317,7 +317,8 @@ def test_one_damaged_passkey_is_listed_skipped_and_deletable(populated_store):
     assert "fails its integrity check" in stderr and "skipped" in stderr
     assert "serving 1 passkey(s)" in stderr
 
-    deleted = run("delete", "--store", path, damaged[0]["credentialId"])
+    # "--": a base64url ID may begin with "-", and "-h…" would be read as --help (1 ID in 4,096).
+    deleted = run("delete", "--store", path, "--", damaged[0]["credentialId"])
     assert deleted.returncode == 0, deleted.stderr
     assert "Deleted the damaged passkey" in deleted.stdout
     assert not any(entry["damaged"] for entry in json.loads(run("list", "--store", path, "--json").stdout))

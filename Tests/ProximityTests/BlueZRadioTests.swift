@@ -321,10 +321,12 @@ struct BlueZRadioTests {
         let scanner = try Self.scanner(socket)
         let seen = Collected<Int>()
         try await scanner.startScanning { _ in seen.append(1) }
+        // The feeder sleeps between reports rather than blocking a thread of the cooperative pool, which has only
+        // as many threads as cores and which every other test shares.
         let feeding = Task.detached {
             while !Task.isCancelled {
                 socket.inject(advertisingReportEvent([ReportFields(data: [1])]))
-                usleep(100)
+                try? await Task.sleep(for: .microseconds(100))
             }
         }
         _ = try await seen.wait(for: 20)

@@ -125,9 +125,10 @@ final class Collected<Value: Sendable>: Sendable {
     func append(_ value: Value) { values.withLock { $0.append(value) } }
     var all: [Value] { values.withLock { $0 } }
 
-    /// Waits up to two seconds for at least `count` values.
+    /// Waits up to thirty seconds for at least `count` values.
     func wait(for count: Int) async throws -> [Value] {
-        let deadline = ContinuousClock.now + .seconds(2)
+        // Generous: it returns as soon as `count` values are in, and a loaded machine may hold the test up for seconds.
+        let deadline = ContinuousClock.now + .seconds(30)
         while all.count < count, ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(2)) }
         return all
     }

@@ -75,8 +75,7 @@ struct AddressRulesTests {
 struct RelayRegistryAddressTests {
     static let now = ContinuousClock.now
 
-    static func new(_ registry: inout RelayRegistry, from address: String, id: UInt64) -> RelayRegistry.UpgradeDecision
-    {
+    static func new(_ registry: inout Registry, from address: String, id: UInt64) -> RelayUpgradeDecision {
         let tunnelID = String(repeating: String(format: "%02X", UInt8(id % 256)), count: 15) + "0F"
         return registry.upgrade(
             path: "/cable/new/\(tunnelID)", subprotocols: ["fido.cable"], from: address, connection: ConnectionID(id),
@@ -89,7 +88,7 @@ struct RelayRegistryAddressTests {
         var limits = RelayLimits()
         limits.maximumTunnels = 8
         limits.maximumConnectionsPerAddress = 4
-        var registry = RelayRegistry(limits: limits)
+        var registry = Registry(limits: limits)
         var id: UInt64 = 0
         for attacker in ["198.51.100.0/24", "203.0.113.0/24"] {
             for _ in 0..<3 {
@@ -123,7 +122,7 @@ struct RelayRegistryAddressTests {
         var limits = RelayLimits()
         limits.maximumTunnels = 4
         limits.reservedTunnelPercent = 0
-        var registry = RelayRegistry(limits: limits)
+        var registry = Registry(limits: limits)
         for id in 1...4 as ClosedRange<UInt64> {
             #expect(Self.new(&registry, from: "a", id: id) == .accept(side: .authenticator, routingIDHeader: "010203"))
         }
@@ -135,7 +134,7 @@ struct RelayRegistryAddressTests {
         limits.maximumTunnels = 10
         limits.reservedTunnelPercent = 50
         limits.maximumConnectionsPerAddress = 100
-        var registry = RelayRegistry(limits: limits)
+        var registry = Registry(limits: limits)
         for id in 1...5 as ClosedRange<UInt64> {
             #expect(Self.new(&registry, from: "a", id: id) == .accept(side: .authenticator, routingIDHeader: "010203"))
         }

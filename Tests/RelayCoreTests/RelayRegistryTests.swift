@@ -3,6 +3,9 @@ import RelayCore
 import Foundation
 import Testing
 
+/// The registry with messages as byte arrays.
+typealias Registry = RelayRegistry<[UInt8]>
+
 struct RelayRegistryTests {
     static let tunnelID = "00112233445566778899AABBCCDDEEFF"
     static let start = ContinuousClock.now
@@ -12,8 +15,8 @@ struct RelayRegistryTests {
     let client = ConnectionID(2)
 
     /// A registry with one tunnel registered by `authenticator` (routing ID 0A0B0C).
-    func registered(limits: RelayLimits = RelayLimits()) -> RelayRegistry {
-        var registry = RelayRegistry(limits: limits)
+    func registered(limits: RelayLimits = RelayLimits()) -> Registry {
+        var registry = Registry(limits: limits)
         let decision = registry.upgrade(
             path: "/cable/new/\(Self.tunnelID)", subprotocols: ["fido.cable"], from: "10.0.0.1",
             connection: authenticator, now: Self.at(0), randomRoutingID: { [0x0A, 0x0B, 0x0C] })
@@ -21,8 +24,8 @@ struct RelayRegistryTests {
         return registry
     }
 
-    mutating func join(_ registry: inout RelayRegistry, path: String = "/cable/connect/0a0b0c/\(tunnelID)")
-        -> RelayRegistry.UpgradeDecision
+    mutating func join(_ registry: inout Registry, path: String = "/cable/connect/0a0b0c/\(tunnelID)")
+        -> RelayUpgradeDecision
     {
         registry.upgrade(
             path: path, subprotocols: ["other", "fido.cable"], from: "10.0.0.2", connection: client, now: Self.at(1),
@@ -31,14 +34,14 @@ struct RelayRegistryTests {
 
     @Test mutating func relaysBothWaysInOrderAndBuffersBeforeTheClientJoins() {
         var registry = registered()
-        #expect(registry.message([1], isText: false, from: authenticator, now: Self.at(0)).isEmpty)
-        #expect(registry.message([2, 2], isText: false, from: authenticator, now: Self.at(0)).isEmpty)
+        #expect(registry.message([1], from: authenticator, now: Self.at(0)).isEmpty)
+        #expect(registry.message([2, 2], from: authenticator, now: Self.at(0)).isEmpty)
         #expect(join(&registry) == .accept(side: .client, routingIDHeader: nil))
         #expect(registry.joined(client) == [.forward([1], to: client), .forward([2, 2], to: client)])
         #expect(
-            registry.message([3], isText: false, from: client, now: Self.at(2)) == [.forward([3], to: authenticator)])
+            registry.message([3], from: client, now: Self.at(2)) == [.forward([3], to: authenticator)])
         #expect(
-            registry.message([4], isText: false, from: authenticator, now: Self.at(2)) == [.forward([4], to: client)])
+            registry.message([4], from: authenticator, now: Self.at(2)) == [.forward([4], to: client)])
         #expect(registry.openTunnels == 1 && registry.pairedTunnels == 1)
 
         let actions = registry.closed(client, now: Self.at(3))
@@ -51,7 +54,7 @@ struct RelayRegistryTests {
         #expect(record.bytesFromAuthenticator == 4 && record.messagesFromAuthenticator == 3)
         #expect(record.bytesFromClient == 1 && record.messagesFromClient == 1)
         #expect(registry.openTunnels == 0)
-        #expect(registry.message([5], isText: false, from: authenticator, now: Self.at(4)).isEmpty)
+        #expect(registry.message([5], from: authenticator, now: Self.at(4)).isEmpty)
     }
 
     @Test mutating func refusals() {
@@ -77,18 +80,19 @@ struct RelayRegistryTests {
         #expect(RelayRejection.badHex.status == 400)
     }
 
-    @Test(arguments: [
-        ([UInt8](repeating: 0, count: 17), false, TunnelOutcome.messageTooLarge, UInt16(1009)),
-        ([1], true, .textFrame, 1003),
-    ])
-    mutating func badMessagesCloseTheTunnel(bytes: [UInt8], isText: Bool, outcome: TunnelOutcome, code: UInt16) {
+    @Test mutating func aMessageOverTheLimitClosesTheTunnel() {
         var limits = RelayLimits()
         limits.maximumMessageBytes = 16
         var registry = registered(limits: limits)
         _ = join(&registry)
-        let actions = registry.message(bytes, isText: isText, from: client, now: Self.at(2))
-        #expect(actions.prefix(2) == [.close(authenticator, code: code), .close(client, code: code)])
-        if case .finished(let record) = actions.last { #expect(record.outcome == outcome) }
+        #expect(registry.message(Array(repeating: 0, count: 16), from: client, now: Self.at(2)).count == 1)
+        let actions = registry.message(Array(repeating: 0, count: 17), from: client, now: Self.at(2))
+        #expect(actions.prefix(2) == [.close(authenticator, code: 1009), .close(client, code: 1009)])
+        guard case .finished(let record) = actions.last else {
+            Issue.record("no record")
+            return
+        }
+        #expect(record.outcome == .messageTooLarge)
         #expect(registry.openTunnels == 0)
     }
 
@@ -96,19 +100,19 @@ struct RelayRegistryTests {
         var limits = RelayLimits()
         limits.maximumMessagesPerSide = 2
         var registry = registered(limits: limits)
-        #expect(registry.message([1], isText: false, from: authenticator, now: Self.at(0)).isEmpty)
-        #expect(registry.message([2], isText: false, from: authenticator, now: Self.at(0)).isEmpty)
+        #expect(registry.message([1], from: authenticator, now: Self.at(0)).isEmpty)
+        #expect(registry.message([2], from: authenticator, now: Self.at(0)).isEmpty)
         #expect(
-            registry.message([3], isText: false, from: authenticator, now: Self.at(0)).first
+            registry.message([3], from: authenticator, now: Self.at(0)).first
                 == .close(authenticator, code: 1008))
 
         limits = RelayLimits()
         limits.maximumBufferedBytes = 10
         registry = registered(limits: limits)
         #expect(
-            registry.message(Array(repeating: 1, count: 10), isText: false, from: authenticator, now: Self.at(0))
+            registry.message(Array(repeating: 1, count: 10), from: authenticator, now: Self.at(0))
                 .isEmpty)
-        let overflow = registry.message([1], isText: false, from: authenticator, now: Self.at(0))
+        let overflow = registry.message([1], from: authenticator, now: Self.at(0))
         guard case .finished(let record) = overflow.last else {
             Issue.record("no record")
             return
@@ -127,7 +131,7 @@ struct RelayRegistryTests {
 
         registry = registered()
         for second in stride(from: 10, to: 120, by: 10) {
-            _ = registry.message([1], isText: false, from: authenticator, now: Self.at(second))
+            _ = registry.message([1], from: authenticator, now: Self.at(second))
             #expect(registry.tick(now: Self.at(second)).isEmpty || second >= 120)
         }
         let expired = registry.tick(now: Self.at(120))
@@ -142,8 +146,8 @@ struct RelayRegistryTests {
         var limits = RelayLimits()
         limits.maximumConnectionsPerAddress = 2
         limits.maximumTunnels = 3
-        var registry = RelayRegistry(limits: limits, routingIDPrefix: 0x42)
-        func open(_ index: UInt8, from address: String) -> RelayRegistry.UpgradeDecision {
+        var registry = Registry(limits: limits, routingIDPrefix: 0x42)
+        func open(_ index: UInt8, from address: String) -> RelayUpgradeDecision {
             registry.upgrade(
                 path: "/cable/new/" + String(repeating: String(format: "%02X", index), count: 16),
                 subprotocols: ["fido.cable"], from: address, connection: ConnectionID(UInt64(index)), now: Self.at(0),

@@ -10,26 +10,54 @@ struct ClientError: Error, CustomStringConvertible {
     init(_ description: String) { self.description = description }
 }
 
-/// Bytes received by a ``RawClient``, and whether the server closed the connection.
+/// Bytes received by a ``RawClient``, and whether the server closed the connection. A reader that finds nothing it
+/// can use waits for the next change instead of polling.
 final class ByteInbox: Sendable {
     private struct State {
         var bytes: [UInt8] = []
         var closed = false
+        /// Completed at the next change.
+        var waiter: EventLoopPromise<Void>?
     }
     private let state = Mutex(State())
 
-    func append(_ bytes: ByteBuffer) { state.withLock { $0.bytes += bytes.readableBytesView } }
-    func close() { state.withLock { $0.closed = true } }
+    /// What a reader found.
+    enum Taken<T> {
+        case value(T)
+        case closed
+        /// Nothing yet: this future completes at the next change.
+        case wait(EventLoopPromise<Void>)
+    }
 
-    /// Takes what `parse` accepts from the front of the bytes, or reports the connection's end.
-    func take<T>(_ parse: (inout ArraySlice<UInt8>) -> T?) -> (value: T?, closed: Bool) {
+    func append(_ bytes: ByteBuffer) {
+        let waiter = state.withLock { state in
+            state.bytes += bytes.readableBytesView
+            return state.waiter.take()
+        }
+        waiter?.succeed()
+    }
+
+    func close() {
+        let waiter = state.withLock { state in
+            state.closed = true
+            return state.waiter.take()
+        }
+        waiter?.succeed()
+    }
+
+    /// Takes what `parse` accepts from the front of the bytes; otherwise reports the connection's end, or a promise
+    /// of the next change (made on `eventLoop`).
+    func take<T>(_ parse: (inout ArraySlice<UInt8>) -> T?, waitingOn eventLoop: any EventLoop) -> Taken<T> {
         state.withLock { state in
             var slice = state.bytes[...]
             if let value = parse(&slice) {
                 state.bytes = Array(slice)
-                return (value, state.closed)
+                return .value(value)
             }
-            return (nil, state.closed)
+            if state.closed { return .closed }
+            let waiter = eventLoop.makePromise(of: Void.self)
+            state.waiter = waiter
+            return .wait(waiter)
         }
     }
 }
@@ -104,67 +132,40 @@ struct RawClient {
 
     func close() async { try? await channel.close() }
 
+    /// Shuts the sending half of the TCP connection (FIN) and keeps reading.
+    func halfClose() async throws { try await channel.close(mode: .output) }
+
     /// Waits for `parse` to accept the received bytes; `nil` when the connection closed first.
     func wait<T>(for what: String, timeout: Duration = timeout, _ parse: (inout ArraySlice<UInt8>) -> T?)
         async throws -> T?
     {
-        let deadline = ContinuousClock.now + timeout
+        let deadline = NIODeadline.now() + TimeAmount(timeout)
         while true {
-            let (value, closed) = inbox.take(parse)
-            if let value { return value }
-            if closed { return nil }
-            guard ContinuousClock.now < deadline else { throw ClientError("timed out waiting for \(what)") }
-            try await Task.sleep(for: .milliseconds(2))
+            switch inbox.take(parse, waitingOn: channel.eventLoop) {
+            case .value(let value):
+                return value
+            case .closed:
+                return nil
+            case .wait(let change):
+                let timer = channel.eventLoop.scheduleTask(deadline: deadline) {
+                    change.fail(ClientError("timed out waiting for \(what)"))
+                }
+                defer { timer.cancel() }
+                try await change.futureResult.get()
+            }
         }
     }
 
     /// The next HTTP response; with `Content-Length`, its body too.
     func readResponse() async throws -> RawResponse {
-        let response = try await wait(for: "an HTTP response") { bytes -> RawResponse? in
-            let text = Array(bytes)
-            guard let end = text.indices.dropLast(3).first(where: { text[$0..<$0 + 4] == [13, 10, 13, 10] })
-            else { return nil }
-            let lines = String(decoding: text[..<end], as: UTF8.self).components(separatedBy: "\r\n")
-            let status = Int(lines[0].split(separator: " ").dropFirst().first ?? "") ?? 0
-            let headers = lines.dropFirst().map { line -> (String, String) in
-                let parts = line.split(separator: ":", maxSplits: 1)
-                return (String(parts[0]), parts.count > 1 ? parts[1].trimmingCharacters(in: .whitespaces) : "")
-            }
-            var response = RawResponse(status: status, headers: headers, body: "")
-            let length = Int(response.header("Content-Length") ?? "0") ?? 0
-            guard text.count >= end + 4 + length else { return nil }
-            response.body = String(decoding: text[(end + 4)..<(end + 4 + length)], as: UTF8.self)
-            bytes = bytes.dropFirst(end + 4 + length)
-            return response
-        }
+        let response = try await wait(for: "an HTTP response") { RawResponse.parse(&$0) }
         guard let response else { throw ClientError("connection closed before an HTTP response") }
         return response
     }
 
     /// The next frame from the server; `nil` if the connection closed first.
     func readFrame(timeout: Duration = timeout) async throws -> RawFrame? {
-        try await wait(for: "a frame", timeout: timeout) { bytes -> RawFrame? in
-            let data = Array(bytes)
-            guard data.count >= 2 else { return nil }
-            var length = Int(data[1] & 0x7F)
-            var offset = 2
-            if length == 126 {
-                guard data.count >= 4 else { return nil }
-                length = Int(data[2]) << 8 | Int(data[3])
-                offset = 4
-            } else if length == 127 {
-                guard data.count >= 10 else { return nil }
-                length = data[2..<10].reduce(0) { $0 << 8 | Int($1) }
-                offset = 10
-            }
-            let masked = data[1] & 0x80 != 0
-            if masked { offset += 4 }
-            guard data.count >= offset + length else { return nil }
-            bytes = bytes.dropFirst(offset + length)
-            return RawFrame(
-                fin: data[0] & 0x80 != 0, opcode: data[0] & 0x0F, masked: masked,
-                payload: Array(data[offset..<offset + length]))
-        }
+        try await wait(for: "a frame", timeout: timeout) { RawFrame.parse(&$0) }
     }
 
     /// Reads frames until a close frame, then expects the server to end the TCP connection; returns the code.

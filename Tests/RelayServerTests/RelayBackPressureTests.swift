@@ -25,12 +25,15 @@ struct EmbeddedRelaySide {
     let readCounter = ReadCounter()
 
     init(limits: RelayLimits = RelayLimits()) throws {
-        channel = EmbeddedChannel()
-        state = RelayState(limits: limits, routingIDPrefix: nil, logger: Logger(label: "relay.test"))
+        let channel = EmbeddedChannel()
+        let state = RelayState(limits: limits, routingIDPrefix: nil, logger: Logger(label: "relay.test"))
+        self.channel = channel
+        self.state = state
         try channel.connect(to: SocketAddress(ipAddress: "192.0.2.1", port: 4000)).wait()
-        let channel = channel
         let connection = try #require(
-            state.accept(address: "192.0.2.1") { RelayConnection(id: $0, address: "192.0.2.1", channel: channel) })
+            state.accept(address: "192.0.2.1") {
+                RelayConnection(id: $0, address: "192.0.2.1", channel: channel, state: state)
+            })
         let decision = state.upgrade(
             connection, path: "/cable/new/" + String(repeating: "AB", count: 16), subprotocols: ["fido.cable"])
         guard case .accept = decision else { throw ClientError("upgrade refused: \(decision)") }
@@ -40,8 +43,9 @@ struct EmbeddedRelaySide {
         try RelayServer.addConnectionHandlers(to: pipeline)
         try pipeline.addHandler(ByteToMessageHandler(WebSocketFrameDecoder(maxFrameSize: limits.maximumMessageBytes)))
         try pipeline.addHandler(WebSocketFrameEncoder())
-        try pipeline.addHandler(RelayWebSocketHandler(connection: connection, state: state))
-        connection.upgradeCompleted(state: state)
+        try pipeline.addHandler(
+            RelayWebSocketHandler(connection: connection, maximumMessageBytes: limits.maximumMessageBytes))
+        connection.upgradeCompleted()
     }
 
     /// The peer's socket buffer fills (it stops reading) or drains.
@@ -66,22 +70,9 @@ struct EmbeddedRelaySide {
 
     /// Parses server frames.
     static func frames(_ bytes: [UInt8]) -> [RawFrame] {
+        var rest = bytes[...]
         var frames: [RawFrame] = []
-        var offset = 0
-        while offset + 2 <= bytes.count {
-            var length = Int(bytes[offset + 1] & 0x7F)
-            var header = 2
-            if length == 126 {
-                length = Int(bytes[offset + 2]) << 8 | Int(bytes[offset + 3])
-                header = 4
-            }
-            guard offset + header + length <= bytes.count else { break }
-            frames.append(
-                RawFrame(
-                    fin: bytes[offset] & 0x80 != 0, opcode: bytes[offset] & 0x0F, masked: false,
-                    payload: Array(bytes[(offset + header)..<(offset + header + length)])))
-            offset += header + length
-        }
+        while let frame = RawFrame.parse(&rest) { frames.append(frame) }
         return frames
     }
 

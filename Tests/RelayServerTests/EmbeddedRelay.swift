@@ -1,0 +1,209 @@
+import Foundation
+import Logging
+import NIOCore
+import NIOEmbedded
+import RelayCore
+import Synchronization
+import Testing
+
+@testable import RelayServer
+
+/// A clock that moves only when a test says so.
+final class ManualClock: Sendable {
+    private let instant = Mutex(ContinuousClock.now)
+
+    var now: ContinuousClock.Instant { instant.withLock { $0 } }
+
+    func advance(by duration: Duration) { instant.withLock { $0 += duration } }
+}
+
+/// The relay without sockets: its state, on a manual clock, and connections in `EmbeddedChannel`s with the
+/// pipeline `RelayServer` gives every accepted connection. Everything runs on the test's thread; time moves only
+/// when the test advances it.
+final class EmbeddedRelay {
+    let configuration: RelayServerConfiguration
+    let clock = ManualClock()
+    let log = LogCapture()
+    let state: RelayState
+    private var connections: [EmbeddedConnection] = []
+
+    init(_ configure: (inout RelayServerConfiguration) -> Void = { _ in }) {
+        var configuration = RelayServerConfiguration()
+        configure(&configuration)
+        self.configuration = configuration
+        let clock = clock
+        state = RelayState(
+            limits: configuration.limits, addressRules: configuration.addressRules,
+            routingIDPrefix: configuration.routingIDPrefix, logger: log.logger, now: { clock.now })
+    }
+
+    /// An accepted TCP connection from `address`; `nil` when the relay closes it at once (its limits).
+    func connect(from address: String = "192.0.2.1") throws -> EmbeddedConnection? {
+        let channel = EmbeddedChannel()
+        try channel.connect(to: SocketAddress(ipAddress: address, port: 40_000)).wait()
+        do {
+            try RelayServer.configure(channel, configuration: configuration, state: state)
+        } catch {
+            _ = try? channel.finish(acceptAlreadyClosed: true)
+            return nil
+        }
+        let connection = EmbeddedConnection(channel: channel, relay: self)
+        connections.append(connection)
+        return connection
+    }
+
+    /// Registers a tunnel: the authenticator side and the routing ID the relay gave it.
+    func new(_ tunnelID: String = Relay.randomTunnelID(), from address: String = "192.0.2.1") throws -> (
+        EmbeddedConnection, routingID: String
+    ) {
+        let side = try #require(try connect(from: address))
+        try side.send(RawClient.upgradeRequest(path: "/cable/new/\(tunnelID)"))
+        let response = try #require(try side.response())
+        try #require(response.status == 101)
+        #expect(response.header("Sec-WebSocket-Protocol") == "fido.cable")
+        return (side, try #require(response.header("X-caBLE-Routing-ID")))
+    }
+
+    /// Joins a tunnel as the client side.
+    func connect(routingID: String, tunnelID: String, from address: String = "198.51.100.1") throws
+        -> EmbeddedConnection
+    {
+        let side = try #require(try connect(from: address))
+        try side.send(RawClient.upgradeRequest(path: "/cable/connect/\(routingID)/\(tunnelID)"))
+        let response = try #require(try side.response())
+        try #require(response.status == 101)
+        #expect(response.header("X-caBLE-Routing-ID") == nil)
+        return side
+    }
+
+    /// A paired tunnel.
+    func pair() throws -> (authenticator: EmbeddedConnection, client: EmbeddedConnection) {
+        let tunnelID = Relay.randomTunnelID()
+        let (authenticator, routingID) = try new(tunnelID)
+        return (authenticator, try connect(routingID: routingID, tunnelID: tunnelID))
+    }
+
+    /// Runs what every connection's event loop has queued. Work on one connection can queue work on another's
+    /// (a close that closes the peer, then the peer's batched flush), so the loops are run in turn a few times.
+    func run() {
+        for _ in 0..<4 {
+            for connection in connections { connection.channel.embeddedEventLoop.run() }
+        }
+    }
+
+    /// Moves the clock and every connection's timers, then lets the relay's ticker run once.
+    func advance(by duration: Duration) {
+        clock.advance(by: duration)
+        for connection in connections { connection.channel.embeddedEventLoop.advanceTime(by: TimeAmount(duration)) }
+        state.perform(state.tick())
+        run()
+    }
+
+    /// The value of one sample in the metrics text.
+    func metric(_ sample: String) -> Int? {
+        state.metricsText().split(separator: "\n").first { $0.hasPrefix(sample + " ") }
+            .flatMap { Int($0.split(separator: " ").last!) }
+    }
+}
+
+/// One connection of an ``EmbeddedRelay``: bytes in as reads, the relay's answers out as parsed HTTP and frames.
+final class EmbeddedConnection {
+    let channel: EmbeddedChannel
+    private unowned let relay: EmbeddedRelay
+    /// Bytes the relay wrote that the test has not parsed yet.
+    private var written: ArraySlice<UInt8> = []
+
+    init(channel: EmbeddedChannel, relay: EmbeddedRelay) {
+        self.channel = channel
+        self.relay = relay
+    }
+
+    /// Whether the relay has closed the connection.
+    var isClosed: Bool { !channel.isActive }
+
+    /// Bytes from the peer, in one read.
+    func send(_ bytes: [UInt8]) throws {
+        if channel.isActive { try channel.writeInbound(ByteBuffer(bytes: bytes)) }
+        relay.run()
+    }
+
+    func send(_ text: String) throws { try send(Array(text.utf8)) }
+
+    /// The peer disconnects without a close frame.
+    func disconnect() {
+        _ = try? channel.close().wait()
+        relay.run()
+    }
+
+    private func collect() throws {
+        while let buffer = try channel.readOutbound(as: ByteBuffer.self) { written += buffer.readableBytesView }
+    }
+
+    /// The next HTTP response the relay wrote, if a whole one is there.
+    func response() throws -> RawResponse? {
+        try collect()
+        return RawResponse.parse(&written)
+    }
+
+    /// The frames the relay wrote since the last call.
+    func frames() throws -> [RawFrame] {
+        try collect()
+        var frames: [RawFrame] = []
+        while let frame = RawFrame.parse(&written) { frames.append(frame) }
+        return frames
+    }
+
+    /// The close code of the close frame the relay wrote, once it wrote one and closed the connection.
+    func closeCode() throws -> UInt16? {
+        let close = try frames().first { $0.opcode == 0x8 }
+        #expect(isClosed, "a close frame without closing the connection")
+        return close?.closeCode
+    }
+}
+
+extension RawResponse {
+    /// Takes one HTTP response (head and `Content-Length` body) from the front of `bytes`, if a whole one is there.
+    static func parse(_ bytes: inout ArraySlice<UInt8>) -> RawResponse? {
+        let text = Array(bytes)
+        guard let end = text.indices.dropLast(3).first(where: { text[$0..<$0 + 4] == [13, 10, 13, 10] })
+        else { return nil }
+        let lines = String(decoding: text[..<end], as: UTF8.self).components(separatedBy: "\r\n")
+        let status = Int(lines[0].split(separator: " ").dropFirst().first ?? "") ?? 0
+        let headers = lines.dropFirst().map { line -> (String, String) in
+            let parts = line.split(separator: ":", maxSplits: 1)
+            return (String(parts[0]), parts.count > 1 ? parts[1].trimmingCharacters(in: .whitespaces) : "")
+        }
+        var response = RawResponse(status: status, headers: headers, body: "")
+        let length = Int(response.header("Content-Length") ?? "0") ?? 0
+        guard text.count >= end + 4 + length else { return nil }
+        response.body = String(decoding: text[(end + 4)..<(end + 4 + length)], as: UTF8.self)
+        bytes = bytes.dropFirst(end + 4 + length)
+        return response
+    }
+}
+
+extension RawFrame {
+    /// Takes one server frame from the front of `bytes`, if a whole one is there.
+    static func parse(_ bytes: inout ArraySlice<UInt8>) -> RawFrame? {
+        let data = Array(bytes)
+        guard data.count >= 2 else { return nil }
+        var length = Int(data[1] & 0x7F)
+        var offset = 2
+        if length == 126 {
+            guard data.count >= 4 else { return nil }
+            length = Int(data[2]) << 8 | Int(data[3])
+            offset = 4
+        } else if length == 127 {
+            guard data.count >= 10 else { return nil }
+            length = data[2..<10].reduce(0) { $0 << 8 | Int($1) }
+            offset = 10
+        }
+        let masked = data[1] & 0x80 != 0
+        if masked { offset += 4 }
+        guard data.count >= offset + length else { return nil }
+        bytes = bytes.dropFirst(offset + length)
+        return RawFrame(
+            fin: data[0] & 0x80 != 0, opcode: data[0] & 0x0F, masked: masked,
+            payload: Array(data[offset..<offset + length]))
+    }
+}
