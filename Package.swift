@@ -53,30 +53,29 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-nio-ssl.git", from: "2.37.6"),
     ],
     targets: [
-        // MARK: Pure protocol code: no I/O, no NIO.
+        // MARK: Pure code: no I/O, no NIO. Time, randomness and storage come in as values or protocols.
+        // Hex, base64url, a digest's bytes and durations in seconds or milliseconds, for every module above.
+        .target(name: "Basics", dependencies: [crypto], swiftSettings: strictSettings),
         .target(name: "CBOR", swiftSettings: strictSettings),
-        .target(name: "WebAuthn", dependencies: ["CBOR", crypto], swiftSettings: strictSettings),
+        .target(name: "WebAuthn", dependencies: ["Basics", "CBOR", crypto], swiftSettings: strictSettings),
         .target(
-            name: "CTAP2", dependencies: ["CBOR", "WebAuthn", crypto, cryptoExtras], swiftSettings: strictSettings),
+            name: "CTAP2", dependencies: ["Basics", "CBOR", "WebAuthn", crypto, cryptoExtras],
+            swiftSettings: strictSettings),
         .target(name: "CTAPHID", swiftSettings: strictSettings),
-        .target(name: "UHID", swiftSettings: strictSettings),
-        .target(name: "RelyingParty", dependencies: ["CBOR", "WebAuthn", crypto], swiftSettings: strictSettings),
+        .target(name: "UHID", dependencies: ["Basics"], swiftSettings: strictSettings),
         .target(
-            name: "WebRelyingParty", dependencies: ["RelyingParty", "WebAuthn", crypto], swiftSettings: strictSettings),
-        .target(name: "Hybrid", dependencies: ["CBOR", crypto, cryptoExtras], swiftSettings: strictSettings),
+            name: "RelyingParty", dependencies: ["Basics", "CBOR", "WebAuthn", crypto], swiftSettings: strictSettings),
+        .target(
+            name: "WebRelyingParty", dependencies: ["Basics", "RelyingParty", "WebAuthn", crypto],
+            swiftSettings: strictSettings),
+        .target(name: "Hybrid", dependencies: ["Basics", "CBOR", crypto, cryptoExtras], swiftSettings: strictSettings),
         .target(name: "RelayCore", dependencies: ["Hybrid"], swiftSettings: strictSettings),
-        // WebSocket frames from NIO's decoder to whole binary messages, for the tunnel client and the relay alike:
-        // NIOCore and NIOWebSocket only, no sockets.
-        .target(name: "WebSocketMessages", dependencies: [nioCore, nioWebSocket], swiftSettings: strictSettings),
-        .target(
-            name: "RelayServer",
-            dependencies: [
-                "RelayCore", "Hybrid", "WebSocketMessages", nioCore, nioPosix, nioHTTP1, nioWebSocket, nioSSL, logging,
-            ],
-            swiftSettings: strictSettings
-        ),
 
-        // MARK: I/O adapters.
+        // MARK: NIO values, no I/O.
+        // WebSocket frames from NIO's decoder to whole binary messages, for the tunnel client and the relay alike.
+        .target(name: "WebSocketMessages", dependencies: [nioCore, nioWebSocket], swiftSettings: strictSettings),
+
+        // MARK: I/O adapters: sockets, files, radios, C libraries.
         .systemLibrary(name: "CQRencode", pkgConfig: "libqrencode", providers: [.apt(["libqrencode-dev"])]),
         .systemLibrary(name: "CZbar", pkgConfig: "zbar", providers: [.apt(["libzbar-dev"])]),
         .systemLibrary(name: "CPNG", pkgConfig: "libpng", providers: [.apt(["libpng-dev"])]),
@@ -84,36 +83,28 @@ let package = Package(
         .systemLibrary(name: "CBlueZ", pkgConfig: "bluez", providers: [.apt(["libbluetooth-dev"])]),
         // The radio protocol and both radios: BlueZ's raw HCI socket (pure codecs apart from the socket loop) and the
         // simulated radio over UDP.
-        .target(name: "Proximity", dependencies: ["CBlueZ", nioCore, nioPosix], swiftSettings: strictSettings),
+        .target(
+            name: "Proximity", dependencies: ["Basics", "CBlueZ", nioCore, nioPosix], swiftSettings: strictSettings),
         // <linux/uhid.h> sizes and offsets, for UHIDTests only (the header comes with linux-libc-dev).
         .systemLibrary(name: "CUHIDHeader", providers: [.apt(["linux-libc-dev"])]),
         .systemLibrary(name: "CSQLite", pkgConfig: "sqlite3", providers: [.apt(["libsqlite3-dev"])]),
         .target(
-            name: "PasskeyStore",
-            dependencies: ["CTAP2", "WebAuthn", "CSQLite", crypto, cryptoExtras],
-            swiftSettings: strictSettings
-        ),
+            name: "PasskeyStore", dependencies: ["Basics", "CTAP2", "CSQLite", crypto, cryptoExtras],
+            swiftSettings: strictSettings),
         .target(
-            name: "CTAPHIDTransport",
-            dependencies: ["CTAPHID", "UHID", "CTAP2", nioCore, nioPosix, logging],
-            swiftSettings: strictSettings
-        ),
+            name: "CTAPHIDTransport", dependencies: ["Basics", "CTAPHID", "UHID", nioCore, nioPosix, logging],
+            swiftSettings: strictSettings),
+        // The tunnel client.
         .target(
             name: "HybridTransport",
             dependencies: ["Hybrid", "WebSocketMessages", nioCore, nioPosix, nioHTTP1, nioWebSocket, nioSSL],
             swiftSettings: strictSettings
         ),
-        // One driver per hybrid role, carrying out its session's actions over an injected environment.
         .target(
-            name: "HybridLink",
-            dependencies: ["Hybrid", "HybridTransport", "Proximity", "CTAP2", crypto, nioSSL, nioWebSocket],
-            swiftSettings: strictSettings
-        ),
-        .target(
-            name: "CrossDevice",
+            name: "RelayServer",
             dependencies: [
-                "HybridLink", "HybridTransport", "Hybrid", "Proximity", "CBOR", "CTAP2", "RelyingParty", "WebAuthn",
-                crypto,
+                "Basics", "RelayCore", "Hybrid", "WebSocketMessages", nioCore, nioPosix, nioHTTP1, nioWebSocket, nioSSL,
+                logging,
             ],
             swiftSettings: strictSettings
         ),
@@ -122,9 +113,18 @@ let package = Package(
             dependencies: ["WebRelyingParty", "RelyingParty", crypto, nioCore, nioPosix, nioHTTP1],
             swiftSettings: strictSettings
         ),
-        .executableTarget(
-            name: "passkey-relay",
-            dependencies: ["RelayServer", "RelayCore", nioSSL, argumentParser, logging],
+
+        // MARK: Drivers: pure sessions carried out over adapters.
+        // One driver per hybrid role, carrying out its session's actions over an injected environment.
+        .target(
+            name: "HybridLink",
+            dependencies: ["Hybrid", "HybridTransport", "Proximity", "CTAP2", crypto, nioSSL, nioWebSocket],
+            swiftSettings: strictSettings
+        ),
+        // What a browser and a relying party add around the client role, and the in-process nearby phone.
+        .target(
+            name: "CrossDevice",
+            dependencies: ["HybridLink", "Hybrid", "Proximity", "CBOR", "CTAP2", "RelyingParty", "WebAuthn", crypto],
             swiftSettings: strictSettings
         ),
 
@@ -132,20 +132,23 @@ let package = Package(
         .executableTarget(
             name: "passkey",
             dependencies: [
-                "CBOR", "WebAuthn", "CTAP2", "CTAPHID", "RelyingParty", "PasskeyStore", "CTAPHIDTransport", "Hybrid",
-                "QRImage", "Proximity", "HybridTransport", "HybridLink", "CrossDevice", "RelayServer", "UHID",
-                "WebRelyingParty",
-                "RelyingPartyServer", argumentParser, logging, crypto, nioSSL,
+                "Basics", "CBOR", "WebAuthn", "CTAP2", "CTAPHID", "RelyingParty", "PasskeyStore", "CTAPHIDTransport",
+                "Hybrid", "QRImage", "Proximity", "HybridTransport", "HybridLink", "CrossDevice", "RelayServer", "UHID",
+                "WebRelyingParty", "RelyingPartyServer", argumentParser, logging, crypto, nioCore, nioSSL,
             ],
+            swiftSettings: strictSettings
+        ),
+        .executableTarget(
+            name: "passkey-relay",
+            dependencies: ["RelayServer", "RelayCore", nioSSL, argumentParser, logging],
             swiftSettings: strictSettings
         ),
         .executableTarget(
             name: "PasskeyBench",
             dependencies: [
-                "CBOR", "WebAuthn", "CTAP2", "PasskeyStore", "Hybrid", crypto, argumentParser, nioCore, nioPosix,
-                nioWebSocket,
-                "CrossDevice", "HybridTransport", "HybridLink", "Proximity", "RelayServer", "RelayCore", "RelyingParty",
-                logging,
+                "Basics", "CBOR", "WebAuthn", "CTAP2", "PasskeyStore", "Hybrid", "CrossDevice", "HybridTransport",
+                "HybridLink", "Proximity", "RelayServer", "RelayCore", "RelyingParty", crypto, argumentParser, nioCore,
+                nioPosix, logging,
             ],
             swiftSettings: strictSettings
         ),
@@ -156,19 +159,21 @@ let package = Package(
             name: "FuzzTargets",
             dependencies: [
                 "CBOR", "CTAP2", "CTAPHID", "UHID", "Hybrid", "QRImage", "RelayServer", "RelayCore", "PasskeyStore",
-                crypto, nioCore, nioEmbedded, nioHTTP1, nioWebSocket, logging,
+                crypto, nioCore, nioEmbedded, logging,
             ],
             swiftSettings: strictSettings
         ),
         .executableTarget(
-            name: "passkey-fuzz", dependencies: ["FuzzTargets", "CFuzzerDriver"], swiftSettings: strictSettings),
+            name: "passkey-fuzz", dependencies: ["FuzzTargets", "CFuzzerDriver", crypto], swiftSettings: strictSettings),
 
         // MARK: Tests.
-        .testTarget(name: "CBORTests", dependencies: ["CBOR"], swiftSettings: strictSettings),
-        .testTarget(name: "WebAuthnTests", dependencies: ["WebAuthn", "CBOR", crypto], swiftSettings: strictSettings),
+        .testTarget(name: "BasicsTests", dependencies: ["Basics", crypto], swiftSettings: strictSettings),
+        .testTarget(name: "CBORTests", dependencies: ["Basics", "CBOR"], swiftSettings: strictSettings),
+        .testTarget(
+            name: "WebAuthnTests", dependencies: ["Basics", "WebAuthn", "CBOR", crypto], swiftSettings: strictSettings),
         .testTarget(
             name: "CTAP2Tests",
-            dependencies: ["CTAP2", "WebAuthn", "CBOR", "RelyingParty", crypto, cryptoExtras],
+            dependencies: ["Basics", "CTAP2", "WebAuthn", "CBOR", crypto],
             resources: [.copy("Vectors")],
             swiftSettings: strictSettings
         ),
@@ -195,25 +200,25 @@ let package = Package(
         .testTarget(
             name: "RelayServerTests",
             dependencies: [
-                "RelayServer", "RelayCore", "Hybrid", nioCore, nioPosix, nioWebSocket, nioSSL, nioEmbedded, logging,
+                "RelayServer", "RelayCore", nioCore, nioPosix, nioWebSocket, nioSSL, nioEmbedded, logging,
             ],
             swiftSettings: strictSettings
         ),
         .testTarget(
             name: "HybridTests",
-            dependencies: ["Hybrid", "CBOR", "CTAP2", "WebAuthn", crypto],
+            dependencies: ["Basics", "Hybrid", "CBOR", "CTAP2", "WebAuthn", crypto],
             resources: [.copy("Vectors")],
             swiftSettings: strictSettings
         ),
         .testTarget(
             name: "RelyingPartyTests",
-            dependencies: ["RelyingParty", "WebAuthn", "CBOR", crypto],
+            dependencies: ["Basics", "RelyingParty", "WebAuthn", "CBOR", crypto],
             resources: [.copy("Vectors")],
             swiftSettings: strictSettings
         ),
         .testTarget(
             name: "PasskeyStoreTests",
-            dependencies: ["PasskeyStore", "CTAP2", "WebAuthn", crypto],
+            dependencies: ["PasskeyStore", "CTAP2", crypto],
             resources: [.copy("Fixtures")],
             swiftSettings: strictSettings
         ),
@@ -229,13 +234,13 @@ let package = Package(
         // A software authenticator that answers in the WebAuthn Level 3 JSON forms, for the two test targets below.
         .target(
             name: "RelyingPartyTestSupport",
-            dependencies: ["RelyingParty", "WebAuthn", "CBOR", crypto],
+            dependencies: ["Basics", "RelyingParty", "WebAuthn", "CBOR", crypto],
             path: "Tests/RelyingPartyTestSupport",
             swiftSettings: strictSettings
         ),
         .testTarget(
             name: "WebRelyingPartyTests",
-            dependencies: ["WebRelyingParty", "RelyingParty", "WebAuthn", "RelyingPartyTestSupport", crypto],
+            dependencies: ["Basics", "WebRelyingParty", "RelyingParty", "WebAuthn", "RelyingPartyTestSupport", crypto],
             swiftSettings: strictSettings
         ),
         .testTarget(

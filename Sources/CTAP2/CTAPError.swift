@@ -1,3 +1,4 @@
+import Basics
 import CBOR
 
 /// A CTAP2 status code (CTAP 2.1 §8.2). Every failure of a request is one of these on the wire.

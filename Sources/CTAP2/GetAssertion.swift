@@ -1,3 +1,4 @@
+import Basics
 import CBOR
 import Crypto
 import Synchronization

@@ -1,3 +1,4 @@
+import Basics
 import CBOR
 
 extension CTAPCommand {

@@ -1,3 +1,4 @@
+import Basics
 import CBOR
 
 /// An account as the user sees it in a prompt or chooser. Never carries key material.

@@ -1,3 +1,5 @@
+import Basics
+
 import CTAPHID
 import Logging
 import NIOCore
@@ -98,8 +100,8 @@ final class CTAPHIDDriver<Peer: Hashable & Sendable & CustomStringConvertible> {
                 "CTAPHID CBOR transaction",
                 metadata: [
                     "channel": "\(transaction.channel)",
-                    "command": "\(hex(request.command))",
-                    "status": "\(response.first.map(hex) ?? "none")",
+                    "command": "0x\(request.command.hexDigits(2))",
+                    "status": response.first.map { "0x\($0.hexDigits(2))" } ?? "none",
                     "requestSize": "\(request.requestSize)",
                     "responseSize": "\(response.count)",
                     "cancelled": "\(request.cancelled)",
@@ -157,15 +159,10 @@ final class CTAPHIDDriver<Peer: Hashable & Sendable & CustomStringConvertible> {
         var metadata: Logger.Metadata = [
             "channel": "\(packet.channel)", "command": "\(command)", "length": "\(length)", "peer": "\(peer)",
         ]
-        if command == .error, let code = packet.data.first { metadata["error"] = "\(hex(code))" }
+        if command == .error, let code = packet.data.first { metadata["error"] = "0x\(code.hexDigits(2))" }
         logger.debug("CTAPHID reply", metadata: metadata)
     }
 }
 
 @available(*, unavailable)
 extension CTAPHIDDriver: Sendable {}
-
-private func hex(_ byte: UInt8) -> String {
-    let digits = String(byte, radix: 16)
-    return "0x" + (digits.count == 1 ? "0" : "") + digits
-}

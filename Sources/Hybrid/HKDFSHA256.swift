@@ -1,3 +1,4 @@
+import Basics
 import Crypto
 
 /// HKDF-SHA256 (RFC 5869) for the short keys hybrid uses, built on swift-crypto's SHA-256 with the

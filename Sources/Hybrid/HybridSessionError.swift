@@ -1,3 +1,5 @@
+import Basics
+
 /// Why a hybrid session ended early. Every error closes the session. Each case names its reason; the prose is in
 /// `description` only.
 public enum HybridSessionError: Error, Hashable, Sendable, CustomStringConvertible {
@@ -133,14 +135,5 @@ public struct HybridTimeouts: Hashable, Sendable {
         connect = all
         handshake = all
         request = all
-    }
-}
-
-extension Duration {
-    /// `1 s`, `0.5 s`: how long, for messages.
-    public var secondsDescription: String {
-        let (seconds, attoseconds) = components
-        if attoseconds == 0 { return "\(seconds) s" }
-        return "\(Double(seconds) + Double(attoseconds) / 1e18) s"
     }
 }

@@ -1,3 +1,4 @@
+import Basics
 import Crypto
 
 // The caBLE v2 handshake: Noise KNpsk0 (QR-initiated) and NKpsk0 (state-assisted) over P-256, AES-256-GCM and

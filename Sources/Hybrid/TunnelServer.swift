@@ -1,3 +1,4 @@
+import Basics
 import Crypto
 
 // MARK: - Identifiers
@@ -50,7 +51,7 @@ public struct RoutingID: Hashable, Sendable, CustomStringConvertible {
     }
 
     /// Six upper-case hex digits.
-    public var hex: String { upperHex(bytes) }
+    public var hex: String { bytes.upperHexString }
 
     /// A one-line explanation for logs and error messages.
     public var description: String { hex }
@@ -80,7 +81,7 @@ public struct TunnelID: Hashable, Sendable, CustomStringConvertible {
     }
 
     /// 32 upper-case hex digits.
-    public var hex: String { upperHex(bytes) }
+    public var hex: String { bytes.upperHexString }
 
     /// A one-line explanation for logs and error messages.
     public var description: String { hex }
@@ -221,7 +222,9 @@ public enum TunnelPath: Hashable, Sendable {
             }
             self = .connect(routingID, try Self.tunnelID(segments[4]))
         } else if kind.elementsEqual("contact".utf8), segments.count == 4 {
-            guard let contactID = ContactIDEncoding.decode(segments[3]), !contactID.isEmpty else {
+            guard let contactID = [UInt8](canonicalBase64URLEncoded: String(decoding: segments[3], as: UTF8.self)),
+                !contactID.isEmpty
+            else {
                 throw .invalidContactID
             }
             self = .contact(contactID)
@@ -240,7 +243,7 @@ public enum TunnelPath: Hashable, Sendable {
         switch self {
         case .new(let tunnelID): "/cable/new/\(tunnelID.hex)"
         case .connect(let routingID, let tunnelID): "/cable/connect/\(routingID.hex)/\(tunnelID.hex)"
-        case .contact(let contactID): "/cable/contact/\(ContactIDEncoding.encode(contactID))"
+        case .contact(let contactID): "/cable/contact/\(contactID.base64URLEncodedString)"
         }
     }
 }
@@ -365,99 +368,8 @@ public enum TunnelServerProtocol {
 
 /// Reads exactly `byteCount` bytes of hex in either case.
 private func parseHex(_ text: some StringProtocol, byteCount: Int) throws(TunnelIdentifierError) -> [UInt8] {
-    let digits = text.utf8
-    guard digits.count == 2 * byteCount else { throw .wrongLength(digits.count) }
-    var bytes: [UInt8] = []
-    bytes.reserveCapacity(byteCount)
-    var high: UInt8?
-    for digit in digits {
-        let nibble: UInt8
-        switch digit {
-        case UInt8(ascii: "0")...UInt8(ascii: "9"): nibble = digit - UInt8(ascii: "0")
-        case UInt8(ascii: "a")...UInt8(ascii: "f"): nibble = digit - UInt8(ascii: "a") + 10
-        case UInt8(ascii: "A")...UInt8(ascii: "F"): nibble = digit - UInt8(ascii: "A") + 10
-        default: throw .notHex
-        }
-        if let first = high {
-            bytes.append(first << 4 | nibble)
-            high = nil
-        } else {
-            high = nibble
-        }
-    }
+    let length = text.utf8.count
+    guard length == 2 * byteCount else { throw .wrongLength(length) }
+    guard let bytes = [UInt8](hex: text) else { throw .notHex }
     return bytes
-}
-
-/// Upper-case hex, as Chromium's `base::HexEncode` writes it.
-private func upperHex(_ bytes: some Sequence<UInt8>) -> String {
-    let digits = Array("0123456789ABCDEF".utf8)
-    var text: [UInt8] = []
-    for byte in bytes {
-        text.append(digits[Int(byte >> 4)])
-        text.append(digits[Int(byte & 0x0F)])
-    }
-    return String(decoding: text, as: UTF8.self)
-}
-
-/// Unpadded base64url (RFC 4648 §5), as Chromium writes contact IDs (`Base64UrlEncodePolicy::OMIT_PADDING`).
-private enum ContactIDEncoding {
-    private static let alphabet = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_".utf8)
-
-    static func encode(_ bytes: [UInt8]) -> String {
-        var text: [UInt8] = []
-        text.reserveCapacity((bytes.count * 4 + 2) / 3)
-        var index = 0
-        while index < bytes.count {
-            let count = min(3, bytes.count - index)
-            var group = UInt32(bytes[index]) << 16
-            if count > 1 { group |= UInt32(bytes[index + 1]) << 8 }
-            if count > 2 { group |= UInt32(bytes[index + 2]) }
-            for position in 0...count {
-                text.append(alphabet[Int(group >> (18 - 6 * UInt32(position)) & 0x3F)])
-            }
-            index += count
-        }
-        return String(decoding: text, as: UTF8.self)
-    }
-
-    /// Decodes unpadded base64url; `nil` for padding, other characters, a lone final character, or unused
-    /// bits that are not zero (so that every accepted text re-encodes to itself).
-    static func decode(_ text: some Collection<UInt8>) -> [UInt8]? {
-        var bytes: [UInt8] = []
-        bytes.reserveCapacity(text.count * 3 / 4)
-        var group: UInt32 = 0
-        var count = 0
-        for character in text {
-            let value: UInt8
-            switch character {
-            case UInt8(ascii: "A")...UInt8(ascii: "Z"): value = character - UInt8(ascii: "A")
-            case UInt8(ascii: "a")...UInt8(ascii: "z"): value = character - UInt8(ascii: "a") + 26
-            case UInt8(ascii: "0")...UInt8(ascii: "9"): value = character - UInt8(ascii: "0") + 52
-            case UInt8(ascii: "-"): value = 62
-            case UInt8(ascii: "_"): value = 63
-            default: return nil
-            }
-            group = group << 6 | UInt32(value)
-            count += 1
-            if count == 4 {
-                bytes.append(UInt8(truncatingIfNeeded: group >> 16))
-                bytes.append(UInt8(truncatingIfNeeded: group >> 8))
-                bytes.append(UInt8(truncatingIfNeeded: group))
-                group = 0
-                count = 0
-            }
-        }
-        switch count {
-        case 0: break
-        case 2:
-            guard group & 0x0F == 0 else { return nil }
-            bytes.append(UInt8(truncatingIfNeeded: group >> 4))
-        case 3:
-            guard group & 0x03 == 0 else { return nil }
-            bytes.append(UInt8(truncatingIfNeeded: group >> 10))
-            bytes.append(UInt8(truncatingIfNeeded: group >> 2))
-        default: return nil
-        }
-        return bytes
-    }
 }

@@ -1,3 +1,4 @@
+import Basics
 import ArgumentParser
 import CBOR
 import CTAP2
@@ -201,10 +202,6 @@ struct AuthenticatorBench: AsyncParsableCommand {
 
     func measureAsync(_ body: () async throws -> Void) async throws -> Double {
         try await SliceTimer(seconds: seconds).rate(body)
-    }
-
-    static func seconds(_ duration: Duration) -> Double {
-        Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18
     }
 }
 

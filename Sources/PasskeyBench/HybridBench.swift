@@ -1,3 +1,4 @@
+import Basics
 import ArgumentParser
 import CTAP2
 import Crypto
@@ -96,7 +97,7 @@ struct SliceTimer {
             for _ in 0..<10 { try body() }
             count += 10
         }
-        return Double(count) / AuthenticatorBench.seconds(clock.now - start)
+        return Double(count) / (clock.now - start).inSeconds
     }
 
     func rate(_ body: () async throws -> Void) async throws -> Double {
@@ -108,6 +109,6 @@ struct SliceTimer {
             for _ in 0..<10 { try await body() }
             count += 10
         }
-        return Double(count) / AuthenticatorBench.seconds(clock.now - start)
+        return Double(count) / (clock.now - start).inSeconds
     }
 }

@@ -1,3 +1,4 @@
+import Basics
 import ArgumentParser
 import CTAP2
 import CrossDevice
@@ -108,7 +109,7 @@ struct HybridSignInBench: AsyncParsableCommand {
             return all.sorted()
         }
         let elapsed = ContinuousClock.now - started
-        let rate = Double(allLatencies.count) / Self.seconds(elapsed)
+        let rate = Double(allLatencies.count) / elapsed.inSeconds
         print(
             "  concurrent  \(concurrency) workers, \(allLatencies.count) sign-ins in \(Self.ms(elapsed)): "
                 + String(format: "%.0f sign-ins/s", rate)
@@ -118,9 +119,5 @@ struct HybridSignInBench: AsyncParsableCommand {
         await relay.shutdown()
     }
 
-    static func seconds(_ duration: Duration) -> Double {
-        Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18
-    }
-
-    static func ms(_ duration: Duration) -> String { String(format: "%.2f ms", seconds(duration) * 1000) }
+    static func ms(_ duration: Duration) -> String { String(format: "%.2f ms", duration.inSeconds * 1000) }
 }

@@ -1,3 +1,4 @@
+import Basics
 import ArgumentParser
 import Foundation
 import NIOCore
@@ -118,7 +119,7 @@ struct RelayBench: AsyncParsableCommand {
         try await Task.sleep(for: .seconds(seconds))
         let elapsed = ContinuousClock.now - clock
         let messages = counter.value.load(ordering: .relaxed) - counted
-        let throughput = Double(messages) / Self.seconds(elapsed)
+        let throughput = Double(messages) / elapsed.inSeconds
         let throughputMet = throughput >= 50_000
         print("")
         print("throughput (\(throughputTunnels) tunnels, \(window) messages of 256 bytes in flight each, echoed)")
@@ -168,9 +169,8 @@ struct RelayBench: AsyncParsableCommand {
         return value
     }
 
-    static func format(_ duration: Duration) -> String { String(format: "%.2f s", seconds(duration)) }
+    static func format(_ duration: Duration) -> String { String(format: "%.2f s", duration.inSeconds) }
     static func format(_ value: Double) -> String { AuthenticatorBench.format(value) }
-    static func seconds(_ duration: Duration) -> Double { AuthenticatorBench.seconds(duration) }
 
     /// Sets the soft and hard limits on open files (as root with CAP_SYS_RESOURCE the hard limit can go up
     /// to `nr_open`; without it, the soft limit goes up to the hard one) and returns the soft limit in force.

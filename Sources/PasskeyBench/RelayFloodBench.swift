@@ -1,3 +1,4 @@
+import Basics
 import ArgumentParser
 import Foundation
 import NIOCore
@@ -145,7 +146,7 @@ struct RelayFloodBench: AsyncParsableCommand {
         }
         let elapsed = ContinuousClock.now - start
         try await generator.close(pairs)
-        return RelayBench.seconds(elapsed) * 1000
+        return elapsed.inSeconds * 1000
     }
 
     /// VmRSS and VmHWM of a process, in KiB.

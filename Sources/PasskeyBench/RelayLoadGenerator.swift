@@ -1,3 +1,4 @@
+import Basics
 import Foundation
 import NIOCore
 import NIOPosix
@@ -258,7 +259,7 @@ final class Pacer: Sendable {
 
     func run(for duration: Duration, on loop: any EventLoop) async throws {
         let start = monotonicNanoseconds()
-        let end = start + UInt64(RelayBench.seconds(duration) * 1e9)
+        let end = start + UInt64(duration.inSeconds * 1e9)
         let done = loop.makePromise(of: Void.self)
         let task = loop.scheduleRepeatedTask(initialDelay: .zero, delay: .microseconds(100)) { task in
             let now = monotonicNanoseconds()

@@ -1,3 +1,5 @@
+import Basics
+
 import CSQLite
 import CTAP2
 import Crypto
@@ -128,7 +130,7 @@ extension SQLiteCredentialStore {
 
         let name = (path as NSString).lastPathComponent
         let temporary = (directory as NSString).appendingPathComponent(
-            ".\(name).\(hex(StoreFiles.randomBytes(8))).tmp"
+            ".\(name).\(StoreFiles.randomBytes(8).hexString).tmp"
         )
         try StoreFiles.createExclusive(temporary)
         do {
@@ -174,9 +176,7 @@ extension SQLiteCredentialStore {
         // SQLite gives new -wal and -shm files the store file's mode: never let it open a file it cannot write.
         try StoreFiles.checkWritable(path)
         let action = "open the passkey store at \(path)"
-        let milliseconds =
-            busyTimeout.components.seconds * 1000 + busyTimeout.components.attoseconds / 1_000_000_000_000_000
-        let busyMilliseconds = Int32(clamping: max(0, milliseconds))
+        let busyMilliseconds = Int32(clamping: max(0, busyTimeout.inMilliseconds))
 
         // Every check runs on a read-only connection that cannot checkpoint: a store that fails one keeps its main
         // file byte for byte, even with committed transactions still in its WAL.

@@ -1,3 +1,5 @@
+import Basics
+
 import CSQLite
 import CTAP2
 import Crypto
@@ -378,18 +380,7 @@ extension SQLiteCredentialStore {
     }
 }
 
-/// Lowercase hex of `bytes`.
-func hex(_ bytes: some Sequence<UInt8>) -> String {
-    let digits = Array("0123456789abcdef".utf8)
-    var characters: [UInt8] = []
-    for byte in bytes {
-        characters.append(digits[Int(byte >> 4)])
-        characters.append(digits[Int(byte & 0x0F)])
-    }
-    return String(decoding: characters, as: UTF8.self)
-}
-
 /// How errors name a credential: its first 8 bytes in hex, with an ellipsis if there are more.
 func hexPrefix(_ id: [UInt8]) -> String {
-    id.count > 8 ? hex(id.prefix(8)) + "…" : hex(id)
+    id.count > 8 ? id.prefix(8).hexString + "…" : id.hexString
 }

@@ -1,3 +1,4 @@
+import Basics
 import Hybrid
 import Logging
 import NIOCore
@@ -220,10 +221,7 @@ final class RelayState: Sendable {
 
     /// One line per tunnel: never message contents, and only the first 8 hex digits of the tunnel ID.
     private func log(_ record: TunnelRecord) {
-        func milliseconds(_ duration: Duration) -> String {
-            let (seconds, attoseconds) = duration.components
-            return String(seconds * 1000 + attoseconds / 1_000_000_000_000_000)
-        }
+        func milliseconds(_ duration: Duration) -> String { String(duration.inMilliseconds) }
         logger.info(
             "tunnel closed",
             metadata: [

@@ -1,3 +1,5 @@
+import Basics
+
 /// What the virtual FIDO security key tells the kernel about itself, and how its reports travel.
 public enum FIDOHIDDevice {
     /// The HID report descriptor of a CTAPHID device (CTAP 2.1 §11.2.8.1): the FIDO Alliance usage page, one
@@ -53,10 +55,7 @@ public enum FIDOHIDDevice {
 
     /// The `HID_ID` line of the device's uevent, as the kernel formats it (`%04X:%08X:%08X`).
     public static var hidID: String {
-        func hex(_ value: UInt32, _ width: Int) -> String {
-            let digits = String(value, radix: 16, uppercase: true)
-            return String(repeating: "0", count: max(0, width - digits.count)) + digits
-        }
-        return "\(hex(UInt32(busUSB), 4)):\(hex(vendorID, 8)):\(hex(productID, 8))"
+        "\(busUSB.hexDigits(4, uppercase: true)):\(vendorID.hexDigits(8, uppercase: true)):"
+            + productID.hexDigits(8, uppercase: true)
     }
 }

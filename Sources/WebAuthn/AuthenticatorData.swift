@@ -1,3 +1,4 @@
+import Basics
 import CBOR
 
 /// A 16-byte authenticator model identifier.

@@ -1,3 +1,4 @@
+import Basics
 import Foundation
 
 /// Why clientDataJSON was refused.

@@ -1,3 +1,4 @@
+import Basics
 import Foundation
 import RelyingParty
 import WebAuthn
@@ -43,8 +44,7 @@ public struct WebRelyingParty: Sendable {
 
     /// The options' `timeout`: the challenge lifetime, so a browser gives up no later than the challenge expires.
     private var timeoutMilliseconds: Int {
-        let (seconds, attoseconds) = configuration.ceremonies.lifetime.components
-        return Int(seconds) * 1000 + Int(attoseconds / 1_000_000_000_000_000)
+        Int(configuration.ceremonies.lifetime.inMilliseconds)
     }
 
     /// Ceremonies waiting for their response.

@@ -1,3 +1,4 @@
+import Basics
 import ArgumentParser
 import CTAP2
 import CrossDevice
@@ -191,7 +192,6 @@ final class DemoClock: Sendable {
     }
 
     static func format(_ duration: Duration) -> String {
-        let (seconds, attoseconds) = duration.components
-        return String(format: "%6.3f s", Double(seconds) + Double(attoseconds) / 1e18)
+        String(format: "%6.3f s", duration.inSeconds)
     }
 }

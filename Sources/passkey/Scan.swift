@@ -1,3 +1,4 @@
+import Basics
 import ArgumentParser
 import CTAP2
 import CrossDevice
@@ -142,8 +143,7 @@ struct StatusLine: Sendable {
     func say(_ text: String) {
         guard enabled else { return }
         let elapsed = ContinuousClock.now - start
-        let milliseconds = elapsed.components.seconds * 1000 + elapsed.components.attoseconds / 1_000_000_000_000_000
-        Terminal.shared.write(String(format: "[%6.3f s] ", Double(milliseconds) / 1000) + text + "\n")
+        Terminal.shared.write(String(format: "[%6.3f s] ", Double(elapsed.inMilliseconds) / 1000) + text + "\n")
     }
 }
 

@@ -1,3 +1,5 @@
+import Basics
+
 /// The HCI commands the BlueZ backend sends, encoded as H4 packets for a raw HCI socket (Bluetooth Core 5.4,
 /// Vol 4 Part E §5.4.1 and §7.8; the layouts match BlueZ's `lib/hci.h` `le_set_*_cp` structs). Pure: bytes in,
 /// bytes out; `HCISocket.swift` does the I/O.
@@ -49,7 +51,7 @@ struct HCICommand: Hashable, Sendable, CustomStringConvertible {
         case setAdvertisingEnableOpcode: "LE Set Advertising Enable"
         case setScanParametersOpcode: "LE Set Scan Parameters"
         case setScanEnableOpcode: "LE Set Scan Enable"
-        default: "HCI command 0x" + hex(opcode, digits: 4)
+        default: "HCI command 0x" + opcode.hexDigits(4, uppercase: true)
         }
     }
 
@@ -171,12 +173,6 @@ struct HCIStatus: RawRepresentable, Hashable, Sendable, CustomStringConvertible 
             case .controllerBusy: "controller busy"
             default: nil
             }
-        return "status 0x" + hex(rawValue, digits: 2) + (name.map { ": " + $0 } ?? "")
+        return "status 0x" + rawValue.hexDigits(2, uppercase: true) + (name.map { ": " + $0 } ?? "")
     }
-}
-
-/// Upper-case hex of `value`, zero-padded to `digits`.
-func hex<T: BinaryInteger>(_ value: T, digits: Int) -> String {
-    let text = String(value, radix: 16, uppercase: true)
-    return String(repeating: "0", count: max(0, digits - text.count)) + text
 }

@@ -1,3 +1,4 @@
+import Basics
 import CBlueZ
 import Glibc
 import Synchronization
@@ -141,10 +142,6 @@ final class LinuxHCISocket: HCISocket {
 
     /// The poll(2) timeout to `deadline`: rounded up, so that a wait of under a millisecond does not spin.
     private static func milliseconds(until deadline: ContinuousClock.Instant) -> Int32 {
-        let left = ContinuousClock.now.duration(to: deadline)
-        let milliseconds =
-            left.components.seconds * 1000
-            + (left.components.attoseconds + 999_999_999_999_999) / 1_000_000_000_000_000
-        return Int32(clamping: max(0, milliseconds))
+        Int32(clamping: max(0, ContinuousClock.now.duration(to: deadline).inMillisecondsRoundedUp))
     }
 }

@@ -1,3 +1,5 @@
+import Basics
+
 /// A static random device address (Bluetooth Core 5.4, Vol 6 Part B §1.3.2.1): 48 bits whose two most significant
 /// bits are 1 and whose other 46 bits are neither all 0 nor all 1. The advertiser makes a fresh one for each
 /// session and advertises from it, so observers cannot link the advert to the controller's public address or to
@@ -32,6 +34,6 @@ struct StaticRandomAddress: Hashable, Sendable, CustomStringConvertible {
 
     /// `C1:02:03:04:05:06`: most significant byte first, as `btmon` and `hciconfig` print addresses.
     var description: String {
-        littleEndianBytes.reversed().map { hex($0, digits: 2) }.joined(separator: ":")
+        littleEndianBytes.reversed().map { $0.hexDigits(2, uppercase: true) }.joined(separator: ":")
     }
 }

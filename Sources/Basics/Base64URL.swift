@@ -30,4 +30,13 @@ extension Array where Element == UInt8 {
         guard let data = Data(base64Encoded: standard) else { return nil }
         self = Array(data)
     }
+
+    /// Decodes unpadded base64url only in its one canonical form: no padding and no unused bits set, so that every
+    /// accepted text re-encodes to itself (as Chromium writes contact IDs, `Base64UrlEncodePolicy::OMIT_PADDING`).
+    public init?(canonicalBase64URLEncoded text: some StringProtocol) {
+        let text = String(text)
+        guard !text.contains("="), let bytes = [UInt8](base64URLEncoded: text), bytes.base64URLEncodedString == text
+        else { return nil }
+        self = bytes
+    }
 }

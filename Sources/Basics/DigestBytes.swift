@@ -3,5 +3,5 @@ import Foundation
 
 extension Digest {
     /// The digest's bytes in one copy. `Array(digest)` goes through `Sequence` and costs far more on hot paths.
-    var bytes: [UInt8] { self.withUnsafeBytes { Array($0) } }
+    public var bytes: [UInt8] { self.withUnsafeBytes { Array($0) } }
 }

@@ -1,5 +1,5 @@
+import Basics
 import Testing
-import WebAuthn
 
 /// RFC 4648 §10 test vectors in the URL-safe alphabet, with and without padding.
 struct Base64URLTests {
@@ -45,5 +45,21 @@ struct Base64URLTests {
             let prefix = Array(all.prefix(length))
             #expect([UInt8](base64URLEncoded: prefix.base64URLEncodedString) == prefix)
         }
+    }
+
+    @Test(
+        arguments: [
+            ("", []), ("_w", [0xFF]), ("_-4", [0xFF, 0xEE]), ("-_8B", [0xFB, 0xFF, 0x01]),
+            ("Zm9vYmFy", Array("foobar".utf8)),
+        ] as [(String, [UInt8])])
+    func canonicalFormDecodes(text: String, bytes: [UInt8]) {
+        #expect([UInt8](canonicalBase64URLEncoded: text) == bytes)
+        #expect(bytes.base64URLEncodedString == text)
+    }
+
+    /// Padding, and unused bits that are set (`_x` decodes to 0xFF in a lenient decoder but re-encodes as `_w`).
+    @Test(arguments: ["Zg==", "Zm8=", "_x", "_-5", "a", "Zm9v+", "Zm9v/"])
+    func otherFormsAreRefusedByTheCanonicalDecoder(text: String) {
+        #expect([UInt8](canonicalBase64URLEncoded: text) == nil)
     }
 }
