@@ -153,16 +153,18 @@ struct AuthenticatorRun {
         session: inout HybridAuthenticatorSession
     ) async throws(HybridLinkError) -> [HybridAuthenticatorSession.Action]? {
         guard let tunnel, !closed else { return nil }
-        let message: [UInt8]?
+        let event: TunnelEvent
         do throws(TunnelError) {
-            message = try await tunnel.receive(timeout: deadline.map { max(.zero, $0 - environment.now()) })
+            event = try await tunnel.nextEvent(deadline: deadline, now: environment.now())
         } catch {
-            if case .timedOut = error, deadline != nil { return session.timerExpired() }
             await tearDown()
             throw .tunnel(error)
         }
-        guard let message else { return session.tunnelClosed() }
-        return session.received(message)
+        switch event {
+        case .message(let message): return session.received(message)
+        case .closed: return session.tunnelClosed()
+        case .timerExpired: return session.timerExpired()
+        }
     }
 
     private mutating func stopAdvertising() async {

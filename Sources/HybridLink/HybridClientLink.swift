@@ -226,16 +226,18 @@ final class ClientDriver {
     /// (the session closed its tunnel and radio).
     private nonisolated(nonsending) func nextEvent() async throws(HybridLinkError) -> [HybridClientSession.Action]? {
         if let tunnel {
-            let message: [UInt8]?
+            let event: TunnelEvent
             do throws(TunnelError) {
-                message = try await tunnel.receive(timeout: timer.map { max(.zero, $0.deadline - environment.now()) })
+                event = try await tunnel.nextEvent(deadline: timer?.deadline, now: environment.now())
             } catch {
-                if case .timedOut = error, timer != nil { return session.timerExpired() }
                 await tearDown()
                 throw .tunnel(error)
             }
-            guard let message else { return session.tunnelClosed() }
-            return session.received(message)
+            switch event {
+            case .message(let message): return session.received(message)
+            case .closed: return session.tunnelClosed()
+            case .timerExpired: return session.timerExpired()
+            }
         }
         while let event = await scan?.events.next(isolation: #isolation) {
             switch event {

@@ -65,10 +65,34 @@ public struct HybridEnvironment: Sendable {
     }
 }
 
+/// What a link waits for on its tunnel: a message, the peer's close, or its session's timer.
+enum TunnelEvent {
+    case message([UInt8])
+    case closed
+    case timerExpired
+}
+
+extension HybridTunnel {
+    /// The next message or the tunnel's end; `.timerExpired` once `deadline` passes, if one is armed (without one,
+    /// the link waits as long as the relay keeps the tunnel: relays close idle ones).
+    func nextEvent(deadline: ContinuousClock.Instant?, now: ContinuousClock.Instant) async throws(TunnelError)
+        -> TunnelEvent
+    {
+        do throws(TunnelError) {
+            guard let message = try await receive(timeout: deadline.map { max(.zero, $0 - now) }) else {
+                return .closed
+            }
+            return .message(message)
+        } catch {
+            if case .timedOut = error, deadline != nil { return .timerExpired }
+            throw error
+        }
+    }
+}
+
 extension TunnelConnection: HybridTunnel {
     public func receive(timeout: Duration?) async throws(TunnelError) -> [UInt8]? {
-        // A session without a running timer waits as long as the relay keeps the tunnel (it closes idle ones).
-        try await receive(timeout: timeout ?? .seconds(86_400), waitingFor: "for the session's timer")
+        try await receive(timeout: timeout, waitingFor: "for the session's timer")
     }
 
     public func close() async {

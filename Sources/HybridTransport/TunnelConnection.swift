@@ -203,7 +203,7 @@ public final class TunnelConnection: Sendable {
     /// The next binary message, or `nil` once the tunnel closed cleanly. Throws ``TunnelError/timedOut(_:)``
     /// with `what` ("waiting for the handshake") after `timeout`, which leaves the tunnel open. Cancelling the
     /// calling task ends the tunnel (as it ends a `NIOAsyncChannel`'s inbound stream): ``TunnelError/cancelled(_:)``.
-    public func receive(timeout: Duration, waitingFor what: String) async throws(TunnelError) -> [UInt8]? {
+    public func receive(timeout: Duration?, waitingFor what: String) async throws(TunnelError) -> [UInt8]? {
         try await reader.receive(timeout: timeout, waitingFor: what, channel: channel, budget: budget)
     }
 

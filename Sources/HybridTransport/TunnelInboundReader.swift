@@ -15,7 +15,7 @@ actor InboundReader {
         iterator = inbound.makeAsyncIterator()
     }
 
-    func receive(timeout: Duration, waitingFor what: String, channel: any Channel, budget: UnreadBudget)
+    func receive(timeout: Duration?, waitingFor what: String, channel: any Channel, budget: UnreadBudget)
         async throws(TunnelError) -> [UInt8]?
     {
         if let end {
@@ -28,7 +28,8 @@ actor InboundReader {
         receives += 1
         let number = receives
         // The deadline does not cancel `next()`, which would end the stream: it wakes it with a marker in the
-        // stream. (It is cancelled itself when this function returns.)
+        // stream. (It is cancelled itself when this function returns.) Without a timeout nothing wakes it but a
+        // message, the tunnel's end or the caller's cancellation.
         async let _ = Self.wake(number, after: timeout, on: channel)
         switch await next(waking: number, budget: budget) {
         case .message(let message):
@@ -87,9 +88,9 @@ actor InboundReader {
         }
     }
 
-    /// Wakes receive `number` after `timeout`, unless cancelled first.
-    private static func wake(_ number: UInt64, after timeout: Duration, on channel: any Channel) async {
-        guard (try? await Task.sleep(for: timeout)) != nil else { return }
+    /// Wakes receive `number` after `timeout`, unless cancelled first; never without a timeout.
+    private static func wake(_ number: UInt64, after timeout: Duration?, on channel: any Channel) async {
+        guard let timeout, (try? await Task.sleep(for: timeout)) != nil else { return }
         channel.pipeline.fireUserInboundEventTriggered(TunnelWake(receive: number))
     }
 }

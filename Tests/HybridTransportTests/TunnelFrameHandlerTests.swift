@@ -254,6 +254,18 @@ struct TunnelFrameHandlerTests {
         #expect(try await embedded.receive() == [3])
     }
 
+    /// A link whose session has no timer armed receives with no time limit: a message or the end ends the wait.
+    @Test func aReceiveWithoutATimeoutWaitsForTheMessage() async throws {
+        let embedded = try await EmbeddedTunnel()
+        let tunnel = embedded.tunnel
+        let waiting = Task { try await tunnel.receive(timeout: nil, waitingFor: "no timer") }
+        while await !embedded.tunnel.isReceiving { await Task.yield() }
+        await embedded.relaySends(RelayFrames.frame(opcode: 2, payload: [7]))
+        #expect(try await waiting.value == [7])
+        await embedded.relaySends(RelayFrames.frame(opcode: 8, payload: [0x03, 0xE8]))
+        #expect(try await embedded.tunnel.receive(timeout: nil, waitingFor: "no timer") == nil)
+    }
+
     @Test func cancellingAReceiveEndsTheTunnelWith1001() async throws {
         let embedded = try await EmbeddedTunnel()
         let tunnel = embedded.tunnel
