@@ -183,8 +183,8 @@ let package = Package(
             name: "HybridTransportTests",
             dependencies: [
                 "HybridTransport", "HybridLink", "CrossDevice", "RelayServer", "RelayCore", "Hybrid", "Proximity",
-                "CTAP2", "RelyingParty", "WebSocketMessages", crypto, nioCore, nioPosix, nioSSL, nioEmbedded,
-                nioWebSocket, logging,
+                "CTAP2", "RelyingParty", "WebSocketMessages", crypto, nioCore, nioPosix, nioHTTP1, nioSSL,
+                nioEmbedded, nioWebSocket, logging,
             ],
             swiftSettings: strictSettings
         ),
@@ -229,7 +229,8 @@ let package = Package(
         ),
         .testTarget(name: "UHIDTests", dependencies: ["UHID", "CUHIDHeader"], swiftSettings: strictSettings),
         .testTarget(
-            name: "ProximityTests", dependencies: ["Proximity", "CBlueZ", "Hybrid"], swiftSettings: strictSettings),
+            name: "ProximityTests", dependencies: ["Proximity", "CBlueZ", "Hybrid", nioCore, nioEmbedded],
+            swiftSettings: strictSettings),
         .testTarget(name: "QRImageTests", dependencies: ["QRImage", "Hybrid", crypto], swiftSettings: strictSettings),
         // A software authenticator that answers in the WebAuthn Level 3 JSON forms, for the two test targets below.
         .target(

@@ -150,7 +150,8 @@ final class CallbackBox: Sendable {
     }
 }
 
-private final class AdvertDatagramHandler: ChannelInboundHandler {
+/// Hands each datagram of advertisement size to the scanner's callback.
+final class AdvertDatagramHandler: ChannelInboundHandler {
     typealias InboundIn = AddressedEnvelope<ByteBuffer>
     private let callback: CallbackBox
 
