@@ -477,18 +477,24 @@ struct ResetAndSelectionTests {
     }
 }
 
-/// A user who answers only when the test says so.
+/// A user who answers only when the test says so, and tells the test when asked.
 final class GatedUser: UserInteraction {
     private let waiting = Mutex<[CheckedContinuation<Void, Never>]>([])
-    private let asked = Mutex(0)
+    private let (questions, asked) = AsyncStream.makeStream(of: Void.self)
 
     func requestConsent(_ request: ConsentRequest) async -> ConsentResult {
-        asked.withLock { $0 += 1 }
-        await withCheckedContinuation { continuation in waiting.withLock { $0.append(continuation) } }
+        await withCheckedContinuation { continuation in
+            waiting.withLock { $0.append(continuation) }
+            asked.yield()
+        }
         return .approved(userVerified: request.requiresVerification, selectedAccount: nil)
     }
 
-    var questions: Int { asked.withLock { $0 } }
+    /// Returns once the user has been asked (again).
+    func nextQuestion() async {
+        var iterator = questions.makeAsyncIterator()
+        _ = await iterator.next()
+    }
 
     func release() {
         for continuation in waiting.withLock({ list in
@@ -505,7 +511,7 @@ struct ConcurrencyTests {
         let first = Task {
             await authenticator.handle([CTAPCommand.makeCredential.rawValue] + Fixtures.makeCredential().encoded())
         }
-        while user.questions == 0 { try await Task.sleep(for: .milliseconds(5)) }
+        await user.nextQuestion()
         #expect(await authenticator.handle([CTAPCommand.getInfo.rawValue]) == [0x06])
         user.release()
         #expect(await first.value.first == 0)

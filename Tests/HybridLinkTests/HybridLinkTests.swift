@@ -18,7 +18,13 @@ struct HybridLinkTests {
     }
 
     /// A timer that never expires by itself (only cancellation ends it).
-    static let never: @Sendable (Duration) async throws -> Void = { _ in try await Task.sleep(for: .seconds(86_400)) }
+    static let never: @Sendable (Duration) async throws -> Void = { _ in
+        // A stream that never yields ends its iteration only when the task is cancelled.
+        let (stream, continuation) = AsyncStream.makeStream(of: Never.self)
+        for await _ in stream {}
+        continuation.finish()  // keeps the stream's only continuation alive while it is awaited
+        throw CancellationError()
+    }
 
     static func environment(
         relay: FakeRelay, random: SeededBytes = SeededBytes(seed: 7),

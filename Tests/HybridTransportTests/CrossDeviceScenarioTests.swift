@@ -126,21 +126,21 @@ struct CrossDeviceScenarioTests {
         try await withRelay { relay in
             let scanner = try await SimulatedRadio.scanner(host: "127.0.0.1", port: 0)
             let farAway = try await SimulatedRadio.scanner(host: "127.0.0.1", port: 0)  // the attacker's radio range
-            let qr = Box<String?>(nil)
+            let (qrCodes, shown) = AsyncStream.makeStream(of: String.self)
             let client = try CrossDeviceClient(
                 relyingParty: RelyingPartyEntity(id: "example.com"), scanner: scanner,
                 tunnelServer: try TunnelServerBaseURL(string: relay.baseURL),
                 timeouts: HybridTimeouts(all: .seconds(1)),
                 progress: { event in
-                    if case .hybrid(.showQRCode(let url)) = event { qr.set(url) }
+                    if case .hybrid(.showQRCode(let url)) = event { shown.yield(url) }
                 })
             let phone = Phone()
             let attackerAdvertiser = try await SimulatedRadio.advertiser(
                 host: "127.0.0.1", port: farAway.port, interval: .milliseconds(20))
             var state = RelyingPartyState()
             async let attacker: Int = {
-                while qr.value == nil { try await Task.sleep(for: .milliseconds(5)) }
-                let payload = try QRCodePayload(url: qr.value!)
+                var shownCodes = qrCodes.makeAsyncIterator()
+                let payload = try QRCodePayload(url: await shownCodes.next() ?? "")
                 return try await phone.service(relay: relay, advertiser: attackerAdvertiser, timeout: .seconds(2))
                     .serve(qrCode: payload, authenticator: phone.authenticator)
             }()

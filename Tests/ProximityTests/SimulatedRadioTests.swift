@@ -1,57 +1,112 @@
 import Hybrid
-import Proximity
+import NIOCore
+import NIOEmbedded
 import Synchronization
 import Testing
 
+@testable import Proximity
+
 struct SimulatedRadioTests {
-    @Test func advertiserRepeatsUntilStoppedAndScannerSeesTheExactBytes() async throws {
+    /// The one real-socket path: an advertiser and a scanner over loopback UDP, the scanner seeing the exact bytes.
+    @Test(.timeLimit(.minutes(1)))
+    func advertiserAndScannerMeetOverLoopback() async throws {
         let scanner = try await SimulatedRadio.scanner(host: "127.0.0.1", port: 0)
-        let seen = Mutex<[[UInt8]]>([])
-        try await scanner.startScanning { bytes in seen.withLock { $0.append(bytes) } }
+        let (adverts, sink) = AsyncStream.makeStream(of: [UInt8].self)
+        try await scanner.startScanning { sink.yield($0) }
         let advertiser = try await SimulatedRadio.advertiser(
             host: "127.0.0.1", port: scanner.port, interval: .milliseconds(20))
         let data = try AdvertisingData.caBLE(advert: Array(0..<20)).bytes
         try await advertiser.startAdvertising(data)
-        try await Task.sleep(for: .milliseconds(300))
-        await advertiser.stopAdvertising()
-        try await Task.sleep(for: .milliseconds(100))
-        let countAtStop = seen.withLock { $0.count }
-        try await Task.sleep(for: .milliseconds(200))
-        #expect(countAtStop >= 3, "an advert every 20 ms for 300 ms")
-        #expect(seen.withLock { $0.count } == countAtStop, "nothing after stopAdvertising")
-        #expect(seen.withLock { $0.allSatisfy { $0 == data } })
+        var received: [[UInt8]] = []
+        for await advert in adverts {
+            received.append(advert)
+            if received.count == 3 { break }
+        }
+        #expect(received == [data, data, data])
         await advertiser.close()
         await scanner.close()
+    }
+
+    /// An advertiser on an `EmbeddedChannel`, whose clock the test moves.
+    final class EmbeddedAdvertiser {
+        let channel = EmbeddedChannel()
+        let target = try! SocketAddress(ipAddress: "127.0.0.1", port: 47_250)
+        let advertiser: SimulatedAdvertiser
+
+        init(interval: Duration) throws {
+            try channel.connect(to: target).wait()
+            advertiser = SimulatedAdvertiser(channel: channel, target: target, interval: interval)
+        }
+
+        /// The datagrams sent so far, and to where.
+        func sent() throws -> [[UInt8]] {
+            var datagrams: [[UInt8]] = []
+            while let envelope = try channel.readOutbound(as: AddressedEnvelope<ByteBuffer>.self) {
+                #expect(envelope.remoteAddress == target)
+                datagrams.append(Array(buffer: envelope.data))
+            }
+            return datagrams
+        }
+
+        func advance(_ duration: Duration) { channel.embeddedEventLoop.advanceTime(by: TimeAmount(duration)) }
+    }
+
+    @Test func theAdvertiserRepeatsEveryIntervalUntilStopped() async throws {
+        let embedded = try EmbeddedAdvertiser(interval: .milliseconds(20))
+        try await embedded.advertiser.startAdvertising([2, 0x01, 0x06])
+        embedded.advance(.zero)
+        #expect(try embedded.sent() == [[2, 0x01, 0x06]], "the first at once")
+        embedded.advance(.milliseconds(19))
+        #expect(try embedded.sent().isEmpty)
+        embedded.advance(.milliseconds(81))
+        #expect(try embedded.sent().count == 5, "one every 20 ms")
+        await embedded.advertiser.stopAdvertising()
+        embedded.advance(.seconds(10))
+        #expect(try embedded.sent().isEmpty, "nothing after stopAdvertising")
+    }
+
+    @Test func startingAgainReplacesTheAdvertisement() async throws {
+        let embedded = try EmbeddedAdvertiser(interval: .milliseconds(100))
+        try await embedded.advertiser.startAdvertising([1])
+        embedded.advance(.milliseconds(150))
+        try await embedded.advertiser.startAdvertising([2])
+        embedded.advance(.milliseconds(250))
+        #expect(try embedded.sent() == [[1], [1], [2], [2], [2]])
+        await embedded.advertiser.close()
+        embedded.advance(.seconds(10))
+        #expect(try embedded.sent().isEmpty)
     }
 
     @Test func zeroIntervalSendsOnce() async throws {
-        let scanner = try await SimulatedRadio.scanner(host: "127.0.0.1", port: 0)
-        let seen = Mutex(0)
-        try await scanner.startScanning { _ in seen.withLock { $0 += 1 } }
-        let advertiser = try await SimulatedRadio.advertiser(host: "127.0.0.1", port: scanner.port, interval: .zero)
-        try await advertiser.startAdvertising([2, 0x01, 0x06])
-        try await Task.sleep(for: .milliseconds(200))
-        #expect(seen.withLock { $0 } == 1)
-        await advertiser.close()
-        await scanner.close()
+        let embedded = try EmbeddedAdvertiser(interval: .zero)
+        try await embedded.advertiser.startAdvertising([2, 0x01, 0x06])
+        embedded.advance(.seconds(10))
+        #expect(try embedded.sent() == [[2, 0x01, 0x06]])
     }
 
-    @Test func noCallbackAfterStopScanningAndOversizeDatagramsAreDropped() async throws {
-        let scanner = try await SimulatedRadio.scanner(host: "127.0.0.1", port: 0)
+    @Test func oversizeAdvertisingDataIsRefusedAndSendsNothing() async throws {
+        let embedded = try EmbeddedAdvertiser(interval: .milliseconds(20))
+        await #expect(throws: ProximityError.advertisingDataTooLong(32)) {
+            try await embedded.advertiser.startAdvertising(Array(repeating: 0, count: 32))
+        }
+        embedded.advance(.seconds(1))
+        #expect(try embedded.sent().isEmpty)
+    }
+
+    @Test func noCallbackAfterStopScanning() async throws {
+        let callback = CallbackBox()
+        let channel = EmbeddedChannel(handler: AdvertDatagramHandler(callback: callback))
+        let scanner = SimulatedScanner(channel: channel, callback: callback)
         let seen = Mutex<[[UInt8]]>([])
         try await scanner.startScanning { bytes in seen.withLock { $0.append(bytes) } }
-        let advertiser = try await SimulatedRadio.advertiser(host: "127.0.0.1", port: scanner.port, interval: .zero)
-        await #expect(throws: ProximityError.advertisingDataTooLong(32)) {
-            try await advertiser.startAdvertising(Array(repeating: 0, count: 32))
-        }
-        try await advertiser.startAdvertising([1])
-        try await Task.sleep(for: .milliseconds(100))
+        let sender = try SocketAddress(ipAddress: "127.0.0.1", port: 40_000)
+        try channel.writeInbound(AddressedEnvelope(remoteAddress: sender, data: ByteBuffer(bytes: [1])))
         await scanner.stopScanning()
-        try await advertiser.startAdvertising([2])
-        try await Task.sleep(for: .milliseconds(100))
+        try channel.writeInbound(AddressedEnvelope(remoteAddress: sender, data: ByteBuffer(bytes: [2])))
         #expect(seen.withLock { $0 } == [[1]])
-        await advertiser.close()
-        await scanner.close()
+        try await scanner.startScanning { bytes in seen.withLock { $0.append(bytes) } }
+        try channel.writeInbound(AddressedEnvelope(remoteAddress: sender, data: ByteBuffer(bytes: [3])))
+        #expect(seen.withLock { $0 } == [[1], [3]])
     }
 
     @Test func secondScannerOnTheSamePortSaysSo() async throws {
