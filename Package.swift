@@ -167,30 +167,34 @@ let package = Package(
             name: "passkey-fuzz", dependencies: ["FuzzTargets", "CFuzzerDriver", crypto], swiftSettings: strictSettings),
 
         // MARK: Tests.
+        // What several test targets share: seeded randomness, a manual clock, scratch directories, child processes,
+        // a throwaway certificate authority, WebSocket frames and upgrade requests as bytes. Foundation only: no NIO,
+        // no Crypto, none of our modules, so any test target can use it.
+        .target(name: "TestSupport", path: "Tests/TestSupport", swiftSettings: strictSettings),
         .testTarget(name: "BasicsTests", dependencies: ["Basics", crypto], swiftSettings: strictSettings),
-        .testTarget(name: "CBORTests", dependencies: ["Basics", "CBOR"], swiftSettings: strictSettings),
+        .testTarget(name: "CBORTests", dependencies: ["Basics", "CBOR", "TestSupport"], swiftSettings: strictSettings),
         .testTarget(
             name: "WebAuthnTests", dependencies: ["Basics", "WebAuthn", "CBOR", crypto], swiftSettings: strictSettings),
         .testTarget(
             name: "CTAP2Tests",
-            dependencies: ["Basics", "CTAP2", "WebAuthn", "CBOR", crypto],
+            dependencies: ["Basics", "CTAP2", "WebAuthn", "CBOR", "TestSupport", crypto],
             resources: [.copy("Vectors")],
             swiftSettings: strictSettings
         ),
-        .testTarget(name: "CTAPHIDTests", dependencies: ["CTAPHID"], swiftSettings: strictSettings),
+        .testTarget(name: "CTAPHIDTests", dependencies: ["CTAPHID", "TestSupport"], swiftSettings: strictSettings),
         .testTarget(name: "FuzzTargetsTests", dependencies: ["FuzzTargets"], swiftSettings: strictSettings),
         .testTarget(
             name: "HybridTransportTests",
             dependencies: [
                 "HybridTransport", "HybridLink", "CrossDevice", "RelayServer", "RelayCore", "Hybrid", "Proximity",
-                "CTAP2", "RelyingParty", "WebSocketMessages", crypto, nioCore, nioPosix, nioHTTP1, nioSSL,
-                nioEmbedded, nioWebSocket, logging,
+                "CTAP2", "RelyingParty", "WebSocketMessages", "TestSupport", crypto, nioCore, nioPosix, nioHTTP1,
+                nioSSL, nioEmbedded, nioWebSocket, logging,
             ],
             swiftSettings: strictSettings
         ),
         .testTarget(
             name: "HybridLinkTests",
-            dependencies: ["HybridLink", "HybridTransport", "Hybrid", "Proximity", "CTAP2", crypto],
+            dependencies: ["HybridLink", "HybridTransport", "Hybrid", "Proximity", "CTAP2", "TestSupport", crypto],
             swiftSettings: strictSettings
         ),
         .testTarget(name: "RelayCoreTests", dependencies: ["RelayCore", "Hybrid"], swiftSettings: strictSettings),
@@ -200,38 +204,47 @@ let package = Package(
         .testTarget(
             name: "RelayServerTests",
             dependencies: [
-                "RelayServer", "RelayCore", nioCore, nioPosix, nioWebSocket, nioSSL, nioEmbedded, logging,
+                "RelayServer", "RelayCore", "TestSupport", nioCore, nioPosix, nioWebSocket, nioSSL, nioEmbedded,
+                logging,
             ],
             swiftSettings: strictSettings
         ),
         .testTarget(
             name: "HybridTests",
-            dependencies: ["Basics", "Hybrid", "CBOR", "CTAP2", "WebAuthn", crypto],
+            dependencies: ["Basics", "Hybrid", "CBOR", "CTAP2", "WebAuthn", "TestSupport", crypto],
             resources: [.copy("Vectors")],
             swiftSettings: strictSettings
         ),
         .testTarget(
             name: "RelyingPartyTests",
-            dependencies: ["Basics", "RelyingParty", "WebAuthn", "CBOR", crypto],
+            dependencies: ["Basics", "RelyingParty", "WebAuthn", "CBOR", "TestSupport", crypto],
             resources: [.copy("Vectors")],
             swiftSettings: strictSettings
         ),
         .testTarget(
             name: "PasskeyStoreTests",
-            dependencies: ["PasskeyStore", "CTAP2", crypto],
+            dependencies: ["PasskeyStore", "CTAP2", "TestSupport", crypto],
             resources: [.copy("Fixtures")],
             swiftSettings: strictSettings
         ),
         .testTarget(
             name: "CTAPHIDTransportTests",
-            dependencies: ["CTAPHIDTransport", "CTAPHID", "CTAP2", "UHID", nioCore, nioPosix, nioEmbedded, logging],
+            dependencies: [
+                "CTAPHIDTransport", "CTAPHID", "CTAP2", "UHID", "TestSupport", nioCore, nioPosix, nioEmbedded, logging,
+            ],
             swiftSettings: strictSettings
         ),
         .testTarget(name: "UHIDTests", dependencies: ["UHID", "CUHIDHeader"], swiftSettings: strictSettings),
         .testTarget(
-            name: "ProximityTests", dependencies: ["Proximity", "CBlueZ", "Hybrid", nioCore, nioEmbedded],
-            swiftSettings: strictSettings),
-        .testTarget(name: "QRImageTests", dependencies: ["QRImage", "Hybrid", crypto], swiftSettings: strictSettings),
+            name: "ProximityTests",
+            dependencies: ["Proximity", "CBlueZ", "Hybrid", "TestSupport", nioCore, nioEmbedded],
+            swiftSettings: strictSettings
+        ),
+        .testTarget(
+            name: "QRImageTests",
+            dependencies: ["QRImage", "Hybrid", "TestSupport", crypto],
+            swiftSettings: strictSettings
+        ),
         // A software authenticator that answers in the WebAuthn Level 3 JSON forms, for the two test targets below.
         .target(
             name: "RelyingPartyTestSupport",
@@ -247,8 +260,8 @@ let package = Package(
         .testTarget(
             name: "RelyingPartyServerTests",
             dependencies: [
-                "RelyingPartyServer", "WebRelyingParty", "RelyingParty", "RelyingPartyTestSupport", crypto, nioCore,
-                nioPosix, nioHTTP1, nioEmbedded,
+                "RelyingPartyServer", "WebRelyingParty", "RelyingParty", "RelyingPartyTestSupport", "TestSupport",
+                crypto, nioCore, nioPosix, nioHTTP1, nioEmbedded,
             ],
             swiftSettings: strictSettings
         ),

@@ -1,21 +1,11 @@
 import CBOR
+import TestSupport
 import Testing
 
 /// Every input the decoder accepts must re-encode to the same bytes; inputs it rejects must be
 /// rejected with an error, never a crash. A small seeded generator explores both.
 struct CBORPropertyTests {
-    struct SplitMix64: RandomNumberGenerator {
-        var state: UInt64
-        mutating func next() -> UInt64 {
-            state &+= 0x9E37_79B9_7F4A_7C15
-            var z = state
-            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-            return z ^ (z >> 31)
-        }
-    }
-
-    static func randomValue(depth: Int, using rng: inout SplitMix64) -> CBORValue {
+    static func randomValue(depth: Int, using rng: inout SeededRandom) -> CBORValue {
         let choice = Int.random(in: 0..<(depth > 3 ? 6 : 8), using: &rng)
         let count = Int.random(in: 0..<6, using: &rng)
         switch choice {
@@ -46,7 +36,7 @@ struct CBORPropertyTests {
     }
 
     @Test func encodeThenDecodeIsIdentity() throws {
-        var rng = SplitMix64(state: 2026)
+        var rng = SeededRandom(seed: 2026)
         for _ in 0..<2_000 {
             let value = Self.randomValue(depth: 0, using: &rng)
             let bytes = value.encoded()
@@ -57,7 +47,7 @@ struct CBORPropertyTests {
 
     /// Mutated encodings either decode to something that re-encodes identically or throw.
     @Test func mutatedInputsReEncodeOrThrow() {
-        var rng = SplitMix64(state: 8949)
+        var rng = SeededRandom(seed: 8949)
         for _ in 0..<5_000 {
             var bytes = Self.randomValue(depth: 0, using: &rng).encoded()
             for _ in 0..<Int.random(in: 1...3, using: &rng) where !bytes.isEmpty {
@@ -91,7 +81,7 @@ struct CBORPropertyTests {
 /// The encoder's fast key ordering must agree with ordering by encoded bytes for every pair of keys.
 struct CanonicalKeyOrderTests {
     @Test func fastOrderingMatchesEncodedOrdering() throws {
-        var rng = CBORPropertyTests.SplitMix64(state: 7049)
+        var rng = SeededRandom(seed: 7049)
         var keys: [CBORValue] = [
             0, 23, 24, 255, 256, 65535, 65536, -1, -24, -25, -256, -257, "", "a", "b", "aa", "é", "z",
         ]

@@ -4,6 +4,7 @@ import CTAP2
 import Crypto
 import Foundation
 import Synchronization
+import TestSupport
 import Testing
 import WebAuthn
 

@@ -1,8 +1,8 @@
 import CBOR
 import CTAP2
-import Crypto
 import Foundation
 import Synchronization
+import TestSupport
 import WebAuthn
 
 /// A user double: answers with scripted results and records every request.
@@ -26,36 +26,6 @@ final class ScriptedUser: UserInteraction {
     var requests: [ConsentRequest] { state.withLock { $0.requests } }
 }
 
-/// A monotonic clock the test moves by hand.
-final class ManualClock: Sendable {
-    private let offset = Mutex(Duration.zero)
-    private let origin = ContinuousClock.now
-
-    func advance(by duration: Duration) { offset.withLock { $0 += duration } }
-    var now: ContinuousClock.Instant { origin + offset.withLock { $0 } }
-}
-
-/// Deterministic "random" bytes: SHA-256 in counter mode over a seed.
-final class SeededRandom: Sendable {
-    private let counter = Mutex(UInt64(0))
-    private let seed: UInt64
-
-    init(seed: UInt64) { self.seed = seed }
-
-    func bytes(_ count: Int) -> [UInt8] {
-        var output: [UInt8] = []
-        while output.count < count {
-            let block = counter.withLock { counter in
-                counter += 1
-                return counter
-            }
-            let input = withUnsafeBytes(of: (seed, block)) { Array($0) }
-            output += Array(SHA256.hash(data: input))
-        }
-        return Array(output.prefix(count))
-    }
-}
-
 struct Harness {
     let authenticator: Authenticator
     let store: InMemoryCredentialStore
@@ -70,7 +40,7 @@ struct Harness {
     ) {
         let user = ScriptedUser(answers)
         let clock = ManualClock()
-        let random = SeededRandom(seed: seed)
+        let random = SeededBytes(seed: seed)
         self.user = user
         self.clock = clock
         self.store = store

@@ -2,6 +2,7 @@ import CBOR
 import CTAP2
 import Crypto
 import Foundation
+import TestSupport
 import Testing
 import WebAuthn
 
@@ -294,18 +295,7 @@ struct CTAP21MalformedRequestTests {
 /// Random parameter maps for the CTAP 2.1 commands: every answer is a status byte (and CBOR on success), nothing
 /// traps, and a PIN appears only through a successful setPIN.
 struct CTAP21FuzzTests {
-    struct Generator: RandomNumberGenerator {
-        var state: UInt64
-        mutating func next() -> UInt64 {
-            state &+= 0x9E37_79B9_7F4A_7C15
-            var z = state
-            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-            return z ^ (z >> 31)
-        }
-    }
-
-    static func value(_ random: inout Generator, depth: Int = 0) -> CBORValue {
+    static func value(_ random: inout SeededRandom, depth: Int = 0) -> CBORValue {
         switch Int.random(in: 0..<(depth > 1 ? 6 : 8), using: &random) {
         case 0: return .int(Int.random(in: -3...20, using: &random))
         case 1: return .int(Int.random(in: Int.min...Int.max, using: &random))
@@ -331,7 +321,7 @@ struct CTAP21FuzzTests {
     }
 
     @Test func randomRequestsAnswerWithAStatusAndNeverTrap() async throws {
-        var random = Generator(state: 2024)
+        var random = SeededRandom(seed: 2024)
         let harness = Harness()
         _ = try await GetAssertionTests.register(["alice"], on: harness)
         let commands: [CTAPCommand] = [.clientPIN, .credentialManagement, .config, .largeBlobs, .getAssertion]

@@ -1,4 +1,5 @@
 import CTAPHID
+import TestSupport
 import Testing
 
 struct ChannelAllocationTests {
@@ -40,7 +41,7 @@ struct ChannelAllocationTests {
     }
 
     @Test func initOnAllocatedChannelResyncsAndKeepsIdentifier() throws {
-        var machine = Machine(channelIDSource: SplitMix64(state: 1))
+        var machine = Machine(channelIDSource: SeededRandom(seed: 1))
         let cid = try allocate(&machine)
         // Start a two-packet PING, then resynchronize in the middle of it.
         #expect(
@@ -59,7 +60,7 @@ struct ChannelAllocationTests {
     }
 
     @Test func resyncAbortsOutstandingCBORAndDropsItsLateResponse() throws {
-        var machine = Machine(channelIDSource: SplitMix64(state: 2))
+        var machine = Machine(channelIDSource: SeededRandom(seed: 2))
         let cid = try allocate(&machine)
         let (first, request) = try #require(
             dispatched(try machine.receive(report: initReport(cid, cbor, [0x04]), from: "alice", now: t0)))
@@ -80,7 +81,7 @@ struct ChannelAllocationTests {
 
     @Test(arguments: [0, 7, 9, 57])
     func initWithWrongLengthIsInvalidLength(length: Int) throws {
-        var machine = Machine(channelIDSource: SplitMix64(state: 3))
+        var machine = Machine(channelIDSource: SeededRandom(seed: 3))
         let data = Array(repeating: UInt8(0x42), count: min(length, 57))
         let onBroadcast = try machine.receive(
             report: initReport(broadcast, hidInit, length: length, data: data), from: "alice", now: t0)
@@ -140,7 +141,7 @@ struct ChannelAllocationTests {
     }
 
     @Test func channelTableIsBoundedUnderAFloodOfInits() throws {
-        var machine = Machine(channelIDSource: SplitMix64(state: 4))
+        var machine = Machine(channelIDSource: SeededRandom(seed: 4))
         for _ in 0..<1000 { _ = try allocate(&machine) }
         #expect(machine.allocatedChannels.count == 64)
     }
@@ -148,7 +149,7 @@ struct ChannelAllocationTests {
     @Test func evictionSparesTheBusyChannel() throws {
         var configuration = Machine.Configuration()
         configuration.maximumChannels = 2
-        var machine = Machine(configuration: configuration, channelIDSource: SplitMix64(state: 5))
+        var machine = Machine(configuration: configuration, channelIDSource: SeededRandom(seed: 5))
         let worker = try allocate(&machine)
         let (transaction, _) = try #require(
             dispatched(try machine.receive(report: initReport(worker, cbor, [4]), from: "alice", now: t0)))
@@ -162,7 +163,7 @@ struct ChannelAllocationTests {
     @Test func evictionSparesTheLockHolder() throws {
         var configuration = Machine.Configuration()
         configuration.maximumChannels = 2
-        var machine = Machine(configuration: configuration, channelIDSource: SplitMix64(state: 5))
+        var machine = Machine(configuration: configuration, channelIDSource: SeededRandom(seed: 5))
         let locker = try allocate(&machine)
         let locked = try machine.receive(report: initReport(locker, lock, [5]), from: "alice", now: t0)
         #expect(replies(locked) == [Reply(peer: "alice", cid: locker, command: lock, payload: [])])
@@ -175,7 +176,7 @@ struct ChannelAllocationTests {
     @Test func fullTableOfProtectedChannelsAnswersBusy() throws {
         var configuration = Machine.Configuration()
         configuration.maximumChannels = 1
-        var machine = Machine(configuration: configuration, channelIDSource: SplitMix64(state: 6))
+        var machine = Machine(configuration: configuration, channelIDSource: SeededRandom(seed: 6))
         let worker = try allocate(&machine)
         _ = try #require(dispatched(try machine.receive(report: initReport(worker, cbor, [4]), from: "alice", now: t0)))
         let actions = try machine.receive(

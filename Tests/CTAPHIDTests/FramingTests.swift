@@ -1,4 +1,5 @@
 import CTAPHID
+import TestSupport
 import Testing
 
 struct FramingTests {
@@ -97,8 +98,8 @@ struct HostileInputTests {
     @Test func randomReportsAreHandledSafely() throws {
         var configuration = Machine.Configuration()
         configuration.maximumChannels = 8
-        var machine = Machine(configuration: configuration, channelIDSource: SplitMix64(state: 99))
-        var random = SplitMix64(state: 12345)
+        var machine = Machine(configuration: configuration, channelIDSource: SeededRandom(seed: 99))
+        var random = SeededRandom(seed: 12345)
         var known: [UInt32] = [broadcast, 0]
         var pending: [CBORTransactionID] = []
         var clock = 0

@@ -14,19 +14,6 @@ struct ScriptedChannelIDs: RandomNumberGenerator, Sendable {
     }
 }
 
-/// SplitMix64: a seeded generator, so "random" tests repeat exactly.
-struct SplitMix64: RandomNumberGenerator, Sendable {
-    var state: UInt64
-
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-}
-
 typealias Machine = CTAPHIDStateMachine<String>
 
 /// Builds an initialization report by hand, independently of the module's serializer.

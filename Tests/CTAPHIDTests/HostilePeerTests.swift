@@ -1,10 +1,11 @@
 import CTAPHID
+import TestSupport
 import Testing
 
 /// One local client must not be able to deny the authenticator to the others (issue 10).
 struct HostilePeerTests {
     @Test func aFloodOfInitsFromOnePeerRecyclesOnlyItsOwnChannels() throws {
-        var machine = Machine(channelIDSource: SplitMix64(state: 11))
+        var machine = Machine(channelIDSource: SeededRandom(seed: 11))
         let alice = try allocate(&machine, from: "alice")
         for _ in 0..<(3 * machine.configuration.maximumChannels) { _ = try allocate(&machine, from: "mallory") }
         #expect(machine.allocatedChannels.contains(ChannelID(rawValue: alice)))
@@ -24,7 +25,7 @@ struct HostilePeerTests {
     }
 
     @Test func aContinuationFromAnotherPeerIsIgnored() throws {
-        var machine = Machine(channelIDSource: SplitMix64(state: 12))
+        var machine = Machine(channelIDSource: SeededRandom(seed: 12))
         let cid = try allocate(&machine)
         let payload = (0..<150).map { UInt8($0) }
         let reports = hostReports(cid, ping, payload)
@@ -36,7 +37,7 @@ struct HostilePeerTests {
     }
 
     @Test func anotherPeerCannotResynchronizeOrAbortAMessageInProgress() throws {
-        var machine = Machine(channelIDSource: SplitMix64(state: 13))
+        var machine = Machine(channelIDSource: SeededRandom(seed: 13))
         let cid = try allocate(&machine)
         let payload = (0..<150).map { UInt8(255 - $0) }
         let reports = hostReports(cid, ping, payload)
@@ -52,7 +53,7 @@ struct HostilePeerTests {
     }
 
     @Test func theLockHoldersChannelIsBusyForOtherPeers() throws {
-        var machine = Machine(channelIDSource: SplitMix64(state: 14))
+        var machine = Machine(channelIDSource: SeededRandom(seed: 14))
         let cid = try allocate(&machine)
         _ = try machine.receive(report: initReport(cid, lock, [5]), from: "alice", now: t0)
         let actions = try machine.receive(report: initReport(cid, ping, [1]), from: "mallory", now: at(1))
@@ -64,7 +65,7 @@ struct HostilePeerTests {
     /// 7609 bytes fed one continuation packet every 400 ms: each gap is within the 500 ms packet timeout, but
     /// the whole message is cut off 3 s after its first packet, so nobody else waits a minute.
     @Test func aWholeMessageMustArriveWithinTheMessageTimeout() throws {
-        var machine = Machine(channelIDSource: SplitMix64(state: 15))
+        var machine = Machine(channelIDSource: SeededRandom(seed: 15))
         let cid = try allocate(&machine)
         let bob = try allocate(&machine, from: "bob")
         let reports = hostReports(cid, ping, Array(repeating: 0x5A, count: 7609))
@@ -87,7 +88,7 @@ struct HostilePeerTests {
     @Test func theMessageTimeoutIsConfigurable() throws {
         var configuration = Machine.Configuration()
         configuration.messageTimeout = .milliseconds(700)
-        var machine = Machine(configuration: configuration, channelIDSource: SplitMix64(state: 16))
+        var machine = Machine(configuration: configuration, channelIDSource: SeededRandom(seed: 16))
         let cid = try allocate(&machine)
         let reports = hostReports(cid, ping, Array(repeating: 1, count: 300))
         #expect(try machine.receive(report: reports[0], from: "alice", now: at(0)).isEmpty)

@@ -2,6 +2,7 @@ import CTAPHID
 import Logging
 import NIOCore
 import NIOEmbedded
+import TestSupport
 import Testing
 
 @testable import CTAPHIDTransport
@@ -285,7 +286,7 @@ struct CTAPHIDDatagramHandlerTests {
             ])
 
         // Thousands of random reports: every answer is one report for Mallory, and Alice keeps her channel.
-        var random = SeededGenerator(state: 0x5EED)
+        var random = SeededRandom(seed: 0x5EED)
         for _ in 0..<3000 {
             var report = (0..<64).map { _ in UInt8.random(in: 0...255, using: &random) }
             if Bool.random(using: &random) { report.replaceSubrange(0..<4, with: bigEndian(malloryChannel)) }

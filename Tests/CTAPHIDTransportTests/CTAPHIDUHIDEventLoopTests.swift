@@ -4,6 +4,7 @@ import Glibc
 import Logging
 import NIOCore
 import NIOEmbedded
+import TestSupport
 import Testing
 import UHID
 
@@ -201,7 +202,7 @@ struct CTAPHIDUHIDEventLoopTests {
         try device.file.send(.input2(Array(repeating: 0, count: 64)))
         try device.file.send(.destroy)
         try device.file.send(.getReportReply(id: 1, error: 0, data: [1]))
-        var random = SeededGenerator(state: 0xBAD)
+        var random = SeededRandom(seed: 0xBAD)
         for _ in 0..<500 {
             let size = Int.random(in: 0...UHIDLayout.eventSize, using: &random)
             var bytes = (0..<size).map { _ in UInt8.random(in: 0...255, using: &random) }

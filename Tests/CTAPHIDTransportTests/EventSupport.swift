@@ -115,16 +115,3 @@ func reassemble<Peer: Equatable>(
 func errorReply<Peer: Equatable>(_ code: UInt8, channel: UInt32, to peer: Peer) -> Reply<Peer> {
     Reply(peer: peer, channel: channel, command: 0x3F, payload: [code])
 }
-
-/// SplitMix64: the same bytes on every run, for the hostile-input tests.
-struct SeededGenerator: RandomNumberGenerator {
-    var state: UInt64
-
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-}

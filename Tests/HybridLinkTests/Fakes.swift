@@ -184,23 +184,3 @@ final class FakeAir: ProximityAdvertiser, ProximityScanner {
 
     func close() async {}
 }
-
-/// A seeded xorshift source of bytes: the same seed gives the same QR code, keys and nonces.
-final class SeededBytes: Sendable {
-    private let state: Mutex<UInt64>
-
-    init(seed: UInt64) {
-        state = Mutex(seed | 1)
-    }
-
-    func callAsFunction(_ count: Int) -> [UInt8] {
-        state.withLock { x in
-            (0..<count).map { _ in
-                x ^= x << 13
-                x ^= x >> 7
-                x ^= x << 17
-                return UInt8(truncatingIfNeeded: x >> 24)
-            }
-        }
-    }
-}

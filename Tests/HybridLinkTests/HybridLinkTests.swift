@@ -6,6 +6,7 @@ import HybridLink
 import HybridTransport
 import Proximity
 import Synchronization
+import TestSupport
 import Testing
 
 /// Both drivers over fake tunnels and a fake radio: no socket, and no waiting for time to pass.

@@ -1,6 +1,7 @@
 import Basics
 import CBOR
 import Crypto
+import TestSupport
 import Testing
 
 @testable import Hybrid

@@ -1,5 +1,6 @@
 import CBOR
 import Hybrid
+import TestSupport
 import Testing
 
 struct DigitEncodingTests {

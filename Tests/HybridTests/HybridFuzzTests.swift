@@ -1,5 +1,6 @@
 import CBOR
 import Crypto
+import TestSupport
 import Testing
 
 @testable import Hybrid
@@ -24,7 +25,7 @@ struct HybridFuzzTests {
 
     /// One mutation of `seed`: a bit flip, a byte change, an insertion, a deletion, a truncation, an extension, a
     /// spliced run of random bytes, or random bytes of random length.
-    static func mutate(_ seed: [UInt8], using rng: inout SplitMix64) -> [UInt8] {
+    static func mutate(_ seed: [UInt8], using rng: inout SeededRandom) -> [UInt8] {
         var bytes = seed
         let rounds = Int.random(in: 1...3, using: &rng)
         for _ in 0..<rounds {
@@ -55,7 +56,7 @@ struct HybridFuzzTests {
     /// Inputs for an 81-byte handshake message. Most are refused before ECDH: 40 % mutations of another length,
     /// 15 % random bytes, 43 % a changed point (not on the curve). 1.5 % keep the point and change only the tag,
     /// so they reach ECDH and DecryptAndHash; 0.5 % are the valid message.
-    static func handshakeInput(_ valid: [UInt8], using rng: inout SplitMix64) -> [UInt8] {
+    static func handshakeInput(_ valid: [UInt8], using rng: inout SeededRandom) -> [UInt8] {
         switch Int.random(in: 0..<200, using: &rng) {
         case 0..<80:
             let mutated = mutate(valid, using: &rng)
@@ -83,7 +84,7 @@ struct HybridFuzzTests {
         let psk = [UInt8](repeating: 0x21, count: 32)
         let (valid, _) = try HandshakeInitiator(kind: statics.initiator, psk: psk, ephemeralKey: .init()).makeMessage()
         let ephemeral = P256.KeyAgreement.PrivateKey()
-        var rng = SplitMix64(state: kind == .qrInitiated ? 1 : 2)
+        var rng = SeededRandom(seed: kind == .qrInitiated ? 1 : 2)
         var tally = Tally()
         for iteration in 0..<Self.iterations {
             if iteration % 256 == 0 { await Task.yield() }  // let other tests run on this core
@@ -114,7 +115,7 @@ struct HybridFuzzTests {
         let valid = try HandshakeResponder.respond(
             to: message1, kind: statics.responder, psk: psk, ephemeralKey: .init()
         ).message
-        var rng = SplitMix64(state: kind == .qrInitiated ? 3 : 4)
+        var rng = SeededRandom(seed: kind == .qrInitiated ? 3 : 4)
         var tally = Tally()
         for iteration in 0..<Self.iterations {
             if iteration % 256 == 0 { await Task.yield() }  // let other tests run on this core
@@ -154,7 +155,7 @@ struct HybridFuzzTests {
             ),
             (try Crypter.seal(Crypter.pad(plaintext), key: key, sequenceNumber: 7, construction: .legacy), .legacy, 7),
         ]
-        var rng = SplitMix64(state: 5)
+        var rng = SeededRandom(seed: 5)
         var tally = Tally()
         for index in 0..<Self.crypterIterations {
             if index % 256 == 0 { await Task.yield() }  // let other tests run on this core
@@ -215,7 +216,7 @@ struct HybridFuzzTests {
 
     @Test func postHandshakeParse() async throws {
         let seeds = try Self.postHandshakeSeeds()
-        var rng = SplitMix64(state: 6)
+        var rng = SeededRandom(seed: 6)
         var tally = Tally()
         for iteration in 0..<Self.iterations {
             if iteration % 256 == 0 { await Task.yield() }  // let other tests run on this core
@@ -242,7 +243,7 @@ struct HybridFuzzTests {
     @Test func paddedCBORDecode() async throws {
         let seeds = try Self.postHandshakeSeeds().filter { $0.count % 256 == 0 }
         try #require(!seeds.isEmpty)
-        var rng = SplitMix64(state: 7)
+        var rng = SeededRandom(seed: 7)
         var tally = Tally()
         for iteration in 0..<Self.iterations {
             if iteration % 256 == 0 { await Task.yield() }  // let other tests run on this core
@@ -263,7 +264,7 @@ struct HybridFuzzTests {
     // MARK: Framing, update, linking
 
     @Test func framedMessages() async {
-        var rng = SplitMix64(state: 8)
+        var rng = SeededRandom(seed: 8)
         var tally = Tally()
         let seeds: [[UInt8]] = [[0], [1, 0x04], [2, 0xA0], [3, 0x7B, 0x7D], [1, 0x01, 0xA1, 0x01, 0x02]]
         for index in 0..<Self.iterations {
@@ -286,7 +287,7 @@ struct HybridFuzzTests {
     @Test func updateMessages() async throws {
         let linking = try LinkingTests.Session().linking()
         let seeds = [UpdateMessage(linking: nil).payload, UpdateMessage(linking: linking).payload]
-        var rng = SplitMix64(state: 9)
+        var rng = SeededRandom(seed: 9)
         var tally = Tally()
         for iteration in 0..<Self.iterations {
             if iteration % 256 == 0 { await Task.yield() }  // let other tests run on this core
@@ -310,7 +311,7 @@ struct HybridFuzzTests {
         let valid = try session.linking(playServices: true)
         let encoded = valid.cborValue.encoded()
         let validMap = try #require(valid.cborValue.mapValue)
-        var rng = SplitMix64(state: 10)
+        var rng = SeededRandom(seed: 10)
         var tally = Tally()
         var undecodable = 0
         var index = 0

@@ -4,29 +4,6 @@ import Crypto
 import Foundation
 import Testing
 
-/// The seeded generator of the fuzz-style tests (the same SplitMix64 the CBOR tests use).
-struct SplitMix64: RandomNumberGenerator {
-    var state: UInt64
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-
-    /// `count` random bytes, eight per step.
-    mutating func bytes(_ count: Int) -> [UInt8] {
-        var bytes = [UInt8](repeating: 0, count: (count + 7) / 8 * 8)
-        bytes.withUnsafeMutableBytes { buffer in
-            for offset in stride(from: 0, to: buffer.count, by: 8) {
-                buffer.storeBytes(of: next(), toByteOffset: offset, as: UInt64.self)
-            }
-        }
-        return Array(bytes.prefix(count))
-    }
-}
-
 /// The vector files made by Tools/vectors/make_noise_vectors.py (Python `cryptography`, independent of the Swift
 /// code). Missing files, sections or fields fail the calling test loudly.
 enum NoiseVectors {

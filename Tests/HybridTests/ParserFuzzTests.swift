@@ -1,5 +1,6 @@
 import CBOR
 import Crypto
+import TestSupport
 import Testing
 
 @testable import Hybrid

@@ -2,6 +2,7 @@ import Basics
 import CBOR
 import Crypto
 import Hybrid
+import TestSupport
 import Testing
 
 struct QRCodeTests {

@@ -1,6 +1,7 @@
 import CBOR
 import Crypto
 import Hybrid
+import TestSupport
 import Testing
 
 struct TunnelServerTests {

@@ -1,4 +1,5 @@
 import CBlueZ
+import TestSupport
 import Testing
 
 @testable import Proximity
@@ -285,38 +286,5 @@ struct HCICodecTests {
         }
         #expect(accepted > 100)
         #expect(reportsSeen > 100)
-    }
-}
-
-/// Vigna's SplitMix64, so the fuzz run replays exactly.
-struct SeededRandom: RandomNumberGenerator {
-    private var state: UInt64
-    init(seed: UInt64) { state = seed }
-
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-
-    mutating func below(_ bound: Int) -> Int { Int(next() % UInt64(bound)) }
-    mutating func bytes(_ count: Int) -> [UInt8] { (0..<count).map { _ in UInt8(truncatingIfNeeded: next()) } }
-
-    /// One to three overwrites, bit flips, insertions, deletions or truncations.
-    mutating func mutate(_ input: [UInt8]) -> [UInt8] {
-        var output = input
-        for _ in 0..<1 + below(3) {
-            switch below(5) {
-            case 0 where !output.isEmpty: output[below(output.count)] = UInt8(truncatingIfNeeded: next())
-            case 1 where !output.isEmpty: output[below(output.count)] ^= 1 << UInt8(below(8))
-            case 2: output.insert(UInt8(truncatingIfNeeded: next()), at: below(output.count + 1))
-            case 3 where !output.isEmpty: output.remove(at: below(output.count))
-            case 4 where !output.isEmpty: output.removeLast(1 + below(min(output.count, 8)))
-            default: output.append(UInt8(truncatingIfNeeded: next()))
-            }
-        }
-        return output
     }
 }

@@ -1,5 +1,6 @@
 import Glibc
 import Synchronization
+import TestSupport
 import Testing
 
 @testable import Proximity

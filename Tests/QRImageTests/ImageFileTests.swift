@@ -1,4 +1,5 @@
 import QRImage
+import TestSupport
 import Testing
 
 #if canImport(Glibc)

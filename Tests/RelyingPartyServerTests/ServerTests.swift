@@ -5,6 +5,7 @@ import RelyingParty
 import RelyingPartyServer
 import RelyingPartyTestSupport
 import Synchronization
+import TestSupport
 import Testing
 import WebRelyingParty
 
@@ -26,9 +27,9 @@ struct ServerTests {
     }
 
     @Test func refusalsLeaveTheStateFileByteForByteAsItWas() throws {
-        let directory = try temporaryDirectory()
-        defer { try? FileManager.default.removeItem(at: directory) }
-        let file = directory.appendingPathComponent("rp-state.json")
+        let directory = try TemporaryDirectory(prefix: "rp-server-tests")
+        defer { directory.remove() }
+        let file = directory.url("rp-state.json")
         let recorder = Recorder()
         let service = try Self.fileService(file, lines: recorder)
         var alice = SoftwareAuthenticator(origin: Recorder.origin)
@@ -82,9 +83,9 @@ struct ServerTests {
     }
 
     @Test func registerAndSignInOverARealSocket() async throws {
-        let directory = try temporaryDirectory()
-        defer { try? FileManager.default.removeItem(at: directory) }
-        let file = directory.appendingPathComponent("state.json")
+        let directory = try TemporaryDirectory(prefix: "rp-server-tests")
+        defer { directory.remove() }
+        let file = directory.url("state.json")
         let recorder = Recorder()
         var configuration = RelyingPartyServerConfiguration()
         configuration.port = 0

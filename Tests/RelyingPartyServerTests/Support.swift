@@ -139,10 +139,3 @@ func digest(of url: URL) -> [UInt8]? {
     guard let data = try? Data(contentsOf: url) else { return nil }
     return Array(SHA256.hash(data: data))
 }
-
-/// A fresh directory under the system's temporary directory, removed by the caller.
-func temporaryDirectory() throws -> URL {
-    let url = FileManager.default.temporaryDirectory.appendingPathComponent("rp-server-tests-\(UUID().uuidString)")
-    try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
-    return url
-}

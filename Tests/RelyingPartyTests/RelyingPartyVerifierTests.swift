@@ -2,6 +2,7 @@ import CBOR
 import Crypto
 import Foundation
 import RelyingParty
+import TestSupport
 import Testing
 import WebAuthn
 
@@ -199,7 +200,7 @@ struct RelyingPartyVerifierTests {
                     == .signatureInvalid)
         }
 
-        var generator = SplitMix64(seed: 0x5EED)
+        var generator = SeededRandom(seed: 0x5EED)
         for _ in 0..<500 {
             let length = Int(generator.next() % 300)
             let noise = (0..<length).map { _ in UInt8(truncatingIfNeeded: generator.next()) }
@@ -225,18 +226,5 @@ struct RelyingPartyVerifierTests {
         #expect(a != RelyingPartyError(.originMismatch, "one"))
         #expect(a.description == "challengeMismatch: one")
         #expect(RelyingPartyError.Code(rawValue: "signCountRegressed") == .signCountRegressed)
-    }
-}
-
-/// A small deterministic generator (Vigna's SplitMix64) so the noise test is reproducible.
-struct SplitMix64: RandomNumberGenerator {
-    var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
     }
 }

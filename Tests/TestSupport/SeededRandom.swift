@@ -1,10 +1,14 @@
-/// Vigna's SplitMix64: a small deterministic generator, so every randomised test replays exactly.
-struct SeededRandom: RandomNumberGenerator {
-    private var state: UInt64
+import Synchronization
 
-    init(seed: UInt64) { state = seed }
+/// Vigna's SplitMix64: a small deterministic generator, so every randomised test replays exactly. One draw of
+/// `next()` for a given seed is the same in every test target; tests that pinned a seed to hit a case rely on it.
+public struct SeededRandom: RandomNumberGenerator, Sendable {
+    /// The generator's whole state: the seed, advanced by one step per draw.
+    public var state: UInt64
 
-    mutating func next() -> UInt64 {
+    public init(seed: UInt64) { state = seed }
+
+    public mutating func next() -> UInt64 {
         state &+= 0x9E37_79B9_7F4A_7C15
         var z = state
         z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
@@ -12,8 +16,9 @@ struct SeededRandom: RandomNumberGenerator {
         return z ^ (z >> 31)
     }
 
-    /// `count` random bytes.
-    mutating func bytes(_ count: Int) -> [UInt8] {
+    /// `count` random bytes, eight per draw, least significant byte first (the last draw's unused bytes are
+    /// dropped).
+    public mutating func bytes(_ count: Int) -> [UInt8] {
         var output: [UInt8] = []
         output.reserveCapacity(count)
         while output.count < count {
@@ -27,13 +32,14 @@ struct SeededRandom: RandomNumberGenerator {
     }
 
     /// A number in `0..<bound` (bound > 0); the slight modulo bias does not matter for fuzzing.
-    mutating func below(_ bound: Int) -> Int { Int(next() % UInt64(bound)) }
+    public mutating func below(_ bound: Int) -> Int { Int(next() % UInt64(bound)) }
 
     /// `true` with probability `1/n`.
-    mutating func oneIn(_ n: Int) -> Bool { below(n) == 0 }
+    public mutating func oneIn(_ n: Int) -> Bool { below(n) == 0 }
 
-    /// One to `maximum` random edits of `bytes`: overwrite, flip a bit, insert, delete, truncate or duplicate a run.
-    mutating func mutate(_ bytes: [UInt8], maximumEdits: Int = 3, alphabet: [UInt8]? = nil) -> [UInt8] {
+    /// One to `maximumEdits` random edits of `bytes`: overwrite, flip a bit, insert, delete, truncate or duplicate
+    /// a run. New bytes come from `alphabet` when given.
+    public mutating func mutate(_ bytes: [UInt8], maximumEdits: Int = 3, alphabet: [UInt8]? = nil) -> [UInt8] {
         var bytes = bytes
         for _ in 0..<1 + below(maximumEdits) {
             let newByte = alphabet.map { $0[below($0.count)] } ?? UInt8(truncatingIfNeeded: next())
@@ -59,4 +65,17 @@ struct SeededRandom: RandomNumberGenerator {
         }
         return bytes
     }
+}
+
+/// A ``SeededRandom`` behind a lock, as a `randomBytes` closure for code under test that may call it from any
+/// task: the same seed gives the same keys, nonces and QR codes.
+public final class SeededBytes: Sendable {
+    private let random: Mutex<SeededRandom>
+
+    public init(seed: UInt64) { random = Mutex(SeededRandom(seed: seed)) }
+
+    /// The next `count` bytes of the sequence.
+    public func bytes(_ count: Int) -> [UInt8] { random.withLock { $0.bytes(count) } }
+
+    public func callAsFunction(_ count: Int) -> [UInt8] { bytes(count) }
 }

@@ -1,9 +1,6 @@
 import Crypto
 import Hybrid
-
-#if canImport(Glibc)
-    import Glibc
-#endif
+import TestSupport
 
 /// Real and generated hybrid URLs to put in QR codes.
 enum TestURLs {
@@ -27,74 +24,6 @@ enum TestURLs {
             return payload.url
         }
     }
-}
-
-/// Vigna's SplitMix64, so the random round trips replay exactly.
-struct SeededRandom: RandomNumberGenerator {
-    private var state: UInt64
-
-    init(seed: UInt64) { state = seed }
-
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-
-    mutating func bytes(_ count: Int) -> [UInt8] {
-        (0..<count).map { _ in UInt8(truncatingIfNeeded: next()) }
-    }
-}
-
-/// A scratch directory removed when the value is deinitialized.
-final class TemporaryDirectory {
-    let path: String
-
-    init() throws {
-        var template = Array("/tmp/qrimage-tests-XXXXXX".utf8CString)
-        guard let made = template.withUnsafeMutableBufferPointer({ mkdtemp($0.baseAddress!) }) else {
-            throw POSIXFailure(call: "mkdtemp", code: errno)
-        }
-        path = String(cString: made)
-    }
-
-    func file(_ name: String) -> String { path + "/" + name }
-
-    func write(_ bytes: [UInt8], to name: String) throws -> String {
-        let path = file(name)
-        guard let stream = fopen(path, "wb") else { throw POSIXFailure(call: "fopen", code: errno) }
-        defer { fclose(stream) }
-        guard fwrite(bytes, 1, bytes.count, stream) == bytes.count else {
-            throw POSIXFailure(call: "fwrite", code: errno)
-        }
-        return path
-    }
-
-    /// The names in the directory, sorted.
-    func listing() -> [String] {
-        guard let directory = opendir(path) else { return [] }
-        defer { closedir(directory) }
-        var names: [String] = []
-        while let entry = readdir(directory) {
-            let name = withUnsafeBytes(of: entry.pointee.d_name) { raw in
-                String(decoding: raw.prefix { $0 != 0 }, as: UTF8.self)
-            }
-            if name != "." && name != ".." { names.append(name) }
-        }
-        return names.sorted()
-    }
-
-    deinit {
-        for name in listing() { unlink(file(name)) }
-        rmdir(path)
-    }
-}
-
-struct POSIXFailure: Error {
-    var call: String
-    var code: Int32
 }
 
 /// PNG files built by hand, with stored (uncompressed) deflate blocks, so tests can make any colour type and bit
