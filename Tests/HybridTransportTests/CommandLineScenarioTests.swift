@@ -1,4 +1,5 @@
 import Foundation
+import TestSupport
 import Testing
 
 #if canImport(Glibc)
@@ -19,9 +20,9 @@ struct CommandLineScenarioTests {
 
     @Test func registerThenSignInWithTheExecutables() async throws {
         let bin = try #require(Self.binDirectory, "passkey and passkey-relay are not built next to the tests")
-        let directory = try temporaryDirectory()
-        defer { try? FileManager.default.removeItem(at: directory) }
-        let relay = try Child(
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        let relay = try ChildProcess(
             bin.appendingPathComponent("passkey-relay"), ["--listen", "127.0.0.1:0", "--threads", "1"])
         defer { relay.stop() }
         let listening = try #require(
@@ -29,23 +30,23 @@ struct CommandLineScenarioTests {
         #expect(listening.hasPrefix("listening on ws://127.0.0.1:"))
         let relayURL = String(listening.dropFirst("listening on ".count))
         let radio = "sim:127.0.0.1:\(try freeUDPPort())"
-        let rpState = directory.appendingPathComponent("rp.json").path
-        let store = directory.appendingPathComponent("phone.sqlite").path
+        let rpState = directory.file("rp.json")
+        let store = directory.file("phone.sqlite")
         let common = [
             "--rp", "example.com", "--relay", relayURL, "--ble", radio, "--rp-state", rpState, "--timeout", "60",
         ]
         let environment = ["PASSKEY_PASSPHRASE": "correct horse", "NO_COLOR": "1"]
 
         // Registration: the URL comes from the client's output and goes to `passkey scan` as an argument.
-        let register = try Child(
+        let register = try ChildProcess(
             bin.appendingPathComponent("passkey"), ["client", "register", "--user", "alice", "--json"] + common,
             environment: environment)
         let url = try #require(await register.stderrLine(timeout: .seconds(60), where: { $0.hasPrefix("FIDO:/") }))
-        let scan = try Child(
+        let scan = try ChildProcess(
             bin.appendingPathComponent("passkey"),
             ["scan", url, "--relay", relayURL, "--ble", radio, "--store", store, "--yes"], environment: environment)
-        #expect(await scan.wait() == 0)
-        #expect(await register.wait() == 0)
+        #expect(await scan.wait().exitStatus == 0)
+        #expect(await register.wait().exitStatus == 0)
         let registered = try JSONSerialization.jsonObject(with: Data(register.output.utf8)) as? [String: Any]
         #expect(registered?["outcome"] as? String == "registered")
         #expect(registered?["user"] as? String == "alice")
@@ -57,17 +58,17 @@ struct CommandLineScenarioTests {
         #expect(try fileMode(rpState) == 0o600)
 
         // Sign-in: the QR code goes through a PNG file and `passkey scan --image`.
-        let png = directory.appendingPathComponent("qr.png").path
-        let signIn = try Child(
+        let png = directory.file("qr.png")
+        let signIn = try ChildProcess(
             bin.appendingPathComponent("passkey"), ["client", "sign-in", "--json", "--qr-png", png] + common,
             environment: environment)
         _ = try #require(await signIn.stderrLine(timeout: .seconds(60), where: { $0.hasPrefix("FIDO:/") }))
-        let scanImage = try Child(
+        let scanImage = try ChildProcess(
             bin.appendingPathComponent("passkey"),
             ["scan", "--image", png, "--relay", relayURL, "--ble", radio, "--store", store, "--yes"],
             environment: environment)
-        #expect(await scanImage.wait() == 0)
-        #expect(await signIn.wait() == 0)
+        #expect(await scanImage.wait().exitStatus == 0)
+        #expect(await signIn.wait().exitStatus == 0)
         let signedIn = try JSONSerialization.jsonObject(with: Data(signIn.output.utf8)) as? [String: Any]
         #expect(signedIn?["outcome"] as? String == "signedIn")
         #expect(signedIn?["user"] as? String == "alice")
@@ -76,16 +77,16 @@ struct CommandLineScenarioTests {
 
     @Test func aQRCodeNobodyAnswersFailsWithAPlainMessageAndStoresNothing() async throws {
         let bin = try #require(Self.binDirectory)
-        let directory = try temporaryDirectory()
-        defer { try? FileManager.default.removeItem(at: directory) }
-        let rpState = directory.appendingPathComponent("rp.json").path
-        let client = try Child(
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        let rpState = directory.file("rp.json")
+        let client = try ChildProcess(
             bin.appendingPathComponent("passkey"),
             [
                 "client", "register", "--rp", "example.com", "--user", "alice", "--relay", "ws://127.0.0.1:9",
                 "--ble", "sim:127.0.0.1:\(try freeUDPPort())", "--rp-state", rpState, "--timeout", "1",
             ], environment: ["NO_COLOR": "1"])
-        #expect(await client.wait() == 1)
+        #expect(await client.wait().exitStatus == 1)
         #expect(client.errors.contains("passkey: no nearby authenticator answered within 1 s"))
         #expect(client.output.contains("FIDO:/"), "the QR code and its URL were shown")
         #expect(!FileManager.default.fileExists(atPath: rpState))
@@ -105,93 +106,13 @@ struct CommandLineScenarioTests {
             (["client", "sign-in", "--rp", "example.com", "--relay", "http://x"], "--relay"),
         ]
         for (arguments, message) in cases {
-            let child = try Child(passkey, arguments, environment: ["PASSKEY_STORE": "/nonexistent/never-created"])
-            #expect(await child.wait() != 0, "\(arguments)")
+            let child = try ChildProcess(
+                passkey, arguments, environment: ["PASSKEY_STORE": "/nonexistent/never-created"])
+            #expect(await child.wait().exitStatus != 0, "\(arguments)")
             #expect(child.errors.contains(message), "\(arguments): \(child.errors)")
         }
         #expect(!FileManager.default.fileExists(atPath: "/nonexistent/never-created"))
     }
-}
-
-// MARK: - Processes
-
-/// A child process with its output collected in the background.
-final class Child: @unchecked Sendable {
-    // The lock guards `stdoutText` and `stderrText`, appended to from the reader threads.
-    private let process = Process()
-    private let lock = NSLock()
-    private var stdoutText = ""
-    private var stderrText = ""
-    private let readers = DispatchGroup()
-
-    init(_ executable: URL, _ arguments: [String], environment: [String: String] = [:]) throws {
-        process.executableURL = executable
-        process.arguments = arguments
-        process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
-        let stdout = Pipe()
-        let stderr = Pipe()
-        process.standardOutput = stdout
-        process.standardError = stderr
-        process.standardInput = FileHandle.nullDevice
-        try process.run()
-        for (pipe, isError) in [(stdout, false), (stderr, true)] {
-            readers.enter()
-            Thread.detachNewThread { [self] in
-                while true {
-                    let data = pipe.fileHandleForReading.availableData
-                    if data.isEmpty { break }
-                    let text = String(decoding: data, as: UTF8.self)
-                    lock.withLock { if isError { stderrText += text } else { stdoutText += text } }
-                }
-                readers.leave()
-            }
-        }
-    }
-
-    var output: String { lock.withLock { stdoutText } }
-    var errors: String { lock.withLock { stderrText } }
-
-    // Waiting polls with Task.sleep: blocking a thread of Swift's small cooperative pool would starve
-    // every other test running beside this one.
-
-    func stdoutLine(timeout: Duration, where matches: (String) -> Bool = { _ in true }) async -> String? {
-        await line(in: { self.output }, timeout: timeout, where: matches)
-    }
-
-    func stderrLine(timeout: Duration, where matches: (String) -> Bool = { _ in true }) async -> String? {
-        await line(in: { self.errors }, timeout: timeout, where: matches)
-    }
-
-    private func line(in text: () -> String, timeout: Duration, where matches: (String) -> Bool) async -> String? {
-        let deadline = ContinuousClock.now + timeout
-        while true {
-            // Checked once more after the deadline: on a loaded machine this task may wake up late.
-            let complete = text().split(separator: "\n", omittingEmptySubsequences: false).dropLast()
-            if let line = complete.map(String.init).first(where: matches) { return line }
-            if ContinuousClock.now >= deadline { return nil }
-            try? await Task.sleep(for: .milliseconds(10))
-        }
-    }
-
-    /// Waits for the exit (at most 60 s) and for the output to be read, and returns the status.
-    func wait() async -> Int32 {
-        let deadline = ContinuousClock.now + .seconds(60)
-        while process.isRunning && ContinuousClock.now < deadline { try? await Task.sleep(for: .milliseconds(10)) }
-        if process.isRunning { stop() }
-        while process.isRunning { try? await Task.sleep(for: .milliseconds(10)) }
-        while readers.wait(timeout: .now()) == .timedOut { try? await Task.sleep(for: .milliseconds(10)) }
-        return process.terminationStatus
-    }
-
-    func stop() {
-        if process.isRunning { process.terminate() }
-    }
-}
-
-func temporaryDirectory() throws -> URL {
-    let url = FileManager.default.temporaryDirectory.appendingPathComponent("passkey-test-\(UUID().uuidString)")
-    try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
-    return url
 }
 
 func fileMode(_ path: String) throws -> Int {

@@ -9,40 +9,27 @@ import NIOSSL
 import Proximity
 import RelayServer
 import RelyingParty
+import TestSupport
 import Testing
 
 /// Both roles through a `wss://` relay with a private certificate authority, as `--relay-ca` sets up.
 struct SecureRelayTests {
-    static let openssl = ["/usr/bin/openssl", "/usr/local/bin/openssl"].first {
-        FileManager.default.isExecutableFile(atPath: $0)
-    }
-
-    @Test(.enabled(if: openssl != nil, "the openssl command-line tool is not installed"))
+    @Test(.enabled(if: TestCA.openssl != nil, "the openssl command-line tool is not installed"))
     func registrationAndSignInOverWSSWithAPrivateCA() async throws {
-        let directory = try temporaryDirectory()
-        defer { try? FileManager.default.removeItem(at: directory) }
-        let certificate = directory.appendingPathComponent("cert.pem").path
-        let key = directory.appendingPathComponent("key.pem").path
-        let openssl = try Child(
-            URL(fileURLWithPath: Self.openssl!),
-            [
-                "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-keyout", key, "-out",
-                certificate, "-days", "1", "-nodes", "-subj", "/CN=localhost", "-addext",
-                "subjectAltName=DNS:localhost",
-            ])
-        try #require(await openssl.wait() == 0, "openssl: \(openssl.errors)")
+        let ca = try await TestCA.make()
+        defer { ca.remove() }
 
         var configuration = RelayServerConfiguration()
         configuration.port = 0
         configuration.threads = 1
         configuration.tls = try RelayServerConfiguration.makeTLSContext(
-            certificateChainFile: certificate, privateKeyFile: key)
+            certificateChainFile: ca.certificate, privateKeyFile: ca.privateKey)
         var logger = Logger(label: "test.relay")
         logger.logLevel = .critical
         let relay = try await RelayServer.start(configuration, logger: logger)
         let relayURL = try TunnelServerBaseURL(string: "wss://localhost:\(relay.port)")
         var trusting = TLSConfiguration.makeClientConfiguration()
-        trusting.trustRoots = .certificates(try NIOSSLCertificate.fromPEMFile(certificate))
+        trusting.trustRoots = .certificates(try NIOSSLCertificate.fromPEMFile(ca.caCertificate))
 
         let phone = Phone()
         let scanner = try await SimulatedRadio.scanner(host: "127.0.0.1", port: 0)

@@ -11,8 +11,8 @@ struct ChangeDetectionTests {
     static let passphrase = "correct horse"
 
     /// Runs `python3` with an SQL statement against the store, committing it: another process.
-    private func execute(_ statement: String, on url: URL) throws {
-        try python(
+    private func execute(_ statement: String, on url: URL) async throws {
+        try await python(
             "import sqlite3, sys; db = sqlite3.connect(sys.argv[1]); db.execute(sys.argv[2]); db.commit()",
             url.path, statement)
     }
@@ -42,7 +42,7 @@ struct ChangeDetectionTests {
         let afterSecond = try #require(store.databaseVersion)
         #expect(afterSecond != saved, "a second connection's commit")
 
-        try execute("UPDATE large_blob_array SET serialized = x'04'", on: scratch.url())
+        try await execute("UPDATE large_blob_array SET serialized = x'04'", on: scratch.url())
         #expect(store.databaseVersion != afterSecond, "another process's commit")
     }
 
@@ -76,7 +76,7 @@ struct ChangeDetectionTests {
         try store.save(deleted)
         try warm(store, kept.id)
         try warm(store, deleted.id)
-        try execute("DELETE FROM credentials WHERE credential_id = x'\(hex(deleted.id))'", on: scratch.url())
+        try await execute("DELETE FROM credentials WHERE credential_id = x'\(hex(deleted.id))'", on: scratch.url())
         #expect(try store.credential(id: deleted.id) == nil)
         expectSame(try store.credential(id: kept.id), kept)
     }
@@ -88,7 +88,7 @@ struct ChangeDetectionTests {
         let credential = makeFullyProtectedCredential()
         try store.save(credential)
         try warm(store, credential.id)
-        try execute("UPDATE credentials SET \(change)", on: scratch.url())
+        try await execute("UPDATE credentials SET \(change)", on: scratch.url())
         #expect(try store.credential(id: credential.id) == nil, "\(change) was served from the cache")
         #expect(try store.credential(id: credential.id) == nil)
     }
@@ -119,7 +119,7 @@ struct ChangeDetectionTests {
         second.close()
         #expect(await status(deleted.id) == CTAPError.noCredentials.rawValue)
 
-        try execute(
+        try await execute(
             "UPDATE credentials SET rp_name = 'Evil' WHERE credential_id = x'\(hex(tampered.id))'", on: scratch.url())
         #expect(await status(tampered.id) == CTAPError.noCredentials.rawValue, "a tampered row was used")
     }
@@ -130,14 +130,14 @@ struct ChangeDetectionTests {
         let credential = makeCredential()
         try store.save(credential)
         store.close()
-        try python(
+        try await python(
             "import sqlite3, sys; db = sqlite3.connect(sys.argv[1]); db.execute('PRAGMA journal_mode = DELETE')",
             scratch.url().path)
 
         let reopened = try SQLiteCredentialStore.open(at: scratch.url(), passphrase: Self.passphrase)
         #expect(reopened.databaseVersion == nil, "without a WAL index there is nothing to watch")
         try warm(reopened, credential.id)
-        try execute("UPDATE credentials SET user_name = 'mallory'", on: scratch.url())
+        try await execute("UPDATE credentials SET user_name = 'mallory'", on: scratch.url())
         #expect(try reopened.credential(id: credential.id) == nil)
     }
 }

@@ -2,6 +2,7 @@ import CTAP2
 import Crypto
 import Foundation
 import PasskeyStore
+import TestSupport
 import Testing
 
 #if canImport(Glibc)
@@ -14,8 +15,8 @@ struct HostileStoreTests {
     static let passphrase = "correct horse"
 
     /// Runs `python3` with an SQL statement against the store, committing it.
-    private func execute(_ statement: String, on url: URL) throws {
-        try python(
+    private func execute(_ statement: String, on url: URL) async throws {
+        try await python(
             "import sqlite3, sys; db = sqlite3.connect(sys.argv[1]); db.execute(sys.argv[2]); db.commit()",
             url.path, statement)
     }
@@ -28,22 +29,20 @@ struct HostileStoreTests {
         try store.save(makeCredential())
         store.close()
         // A writer commits and is killed before any checkpoint: the commit lives only in the WAL.
-        let writer = Process()
-        writer.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        writer.arguments = [
-            "python3", "-c",
-            """
-            import os, signal, sqlite3, sys
-            db = sqlite3.connect(sys.argv[1], isolation_level=None)
-            db.execute("PRAGMA wal_autocheckpoint = 0")
-            db.execute("INSERT OR REPLACE INTO large_blob_array (singleton, serialized) VALUES (1, x'0102')")
-            os.kill(os.getpid(), signal.SIGKILL)
-            """,
-            scratch.url().path,
-        ]
-        try writer.run()
-        writer.waitUntilExit()
-        #expect(writer.terminationReason == .uncaughtSignal)
+        let writer = try await ChildProcess.run(
+            "/usr/bin/env",
+            [
+                "python3", "-c",
+                """
+                import os, signal, sqlite3, sys
+                db = sqlite3.connect(sys.argv[1], isolation_level=None)
+                db.execute("PRAGMA wal_autocheckpoint = 0")
+                db.execute("INSERT OR REPLACE INTO large_blob_array (singleton, serialized) VALUES (1, x'0102')")
+                os.kill(os.getpid(), signal.SIGKILL)
+                """,
+                scratch.url().path,
+            ])
+        #expect(writer.termination.signaled, "\(writer.termination): \(writer.stderr)")
         let wal = URL(fileURLWithPath: scratch.url().path + "-wal")
         let walSize = try FileManager.default.attributesOfItem(atPath: wal.path)[.size] as? Int
         #expect((walSize ?? 0) > 0, "the killed writer should have left its commit in the WAL")
@@ -69,7 +68,7 @@ struct HostileStoreTests {
         let credentials = (0..<3).map { makeCredential(userHandle: [UInt8($0)]) }
         for credential in credentials { try store.save(credential) }
         store.close()
-        try python(
+        try await python(
             """
             import sqlite3, sys
             db = sqlite3.connect(sys.argv[1])
@@ -105,7 +104,7 @@ struct HostileStoreTests {
         let credential = makeFullyProtectedCredential()
         try store.save(credential)
         _ = try store.allCredentials()  // warm the key cache: a changed row must not be served from it
-        try execute("UPDATE credentials SET \(change)", on: scratch.url())
+        try await execute("UPDATE credentials SET \(change)", on: scratch.url())
         #expect(try store.allCredentials().isEmpty, "\(change) was accepted while the store was open")
         store.close()
 
@@ -128,7 +127,7 @@ struct HostileStoreTests {
             pinHash: [UInt8](repeating: 3, count: 16), pinCodePointCount: 6, pinRetries: 2, uvRetries: 1,
             minimumPINLength: 6, alwaysUV: true)
         try store.saveSettings(settings)
-        try execute(change, on: scratch.url())
+        try await execute(change, on: scratch.url())
         #expect(throws: CredentialStoreError.self, "\(change) was accepted") { try store.settings() }
         store.close()
         let reopened = try SQLiteCredentialStore.open(at: scratch.url(), passphrase: Self.passphrase)
@@ -147,7 +146,7 @@ struct HostileStoreTests {
     func keyDerivationParametersOutsideTheLimitsAreRefused(change: String) async throws {
         let scratch = try Scratch()
         try scratch.makeStore().close()
-        try execute("UPDATE meta SET \(change)", on: scratch.url())
+        try await execute("UPDATE meta SET \(change)", on: scratch.url())
         let before = try digest(of: scratch.url())
         let error = expectStoreError(.corrupt) {
             try SQLiteCredentialStore.open(at: scratch.url(), passphrase: Self.passphrase)

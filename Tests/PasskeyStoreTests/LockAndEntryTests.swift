@@ -32,7 +32,7 @@ struct LockAndEntryTests {
         let bad = makeCredential(userHandle: [2], userName: "bob")
         try store.save(good)
         try store.save(bad)
-        try python(
+        try await python(
             """
             import sqlite3, sys
             db = sqlite3.connect(sys.argv[1])

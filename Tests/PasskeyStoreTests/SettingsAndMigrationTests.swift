@@ -18,8 +18,8 @@ struct SettingsAndMigrationTests {
         return url
     }
 
-    static func userVersion(_ url: URL) throws -> String {
-        try python(
+    static func userVersion(_ url: URL) async throws -> String {
+        try await python(
             "import sqlite3, sys; print(sqlite3.connect(sys.argv[1]).execute('PRAGMA user_version').fetchone()[0])",
             url.path
         ).trimmingCharacters(in: .whitespacesAndNewlines)
@@ -74,7 +74,7 @@ struct SettingsAndMigrationTests {
         let store = try scratch.makeStore()
         try store.saveSettings(AuthenticatorSettings(pinHash: [UInt8](repeating: 1, count: 16), pinCodePointCount: 4))
         store.close()
-        _ = try python(
+        _ = try await python(
             """
             import sqlite3, sys
             db = sqlite3.connect(sys.argv[1])
@@ -98,9 +98,9 @@ struct SettingsAndMigrationTests {
     @Test func aVersionOneStoreIsMigratedInPlaceKeepingEveryPasskey() async throws {
         let scratch = try Scratch()
         let url = try Self.versionOneStore(in: scratch)
-        #expect(try Self.userVersion(url) == "1")
+        #expect(try await Self.userVersion(url) == "1")
         let store = try SQLiteCredentialStore.open(at: url, passphrase: Self.fixturePassphrase)
-        #expect(try Self.userVersion(url) == "\(SQLiteCredentialStore.schemaVersion)")
+        #expect(try await Self.userVersion(url) == "\(SQLiteCredentialStore.schemaVersion)")
         let all = try store.allCredentials()
         #expect(all.map(\.relyingPartyID) == ["example.com", "example.org"])
         #expect(all.map(\.userName) == ["alice", "bob"])
@@ -127,14 +127,14 @@ struct SettingsAndMigrationTests {
             try SQLiteCredentialStore.open(at: url, passphrase: "not the passphrase")
         }
         #expect(try Data(contentsOf: url) == before)
-        #expect(try Self.userVersion(url) == "1")
+        #expect(try await Self.userVersion(url) == "1")
     }
 
     @Test func aFailedMigrationRollsBackAndTheStoreStaysVersionOne() async throws {
         let scratch = try Scratch()
         let url = try Self.versionOneStore(in: scratch)
         // A table in the way makes the upgrade's CREATE TABLE fail part-way through the transaction.
-        _ = try python(
+        _ = try await python(
             """
             import sqlite3, sys
             db = sqlite3.connect(sys.argv[1])
@@ -146,8 +146,8 @@ struct SettingsAndMigrationTests {
         #expect(throws: CredentialStoreError.self) {
             try SQLiteCredentialStore.open(at: url, passphrase: Self.fixturePassphrase)
         }
-        #expect(try Self.userVersion(url) == "1")
-        _ = try python(
+        #expect(try await Self.userVersion(url) == "1")
+        _ = try await python(
             "import sqlite3, sys; db = sqlite3.connect(sys.argv[1]); db.execute('DROP TABLE authenticator_settings'); db.commit()",
             url.path
         )
@@ -169,9 +169,9 @@ struct SettingsAndMigrationTests {
     @Test func aVersionTwoStoreIsMigratedToAuthenticatedRowsKeepingEverything() async throws {
         let scratch = try Scratch()
         let url = try Self.versionTwoStore(in: scratch)
-        #expect(try Self.userVersion(url) == "2")
+        #expect(try await Self.userVersion(url) == "2")
         let store = try SQLiteCredentialStore.open(at: url, passphrase: Self.fixturePassphrase)
-        #expect(try Self.userVersion(url) == "3")
+        #expect(try await Self.userVersion(url) == "3")
         let all = try store.allCredentials()
         #expect(all.map(\.userName) == ["alice", "bob"])
         #expect(all.map(\.credentialProtection) == [.userVerificationRequired, .userVerificationOptional])
@@ -186,7 +186,7 @@ struct SettingsAndMigrationTests {
         store.close()
 
         // After the migration, the rows are authenticated: lowering credProtect takes alice offline.
-        _ = try python(
+        _ = try await python(
             """
             import sqlite3, sys
             db = sqlite3.connect(sys.argv[1])
@@ -204,7 +204,7 @@ struct SettingsAndMigrationTests {
     @Test func aVersionTwoRowDamagedBeforeTheMigrationStaysDamaged() async throws {
         let scratch = try Scratch()
         let url = try Self.versionTwoStore(in: scratch)
-        _ = try python(
+        _ = try await python(
             """
             import sqlite3, sys
             db = sqlite3.connect(sys.argv[1])

@@ -2,6 +2,7 @@ import CTAP2
 import Crypto
 import Foundation
 import PasskeyStore
+import TestSupport
 import Testing
 
 #if canImport(Glibc)
@@ -71,7 +72,7 @@ struct StoreRobustnessTests {
         #expect(try FileManager.default.contentsOfDirectory(atPath: scratch.directory.path).isEmpty)
     }
 
-    @Test func defaultKeyDerivationParametersAreStoredInTheFile() throws {
+    @Test func defaultKeyDerivationParametersAreStoredInTheFile() async throws {
         let scratch = try Scratch()
         let clock = ContinuousClock()
         var store: SQLiteCredentialStore?
@@ -87,7 +88,7 @@ struct StoreRobustnessTests {
         #expect(store?.kdfParameters == .default)
         print("scrypt N=2^15 r=8 p=1 (debug build): create \(createTime), open \(openTime), verify \(verifyTime)")
 
-        let stored = try python(
+        let stored = try await python(
             """
             import sqlite3, sys
             db = sqlite3.connect(sys.argv[1])
@@ -110,14 +111,14 @@ struct StoreRobustnessTests {
             db.commit()
             """
         // Valid but different parameters derive a different key: the key check catches it.
-        try python(update, scratch.url().path, "kdf_rounds = 32768")
+        try await python(update, scratch.url().path, "kdf_rounds = 32768")
         try expectOpenFails(scratch.url(), .wrongPassphrase)
         // Out-of-range parameters (a memory bomb, too weak, a non-power of two, a wrong key length) are damage.
         for change in [
             "kdf_rounds = 1099511627776", "kdf_rounds = 1000", "kdf_rounds = 1024", "kdf_output_length = 16",
             "kdf_algorithm = 'argon2id'", "kdf_salt = x''",
         ] {
-            try python(update, scratch.url().path, change)
+            try await python(update, scratch.url().path, change)
             try expectOpenFails(scratch.url(), .corrupt)
         }
     }
@@ -125,7 +126,7 @@ struct StoreRobustnessTests {
     @Test func newerSchemaVersionIsRefusedNamingBothVersions() async throws {
         let scratch = try Scratch()
         _ = try await populatedStore(scratch)
-        try python(
+        try await python(
             "import sqlite3, sys; db = sqlite3.connect(sys.argv[1]); db.execute('PRAGMA user_version = 7'); db.commit()",
             scratch.url().path
         )
@@ -161,9 +162,9 @@ struct StoreRobustnessTests {
         #expect(try FileManager.default.contentsOfDirectory(atPath: scratch.directory.path) == ["passkeys.sqlite"])
     }
 
-    @Test func anOrdinarySQLiteDatabaseIsNotAStore() throws {
+    @Test func anOrdinarySQLiteDatabaseIsNotAStore() async throws {
         let scratch = try Scratch()
-        try python(
+        try await python(
             "import sqlite3, sys; db = sqlite3.connect(sys.argv[1]); db.execute('CREATE TABLE t (x)'); db.commit()",
             scratch.url().path
         )
@@ -174,7 +175,7 @@ struct StoreRobustnessTests {
     @Test func aStoreWithAMissingTableIsCorrupt() async throws {
         let scratch = try Scratch()
         _ = try await populatedStore(scratch)
-        try python(
+        try await python(
             "import sqlite3, sys; db = sqlite3.connect(sys.argv[1]); db.execute('DROP TABLE credentials'); db.commit()",
             scratch.url().path
         )
@@ -185,7 +186,7 @@ struct StoreRobustnessTests {
     @Test func aStoreWithAMissingColumnIsCorrupt() async throws {
         let scratch = try Scratch()
         _ = try await populatedStore(scratch)
-        try python(
+        try await python(
             """
             import sqlite3, sys
             db = sqlite3.connect(sys.argv[1])
@@ -211,7 +212,7 @@ struct StoreRobustnessTests {
     @Test func aCorruptedPageIsDetectedAtOpen() async throws {
         let scratch = try Scratch()
         _ = try await populatedStore(scratch, count: 40)
-        let root = try python(
+        let root = try await python(
             """
             import sqlite3, sys
             db = sqlite3.connect(sys.argv[1])
@@ -240,7 +241,7 @@ struct StoreRobustnessTests {
         }
         // Warm the key cache: it must notice the rows changed underneath it.
         _ = try store.allCredentials()
-        try python(
+        try await python(
             """
             import sqlite3, sys
             db = sqlite3.connect(sys.argv[1], isolation_level=None)
@@ -315,35 +316,27 @@ struct StoreRobustnessTests {
     @Test func aProcessKilledMidTransactionLosesNothingEarlier() async throws {
         let scratch = try Scratch()
         let earlier = try await populatedStore(scratch, count: 5)
-        let writer = Process()
-        writer.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        writer.arguments = [
-            "python3", "-c",
-            """
-            import os, sqlite3, sys, time
-            db = sqlite3.connect(sys.argv[1], isolation_level=None)
-            db.execute("PRAGMA cache_size = 1")  # spill uncommitted pages into the WAL
-            db.execute("BEGIN IMMEDIATE")
-            db.execute("DELETE FROM credentials")
-            for i in range(300):
-                db.execute("INSERT INTO credentials (credential_id, rp_id, user_handle, discoverable, backup_eligible,"
-                           " backup_state, created_ms, sealed_private_key) VALUES (?, 'crash.example', x'01', 0, 0, 0,"
-                           " 0, ?)", (os.urandom(16), os.urandom(1000)))
-            print("ready", flush=True)
-            time.sleep(60)
-            """,
-            scratch.url().path,
-        ]
-        let output = Pipe()
-        writer.standardOutput = output
-        try writer.run()
-        var seen = Data()
-        while !String(decoding: seen, as: UTF8.self).contains("ready") {
-            let chunk = output.fileHandleForReading.availableData
-            guard !chunk.isEmpty else { break }
-            seen.append(chunk)
-        }
-        #expect(String(decoding: seen, as: UTF8.self).contains("ready"))
+        let writer = try ChildProcess(
+            "/usr/bin/env",
+            [
+                "python3", "-c",
+                """
+                import os, sqlite3, sys, time
+                db = sqlite3.connect(sys.argv[1], isolation_level=None)
+                db.execute("PRAGMA cache_size = 1")  # spill uncommitted pages into the WAL
+                db.execute("BEGIN IMMEDIATE")
+                db.execute("DELETE FROM credentials")
+                for i in range(300):
+                    db.execute("INSERT INTO credentials (credential_id, rp_id, user_handle, discoverable, backup_eligible,"
+                               " backup_state, created_ms, sealed_private_key) VALUES (?, 'crash.example', x'01', 0, 0, 0,"
+                               " 0, ?)", (os.urandom(16), os.urandom(1000)))
+                print("ready", flush=True)
+                time.sleep(60)
+                """,
+                scratch.url().path,
+            ])
+        let ready = await writer.stdoutLine(timeout: .seconds(60)) { $0.contains("ready") }
+        #expect(ready != nil, "the writer never got ready: \(writer.errors)")
 
         // While the writer holds the lock: reads see the committed state, writes time out as busy.
         let contender = try SQLiteCredentialStore.open(
@@ -357,9 +350,8 @@ struct StoreRobustnessTests {
         let walSize = try FileManager.default.attributesOfItem(atPath: scratch.url().path + "-wal")[.size] as? Int
         #expect((walSize ?? 0) > 0, "the killed transaction should have left uncommitted frames in the WAL")
 
-        kill(writer.processIdentifier, SIGKILL)
-        writer.waitUntilExit()
-        #expect(writer.terminationReason == .uncaughtSignal)
+        writer.signal(SIGKILL)
+        #expect(await writer.wait().signaled)
 
         let store = try SQLiteCredentialStore.open(at: scratch.url(), passphrase: "correct horse")
         for credential in earlier {

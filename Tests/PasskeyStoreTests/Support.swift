@@ -2,6 +2,7 @@ import CTAP2
 import Crypto
 import Foundation
 import PasskeyStore
+import TestSupport
 import Testing
 
 #if canImport(Glibc)
@@ -10,17 +11,13 @@ import Testing
 
 /// A fresh directory under the system temporary directory, removed when the last reference goes.
 final class Scratch: Sendable {
-    let directory: URL
+    private let temporary: TemporaryDirectory
 
     init() throws {
-        directory = FileManager.default.temporaryDirectory
-            .appendingPathComponent("passkey-store-tests-\(UUID().uuidString)", isDirectory: true)
-        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        temporary = try TemporaryDirectory(prefix: "passkey-store-tests")
     }
 
-    deinit {
-        try? FileManager.default.removeItem(at: directory)
-    }
+    var directory: URL { temporary.url }
 
     /// A path inside the scratch directory.
     func url(_ name: String = "passkeys.sqlite") -> URL {
@@ -132,22 +129,10 @@ func expectStoreError<Result>(
 
 /// Runs `python3 -c script args…` and returns its standard output; fails the test if it exits non-zero.
 @discardableResult
-func python(_ script: String, _ arguments: String...) throws -> String {
-    let process = Process()
-    process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-    process.arguments = ["python3", "-c", script] + arguments
-    let output = Pipe()
-    let errors = Pipe()
-    process.standardOutput = output
-    process.standardError = errors
-    try process.run()
-    let data = output.fileHandleForReading.readDataToEndOfFile()
-    let errorData = errors.fileHandleForReading.readDataToEndOfFile()
-    process.waitUntilExit()
-    guard process.terminationStatus == 0 else {
-        throw PythonFailure(message: String(decoding: errorData, as: UTF8.self))
-    }
-    return String(decoding: data, as: UTF8.self)
+func python(_ script: String, _ arguments: String...) async throws -> String {
+    let result = try await ChildProcess.run("/usr/bin/env", ["python3", "-c", script] + arguments)
+    guard result.termination.exitStatus == 0 else { throw PythonFailure(message: result.stderr) }
+    return result.stdout
 }
 
 /// A python3 helper exited with an error.
