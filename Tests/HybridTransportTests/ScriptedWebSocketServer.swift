@@ -3,6 +3,7 @@ import Foundation
 import NIOCore
 import NIOPosix
 import Synchronization
+import TestSupport
 
 /// A WebSocket "server" that answers the upgrade with a scripted response and then writes scripted raw
 /// bytes: a hostile relay for the tunnel client's tests.
@@ -40,28 +41,6 @@ final class ScriptedWebSocketServer: Sendable {
 
     func close() async {
         try? await channel.close()
-    }
-
-    /// An unmasked server frame.
-    static func frame(opcode: UInt8, fin: Bool = true, payload: [UInt8], masked: Bool = false) -> [UInt8] {
-        var bytes: [UInt8] = [(fin ? 0x80 : 0) | opcode]
-        let maskBit: UInt8 = masked ? 0x80 : 0
-        if payload.count < 126 {
-            bytes.append(maskBit | UInt8(payload.count))
-        } else if payload.count <= 0xFFFF {
-            bytes += [maskBit | 126, UInt8(payload.count >> 8), UInt8(payload.count & 0xFF)]
-        } else {
-            bytes.append(maskBit | 127)
-            for shift in stride(from: 56, through: 0, by: -8) { bytes.append(UInt8((payload.count >> shift) & 0xFF)) }
-        }
-        if masked {
-            let key: [UInt8] = [1, 2, 3, 4]
-            bytes += key
-            bytes += payload.enumerated().map { $0.element ^ key[$0.offset % 4] }
-        } else {
-            bytes += payload
-        }
-        return bytes
     }
 }
 
@@ -131,7 +110,7 @@ final class ReceivedBytes: Sendable {
             bytes += new
             return bytes
         }
-        if ScriptedWebSocketServer.frames(all).contains(where: { $0.opcode == 0x8 }) { closed.succeed() }
+        if RawFrame.frames(in: all).contains(where: { $0.opcode == 0x8 }) { closed.succeed() }
     }
 
     func connectionEnded() { closed.succeed() }
@@ -142,36 +121,5 @@ final class ReceivedBytes: Sendable {
         let deadline = closed.futureResult.eventLoop.scheduleTask(in: TimeAmount(timeout)) { closed.fail(TimedOut()) }
         defer { deadline.cancel() }
         try await closed.futureResult.get()
-    }
-}
-
-extension ScriptedWebSocketServer {
-    /// The frames at the front of `bytes` that are complete: opcode, whether masked, and the unmasked payload.
-    static func frames(_ bytes: [UInt8]) -> [(opcode: UInt8, masked: Bool, payload: [UInt8])] {
-        var frames: [(opcode: UInt8, masked: Bool, payload: [UInt8])] = []
-        var offset = 0
-        while offset + 2 <= bytes.count {
-            let opcode = bytes[offset] & 0x0F
-            let masked = bytes[offset + 1] & 0x80 != 0
-            var length = Int(bytes[offset + 1] & 0x7F)
-            var header = 2
-            if length == 126 {
-                guard offset + 4 <= bytes.count else { break }
-                length = Int(bytes[offset + 2]) << 8 | Int(bytes[offset + 3])
-                header = 4
-            } else if length == 127 {
-                guard offset + 10 <= bytes.count else { break }
-                length = bytes[(offset + 2)..<(offset + 10)].reduce(0) { $0 << 8 | Int($1) }
-                header = 10
-            }
-            let keyLength = masked ? 4 : 0
-            guard offset + header + keyLength + length <= bytes.count else { break }
-            let key = masked ? Array(bytes[(offset + header)..<(offset + header + 4)]) : [0, 0, 0, 0]
-            let start = offset + header + keyLength
-            let payload = bytes[start..<(start + length)].enumerated().map { $0.element ^ key[$0.offset % 4] }
-            frames.append((opcode, masked, payload))
-            offset = start + length
-        }
-        return frames
     }
 }

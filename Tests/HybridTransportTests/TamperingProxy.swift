@@ -1,6 +1,7 @@
 import NIOCore
 import NIOPosix
 import Synchronization
+import TestSupport
 
 /// A TCP proxy in front of a relay that flips one bit of one WebSocket message in one direction: a relay that
 /// tampers with the tunnel. Everything else passes through unchanged.
@@ -74,21 +75,7 @@ final class FrameTamperer: @unchecked Sendable {
             pending.removeFirst(end)
             headDone = true
         }
-        while pending.count >= 2 {
-            let masked = pending[1] & 0x80 != 0
-            var length = Int(pending[1] & 0x7F)
-            var headerLength = 2
-            if length == 126 {
-                guard pending.count >= 4 else { break }
-                length = Int(pending[2]) << 8 | Int(pending[3])
-                headerLength = 4
-            } else if length == 127 {
-                guard pending.count >= 10 else { break }
-                length = pending[2..<10].reduce(0) { $0 << 8 | Int($1) }
-                headerLength = 10
-            }
-            if masked { headerLength += 4 }
-            guard pending.count >= headerLength + length else { break }
+        while let (headerLength, length) = RawFrame.extent(of: pending), pending.count >= headerLength + length {
             var frame = Array(pending[..<(headerLength + length)])
             pending.removeFirst(headerLength + length)
             if frame[0] & 0x0F == 0x2 {

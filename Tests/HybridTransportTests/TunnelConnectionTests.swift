@@ -1,6 +1,7 @@
 import Foundation
 import HybridTransport
 import Synchronization
+import TestSupport
 import Testing
 import WebSocketMessages
 
@@ -27,12 +28,12 @@ struct TunnelConnectionTests {
         var script = Script()
         script.extraHeaders = ["X-caBLE-Routing-ID: 0A0B0C"]
         script.afterUpgrade =
-            ScriptedWebSocketServer.frame(opcode: 2, payload: [1, 2, 3])
-            + ScriptedWebSocketServer.frame(opcode: 9, payload: [7])  // ping, answered with pong
-            + ScriptedWebSocketServer.frame(opcode: 2, fin: false, payload: [4])  // fragmented message
-            + ScriptedWebSocketServer.frame(opcode: 0, fin: false, payload: [5])
-            + ScriptedWebSocketServer.frame(opcode: 0, fin: true, payload: [6])
-            + ScriptedWebSocketServer.frame(opcode: 2, payload: Array(repeating: 9, count: 300))
+            RawFrame.server(opcode: 2, [1, 2, 3])
+            + RawFrame.server(opcode: 9, [7])  // ping, answered with pong
+            + RawFrame.server(opcode: 2, [4], fin: false)  // fragmented message
+            + RawFrame.server(opcode: 0, [5], fin: false)
+            + RawFrame.server(opcode: 0, [6], fin: true)
+            + RawFrame.server(opcode: 2, Array(repeating: 9, count: 300))
         try await withServer(script) { server in
             let tunnel = try await TunnelConnection.connect(to: server.url + "/cable/new/00", timeout: .seconds(5))
             #expect(tunnel.routingIDHeader == "0A0B0C")
@@ -100,15 +101,15 @@ struct TunnelConnectionTests {
 
     @Test func textFrameMaskedFrameAndOversizeMessageEndTheTunnelWithAnError() async throws {
         let hostile: [(String, [UInt8], WebSocketViolation)] = [
-            ("text", ScriptedWebSocketServer.frame(opcode: 1, payload: Array("hi".utf8)), .textFrame),
-            ("masked", ScriptedWebSocketServer.frame(opcode: 2, payload: [1], masked: true), .maskedFrame),
+            ("text", RawFrame.server(opcode: 1, Array("hi".utf8)), .textFrame),
+            ("masked", RawFrame.server(opcode: 2, [1], masked: true), .maskedFrame),
             (
-                "oversize", ScriptedWebSocketServer.frame(opcode: 2, payload: Array(repeating: 0, count: 70_000)),
+                "oversize", RawFrame.server(opcode: 2, Array(repeating: 0, count: 70_000)),
                 .messageTooLarge
             ),
             ("reserved opcode", [0x83, 0x00], .reservedOpcode(3)),
             (
-                "continuation without start", ScriptedWebSocketServer.frame(opcode: 0, payload: [1]),
+                "continuation without start", RawFrame.server(opcode: 0, [1]),
                 .continuationWithoutMessage
             ),
         ]
@@ -134,8 +135,8 @@ struct TunnelConnectionTests {
     @Test func closeFromTheServerEndsReceivingCleanly() async throws {
         var script = Script()
         script.afterUpgrade =
-            ScriptedWebSocketServer.frame(opcode: 2, payload: [1])
-            + ScriptedWebSocketServer.frame(opcode: 8, payload: [0x03, 0xE8])
+            RawFrame.server(opcode: 2, [1])
+            + RawFrame.server(opcode: 8, [0x03, 0xE8])
         try await withServer(script) { server in
             let tunnel = try await TunnelConnection.connect(to: server.url + "/x", timeout: .seconds(5))
             #expect(try await tunnel.receive(timeout: .seconds(5), waitingFor: "test") == [1])
@@ -196,7 +197,7 @@ struct TunnelConnectionTests {
 
     /// Parses masked client frames; every client frame must be masked.
     static func parseClientFrames(_ bytes: [UInt8]) throws -> [ClientFrame] {
-        try ScriptedWebSocketServer.frames(bytes).map { frame in
+        try RawFrame.frames(in: bytes).map { frame in
             try #require(frame.masked, "client frames must be masked")
             return ClientFrame(opcode: frame.opcode, payload: frame.payload)
         }
@@ -209,7 +210,7 @@ struct TunnelFloodTests {
     @Test func aPeerThatFloodsUnreadMessagesEndsTheTunnel() async throws {
         var script = ScriptedWebSocketServer.Script()
         script.afterUpgrade = (0..<200).flatMap { index in
-            ScriptedWebSocketServer.frame(opcode: 2, payload: [UInt8(truncatingIfNeeded: index)])
+            RawFrame.server(opcode: 2, [UInt8(truncatingIfNeeded: index)])
         }
         let server = try await ScriptedWebSocketServer(script: script)
         defer { Task { await server.close() } }
@@ -233,7 +234,7 @@ struct TunnelFloodTests {
         let fits = TunnelConnection.maximumQueuedBytes / size
         var script = ScriptedWebSocketServer.Script()
         script.afterUpgrade = (0...fits).flatMap { index in
-            ScriptedWebSocketServer.frame(opcode: 2, payload: Array(repeating: UInt8(index), count: size))
+            RawFrame.server(opcode: 2, Array(repeating: UInt8(index), count: size))
         }
         let server = try await ScriptedWebSocketServer(script: script)
         defer { Task { await server.close() } }

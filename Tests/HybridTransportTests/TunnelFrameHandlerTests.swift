@@ -2,6 +2,7 @@ import NIOCore
 import NIOEmbedded
 import NIOWebSocket
 import Synchronization
+import TestSupport
 import Testing
 import WebSocketMessages
 
@@ -47,8 +48,9 @@ final class EmbeddedTunnel {
     /// The next frame the client wrote, waiting for it.
     func clientFrame() async throws -> TunnelConnectionTests.ClientFrame {
         while true {
-            if let frame = ScriptedWebSocketServer.frames(written).first {
-                written.removeFirst(Self.length(of: written))
+            var rest = written[...]
+            if let frame = RawFrame.parse(&rest) {
+                written = Array(rest)
                 try #require(frame.masked, "client frames must be masked")
                 return TunnelConnectionTests.ClientFrame(opcode: frame.opcode, payload: frame.payload)
             }
@@ -61,20 +63,6 @@ final class EmbeddedTunnel {
         while let buffer = try await channel.readOutbound(as: ByteBuffer.self) { written += buffer.readableBytesView }
         defer { written = [] }
         return try TunnelConnectionTests.parseClientFrames(written)
-    }
-
-    /// The length of the first whole frame in `bytes`.
-    private static func length(of bytes: [UInt8]) -> Int {
-        var length = Int(bytes[1] & 0x7F)
-        var header = 2
-        if length == 126 {
-            length = Int(bytes[2]) << 8 | Int(bytes[3])
-            header = 4
-        } else if length == 127 {
-            length = bytes[2..<10].reduce(0) { $0 << 8 | Int($1) }
-            header = 10
-        }
-        return header + (bytes[1] & 0x80 != 0 ? 4 : 0) + length
     }
 
     func receive() async throws(TunnelError) -> [UInt8]? {
@@ -95,16 +83,15 @@ final class WriteHolder: ChannelOutboundHandler, Sendable {
 }
 
 /// Server frames, unmasked unless asked.
-typealias RelayFrames = ScriptedWebSocketServer
 
 /// The tunnel client's frame handling in `NIOAsyncTestingChannel`.
 struct TunnelFrameHandlerTests {
     @Test func messagesPingsAndFragmentsArriveInOrder() async throws {
         let embedded = try await EmbeddedTunnel()
         await embedded.relaySends(
-            RelayFrames.frame(opcode: 2, fin: false, payload: [1]) + RelayFrames.frame(opcode: 9, payload: [7, 7])
-                + RelayFrames.frame(opcode: 0, fin: false, payload: [2]) + RelayFrames.frame(opcode: 0xA, payload: [8])
-                + RelayFrames.frame(opcode: 0, payload: [3]) + RelayFrames.frame(opcode: 2, payload: []))
+            RawFrame.server(opcode: 2, [1], fin: false) + RawFrame.server(opcode: 9, [7, 7])
+                + RawFrame.server(opcode: 0, [2], fin: false) + RawFrame.server(opcode: 0xA, [8])
+                + RawFrame.server(opcode: 0, [3]) + RawFrame.server(opcode: 2, []))
         // The ping between the fragments is answered with a masked pong carrying its bytes.
         let pong = try await embedded.clientFrame()
         #expect(pong.opcode == 0xA && pong.payload == [7, 7])
@@ -130,26 +117,26 @@ struct TunnelFrameHandlerTests {
 
     static let hostile: [Hostile] = [
         Hostile(
-            "text", RelayFrames.frame(opcode: 1, payload: Array("hi".utf8)), .protocolViolation(.textFrame), [3, 0xEB]),
+            "text", RawFrame.server(opcode: 1, Array("hi".utf8)), .protocolViolation(.textFrame), [3, 0xEB]),
         Hostile(
-            "masked", RelayFrames.frame(opcode: 2, payload: [1], masked: true), .protocolViolation(.maskedFrame),
+            "masked", RawFrame.server(opcode: 2, [1], masked: true), .protocolViolation(.maskedFrame),
             [3, 0xEA]),
         Hostile("reserved bit", [0xC2, 0x01, 0x05], .protocolViolation(.reservedBit), [3, 0xEA]),
         Hostile("reserved opcode", [0x83, 0x00], .protocolViolation(.reservedOpcode(3)), [3, 0xEA]),
         Hostile(
-            "stray continuation", RelayFrames.frame(opcode: 0, payload: [1]),
+            "stray continuation", RawFrame.server(opcode: 0, [1]),
             .protocolViolation(.continuationWithoutMessage), [3, 0xEA]),
         Hostile(
             "new message inside a fragmented one",
-            RelayFrames.frame(opcode: 2, fin: false, payload: [1]) + RelayFrames.frame(opcode: 2, payload: [2]),
+            RawFrame.server(opcode: 2, [1], fin: false) + RawFrame.server(opcode: 2, [2]),
             .protocolViolation(.messageInterrupted), [3, 0xEA]),
         Hostile("fragmented ping", [0x09, 0x00], .protocolViolation(.malformedControlFrame), [3, 0xEA]),
         Hostile(
             "oversize header", [0x82, 127, 0, 0, 0, 0, 0, 1, 0, 1], .protocolViolation(.messageTooLarge), [3, 0xF1]),
         Hostile(
             "oversize fragments",
-            RelayFrames.frame(opcode: 2, fin: false, payload: Array(repeating: 1, count: 40_000))
-                + RelayFrames.frame(opcode: 0, payload: Array(repeating: 2, count: 40_000)),
+            RawFrame.server(opcode: 2, Array(repeating: 1, count: 40_000), fin: false)
+                + RawFrame.server(opcode: 0, Array(repeating: 2, count: 40_000)),
             .protocolViolation(.messageTooLarge), [3, 0xF1]),
     ]
 
@@ -157,7 +144,7 @@ struct TunnelFrameHandlerTests {
     func hostileFramesEndTheTunnelWithTheirReasonAndCloseCode(_ hostile: Hostile) async throws {
         let embedded = try await EmbeddedTunnel()
         // A message before the hostile bytes is still delivered, then the error, and the error again.
-        let raised = await embedded.relaySends(RelayFrames.frame(opcode: 2, payload: [42]) + hostile.bytes)
+        let raised = await embedded.relaySends(RawFrame.server(opcode: 2, [42]) + hostile.bytes)
         #expect(raised as? TunnelError == hostile.error)
         #expect(try await embedded.receive() == [42])
         await #expect(throws: hostile.error) { try await embedded.receive() }
@@ -174,10 +161,10 @@ struct TunnelFrameHandlerTests {
         let embedded = try await EmbeddedTunnel()
         let limit = TunnelConnection.maximumQueuedMessages
         // Reading some first makes room for as many more.
-        await embedded.relaySends((0..<10).flatMap { RelayFrames.frame(opcode: 2, payload: [UInt8($0)]) })
+        await embedded.relaySends((0..<10).flatMap { RawFrame.server(opcode: 2, [UInt8($0)]) })
         for index in 0..<10 { #expect(try await embedded.receive() == [UInt8(index)]) }
         let raised = await embedded.relaySends(
-            (0...limit).flatMap { RelayFrames.frame(opcode: 2, payload: [UInt8(truncatingIfNeeded: $0 + 100)]) })
+            (0...limit).flatMap { RawFrame.server(opcode: 2, [UInt8(truncatingIfNeeded: $0 + 100)]) })
         #expect(raised as? TunnelError == .tooManyUnreadMessages)
         let close = try await embedded.clientFrame()
         #expect(close.opcode == 0x8 && close.payload == [0x03, 0xF0])
@@ -192,10 +179,10 @@ struct TunnelFrameHandlerTests {
         for index in 0..<fits {
             #expect(
                 await embedded.relaySends(
-                    RelayFrames.frame(opcode: 2, payload: Array(repeating: UInt8(index), count: size))) == nil)
+                    RawFrame.server(opcode: 2, Array(repeating: UInt8(index), count: size))) == nil)
         }
         // One byte more than the limit.
-        let raised = await embedded.relaySends(RelayFrames.frame(opcode: 2, payload: [1]))
+        let raised = await embedded.relaySends(RawFrame.server(opcode: 2, [1]))
         #expect(raised as? TunnelError == .tooManyUnreadMessages)
         #expect(try await embedded.clientFrame().payload == [0x03, 0xF0])
         #expect(try await embedded.receive()?.count == size)
@@ -204,7 +191,7 @@ struct TunnelFrameHandlerTests {
     @Test func aCloseFromTheRelayIsAnsweredAndEndsReceivingCleanly() async throws {
         let embedded = try await EmbeddedTunnel()
         await embedded.relaySends(
-            RelayFrames.frame(opcode: 2, payload: [1]) + RelayFrames.frame(opcode: 8, payload: [0x0F, 0xA0]))
+            RawFrame.server(opcode: 2, [1]) + RawFrame.server(opcode: 8, [0x0F, 0xA0]))
         let answer = try await embedded.clientFrame()
         #expect(answer.opcode == 0x8 && answer.payload == [0x03, 0xE8])
         try await embedded.channel.closeFuture.get()
@@ -217,7 +204,7 @@ struct TunnelFrameHandlerTests {
 
     @Test func aHalfCloseEndsReceivingAfterTheMessagesBeforeIt() async throws {
         let embedded = try await EmbeddedTunnel()
-        await embedded.relaySends(RelayFrames.frame(opcode: 2, payload: [5]))
+        await embedded.relaySends(RawFrame.server(opcode: 2, [5]))
         embedded.channel.pipeline.fireUserInboundEventTriggered(ChannelEvent.inputClosed)
         #expect(try await embedded.receive() == [5])
         #expect(try await embedded.receive() == nil)
@@ -250,7 +237,7 @@ struct TunnelFrameHandlerTests {
         await #expect(throws: TunnelError.timedOut("waiting for nothing")) {
             try await embedded.tunnel.receive(timeout: .milliseconds(20), waitingFor: "waiting for nothing")
         }
-        await embedded.relaySends(RelayFrames.frame(opcode: 2, payload: [3]))
+        await embedded.relaySends(RawFrame.server(opcode: 2, [3]))
         #expect(try await embedded.receive() == [3])
     }
 
@@ -260,9 +247,9 @@ struct TunnelFrameHandlerTests {
         let tunnel = embedded.tunnel
         let waiting = Task { try await tunnel.receive(timeout: nil, waitingFor: "no timer") }
         while await !embedded.tunnel.isReceiving { await Task.yield() }
-        await embedded.relaySends(RelayFrames.frame(opcode: 2, payload: [7]))
+        await embedded.relaySends(RawFrame.server(opcode: 2, [7]))
         #expect(try await waiting.value == [7])
-        await embedded.relaySends(RelayFrames.frame(opcode: 8, payload: [0x03, 0xE8]))
+        await embedded.relaySends(RawFrame.server(opcode: 8, [0x03, 0xE8]))
         #expect(try await embedded.tunnel.receive(timeout: nil, waitingFor: "no timer") == nil)
     }
 
@@ -286,7 +273,7 @@ struct TunnelFrameHandlerTests {
         await #expect(throws: TunnelError.concurrentReceive) {
             try await embedded.tunnel.receive(timeout: .seconds(60), waitingFor: "second")
         }
-        await embedded.relaySends(RelayFrames.frame(opcode: 2, payload: [6]))
+        await embedded.relaySends(RawFrame.server(opcode: 2, [6]))
         #expect(try await first.value == [6])
     }
 }

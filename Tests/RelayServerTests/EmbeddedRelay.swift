@@ -3,19 +3,10 @@ import Logging
 import NIOCore
 import NIOEmbedded
 import RelayCore
-import Synchronization
+import TestSupport
 import Testing
 
 @testable import RelayServer
-
-/// A clock that moves only when a test says so.
-final class ManualClock: Sendable {
-    private let instant = Mutex(ContinuousClock.now)
-
-    var now: ContinuousClock.Instant { instant.withLock { $0 } }
-
-    func advance(by duration: Duration) { instant.withLock { $0 += duration } }
-}
 
 /// The relay without sockets: its state, on a manual clock, and connections in `EmbeddedChannel`s with the
 /// pipeline `RelayServer` gives every accepted connection. Everything runs on the test's thread; time moves only
@@ -57,7 +48,7 @@ final class EmbeddedRelay {
         EmbeddedConnection, routingID: String
     ) {
         let side = try #require(try connect(from: address))
-        try side.send(RawClient.upgradeRequest(path: "/cable/new/\(tunnelID)"))
+        try side.send(WebSocketUpgrade.request(path: "/cable/new/\(tunnelID)"))
         let response = try #require(try side.response())
         try #require(response.status == 101)
         #expect(response.header("Sec-WebSocket-Protocol") == "fido.cable")
@@ -69,7 +60,7 @@ final class EmbeddedRelay {
         -> EmbeddedConnection
     {
         let side = try #require(try connect(from: address))
-        try side.send(RawClient.upgradeRequest(path: "/cable/connect/\(routingID)/\(tunnelID)"))
+        try side.send(WebSocketUpgrade.request(path: "/cable/connect/\(routingID)/\(tunnelID)"))
         let response = try #require(try side.response())
         try #require(response.status == 101)
         #expect(response.header("X-caBLE-Routing-ID") == nil)
@@ -158,52 +149,5 @@ final class EmbeddedConnection {
         let close = try frames().first { $0.opcode == 0x8 }
         #expect(isClosed, "a close frame without closing the connection")
         return close?.closeCode
-    }
-}
-
-extension RawResponse {
-    /// Takes one HTTP response (head and `Content-Length` body) from the front of `bytes`, if a whole one is there.
-    static func parse(_ bytes: inout ArraySlice<UInt8>) -> RawResponse? {
-        let text = Array(bytes)
-        guard let end = text.indices.dropLast(3).first(where: { text[$0..<$0 + 4] == [13, 10, 13, 10] })
-        else { return nil }
-        let lines = String(decoding: text[..<end], as: UTF8.self).components(separatedBy: "\r\n")
-        let status = Int(lines[0].split(separator: " ").dropFirst().first ?? "") ?? 0
-        let headers = lines.dropFirst().map { line -> (String, String) in
-            let parts = line.split(separator: ":", maxSplits: 1)
-            return (String(parts[0]), parts.count > 1 ? parts[1].trimmingCharacters(in: .whitespaces) : "")
-        }
-        var response = RawResponse(status: status, headers: headers, body: "")
-        let length = Int(response.header("Content-Length") ?? "0") ?? 0
-        guard text.count >= end + 4 + length else { return nil }
-        response.body = String(decoding: text[(end + 4)..<(end + 4 + length)], as: UTF8.self)
-        bytes = bytes.dropFirst(end + 4 + length)
-        return response
-    }
-}
-
-extension RawFrame {
-    /// Takes one server frame from the front of `bytes`, if a whole one is there.
-    static func parse(_ bytes: inout ArraySlice<UInt8>) -> RawFrame? {
-        let data = Array(bytes)
-        guard data.count >= 2 else { return nil }
-        var length = Int(data[1] & 0x7F)
-        var offset = 2
-        if length == 126 {
-            guard data.count >= 4 else { return nil }
-            length = Int(data[2]) << 8 | Int(data[3])
-            offset = 4
-        } else if length == 127 {
-            guard data.count >= 10 else { return nil }
-            length = data[2..<10].reduce(0) { $0 << 8 | Int($1) }
-            offset = 10
-        }
-        let masked = data[1] & 0x80 != 0
-        if masked { offset += 4 }
-        guard data.count >= offset + length else { return nil }
-        bytes = bytes.dropFirst(offset + length)
-        return RawFrame(
-            fin: data[0] & 0x80 != 0, opcode: data[0] & 0x0F, masked: masked,
-            payload: Array(data[offset..<offset + length]))
     }
 }

@@ -3,6 +3,7 @@ import NIOCore
 import NIOPosix
 import NIOSSL
 import Synchronization
+import TestSupport
 
 /// Why a test client gave up.
 struct ClientError: Error, CustomStringConvertible {
@@ -69,31 +70,6 @@ private final class InboxHandler: ChannelInboundHandler, Sendable {
     func channelRead(context: ChannelHandlerContext, data: NIOAny) { inbox.append(Self.unwrapInboundIn(data)) }
     func channelInactive(context: ChannelHandlerContext) { inbox.close() }
     func errorCaught(context: ChannelHandlerContext, error: any Error) { context.close(promise: nil) }
-}
-
-/// An HTTP response head as the test client parsed it.
-struct RawResponse {
-    var status: Int
-    var headers: [(name: String, value: String)]
-    var body: String
-
-    func header(_ name: String) -> String? {
-        headers.first { $0.name.lowercased() == name.lowercased() }?.value
-    }
-}
-
-/// A WebSocket frame from the server.
-struct RawFrame: Equatable {
-    var fin: Bool
-    var opcode: UInt8
-    var masked: Bool
-    var payload: [UInt8]
-
-    /// The close code of a close frame.
-    var closeCode: UInt16? {
-        guard opcode == 0x8, payload.count >= 2 else { return nil }
-        return UInt16(payload[0]) << 8 | UInt16(payload[1])
-    }
 }
 
 /// A TCP (or TLS) client that writes whatever bytes a test gives it, so that it can be as hostile as needed,
@@ -187,38 +163,4 @@ struct RawClient {
         }
         if result != nil { throw ClientError("unreachable") }
     }
-
-    // MARK: Building requests and frames
-
-    static let key = "dGhlIHNhbXBsZSBub25jZQ=="
-
-    static func upgradeRequest(
-        path: String, method: String = "GET", protocols: String? = "fido.cable", key: String? = key,
-        version: String? = "13", extra: String = ""
-    ) -> String {
-        var request = "\(method) \(path) HTTP/1.1\r\nHost: relay.test\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
-        if let key { request += "Sec-WebSocket-Key: \(key)\r\n" }
-        if let version { request += "Sec-WebSocket-Version: \(version)\r\n" }
-        if let protocols { request += "Sec-WebSocket-Protocol: \(protocols)\r\n" }
-        return request + extra + "\r\n"
-    }
-
-    /// A client frame (masked unless told otherwise).
-    static func frame(opcode: UInt8, _ payload: [UInt8], fin: Bool = true, masked: Bool = true, rsv: UInt8 = 0)
-        -> [UInt8]
-    {
-        var bytes: [UInt8] = [(fin ? 0x80 : 0) | rsv << 4 | opcode]
-        let maskBit: UInt8 = masked ? 0x80 : 0
-        switch payload.count {
-        case ..<126: bytes.append(maskBit | UInt8(payload.count))
-        case ..<65536: bytes += [maskBit | 126, UInt8(payload.count >> 8), UInt8(payload.count & 0xFF)]
-        default:
-            bytes += [maskBit | 127] + (0..<8).reversed().map { UInt8(truncatingIfNeeded: payload.count >> ($0 * 8)) }
-        }
-        guard masked else { return bytes + payload }
-        let mask: [UInt8] = [0x37, 0xFA, 0x21, 0x3D]
-        return bytes + mask + payload.enumerated().map { $1 ^ mask[$0 & 3] }
-    }
-
-    static func binary(_ payload: [UInt8]) -> [UInt8] { frame(opcode: 0x2, payload) }
 }

@@ -1,6 +1,7 @@
 import Foundation
 import RelayCore
 import RelayServer
+import TestSupport
 import Testing
 
 /// Issue 10: per-address limits count networks, believe only trusted proxies, and the HTTP stage has a cap.
@@ -9,7 +10,7 @@ struct RelayAddressLimitTests {
     static func new(_ relay: Relay, from source: String, forwardedFor: String? = nil) async throws -> Int {
         let extra = forwardedFor.map { "X-Forwarded-For: \($0)\r\n" } ?? ""
         let (_, response) = try await relay.request(
-            RawClient.upgradeRequest(path: "/cable/new/\(Relay.randomTunnelID())", extra: extra), from: source)
+            WebSocketUpgrade.request(path: "/cable/new/\(Relay.randomTunnelID())", extra: extra), from: source)
         return response.status
     }
 
@@ -65,7 +66,7 @@ struct RelayAddressLimitTests {
         try await third.expectEOF()
         #expect(relay.metric("relay_rejections_total{reason=\"tooManyPendingConnectionsOverall\"}") == 1)
         // An upgraded connection leaves the HTTP stage and frees its place.
-        try await first.send(RawClient.upgradeRequest(path: "/cable/new/\(Relay.randomTunnelID())"))
+        try await first.send(WebSocketUpgrade.request(path: "/cable/new/\(Relay.randomTunnelID())"))
         #expect(try await first.readResponse().status == 101)
         try await Relay.eventually("the upgrade to free a place") {
             relay.server.metricsText().contains("relay_tunnels_open 1")

@@ -3,6 +3,7 @@ import NIOCore
 import NIOEmbedded
 import NIOWebSocket
 import RelayCore
+import TestSupport
 import Testing
 
 @testable import RelayServer
@@ -68,17 +69,9 @@ struct EmbeddedRelaySide {
         return bytes
     }
 
-    /// Parses server frames.
-    static func frames(_ bytes: [UInt8]) -> [RawFrame] {
-        var rest = bytes[...]
-        var frames: [RawFrame] = []
-        while let frame = RawFrame.parse(&rest) { frames.append(frame) }
-        return frames
-    }
-
     /// A masked ping whose payload is the big-endian `number`.
     static func ping(_ number: UInt32) -> [UInt8] {
-        RawClient.frame(
+        RawFrame.client(
             opcode: 0x9,
             [UInt8(number >> 24), UInt8(number >> 16 & 0xFF), UInt8(number >> 8 & 0xFF), UInt8(number & 0xFF)])
     }
@@ -105,7 +98,7 @@ struct RelayBackPressureTests {
         #expect(side.readCounter.reads == readsBefore)
 
         side.setWritable(true)
-        let frames = EmbeddedRelaySide.frames(try side.written())
+        let frames = RawFrame.frames(in: try side.written())
         #expect(frames == [RawFrame(fin: true, opcode: 0xA, masked: false, payload: [0x00, 0x01, 0x86, 0x9F])])
         #expect(side.readCounter.reads == readsBefore + 1)  // reading resumes
     }
@@ -113,19 +106,19 @@ struct RelayBackPressureTests {
     @Test func manyPingsInOneReadAreAnsweredWithOnePongForTheLatest() throws {
         let side = try EmbeddedRelaySide(limits: Self.unlimitedOverhead)
         try side.receive((1...1000).flatMap { EmbeddedRelaySide.ping($0) })
-        let frames = EmbeddedRelaySide.frames(try side.written())
+        let frames = RawFrame.frames(in: try side.written())
         #expect(frames == [RawFrame(fin: true, opcode: 0xA, masked: false, payload: [0, 0, 0x03, 0xE8])])
         // A later ping is answered on its own.
         try side.receive(EmbeddedRelaySide.ping(7))
-        #expect(EmbeddedRelaySide.frames(try side.written()).map(\.payload) == [[0, 0, 0, 7]])
+        #expect(RawFrame.frames(in: try side.written()).map(\.payload) == [[0, 0, 0, 7]])
     }
 
     static let floods: [(String, [UInt8])] = [
-        ("ping", RawClient.frame(opcode: 0x9, [])),
-        ("pong", RawClient.frame(opcode: 0xA, [1])),
-        ("empty binary message", RawClient.frame(opcode: 0x2, [])),
-        ("empty continuation", RawClient.frame(opcode: 0x0, [], fin: false)),
-        ("one-byte continuation", RawClient.frame(opcode: 0x0, [1], fin: false)),
+        ("ping", RawFrame.client(opcode: 0x9, [])),
+        ("pong", RawFrame.client(opcode: 0xA, [1])),
+        ("empty binary message", RawFrame.client(opcode: 0x2, [])),
+        ("empty continuation", RawFrame.client(opcode: 0x0, [], fin: false)),
+        ("one-byte continuation", RawFrame.client(opcode: 0x0, [1], fin: false)),
     ]
 
     @Test(arguments: floods)
@@ -136,15 +129,15 @@ struct RelayBackPressureTests {
         limits.maximumBufferedBytes = .max
         let side = try EmbeddedRelaySide(limits: limits)
         // A message is started first, so continuations have something to continue (1 overhead frame).
-        try side.receive(RawClient.frame(opcode: 0x2, [9], fin: false))
-        let flood = name.contains("continuation") ? frame : RawClient.frame(opcode: 0x0, [], fin: true) + frame
+        try side.receive(RawFrame.client(opcode: 0x2, [9], fin: false))
+        let flood = name.contains("continuation") ? frame : RawFrame.client(opcode: 0x0, [], fin: true) + frame
         try side.receive(flood)  // ends the message first where needed: 3 overhead frames, or 2
         try side.receive(Array([[UInt8]](repeating: frame, count: 97).joined()))  // 100 in all: the budget
-        let before = EmbeddedRelaySide.frames(try side.written())
+        let before = RawFrame.frames(in: try side.written())
         #expect(!before.contains { $0.opcode == 0x8 }, "\(name): closed within the budget")
 
         try side.receive(Array([[UInt8]](repeating: frame, count: 10_000).joined()))
-        let after = EmbeddedRelaySide.frames(try side.written())
+        let after = RawFrame.frames(in: try side.written())
         #expect(after.filter { $0.opcode == 0x8 }.map(\.closeCode) == [1008], "\(name)")
         #expect(side.state.metricsText().contains("relay_tunnels_closed_total{outcome=\"tooManyOverheadFrames\"} 1"))
     }
@@ -155,8 +148,8 @@ struct RelayBackPressureTests {
         limits.maximumMessagesPerSide = 100
         limits.maximumBufferedBytes = .max
         let side = try EmbeddedRelaySide(limits: limits)
-        try side.receive((0..<50).flatMap { RawClient.binary([UInt8($0)]) } + RawClient.frame(opcode: 0x9, []))
-        try side.receive(RawClient.frame(opcode: 0x9, []))
-        #expect(EmbeddedRelaySide.frames(try side.written()).map(\.opcode) == [0xA, 0xA])
+        try side.receive((0..<50).flatMap { RawFrame.clientBinary([UInt8($0)]) } + RawFrame.client(opcode: 0x9, []))
+        try side.receive(RawFrame.client(opcode: 0x9, []))
+        #expect(RawFrame.frames(in: try side.written()).map(\.opcode) == [0xA, 0xA])
     }
 }

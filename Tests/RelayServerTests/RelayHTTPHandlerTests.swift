@@ -1,6 +1,7 @@
 import NIOCore
 import NIOEmbedded
 import RelayCore
+import TestSupport
 import Testing
 
 @testable import RelayServer
@@ -22,31 +23,31 @@ struct RelayHTTPHandlerTests {
     }
 
     static let refusals: [RefusalCase] = [
-        RefusalCase("unknown path", 404, "unknownPath") { _ in RawClient.upgradeRequest(path: "/cable/other/00") },
-        RefusalCase("query string", 400, "badHex") { RawClient.upgradeRequest(path: "/cable/new/\($0)?x=1") },
-        RefusalCase("bad hex", 400, "badHex") { _ in RawClient.upgradeRequest(path: "/cable/new/XYZ") },
-        RefusalCase("duplicate", 409, "duplicateTunnel") { RawClient.upgradeRequest(path: "/cable/new/\($0)") },
+        RefusalCase("unknown path", 404, "unknownPath") { _ in WebSocketUpgrade.request(path: "/cable/other/00") },
+        RefusalCase("query string", 400, "badHex") { WebSocketUpgrade.request(path: "/cable/new/\($0)?x=1") },
+        RefusalCase("bad hex", 400, "badHex") { _ in WebSocketUpgrade.request(path: "/cable/new/XYZ") },
+        RefusalCase("duplicate", 409, "duplicateTunnel") { WebSocketUpgrade.request(path: "/cable/new/\($0)") },
         RefusalCase("unknown tunnel", 404, "unknownTunnel") { _ in
-            RawClient.upgradeRequest(path: "/cable/connect/000000/\(Relay.randomTunnelID())")
+            WebSocketUpgrade.request(path: "/cable/connect/000000/\(Relay.randomTunnelID())")
         },
         RefusalCase("no subprotocol", 400, "missingSubprotocol") {
-            RawClient.upgradeRequest(path: "/cable/connect/000000/\($0)", protocols: nil)
+            WebSocketUpgrade.request(path: "/cable/connect/000000/\($0)", protocols: nil)
         },
         RefusalCase("wrong subprotocol", 400, "missingSubprotocol") {
-            RawClient.upgradeRequest(path: "/cable/new/\($0)", protocols: "chat, superchat")
+            WebSocketUpgrade.request(path: "/cable/new/\($0)", protocols: "chat, superchat")
         },
         RefusalCase("POST", 405, "methodNotAllowed") {
-            RawClient.upgradeRequest(path: "/cable/new/\($0)", method: "POST")
+            WebSocketUpgrade.request(path: "/cable/new/\($0)", method: "POST")
         },
         RefusalCase("bad version", 426, "unsupportedWebSocketVersion") {
-            RawClient.upgradeRequest(path: "/cable/new/\($0)", version: "8")
+            WebSocketUpgrade.request(path: "/cable/new/\($0)", version: "8")
         },
         RefusalCase("no version", 426, "unsupportedWebSocketVersion") {
-            RawClient.upgradeRequest(path: "/cable/new/\($0)", version: nil)
+            WebSocketUpgrade.request(path: "/cable/new/\($0)", version: nil)
         },
-        RefusalCase("no key", 400, "badWebSocketKey") { RawClient.upgradeRequest(path: "/cable/new/\($0)", key: nil) },
+        RefusalCase("no key", 400, "badWebSocketKey") { WebSocketUpgrade.request(path: "/cable/new/\($0)", key: nil) },
         RefusalCase("short key", 400, "badWebSocketKey") {
-            RawClient.upgradeRequest(path: "/cable/new/\($0)", key: "c2hvcnQ=")
+            WebSocketUpgrade.request(path: "/cable/new/\($0)", key: "c2hvcnQ=")
         },
         RefusalCase("no upgrade", 426, "upgradeRequired") { "GET /cable/new/\($0) HTTP/1.1\r\nHost: x\r\n\r\n" },
         RefusalCase("plain GET", 404, "unknownPath") { _ in "GET / HTTP/1.1\r\nHost: x\r\n\r\n" },
@@ -75,7 +76,7 @@ struct RelayHTTPHandlerTests {
         if refusal.reason == "methodNotAllowed" { #expect(response.header("Allow") == "GET") }
         if refusal.reason == "upgradeRequired" { #expect(response.header("Upgrade") == "websocket") }
         // The registered tunnel is untouched.
-        try holder.send(RawClient.frame(opcode: 0x9, [5]))
+        try holder.send(RawFrame.client(opcode: 0x9, [5]))
         #expect(try holder.frames() == [RawFrame(fin: true, opcode: 0xA, masked: false, payload: [5])])
         #expect(relay.metric("relay_tunnels_open") == 1)
     }
@@ -83,7 +84,7 @@ struct RelayHTTPHandlerTests {
     @Test func theUpgradeAnswerNamesTheSubprotocolTheAcceptKeyAndTheRoutingID() throws {
         let relay = EmbeddedRelay { $0.routingIDPrefix = 0xC3 }
         let side = try #require(try relay.connect())
-        try side.send(RawClient.upgradeRequest(path: "/cable/new/\(Relay.randomTunnelID())"))
+        try side.send(WebSocketUpgrade.request(path: "/cable/new/\(Relay.randomTunnelID())"))
         let response = try #require(try side.response())
         #expect(response.status == 101)
         #expect(response.header("Sec-WebSocket-Accept") == "s3pPLMBiTxaQ9kYGzzhZRbK+xOo=")  // RFC 6455 §1.3
@@ -116,7 +117,7 @@ struct RelayHTTPHandlerTests {
     @Test func aRequestIsReadAcrossManyReads() throws {
         let relay = EmbeddedRelay()
         let side = try #require(try relay.connect())
-        for byte in Array(RawClient.upgradeRequest(path: "/cable/new/\(Relay.randomTunnelID())").utf8) {
+        for byte in Array(WebSocketUpgrade.request(path: "/cable/new/\(Relay.randomTunnelID())").utf8) {
             #expect(try side.response() == nil)
             try side.send([byte])
         }
@@ -150,7 +151,7 @@ struct RelayHTTPHandlerTests {
         // An upgraded connection is not cut off by its request timer.
         let (authenticator, _) = try relay.pair()
         relay.advance(by: .milliseconds(400))
-        try authenticator.send(RawClient.frame(opcode: 0x9, [1]))
+        try authenticator.send(RawFrame.client(opcode: 0x9, [1]))
         #expect(try authenticator.frames().map(\.opcode) == [0xA])
         #expect(relay.metric("relay_rejections_total{reason=\"requestTimeout\"}") == 1)
     }
@@ -172,7 +173,7 @@ struct RelayHTTPHandlerTests {
     @Test func anUpgradeRequestWhoseBodyNeverEndsIsCutOffAndFreesItsTunnel() throws {
         let relay = EmbeddedRelay { $0.requestTimeout = .milliseconds(300) }
         let client = try #require(try relay.connect())
-        let request = RawClient.upgradeRequest(
+        let request = WebSocketUpgrade.request(
             path: "/cable/new/\(Relay.randomTunnelID())", extra: "Content-Length: 1000000\r\n")
         try client.send(request + "partial body")
         #expect(relay.metric("relay_tunnels_open") == 1)
@@ -196,7 +197,7 @@ struct RelayHTTPHandlerTests {
         #expect(try relay.connect(from: "203.0.113.1") == nil)
         #expect(relay.metric("relay_rejections_total{reason=\"tooManyPendingConnectionsOverall\"}") == 1)
         // A connection leaving the HTTP stage (upgraded) makes room.
-        try first.send(RawClient.upgradeRequest(path: "/cable/new/\(Relay.randomTunnelID())"))
+        try first.send(WebSocketUpgrade.request(path: "/cable/new/\(Relay.randomTunnelID())"))
         #expect(try relay.connect(from: "203.0.113.1") != nil)
     }
 }

@@ -3,6 +3,7 @@ import NIOCore
 import Synchronization
 import RelayCore
 import RelayServer
+import TestSupport
 import Testing
 
 /// A real relay on loopback TCP, driven by a raw WebSocket client that can be as hostile as needed.
@@ -17,12 +18,12 @@ struct RelayServerTests {
         let client = try await relay.connect(routingID: routingID.lowercased(), tunnelID: tunnelID.lowercased())
 
         let messages: [[UInt8]] = [[0], Array(0...255), [UInt8](repeating: 0xA5, count: 16 * 1024), [7, 7]]
-        for message in messages { try await client.send(RawClient.binary(message)) }
+        for message in messages { try await client.send(RawFrame.clientBinary(message)) }
         for message in messages {
             #expect(
                 try await authenticator.readFrame() == RawFrame(fin: true, opcode: 2, masked: false, payload: message))
         }
-        try await authenticator.send(RawClient.binary([1, 2, 3]))
+        try await authenticator.send(RawFrame.clientBinary([1, 2, 3]))
         #expect(try await client.readFrame()?.payload == [1, 2, 3])
 
         await client.close()
@@ -42,7 +43,7 @@ struct RelayServerTests {
         let relay = try await Relay.start()
         defer { Task { await relay.server.shutdown() } }
         let (authenticator, client) = try await relay.pair()
-        try await client.send(RawClient.binary([1, 2]))
+        try await client.send(RawFrame.clientBinary([1, 2]))
         try await client.halfClose()
         #expect(try await authenticator.readFrame()?.payload == [1, 2])
         #expect(try await authenticator.expectClose() == 1000)
@@ -57,7 +58,7 @@ struct RelayServerTests {
         let (_, routingID) = try await relay.new(tunnelID)
         _ = try await relay.connect(routingID: routingID, tunnelID: tunnelID)
         let (_, response) = try await relay.request(
-            RawClient.upgradeRequest(path: "/cable/connect/\(routingID)/\(tunnelID)"))
+            WebSocketUpgrade.request(path: "/cable/connect/\(routingID)/\(tunnelID)"))
         #expect(response.status == 409)
     }
 
@@ -78,15 +79,15 @@ struct RelayServerTests {
         defer { Task { await relay.server.shutdown() } }
         _ = try await relay.new()
         _ = try await relay.new()
-        let (_, third) = try await relay.request(RawClient.upgradeRequest(path: "/cable/new/\(Relay.randomTunnelID())"))
+        let (_, third) = try await relay.request(WebSocketUpgrade.request(path: "/cable/new/\(Relay.randomTunnelID())"))
         #expect(third.status == 429)
         #expect(relay.metric("relay_rejections_total{reason=\"tooManyConnectionsFromAddress\"}") == 1)
         // Another source network (IPv4 /24) is counted apart, up to the tunnel limit.
         let (_, other) = try await relay.request(
-            RawClient.upgradeRequest(path: "/cable/new/\(Relay.randomTunnelID())"), from: "127.0.1.2")
+            WebSocketUpgrade.request(path: "/cable/new/\(Relay.randomTunnelID())"), from: "127.0.1.2")
         #expect(other.status == 101)
         let (_, full) = try await relay.request(
-            RawClient.upgradeRequest(path: "/cable/new/\(Relay.randomTunnelID())"), from: "127.0.2.3")
+            WebSocketUpgrade.request(path: "/cable/new/\(Relay.randomTunnelID())"), from: "127.0.2.3")
         #expect(full.status == 429)
         #expect(relay.metric("relay_rejections_total{reason=\"tooManyTunnels\"}") == 1)
     }
@@ -95,11 +96,11 @@ struct RelayServerTests {
         let relay = try await Relay.start()
         defer { Task { await relay.server.shutdown() } }
         let (authenticator, client) = try await relay.pair()
-        try await client.send(RawClient.binary(Array(repeating: 1, count: 100)))
+        try await client.send(RawFrame.clientBinary(Array(repeating: 1, count: 100)))
         _ = try await authenticator.readFrame()
-        try await authenticator.send(RawClient.binary(Array(repeating: 2, count: 28)))
+        try await authenticator.send(RawFrame.clientBinary(Array(repeating: 2, count: 28)))
         _ = try await client.readFrame()
-        _ = try await relay.request(RawClient.upgradeRequest(path: "/cable/new/XYZ"))
+        _ = try await relay.request(WebSocketUpgrade.request(path: "/cable/new/XYZ"))
         await client.close()
         _ = try await authenticator.expectClose()
         try await Relay.eventually("the tunnel to close") { relay.metric("relay_tunnels_open") == 0 }

@@ -3,6 +3,7 @@ import Logging
 import RelayCore
 import RelayServer
 import Synchronization
+import TestSupport
 import Testing
 
 /// Log lines a test can look at.
@@ -59,7 +60,7 @@ struct Relay {
 
     /// Registers a tunnel; returns the authenticator side and the routing ID the relay gave it.
     func new(_ tunnelID: String = Relay.randomTunnelID()) async throws -> (RawClient, routingID: String) {
-        let (client, response) = try await request(RawClient.upgradeRequest(path: "/cable/new/\(tunnelID)"))
+        let (client, response) = try await request(WebSocketUpgrade.request(path: "/cable/new/\(tunnelID)"))
         #expect(response.status == 101)
         #expect(response.header("Sec-WebSocket-Protocol") == "fido.cable")
         let routingID = try #require(response.header("X-caBLE-Routing-ID"))
@@ -69,7 +70,7 @@ struct Relay {
     /// Joins a tunnel as the client side.
     func connect(routingID: String, tunnelID: String) async throws -> RawClient {
         let (client, response) = try await request(
-            RawClient.upgradeRequest(path: "/cable/connect/\(routingID)/\(tunnelID)"))
+            WebSocketUpgrade.request(path: "/cable/connect/\(routingID)/\(tunnelID)"))
         #expect(response.status == 101)
         #expect(response.header("Sec-WebSocket-Protocol") == "fido.cable")
         #expect(response.header("X-caBLE-Routing-ID") == nil)
