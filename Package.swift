@@ -171,6 +171,7 @@ let package = Package(
         // a throwaway certificate authority, WebSocket frames and upgrade requests as bytes. Foundation only: no NIO,
         // no Crypto, none of our modules, so any test target can use it.
         .target(name: "TestSupport", path: "Tests/TestSupport", swiftSettings: strictSettings),
+        .testTarget(name: "TestSupportTests", dependencies: ["TestSupport"], swiftSettings: strictSettings),
         .testTarget(name: "BasicsTests", dependencies: ["Basics", crypto], swiftSettings: strictSettings),
         .testTarget(name: "CBORTests", dependencies: ["Basics", "CBOR", "TestSupport"], swiftSettings: strictSettings),
         .testTarget(
