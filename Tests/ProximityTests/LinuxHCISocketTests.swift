@@ -45,12 +45,12 @@ struct LinuxHCISocketTests {
         }
     }
 
-    /// A controller at `peer` that answers every command with success until the backend's end closes (or a minute
-    /// passes without a packet); the result is every packet it received.
+    /// A controller at `peer` that answers every command with success until the backend's end closes (or five minutes
+    /// pass without a packet); the result is every packet it received.
     static func answering(at peer: Int32) -> Collected<[[UInt8]]> {
         inBackground {
             var commands: [[UInt8]] = []
-            while let packet = receive(from: peer, milliseconds: 60_000) {
+            while let packet = receive(from: peer, milliseconds: 300_000) {
                 commands.append(packet)
                 send(commandComplete(opcode(of: packet), status: 0), to: peer)
             }

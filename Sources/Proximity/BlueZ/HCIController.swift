@@ -1,4 +1,4 @@
-import Dispatch
+import Foundation
 
 /// Sends commands to one controller and waits for their answers: the command/response half of HCI. The bytes are
 /// `HCICommand`'s; this only writes, reads and keeps the time.
@@ -47,10 +47,13 @@ struct HCIController: Sendable {
     }
 }
 
-/// Runs blocking socket work on a Dispatch thread, so that it never holds up Swift's cooperative pool.
+/// Runs blocking socket work (a command and its answer, at most the command timeout) on a thread of its own, so that
+/// it never holds up Swift's cooperative pool. Not Dispatch's global queue: Linux's libdispatch adds threads only
+/// when its running ones block, so with busy cores a radio's start or stop could wait behind unrelated work for
+/// as long as that lasts. Radios start and stop rarely; a thread each time costs nothing that matters.
 func offloaded<T: Sendable, E: Error>(_ body: @escaping @Sendable () throws(E) -> T) async throws(E) -> T {
     let result: Result<T, E> = await withCheckedContinuation { continuation in
-        DispatchQueue.global().async {
+        Thread.detachNewThread {
             do throws(E) {
                 continuation.resume(returning: .success(try body()))
             } catch {
