@@ -259,7 +259,8 @@ struct BlueZRadioTests {
         #expect(socket.reads <= readsWhenIdle + 1, "no read returned in 300 ms without a packet")
         let start = ContinuousClock.now
         await scanner.stopScanning()
-        #expect(ContinuousClock.now - start < .seconds(1))
+        // Only the interrupt ends that read: a stop that did not wake it would never return.
+        #expect(ContinuousClock.now - start < .seconds(10))
         #expect(socket.written == Self.scanCommands + [bytes("01 0C 20 02 00 00")])
         await scanner.close()
     }

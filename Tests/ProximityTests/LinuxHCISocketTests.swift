@@ -130,8 +130,8 @@ struct LinuxHCISocketTests {
 
         socket.interrupt()
         let start = ContinuousClock.now
-        #expect(try socket.read(timeout: .seconds(5)) == nil)
-        #expect(ContinuousClock.now - start < .seconds(2))
+        #expect(try socket.read(timeout: .seconds(60)) == nil)
+        #expect(ContinuousClock.now - start < .seconds(30), "woken by the interrupt, not by the time limit")
         #expect(try socket.read(timeout: .milliseconds(50)) == nil)
         #expect(ContinuousClock.now - start >= .milliseconds(50), "the interrupt was used up by the first read")
 
@@ -168,7 +168,9 @@ struct LinuxHCISocketTests {
         try await Task.sleep(for: .milliseconds(100))  // the reader is back waiting in poll(2)
         let start = ContinuousClock.now
         await scanner.stopScanning()
-        #expect(ContinuousClock.now - start < .seconds(1))
+        // The reader waits in poll(2) with no timeout: only the eventfd ends it, so a stop that did not wake it would
+        // never return. The bound only has to tell prompt from never, on a machine that may be very busy.
+        #expect(ContinuousClock.now - start < .seconds(10))
         #expect(Self.send(advertisingReportEvent([ReportFields(data: [9])]), to: peer))
         try await Task.sleep(for: .milliseconds(100))
         #expect(seen.all == [[7], [8]], "no callback after stopScanning()")
