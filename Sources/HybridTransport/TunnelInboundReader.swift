@@ -28,9 +28,15 @@ actor InboundReader {
         receives += 1
         let number = receives
         // The deadline does not cancel `next()`, which would end the stream: it wakes it with a marker in the
-        // stream. (It is cancelled itself when this function returns.) Without a timeout nothing wakes it but a
-        // message, the tunnel's end or the caller's cancellation.
-        async let _ = Self.wake(number, after: timeout, on: channel)
+        // stream, from a timer on the channel's event loop (cancelled when this function returns, without waiting
+        // for anything: a sleeping child task would have to wake and finish first, on every receive). Without a
+        // timeout nothing wakes it but a message, the tunnel's end or the caller's cancellation.
+        let wake = timeout.map { timeout in
+            channel.eventLoop.scheduleTask(in: TimeAmount(timeout)) {
+                channel.pipeline.fireUserInboundEventTriggered(TunnelWake(receive: number))
+            }
+        }
+        defer { wake?.cancel() }
         switch await next(waking: number, budget: budget) {
         case .message(let message):
             return message
@@ -86,11 +92,5 @@ actor InboundReader {
         } catch {
             return .ended(.connectionFailed(TunnelError.ConnectionFault(error)))
         }
-    }
-
-    /// Wakes receive `number` after `timeout`, unless cancelled first; never without a timeout.
-    private static func wake(_ number: UInt64, after timeout: Duration?, on channel: any Channel) async {
-        guard let timeout, (try? await Task.sleep(for: timeout)) != nil else { return }
-        channel.pipeline.fireUserInboundEventTriggered(TunnelWake(receive: number))
     }
 }

@@ -232,11 +232,16 @@ struct TunnelFrameHandlerTests {
         #expect(!embedded.channel.isActive)
     }
 
+    /// The receive's time limit runs on the channel's event loop, here the test's clock.
     @Test func aTimedOutReceiveLeavesTheTunnelUsable() async throws {
         let embedded = try await EmbeddedTunnel()
-        await #expect(throws: TunnelError.timedOut("waiting for nothing")) {
-            try await embedded.tunnel.receive(timeout: .milliseconds(20), waitingFor: "waiting for nothing")
-        }
+        let tunnel = embedded.tunnel
+        let waiting = Task { try await tunnel.receive(timeout: .milliseconds(20), waitingFor: "waiting for nothing") }
+        while await !embedded.tunnel.isReceiving { await Task.yield() }
+        await embedded.channel.testingEventLoop.advanceTime(by: .milliseconds(19))
+        #expect(await embedded.tunnel.isReceiving)
+        await embedded.channel.testingEventLoop.advanceTime(by: .milliseconds(1))
+        await #expect(throws: TunnelError.timedOut("waiting for nothing")) { try await waiting.value }
         await embedded.relaySends(RawFrame.server(opcode: 2, [3]))
         #expect(try await embedded.receive() == [3])
     }
