@@ -8,7 +8,7 @@ public struct RelyingPartyIDVerdict: Hashable, Sendable, CustomStringConvertible
         case opaqueOrigin
         /// Refused: the scheme is neither https nor http (WebAuthn L3 §4 "RP ID"; secure contexts).
         case insecureScheme
-        /// Refused: http on a host other than localhost (WebAuthn L3 §4 "RP ID"; Secure Contexts §3.1).
+        /// Refused: http on a host other than localhost (WebAuthn L3 §4 "RP ID"; Secure Contexts).
         case httpNotLocalhost
         /// Refused: the origin's host is an IP address (WebAuthn L3 §5.1.3 step 7: not a valid domain).
         case ipAddressOrigin
@@ -67,8 +67,8 @@ public struct RelyingPartyIDVerdict: Hashable, Sendable, CustomStringConvertible
 /// origins validation procedure (WebAuthn L3 §5.11.1) when the suffix check fails.
 ///
 /// `localhost` and its subdomains may use http: WebAuthn names `localhost` ("The origin's host is localhost and its
-/// scheme is http"), and its API is exposed in secure contexts, where Secure Contexts §3.1 counts `*.localhost`
-/// as potentially trustworthy too; Chromium's check is that one (`IsUrlPotentiallyTrustworthy`).
+/// scheme is http"), and its API is exposed in secure contexts, where Secure Contexts' "Is origin potentially
+/// trustworthy?" counts `*.localhost` too; Chromium's check is that one (`IsUrlPotentiallyTrustworthy`).
 public enum RelyingPartyIDCheck {
     /// The verdict on `rpID` (nil: none given, the default) for `origin`, by the suffix rules alone.
     public static func evaluate(origin: WebOrigin, rpID: String?, list: PublicSuffixList) -> RelyingPartyIDVerdict {
