@@ -175,10 +175,19 @@ public struct PublicSuffixList: Sendable {
         if text.hasPrefix(".") { text = text.dropFirst() }  // "A leading dot is optional" (the format's first text)
         guard !text.isEmpty else { throw bad("has no labels") }
         var labels: [String] = []
+        var length = -1  // the dots between labels: one fewer than the labels
+        func append(_ label: String) throws(PublicSuffixListError) {
+            // Checked as labels come, so a hostile line costs no more than its first 253 characters.
+            length += 1 + label.utf8.count
+            guard length <= DomainName.maximumLength else {
+                throw bad("is longer than \(DomainName.maximumLength) characters")
+            }
+            labels.append(label)
+        }
         for label in text.split(separator: ".", omittingEmptySubsequences: false) {
             guard !label.isEmpty else { throw bad("has an empty label") }
             if label == "*" {
-                labels.append("*")
+                try append("*")
                 continue
             }
             guard !label.contains("*") else { throw bad("has * inside a label: a wildcard must be a whole label") }
@@ -201,10 +210,7 @@ public struct PublicSuffixList: Sendable {
             guard ascii.utf8.count <= DomainName.maximumLabelLength else {
                 throw bad("has a label longer than \(DomainName.maximumLabelLength) characters in Punycode")
             }
-            labels.append(ascii)
-        }
-        guard labels.joined(separator: ".").utf8.count <= DomainName.maximumLength else {
-            throw bad("is longer than \(DomainName.maximumLength) characters")
+            try append(ascii)
         }
         guard !isException || labels.count >= 2 else {
             throw bad("is an exception of one label: it would leave no public suffix")

@@ -12,6 +12,7 @@ import json
 import os
 import random
 import re
+import shutil
 import ssl
 import subprocess
 import tempfile
@@ -55,7 +56,10 @@ def read_rules(path):
                 continue
             exception = token.startswith("!")
             try:
-                labels = [label if label == "*" else label.encode("idna").decode("ascii") for label in token.lstrip("!").split(".")]
+                labels = [
+                    label if label == "*" else label.encode("idna").decode("ascii")
+                    for label in token.lstrip("!").split(".")
+                ]
             except UnicodeError:
                 continue
             rules.append((labels, exception))
@@ -249,7 +253,9 @@ def pairs(count, seed):
         elif rp_kind < 0.96:
             rp_id = rng.choice(suffixes) + "." + rng.choice(tlds)
         else:
-            rp_id = rng.choice(["com", "co.uk", "uk", "github.io", "localhost", "jp", "kobe.jp", "compute.amazonaws.com"])
+            rp_id = rng.choice(
+                ["com", "co.uk", "uk", "github.io", "localhost", "jp", "kobe.jp", "compute.amazonaws.com"]
+            )
         if rp_id is not None and ("\t" in rp_id or "\n" in rp_id):
             continue
         out.append((scheme, host, port, rp_id))
@@ -404,6 +410,8 @@ def test_batch_lines_that_do_not_parse_are_verdicts_too():
 def related_origins_server(tmp_path_factory):
     """A TLS server on 127.0.0.1 with a certificate for localhost from a test CA, serving /.well-known/webauthn
     (and /moved, which redirects to it)."""
+    if shutil.which("openssl") is None:
+        pytest.skip("the openssl command-line tool is not installed")
     directory = tmp_path_factory.mktemp("ca")
     ca, ca_key = directory / "ca.pem", directory / "ca.key"
     cert, key = directory / "server.pem", directory / "server.key"

@@ -215,6 +215,21 @@ struct PublicSuffixListFormatTests {
         }
     }
 
+    @Test func refusesAHugeLineAtItsFirstCharacters() {
+        // 100,000 labels of 10 different Chinese characters, 3.1 MB in one line: refused once the rule passes 253
+        // characters, before the rest is encoded.
+        let label = String(String.UnicodeScalarView((0..<10).map { Unicode.Scalar(0x4E00 + 7 * $0)! }))
+        let line = Array(repeating: label, count: 100_000).joined(separator: ".")
+        do {
+            _ = try PublicSuffixList(text: "com\n" + line + "\n")
+            Issue.record("parsed a rule of \(line.utf8.count) bytes")
+        } catch {
+            #expect(error.code == .badRule)
+            #expect(error.line == 2)
+            #expect(error.description.contains("longer than 253"))
+        }
+    }
+
     @Test func refusesBytesThatAreNotUTF8AndSaysWhere() {
         #expect(throws: PublicSuffixListError.self) {
             try PublicSuffixList(bytes: Array("com\nnet\n".utf8) + [0xC3, 0x28])
