@@ -201,14 +201,16 @@ let package = Package(
             swiftSettings: strictSettings
         ),
         .testTarget(name: "CTAPHIDTests", dependencies: ["CTAPHID", "TestSupport"], swiftSettings: strictSettings),
-        .testTarget(name: "PublicSuffixTests", dependencies: ["PublicSuffix"], swiftSettings: strictSettings),
         .testTarget(
-            name: "WebAuthnClientTests", dependencies: ["WebAuthnClient", "PublicSuffix"],
+            name: "PublicSuffixTests", dependencies: ["PublicSuffix", "TestSupport"], swiftSettings: strictSettings),
+        .testTarget(
+            name: "WebAuthnClientTests", dependencies: ["WebAuthnClient", "PublicSuffix", "TestSupport"],
             swiftSettings: strictSettings),
         .testTarget(
             name: "WebAuthnClientIOTests",
             dependencies: [
-                "WebAuthnClientIO", "WebAuthnClient", "PublicSuffix", nioCore, nioPosix, nioHTTP1, nioSSL,
+                "WebAuthnClientIO", "WebAuthnClient", "PublicSuffix", "TestSupport", nioCore, nioPosix, nioHTTP1,
+                nioSSL,
             ],
             swiftSettings: strictSettings
         ),

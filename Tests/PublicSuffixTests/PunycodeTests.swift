@@ -1,4 +1,5 @@
 import PublicSuffix
+import TestSupport
 import Testing
 
 /// RFC 3492 §7.1's sample strings, both ways, and hostile encoded input.
@@ -128,7 +129,7 @@ struct PunycodeTests {
 
     /// Seeded random labels round-trip, and random text either decodes to something that re-encodes or throws.
     @Test func roundTripsRandomLabels() throws {
-        var generator = SplitMix64(state: 3492)
+        var generator = SeededRandom(seed: 3492)
         let alphabet: [Unicode.Scalar] = [
             "a", "z", "0", "-", "\u{e9}", "\u{6c34}", "\u{10151}", "\u{0644}", "\u{30d1}",
         ]
@@ -149,18 +150,5 @@ struct PunycodeTests {
                 #expect(try Punycode.decode(Punycode.encode(decoded)) == decoded)
             }
         }
-    }
-}
-
-/// A small seeded generator, so every run sees the same inputs.
-struct SplitMix64: RandomNumberGenerator {
-    var state: UInt64
-
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
     }
 }

@@ -1,16 +1,16 @@
-import Foundation
 import NIOCore
 import NIOHTTP1
 import NIOPosix
 import NIOSSL
 import PublicSuffix
 import Synchronization
+import TestSupport
 import Testing
 import WebAuthnClient
 import WebAuthnClientIO
 
-/// The real fetch against a local HTTPS server whose certificate a test CA, made with `openssl`, signed for
-/// `localhost`: the RP ID is `localhost`, the port the server's.
+/// The real fetch against a local HTTPS server whose certificate a test CA (TestSupport's, made with `openssl`)
+/// signed for `localhost`: the RP ID is `localhost`, the port the server's.
 @Suite(.enabled(if: TestCA.openssl != nil, "the openssl command-line tool is not installed"))
 struct HTTPSRelatedOriginsSourceTests {
     static let list = try! PublicSuffixList(text: "com\nde\nco.uk\n")
@@ -20,11 +20,11 @@ struct HTTPSRelatedOriginsSourceTests {
     static func source(_ ca: TestCA, _ server: WellKnownServer, timeout: Duration = .seconds(10))
         -> HTTPSRelatedOriginsSource
     {
-        HTTPSRelatedOriginsSource(additionalCAFile: ca.caPath, port: server.port, timeout: timeout)
+        HTTPSRelatedOriginsSource(additionalCAFile: ca.caCertificate, port: server.port, timeout: timeout)
     }
 
     @Test func aJSONDocumentIsFetchedWithoutCredentialsOrReferrer() async throws {
-        let ca = try TestCA()
+        let ca = try await TestCA.make()
         try await WellKnownServer.with(ca, reply: { _ in .init(body: Self.listed) }) { server in
             let response = try await Self.source(ca, server).wellKnownResponse(for: Self.rpID)
             #expect(response.status == 200)
@@ -54,7 +54,7 @@ struct HTTPSRelatedOriginsSourceTests {
 
     @Test(arguments: [301, 302, 307, 308])
     func aRedirectIsNotFollowed(status: Int) async throws {
-        let ca = try TestCA()
+        let ca = try await TestCA.make()
         let reply: @Sendable (HTTPRequestHead) -> WellKnownServer.Reply? = { head in
             head.uri == "/elsewhere"
                 ? .init(body: Self.listed)
@@ -69,7 +69,7 @@ struct HTTPSRelatedOriginsSourceTests {
     }
 
     @Test func theWrongContentTypeIsRefused() async throws {
-        let ca = try TestCA()
+        let ca = try await TestCA.make()
         try await WellKnownServer.with(
             ca, reply: { _ in .init(headers: [("Content-Type", "text/plain")], body: Self.listed) }
         ) {
@@ -81,7 +81,7 @@ struct HTTPSRelatedOriginsSourceTests {
     }
 
     @Test func anOversizeBodyIsRefusedByItsLength() async throws {
-        let ca = try TestCA()
+        let ca = try await TestCA.make()
         let big = #"{"origins": []}"# + String(repeating: " ", count: RelatedOrigins.maximumDocumentSize)
         try await WellKnownServer.with(ca, reply: { _ in .init(body: big) }) { server in
             await #expect(throws: RelatedOriginsError(.tooLarge, "")) {
@@ -92,7 +92,7 @@ struct HTTPSRelatedOriginsSourceTests {
 
     @Test func anOversizeBodyIsRefusedAsItStreams() async throws {
         // No Content-Length: chunked, 4 KiB a chunk, past the limit; the fetch stops reading.
-        let ca = try TestCA()
+        let ca = try await TestCA.make()
         let big = String(repeating: " ", count: 4 * RelatedOrigins.maximumDocumentSize)
         try await WellKnownServer.with(ca, reply: { _ in .init(body: big, chunked: true) }) { server in
             await #expect(throws: RelatedOriginsError(.tooLarge, "")) {
@@ -102,7 +102,7 @@ struct HTTPSRelatedOriginsSourceTests {
     }
 
     @Test func anUntrustedCertificateIsRefused() async throws {
-        let ca = try TestCA()
+        let ca = try await TestCA.make()
         try await WellKnownServer.with(ca, reply: { _ in .init(body: Self.listed) }) { server in
             await #expect(throws: RelatedOriginsError(.fetchFailed, "")) {
                 try await HTTPSRelatedOriginsSource(port: server.port).wellKnownResponse(for: Self.rpID)
@@ -112,7 +112,7 @@ struct HTTPSRelatedOriginsSourceTests {
     }
 
     @Test func aSilentServerTimesOut() async throws {
-        let ca = try TestCA()
+        let ca = try await TestCA.make()
         try await WellKnownServer.with(ca, reply: { _ in nil }) { server in
             let started = ContinuousClock.now
             await #expect(throws: RelatedOriginsError(.fetchFailed, "")) {
@@ -123,68 +123,15 @@ struct HTTPSRelatedOriginsSourceTests {
     }
 
     @Test func nothingListeningFailsTheFetch() async throws {
-        let ca = try TestCA()
+        let ca = try await TestCA.make()
         let server = try await WellKnownServer.start(ca) { _ in .init(body: Self.listed) }
         let port = server.port
         await server.stop()
         await #expect(throws: RelatedOriginsError(.fetchFailed, "")) {
-            try await HTTPSRelatedOriginsSource(additionalCAFile: ca.caPath, port: port).wellKnownResponse(
+            try await HTTPSRelatedOriginsSource(additionalCAFile: ca.caCertificate, port: port).wellKnownResponse(
                 for: Self.rpID)
         }
     }
-}
-
-/// A certificate authority and a `localhost` server certificate it signed, in a temporary directory.
-final class TestCA: Sendable {
-    static let openssl = ["/usr/bin/openssl", "/usr/local/bin/openssl"].first {
-        FileManager.default.isExecutableFile(atPath: $0)
-    }
-
-    let directory: URL
-    var caPath: String { directory.appendingPathComponent("ca.pem").path }
-    var certificatePath: String { directory.appendingPathComponent("server.pem").path }
-    var keyPath: String { directory.appendingPathComponent("server.key").path }
-
-    init() throws {
-        directory = FileManager.default.temporaryDirectory.appendingPathComponent("passkey-ca-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-        let caKey = directory.appendingPathComponent("ca.key").path
-        try Self.run([
-            "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-keyout", caKey,
-            "-out", caPath, "-days", "1", "-subj", "/CN=passkey test CA", "-addext",
-            "basicConstraints=critical,CA:TRUE",
-            "-addext", "keyUsage=critical,keyCertSign",
-        ])
-        try Self.run([
-            "req", "-x509", "-CA", caPath, "-CAkey", caKey, "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256",
-            "-nodes", "-keyout", keyPath, "-out", certificatePath, "-days", "1", "-subj", "/CN=localhost", "-addext",
-            "subjectAltName=DNS:localhost", "-addext", "basicConstraints=CA:FALSE", "-addext",
-            "extendedKeyUsage=serverAuth",
-        ])
-    }
-
-    deinit { try? FileManager.default.removeItem(at: directory) }
-
-    private static func run(_ arguments: [String]) throws {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: openssl!)
-        process.arguments = arguments
-        let errors = Pipe()
-        process.standardError = errors
-        process.standardOutput = FileHandle.nullDevice
-        try process.run()
-        let message = errors.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        guard process.terminationStatus == 0 else {
-            throw OpenSSLFailure(message: String(decoding: message, as: UTF8.self))
-        }
-    }
-}
-
-/// What openssl printed when it failed.
-struct OpenSSLFailure: Error, CustomStringConvertible {
-    var message: String
-    var description: String { "openssl failed: \(message)" }
 }
 
 /// An HTTPS server on 127.0.0.1 that answers every request with what `reply` says (nil: never answer).
@@ -237,8 +184,8 @@ final class WellKnownServer: Sendable {
         -> WellKnownServer
     {
         let configuration = TLSConfiguration.makeServerConfiguration(
-            certificateChain: try NIOSSLCertificate.fromPEMFile(ca.certificatePath).map { .certificate($0) },
-            privateKey: .privateKey(try NIOSSLPrivateKey(file: ca.keyPath, format: .pem)))
+            certificateChain: try NIOSSLCertificate.fromPEMFile(ca.certificate).map { .certificate($0) },
+            privateKey: .privateKey(try NIOSSLPrivateKey(file: ca.privateKey, format: .pem)))
         let context = try NIOSSLContext(configuration: configuration)
         let log = RequestLog()
         let channel = try await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)

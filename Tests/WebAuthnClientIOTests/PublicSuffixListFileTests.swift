@@ -1,15 +1,14 @@
 import Foundation
 import PublicSuffix
+import TestSupport
 import Testing
 import WebAuthnClientIO
 
 /// Where the list comes from, and the clear errors when it is not there.
 struct PublicSuffixListFileTests {
-    static func temporaryFile(_ contents: [UInt8]) throws -> String {
-        let path = FileManager.default.temporaryDirectory.appendingPathComponent("psl-\(UUID().uuidString).dat").path
-        try Data(contents).write(to: URL(fileURLWithPath: path))
-        return path
-    }
+    let directory: TemporaryDirectory
+
+    init() throws { directory = try TemporaryDirectory(prefix: "psl-file") }
 
     @Test func theEnvironmentNamesTheFileElseTheSystemCopy() {
         #expect(PublicSuffixListFile.path(environment: [:]) == "/usr/share/publicsuffix/public_suffix_list.dat")
@@ -21,8 +20,7 @@ struct PublicSuffixListFileTests {
     }
 
     @Test func readsTheFileTheEnvironmentNames() throws {
-        let path = try Self.temporaryFile(Array("com\n// ===BEGIN PRIVATE DOMAINS===\ngithub.io\n".utf8))
-        defer { try? FileManager.default.removeItem(atPath: path) }
+        let path = try directory.write(Array("com\n// ===BEGIN PRIVATE DOMAINS===\ngithub.io\n".utf8), to: "list.dat")
         let list = try PublicSuffixListFile.load(environment: ["PASSKEY_PUBLIC_SUFFIX_LIST": path])
         #expect(list.rules.map(\.description) == ["com", "github.io"])
     }
@@ -51,11 +49,10 @@ struct PublicSuffixListFileTests {
 
     @Test func otherFilesAreRefused() throws {
         #expect(throws: PublicSuffixListFileError(.unreadable, "")) {
-            try PublicSuffixListFile.load(path: FileManager.default.temporaryDirectory.path)
+            try PublicSuffixListFile.load(path: directory.path)
         }
         #expect(throws: PublicSuffixListFileError(.tooLarge, "")) { try PublicSuffixListFile.load(path: "/dev/zero") }
-        let garbage = try Self.temporaryFile(Array("com\nex ample\n!net\n".utf8))
-        defer { try? FileManager.default.removeItem(atPath: garbage) }
+        let garbage = try directory.write(Array("com\nex ample\n!net\n".utf8), to: "garbage.dat")
         do {
             _ = try PublicSuffixListFile.load(path: garbage)
             Issue.record("loaded a list with a bad line")
@@ -63,11 +60,9 @@ struct PublicSuffixListFileTests {
             #expect(error.code == .invalid)
             #expect(error.description.contains("line 3"))
         }
-        let binary = try Self.temporaryFile([0xFF, 0xFE, 0x00, 0x63])
-        defer { try? FileManager.default.removeItem(atPath: binary) }
+        let binary = try directory.write([0xFF, 0xFE, 0x00, 0x63], to: "binary.dat")
         #expect(throws: PublicSuffixListFileError(.invalid, "")) { try PublicSuffixListFile.load(path: binary) }
-        let empty = try Self.temporaryFile([])
-        defer { try? FileManager.default.removeItem(atPath: empty) }
+        let empty = try directory.write([], to: "empty.dat")
         #expect(throws: PublicSuffixListFileError(.invalid, "")) { try PublicSuffixListFile.load(path: empty) }
     }
 }

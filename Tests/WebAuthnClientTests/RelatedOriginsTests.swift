@@ -1,6 +1,7 @@
 import Foundation
 import PublicSuffix
 import Synchronization
+import TestSupport
 import Testing
 import WebAuthnClient
 
@@ -142,7 +143,7 @@ struct RelatedOriginsTests {
     }
 
     @Test func survivesSeededJSON() {
-        var generator = SplitMix64(state: 511)
+        var generator = SeededRandom(seed: 511)
         let pieces = [
             #"{"#, #"}"#, #"["#, #"]"#, #"""#, #"origins"#, ":", ",", "1", "true", "null", "https://a.com", "\\", " ",
             "é",

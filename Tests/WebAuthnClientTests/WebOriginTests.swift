@@ -1,3 +1,4 @@
+import TestSupport
 import Testing
 import WebAuthnClient
 
@@ -56,7 +57,7 @@ struct WebOriginTests {
     }
 
     @Test func survivesSeededGarbage() {
-        var generator = SplitMix64(state: 7)
+        var generator = SeededRandom(seed: 7)
         let pieces = [
             "https", "http", ":", "//", "/", "[", "]", "@", ".", "0x", "1", "9", "a", "é", "%", "?", "#", " ", "\u{0}",
         ]
@@ -70,18 +71,5 @@ struct WebOriginTests {
                 #expect((try? WebOrigin(url: origin.description)) == origin || origin.description == "null")
             }
         }
-    }
-}
-
-/// A small seeded generator, so every run sees the same inputs.
-struct SplitMix64: RandomNumberGenerator {
-    var state: UInt64
-
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
     }
 }
