@@ -18,6 +18,7 @@ let nioWebSocket = Target.Dependency.product(name: "NIOWebSocket", package: "swi
 let nioSSL = Target.Dependency.product(name: "NIOSSL", package: "swift-nio-ssl")
 let logging = Target.Dependency.product(name: "Logging", package: "swift-log")
 let argumentParser = Target.Dependency.product(name: "ArgumentParser", package: "swift-argument-parser")
+let asyncHTTPClient = Target.Dependency.product(name: "AsyncHTTPClient", package: "async-http-client")
 
 let package = Package(
     name: "passkey",
@@ -43,6 +44,9 @@ let package = Package(
         .library(name: "RelayServer", targets: ["RelayServer"]),
         .library(name: "WebRelyingParty", targets: ["WebRelyingParty"]),
         .library(name: "RelyingPartyServer", targets: ["RelyingPartyServer"]),
+        .library(name: "PublicSuffix", targets: ["PublicSuffix"]),
+        .library(name: "WebAuthnClient", targets: ["WebAuthnClient"]),
+        .library(name: "WebAuthnClientIO", targets: ["WebAuthnClientIO"]),
         .executable(name: "passkey-fuzz", targets: ["passkey-fuzz"]),
     ],
     dependencies: [
@@ -51,6 +55,7 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.8.2"),
         .package(url: "https://github.com/apple/swift-log.git", from: "1.16.2"),
         .package(url: "https://github.com/apple/swift-nio-ssl.git", from: "2.37.6"),
+        .package(url: "https://github.com/swift-server/async-http-client.git", from: "1.37.0"),
     ],
     targets: [
         // MARK: Pure code: no I/O, no NIO. Time, randomness and storage come in as values or protocols.
@@ -70,6 +75,11 @@ let package = Package(
             swiftSettings: strictSettings),
         .target(name: "Hybrid", dependencies: ["Basics", "CBOR", crypto, cryptoExtras], swiftSettings: strictSettings),
         .target(name: "RelayCore", dependencies: ["Hybrid"], swiftSettings: strictSettings),
+        // The Public Suffix List's format and algorithm, and RFC 3492 Punycode for its Unicode rules; the list comes
+        // in as text or bytes.
+        .target(name: "PublicSuffix", swiftSettings: strictSettings),
+        // What a browser decides before it asks an authenticator: origins, RP IDs, related origins (Docs/Client.md).
+        .target(name: "WebAuthnClient", dependencies: ["PublicSuffix"], swiftSettings: strictSettings),
 
         // MARK: NIO values, no I/O.
         // WebSocket frames from NIO's decoder to whole binary messages, for the tunnel client and the relay alike.
@@ -114,6 +124,13 @@ let package = Package(
             swiftSettings: strictSettings
         ),
 
+        // The client's I/O: the system's public suffix list file, and the related origins fetch over HTTPS.
+        .target(
+            name: "WebAuthnClientIO",
+            dependencies: ["WebAuthnClient", "PublicSuffix", asyncHTTPClient, nioCore, nioHTTP1, nioSSL],
+            swiftSettings: strictSettings
+        ),
+
         // MARK: Drivers: pure sessions carried out over adapters.
         // One driver per hybrid role, carrying out its session's actions over an injected environment.
         .target(
@@ -134,7 +151,8 @@ let package = Package(
             dependencies: [
                 "Basics", "CBOR", "WebAuthn", "CTAP2", "CTAPHID", "RelyingParty", "PasskeyStore", "CTAPHIDTransport",
                 "Hybrid", "QRImage", "Proximity", "HybridTransport", "HybridLink", "CrossDevice", "RelayServer", "UHID",
-                "WebRelyingParty", "RelyingPartyServer", argumentParser, logging, crypto, nioCore, nioSSL,
+                "WebRelyingParty", "RelyingPartyServer", "PublicSuffix", "WebAuthnClient", "WebAuthnClientIO",
+                argumentParser, logging, crypto, nioCore, nioSSL,
             ],
             swiftSettings: strictSettings
         ),
@@ -159,7 +177,7 @@ let package = Package(
             name: "FuzzTargets",
             dependencies: [
                 "CBOR", "CTAP2", "CTAPHID", "UHID", "Hybrid", "QRImage", "RelayServer", "RelayCore", "PasskeyStore",
-                crypto, nioCore, nioEmbedded, logging,
+                "PublicSuffix", "WebAuthnClient", crypto, nioCore, nioEmbedded, logging,
             ],
             swiftSettings: strictSettings
         ),
@@ -183,6 +201,19 @@ let package = Package(
             swiftSettings: strictSettings
         ),
         .testTarget(name: "CTAPHIDTests", dependencies: ["CTAPHID", "TestSupport"], swiftSettings: strictSettings),
+        .testTarget(
+            name: "PublicSuffixTests", dependencies: ["PublicSuffix", "TestSupport"], swiftSettings: strictSettings),
+        .testTarget(
+            name: "WebAuthnClientTests", dependencies: ["WebAuthnClient", "PublicSuffix", "TestSupport"],
+            swiftSettings: strictSettings),
+        .testTarget(
+            name: "WebAuthnClientIOTests",
+            dependencies: [
+                "WebAuthnClientIO", "WebAuthnClient", "PublicSuffix", "TestSupport", nioCore, nioPosix, nioHTTP1,
+                nioSSL,
+            ],
+            swiftSettings: strictSettings
+        ),
         .testTarget(name: "FuzzTargetsTests", dependencies: ["FuzzTargets"], swiftSettings: strictSettings),
         .testTarget(
             name: "HybridTransportTests",

@@ -47,6 +47,8 @@ public enum FuzzTargets {
         ImageTargets.png,
         ImageTargets.pgm,
         StoreTargets.storeFile,
+        ClientTargets.publicSuffix,
+        ClientTargets.rpID,
     ]
 
     /// The target called `name`, if there is one.

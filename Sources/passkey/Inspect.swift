@@ -8,9 +8,12 @@ import QRImage
 extension Passkey {
     struct Inspect: ParsableCommand {
         static let configuration = CommandConfiguration(
-            abstract: "Decode hybrid (caBLE v2) QR codes, BLE adverts and tunnel server domain IDs.",
-            discussion: "Offline: nothing is scanned, advertised or connected to. See Docs/Hybrid.md.",
-            subcommands: [QRCode.self, Advert.self, Domain.self]
+            abstract: "Decode hybrid (caBLE v2) QR codes, BLE adverts and tunnel server domain IDs; check origins.",
+            discussion: """
+                Offline: nothing is scanned, advertised or connected to (see Docs/Hybrid.md), except that \
+                `origin --related-origins` fetches an RP ID's /.well-known/webauthn (see Docs/Client.md).
+                """,
+            subcommands: [QRCode.self, Advert.self, Domain.self, Origin.self]
         )
     }
 }

@@ -1,0 +1,157 @@
+import ArgumentParser
+import Foundation
+import PublicSuffix
+import WebAuthnClient
+import WebAuthnClientIO
+
+extension Passkey.Inspect {
+    struct Origin: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Check an origin and RP ID as a browser does before it asks any authenticator.",
+            discussion: """
+                The origin must be https (http only on localhost and *.localhost) with a domain, not an IP address; \
+                the RP ID, by default the origin's host, must be the host or a registrable domain suffix of it \
+                under the Public Suffix List (both sections, as browsers use it). With --related-origins, an RP ID \
+                that fails that check is looked up at https://RPID/.well-known/webauthn (WebAuthn L3 §5.11).
+                The list is read from $PASSKEY_PUBLIC_SUFFIX_LIST, else \(PublicSuffixListFile.systemPath) \
+                (Debian's publicsuffix package). Exit status: 0 valid, 1 not valid, 2 bad input (a URL that does \
+                not parse, no list). See Docs/Client.md.
+                """
+        )
+
+        @Option(
+            name: .customLong("rp-id"),
+            help: ArgumentHelp("The RP ID to check (default: the origin's host).", valueName: "id"))
+        var rpID: String?
+        @Flag(
+            name: .customLong("related-origins"),
+            help: "When the suffix check fails, fetch the RP ID's related origins.")
+        var relatedOrigins = false
+        @Option(
+            name: .customLong("related-origins-ca"),
+            help: ArgumentHelp("A PEM file of CAs to trust for the fetch, besides the system's.", valueName: "file"))
+        var relatedOriginsCA: String?
+        @Option(
+            name: .customLong("related-origins-port"),
+            help: ArgumentHelp("The port to fetch from, for tests (default 443).", visibility: .hidden))
+        var relatedOriginsPort = 443
+        @Option(
+            help: ArgumentHelp(
+                "Check each 'origin<TAB>rpId' line of a file (- for standard input), one JSON line each.",
+                valueName: "file", visibility: .hidden))
+        var batch: String?
+        @Flag(help: "Print one JSON object.") var json = false
+        @Argument(help: ArgumentHelp("The origin, or any URL of it.", valueName: "url")) var url: String?
+
+        func validate() throws {
+            guard (url == nil) != (batch == nil) else {
+                throw ValidationError("Give exactly one of a URL and --batch.")
+            }
+            if batch != nil {
+                guard rpID == nil, !relatedOrigins, !json else {
+                    throw ValidationError(
+                        "--batch takes each RP ID from its lines and prints JSON; it fetches nothing.")
+                }
+            }
+            guard relatedOriginsCA == nil || relatedOrigins else {
+                throw ValidationError("--related-origins-ca needs --related-origins.")
+            }
+            guard (1...65_535).contains(relatedOriginsPort) else {
+                throw ValidationError("--related-origins-port must be 1–65535.")
+            }
+        }
+
+        func run() async throws {
+            let list: PublicSuffixList
+            do {
+                list = try PublicSuffixListFile.load()
+            } catch {
+                throw Self.badInput(error.description)
+            }
+            if let batch {
+                try Self.runBatch(path: batch, list: list)
+                return
+            }
+            let origin: WebOrigin
+            do {
+                origin = try WebOrigin(url: url ?? "")
+            } catch {
+                throw Self.badInput("\(String((url ?? "").prefix(200)).debugDescription) is not a URL: \(error)")
+            }
+            let verdict: RelyingPartyIDVerdict
+            if relatedOrigins {
+                let source = HTTPSRelatedOriginsSource(additionalCAFile: relatedOriginsCA, port: relatedOriginsPort)
+                verdict = await RelyingPartyIDCheck.evaluate(
+                    origin: origin, rpID: rpID, list: list, relatedOrigins: source)
+            } else {
+                verdict = RelyingPartyIDCheck.evaluate(origin: origin, rpID: rpID, list: list)
+            }
+            if json {
+                let data = try JSONSerialization.data(
+                    withJSONObject: Self.object(verdict),
+                    options: [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes])
+                print(String(decoding: data, as: UTF8.self))
+            } else {
+                print("valid    \(verdict.valid ? "yes" : "no")")
+                print("reason   \(verdict.reason.terminalSafe)")
+                print("rule     \(verdict.rule.rawValue)")
+                print("origin   \(verdict.origin.terminalSafe)")
+                print("RP ID    \(verdict.rpID?.terminalSafe ?? "none")")
+            }
+            if !verdict.valid { throw ExitCode(1) }
+        }
+
+        /// The JSON form of a verdict: `valid`, `reason`, `rule`, `origin` and `rpId` (null when there is none).
+        static func object(_ verdict: RelyingPartyIDVerdict) -> [String: Any] {
+            [
+                "valid": verdict.valid, "reason": verdict.reason, "rule": verdict.rule.rawValue,
+                "origin": verdict.origin, "rpId": verdict.rpID ?? NSNull(),
+            ]
+        }
+
+        /// Prints "Error: …" and exits 2: the question could not be asked.
+        static func badInput(_ message: String) -> ExitCode {
+            FileHandle.standardError.write(Data("Error: \(message.terminalSafe)\n".utf8))
+            return ExitCode(2)
+        }
+
+        /// One verdict a line for each `origin<TAB>rpId` line: a line without a tab has no RP ID (the default is
+        /// checked); an empty line is skipped. A URL that does not parse gets `"rule": "badURL"`.
+        static func runBatch(path: String, list: PublicSuffixList) throws {
+            let data: Data
+            do {
+                data =
+                    try path == "-"
+                    ? FileHandle.standardInput.readToEnd() ?? Data() : Data(contentsOf: URL(fileURLWithPath: path))
+            } catch {
+                throw badInput("cannot read \(path): \(error.localizedDescription)")
+            }
+            var output = Data()
+            for line in data.split(separator: UInt8(ascii: "\n"), omittingEmptySubsequences: false) {
+                var text = String(decoding: line, as: UTF8.self)
+                if text.hasSuffix("\r") { text.removeLast() }
+                if text.isEmpty { continue }
+                let fields = text.split(separator: "\t", maxSplits: 1, omittingEmptySubsequences: false)
+                let rpID = fields.count > 1 ? String(fields[1]) : nil
+                var object: [String: Any]
+                do {
+                    let origin = try WebOrigin(url: String(fields[0]))
+                    object = Self.object(RelyingPartyIDCheck.evaluate(origin: origin, rpID: rpID, list: list))
+                } catch {
+                    object = [
+                        "valid": false, "rule": "badURL", "reason": "\(fields[0].prefix(200)) is not a URL: \(error)",
+                        "origin": NSNull(), "rpId": rpID ?? NSNull(),
+                    ]
+                }
+                output.append(
+                    try JSONSerialization.data(withJSONObject: object, options: [.sortedKeys, .withoutEscapingSlashes]))
+                output.append(UInt8(ascii: "\n"))
+                if output.count > 1 << 20 {
+                    FileHandle.standardOutput.write(output)
+                    output.removeAll(keepingCapacity: true)
+                }
+            }
+            FileHandle.standardOutput.write(output)
+        }
+    }
+}
