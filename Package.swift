@@ -43,6 +43,7 @@ let package = Package(
         .library(name: "RelayServer", targets: ["RelayServer"]),
         .library(name: "WebRelyingParty", targets: ["WebRelyingParty"]),
         .library(name: "RelyingPartyServer", targets: ["RelyingPartyServer"]),
+        .library(name: "WebAuthnClient", targets: ["WebAuthnClient"]),
         .executable(name: "passkey-fuzz", targets: ["passkey-fuzz"]),
     ],
     dependencies: [
@@ -70,6 +71,11 @@ let package = Package(
             swiftSettings: strictSettings),
         .target(name: "Hybrid", dependencies: ["Basics", "CBOR", crypto, cryptoExtras], swiftSettings: strictSettings),
         .target(name: "RelayCore", dependencies: ["Hybrid"], swiftSettings: strictSettings),
+        // What a browser does between create()/get() and the authenticators: options JSON in, response JSON out, the
+        // decision rules, CTAP2 over injected authenticators and UI (Docs/ClientEngine.md).
+        .target(
+            name: "WebAuthnClient", dependencies: ["Basics", "CBOR", "CTAP2", "WebAuthn", crypto],
+            swiftSettings: strictSettings),
 
         // MARK: NIO values, no I/O.
         // WebSocket frames from NIO's decoder to whole binary messages, for the tunnel client and the relay alike.
@@ -183,6 +189,14 @@ let package = Package(
             swiftSettings: strictSettings
         ),
         .testTarget(name: "CTAPHIDTests", dependencies: ["CTAPHID", "TestSupport"], swiftSettings: strictSettings),
+        .testTarget(
+            name: "WebAuthnClientTests",
+            dependencies: [
+                "WebAuthnClient", "WebRelyingParty", "RelyingParty", "CTAP2", "WebAuthn", "CBOR", "Basics",
+                "TestSupport", crypto,
+            ],
+            swiftSettings: strictSettings
+        ),
         .testTarget(name: "FuzzTargetsTests", dependencies: ["FuzzTargets"], swiftSettings: strictSettings),
         .testTarget(
             name: "HybridTransportTests",
