@@ -243,3 +243,47 @@ struct Site {
         return outcome.verdict
     }
 }
+
+/// Another authenticator with its getInfo edited: to play an authenticator without some capability.
+struct EditedAuthenticator: ClientAuthenticator {
+    let base: any ClientAuthenticator
+    let edit: @Sendable (inout AuthenticatorInfo) -> Void
+
+    var kind: AuthenticatorKind { base.kind }
+    var transports: [AuthenticatorTransport] { base.transports }
+
+    func credentials(forRelyingParty relyingPartyID: String) async -> [CredentialMetadata]? {
+        await base.credentials(forRelyingParty: relyingPartyID)
+    }
+
+    func open(for ceremony: ClientCeremony) async throws(AuthenticatorTransportError) -> any AuthenticatorSession {
+        let session = try await base.open(for: ceremony)
+        var info = session.info
+        edit(&info)
+        return Session(base: session, info: info, log: log)
+    }
+
+    /// The command byte of every message sent.
+    let log = CommandLog()
+
+    struct Session: AuthenticatorSession {
+        let base: any AuthenticatorSession
+        let info: AuthenticatorInfo
+        let log: CommandLog
+
+        func send(_ message: [UInt8]) async throws(AuthenticatorTransportError) -> [UInt8] {
+            log.append(message[0])
+            return try await base.send(message)
+        }
+
+        func close() async { await base.close() }
+    }
+}
+
+/// Command bytes in the order they were sent.
+final class CommandLog: Sendable {
+    private let commands = Mutex<[UInt8]>([])
+
+    func append(_ command: UInt8) { commands.withLock { $0.append(command) } }
+    var all: [UInt8] { commands.withLock { $0 } }
+}
