@@ -165,7 +165,7 @@ let package = Package(
             name: "FuzzTargets",
             dependencies: [
                 "CBOR", "CTAP2", "CTAPHID", "UHID", "Hybrid", "QRImage", "RelayServer", "RelayCore", "PasskeyStore",
-                crypto, nioCore, nioEmbedded, logging,
+                "WebAuthnClient", crypto, nioCore, nioEmbedded, logging,
             ],
             swiftSettings: strictSettings
         ),

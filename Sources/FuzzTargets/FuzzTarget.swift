@@ -47,6 +47,7 @@ public enum FuzzTargets {
         ImageTargets.png,
         ImageTargets.pgm,
         StoreTargets.storeFile,
+        ClientOptionsTargets.clientOptions,
     ]
 
     /// The target called `name`, if there is one.

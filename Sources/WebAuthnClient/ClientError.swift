@@ -142,8 +142,23 @@ public struct ClientError: Error, Hashable, Sendable, CustomStringConvertible {
 
     public var description: String { "\(name.rawValue): \(explanation)" }
 
-    /// The reason in words, without the name.
+    /// The reason in words, without the name: one line, whatever the options held (control characters in member
+    /// names or values are written as `\u{…}`).
     public var explanation: String {
+        var line = ""
+        for scalar in words.unicodeScalars {
+            if scalar.value < 0x20 || (0x7F...0x9F).contains(scalar.value) || scalar == "\u{2028}"
+                || scalar == "\u{2029}"
+            {
+                line += "\\u{\(String(scalar.value, radix: 16))}"
+            } else {
+                line.unicodeScalars.append(scalar)
+            }
+        }
+        return line
+    }
+
+    private var words: String {
         switch reason {
         case .malformedJSON(let offset, let expected):
             "the options are not JSON: expected \(expected) at byte \(offset)"

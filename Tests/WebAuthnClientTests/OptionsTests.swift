@@ -273,6 +273,17 @@ struct OptionsTests {
         }
     }
 
+    @Test func aReasonStaysOneLineWhateverTheOptionsHold() {
+        let json = requestOptionsJSON(#""extensions":{"prf":{"evalByCredential":{"a\nb\u2028":{"first":7}}}}"#)
+        #expect {
+            try PublicKeyCredentialRequestOptions(json: json)
+        } throws: { error in
+            let description = (error as? ClientError)?.description ?? ""
+            return description
+                == #"TypeError: extensions.prf.evalByCredential.a\u{a}b\u{2028}.first must be a string"#
+        }
+    }
+
     @Test func errorsCarryDistinctExitStatuses() {
         let statuses = DOMExceptionName.allCases.map(\.exitStatus)
         #expect(Set(statuses).count == statuses.count)
