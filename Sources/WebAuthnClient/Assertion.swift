@@ -104,7 +104,9 @@ struct PendingAssertion: Sendable {
         // several is probed first for the one this authenticator holds (as Chromium does).
         let prfWanted = extensions.prf.map { $0.eval != nil || !$0.evalByCredential.isEmpty } ?? false
         let hmacSecret = prfWanted && info.supports(extension: "hmac-secret") && info.preferredPINProtocol != nil
-        if hmacSecret, let prf = extensions.prf, !prf.evalByCredential.isEmpty, allowList.count > 1 {
+        if hmacSecret, let prf = extensions.prf, !prf.evalByCredential.isEmpty, allowList.count > 1,
+            context.allowsSilentRequests
+        {
             allowList = try await context.probe(allowList, relyingPartyID: relyingPartyID, batchSize: 1)
             if allowList.isEmpty {
                 throw ClientError(

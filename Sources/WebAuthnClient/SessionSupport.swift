@@ -197,12 +197,18 @@ struct SessionContext: Sendable {
         return []
     }
 
-    /// `list` cut to what one request may carry: as it is when it fits maxCredentialCountInList (or the authenticator
-    /// gives no limit), else the one credential a probe finds.
+    /// Whether silent probes may be sent: not to a phone, which answers one request per session (Chromium's
+    /// `NoSilentRequests` for hybrid devices).
+    var allowsSilentRequests: Bool { kind != .hybrid }
+
+    /// `list` cut to what one request may carry: as it is when it fits maxCredentialCountInList (one when getInfo
+    /// gives none), else the one credential a probe finds, as Chromium's FilterAndBatchCredentialDescriptors
+    /// (`device/fido/make_credential_task.cc`, used by the make-credential and get-assertion tasks) batches it.
     func fitted(_ list: [CredentialDescriptor], relyingPartyID: String) async throws(ClientError)
         -> [CredentialDescriptor]
     {
-        guard let limit = info.maximumCredentialCountInList, list.count > limit else { return list }
+        let limit = info.maximumCredentialCountInList ?? 1
+        guard list.count > limit, allowsSilentRequests else { return list }
         return try await probe(list, relyingPartyID: relyingPartyID, batchSize: limit)
     }
 

@@ -56,8 +56,10 @@ public enum PublicKeyCredentialHint: String, Hashable, Sendable, CaseIterable {
     case hybrid
 }
 
-/// `CredentialMediationRequirement` (Credential Management §2.3.2) for `get()`, with `immediate` (the WebAuthn
-/// immediate mediation proposal, w3c/webauthn#2291 and w3c/webappsec-credential-management#272).
+/// How `get()` involves the user: `CredentialMediationRequirement` (Credential Management Level 1, "Mediation
+/// Requirements"), and `immediate`, proposed as a fourth mediation value (w3c/webauthn#2228 and #2291,
+/// w3c/webappsec-credential-management#272) and since written in Credential Management's editor's draft as
+/// `uiMode: "immediate"` (`CredentialUiMode`, "UI Mode"). `silent` is left out: WebAuthn always mediates.
 public enum CredentialMediation: String, Hashable, Sendable, CaseIterable {
     /// The default: the browser shows its UI; WebAuthn always mediates, so this is `required` in effect.
     case optional

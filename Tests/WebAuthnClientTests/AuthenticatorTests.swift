@@ -88,6 +88,22 @@ struct AuthenticatorTests {
         #expect(limited.log.all == [0x02, 0x02, 0x02, 0x01])
     }
 
+    @Test func aPhoneIsNeverProbedSinceItAnswersOneRequest() async throws {
+        let phone = TestAuthenticator(kind: .hybrid, configuration: .hybridPhone(oneRequestPerSession: true))
+        let held = try await phone.addCredential(userName: "carol")
+        let limited = EditedAuthenticator(base: phone.client) { $0.maximumCredentialCountInList = nil }
+        let engine = makeEngine([limited])
+        let ids = [[UInt8](repeating: 9, count: 16), held].map {
+            #"{"type":"public-key","id":"\#($0.base64URLEncodedString)"}"#
+        }
+        let assertion = try await engine.get(
+            PublicKeyCredentialRequestOptions(
+                json: requestOptionsJSON(#""allowCredentials":[\#(ids.joined(separator: ","))]"#)),
+            origin: Site.origin)
+        #expect(assertion.id == held)
+        #expect(limited.log.all == [0x02])
+    }
+
     @Test func anAuthenticatorWithoutDiscoverableCredentialsCannotTakeARequiredOne() async throws {
         let key = EditedAuthenticator(base: TestAuthenticator(kind: .securityKey).client) { $0.options["rk"] = false }
         let engine = makeEngine([key])
