@@ -69,6 +69,10 @@ public struct AuthenticatorTransportError: Error, Hashable, Sendable, CustomStri
 /// An authenticator the engine can ask, by CTAP2 messages. The concrete ones (this machine's store, a phone over
 /// hybrid, a security key over CTAPHID) are wired by the CLI; `InProcessAuthenticator` adapts this package's CTAP2
 /// `Authenticator`.
+///
+/// `open` and a session's `send` must return promptly, throwing, when their task is cancelled: the engine cancels
+/// the requests that lost a race and those whose timer ran out, and waits for them to end. A CTAPHID key sends
+/// CTAPHID_CANCEL then; a phone closes its tunnel.
 public protocol ClientAuthenticator: Sendable {
     var kind: AuthenticatorKind { get }
     /// How the platform reaches it: `internal` for the platform, `hybrid` for a phone, `usb` for a key.
