@@ -78,8 +78,12 @@ let package = Package(
         // The Public Suffix List's format and algorithm, and RFC 3492 Punycode for its Unicode rules; the list comes
         // in as text or bytes.
         .target(name: "PublicSuffix", swiftSettings: strictSettings),
-        // What a browser decides before it asks an authenticator: origins, RP IDs, related origins (Docs/Client.md).
-        .target(name: "WebAuthnClient", dependencies: ["PublicSuffix"], swiftSettings: strictSettings),
+        // What a browser does between create()/get() and the authenticators: origins and RP IDs, related origins,
+        // options JSON in, response JSON out, the decision rules, CTAP2 over injected authenticators and UI
+        // (Docs/Client.md).
+        .target(
+            name: "WebAuthnClient", dependencies: ["PublicSuffix", "Basics", "CBOR", "CTAP2", "WebAuthn", crypto],
+            swiftSettings: strictSettings),
 
         // MARK: NIO values, no I/O.
         // WebSocket frames from NIO's decoder to whole binary messages, for the tunnel client and the relay alike.
@@ -204,8 +208,13 @@ let package = Package(
         .testTarget(
             name: "PublicSuffixTests", dependencies: ["PublicSuffix", "TestSupport"], swiftSettings: strictSettings),
         .testTarget(
-            name: "WebAuthnClientTests", dependencies: ["WebAuthnClient", "PublicSuffix", "TestSupport"],
-            swiftSettings: strictSettings),
+            name: "WebAuthnClientTests",
+            dependencies: [
+                "WebAuthnClient", "PublicSuffix", "WebRelyingParty", "RelyingParty", "CTAP2", "WebAuthn", "CBOR",
+                "Basics", "TestSupport", crypto,
+            ],
+            swiftSettings: strictSettings
+        ),
         .testTarget(
             name: "WebAuthnClientIOTests",
             dependencies: [

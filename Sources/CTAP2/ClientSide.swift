@@ -66,12 +66,13 @@ public enum CTAPClient {
         [CTAPCommand.clientPIN.rawValue] + CBORValue.map([1: .int(pinUvAuthProtocol.rawValue), 2: 2]).encoded()
     }
 
-    /// Splits a response into its status and decoded body; a non-zero status is thrown.
-    static func body(of response: [UInt8]) throws(CTAPError) -> CBORValue {
+    /// Splits a response into its status and decoded body; a non-zero status is thrown. A platform talking to
+    /// authenticators it did not build passes a decoder with `requiresCanonicalForm: false`.
+    static func body(of response: [UInt8], decoder: CBORDecoder = CBORDecoder()) throws(CTAPError) -> CBORValue {
         guard let status = response.first else { throw .invalidLength }
         guard status == 0 else { throw CTAPError(rawValue: status) }
         do {
-            return try CBORValue(decoding: response.dropFirst())
+            return try decoder.decode(response.dropFirst())
         } catch {
             throw CTAPError(error)
         }
@@ -81,18 +82,22 @@ public enum CTAPClient {
 /// A makeCredential response turned into the WebAuthn attestation object.
 public struct MakeCredentialResponse: Sendable {
     public var attestationObject: AttestationObject
+    /// The largeBlobKey (key 5), when the request asked for one and the credential is discoverable.
+    public var largeBlobKey: [UInt8]?
 
-    /// Reads the authenticator's response (status byte and CBOR); an error status is thrown.
-    public init(ctapResponse: [UInt8]) throws(CTAPError) {
-        let map = try CTAPClient.body(of: ctapResponse).parameters()
+    /// Reads the authenticator's response (status byte and CBOR); an error status is thrown. `decoder` also reads
+    /// the COSE key and extensions inside the authenticator data.
+    public init(ctapResponse: [UInt8], decoder: CBORDecoder = CBORDecoder()) throws(CTAPError) {
+        let map = try CTAPClient.body(of: ctapResponse, decoder: decoder).parameters()
         let format = try map.required(1).text()
         let authenticatorData = try map.required(2).bytes()
         let statement = try map.required(3)
         guard statement.mapValue != nil else { throw .cborUnexpectedType }
+        largeBlobKey = try map.optional(5)?.bytes()
         do {
             attestationObject = AttestationObject(
-                format: format, statement: statement, authenticatorData: try AuthenticatorData(bytes: authenticatorData)
-            )
+                format: format, statement: statement,
+                authenticatorData: try AuthenticatorData(bytes: authenticatorData, decoder: decoder))
         } catch {
             throw .invalidCBOR
         }
@@ -112,10 +117,24 @@ public struct GetAssertionResponse: Sendable {
     public var userDisplayName: String?
     /// Present on the first response when more assertions can be fetched with getNextAssertion.
     public var numberOfCredentials: Int?
+    /// True when the authenticator showed its own account chooser and the user picked this one (key 6).
+    public var userSelected: Bool
+    /// The credential's largeBlobKey (key 7), when the request asked for it.
+    public var largeBlobKey: [UInt8]?
 
-    public init(ctapResponse: [UInt8]) throws(CTAPError) {
-        let map = try CTAPClient.body(of: ctapResponse).parameters()
-        credentialID = try map.required(1).parameters().required("id").bytes()
+    /// Reads one response (status byte and CBOR); an error status is thrown. The credential may be left out when the
+    /// allowList held exactly one (CTAP 2.1 §6.2.2): pass that one's ID as `defaultCredentialID`.
+    public init(
+        ctapResponse: [UInt8], decoder: CBORDecoder = CBORDecoder(), defaultCredentialID: [UInt8]? = nil
+    ) throws(CTAPError) {
+        let map = try CTAPClient.body(of: ctapResponse, decoder: decoder).parameters()
+        if let credential = map.optional(1) {
+            credentialID = try credential.parameters().required("id").bytes()
+        } else if let defaultCredentialID {
+            credentialID = defaultCredentialID
+        } else {
+            throw .missingParameter
+        }
         authenticatorData = try map.required(2).bytes()
         signature = try map.required(3).bytes()
         let user = try map.optional(4)?.parameters()
@@ -123,29 +142,49 @@ public struct GetAssertionResponse: Sendable {
         userName = try user?.optional("name")?.text()
         userDisplayName = try user?.optional("displayName")?.text()
         numberOfCredentials = try map.optional(5)?.int()
+        userSelected = try map.optional(6)?.bool() ?? false
+        largeBlobKey = try map.optional(7)?.bytes()
     }
 }
 
-/// The platform's half of hmac-secret (CTAP 2.1 §12.5) as the WebAuthn prf extension uses it: one salt,
-/// `SHA-256("WebAuthn PRF" ‖ 0x00 ‖ input)`, sent encrypted under a fresh key agreement with protocol two.
+/// The platform's half of hmac-secret (CTAP 2.1 §12.5) as the WebAuthn prf extension uses it (WebAuthn L3 §10.1.4):
+/// one or two salts, each `SHA-256("WebAuthn PRF" ‖ 0x00 ‖ input)`, sent encrypted under a fresh key agreement.
 public struct PRFEvaluation: Sendable {
     private let sharedSecret: [UInt8]
-    /// The getAssertion extensions entry: `{"hmac-secret": {1: keyAgreement, 2: saltEnc, 3: saltAuth, 4: 2}}`.
+    private let pinProtocol: PinUvAuthProtocol
+    /// The getAssertion extensions entry: `{"hmac-secret": {1: keyAgreement, 2: saltEnc, 3: saltAuth, 4: protocol}}`.
     public let extensionInput: [CBORValue: CBORValue]
 
-    /// `keyAgreementResponse` is the authenticator's getKeyAgreement answer; `iv` 16 random bytes.
+    /// `keyAgreementResponse` is the authenticator's getKeyAgreement answer; `iv` 16 random bytes. Protocol two,
+    /// with a platform key from the system's generator.
     public init(input: [UInt8], keyAgreementResponse: [UInt8], iv: [UInt8]) throws(CTAPError) {
-        let pinProtocol = PinUvAuthProtocol.two
-        let authenticatorKey = try CTAPClient.body(of: keyAgreementResponse).parameters().required(1)
-        let platformKey = P256.KeyAgreement.PrivateKey()
+        try self.init(
+            first: input, second: nil, keyAgreementResponse: keyAgreementResponse, pinProtocol: .two,
+            platformKey: P256.KeyAgreement.PrivateKey(), iv: iv)
+    }
+
+    /// Evaluates at `first` and, when given, `second` with `pinProtocol` (the authenticator's getKeyAgreement answer
+    /// must be for the same protocol), the platform's key agreement key `platformKey` and, for protocol two, the IV.
+    public init(
+        first: [UInt8], second: [UInt8]?, keyAgreementResponse: [UInt8], pinProtocol: PinUvAuthProtocol,
+        platformKey: P256.KeyAgreement.PrivateKey, iv: [UInt8]
+    ) throws(CTAPError) {
+        let authenticatorKey = try CTAPClient.body(
+            of: keyAgreementResponse, decoder: CBORDecoder(requiresCanonicalForm: false)
+        )
+        .parameters().required(1)
+        self.pinProtocol = pinProtocol
         do {
             sharedSecret = try pinProtocol.sharedSecret(privateKey: platformKey, platformKey: authenticatorKey)
-            let salt = SHA256.hash(data: Array("WebAuthn PRF".utf8) + [0] + input).bytes
-            let saltEnc = try pinProtocol.encrypt(key: sharedSecret, plaintext: salt, iv: iv)
+            let salts = ([first] + (second.map { [$0] } ?? [])).flatMap { input in
+                SHA256.hash(data: Array("WebAuthn PRF".utf8) + [0] + input).bytes
+            }
+            let saltEnc = try pinProtocol.encrypt(key: sharedSecret, plaintext: salts, iv: iv)
             extensionInput = [
                 "hmac-secret": [
                     1: PinUvAuthProtocol.coseKey(platformKey.publicKey), 2: .bytes(saltEnc),
-                    3: .bytes(pinProtocol.authenticate(key: sharedSecret, message: saltEnc)), 4: 2,
+                    3: .bytes(pinProtocol.authenticate(key: sharedSecret, message: saltEnc)),
+                    4: .int(pinProtocol.rawValue),
                 ]
             ]
         } catch {
@@ -153,15 +192,22 @@ public struct PRFEvaluation: Sendable {
         }
     }
 
-    /// The prf result (32 bytes) from an assertion's authenticator data, or nil when it has none.
+    /// The first prf result (32 bytes) from an assertion's authenticator data, or nil when it has none.
     public func result(from authenticatorData: AuthenticatorData) throws(CTAPError) -> [UInt8]? {
+        try results(from: authenticatorData)?.first
+    }
+
+    /// The prf results (one or two of 32 bytes, as many as salts were sent) from an assertion's authenticator data,
+    /// or nil when it has none.
+    public func results(from authenticatorData: AuthenticatorData) throws(CTAPError) -> [[UInt8]]? {
         guard let encrypted = authenticatorData.extensions?.mapValue?["hmac-secret"]?.bytesValue else { return nil }
+        let output: [UInt8]
         do {
-            let output = try PinUvAuthProtocol.two.decrypt(key: sharedSecret, ciphertext: encrypted)
-            guard output.count == 32 else { throw CTAPError.invalidLength }
-            return output
+            output = try pinProtocol.decrypt(key: sharedSecret, ciphertext: encrypted)
         } catch {
             throw .invalidLength
         }
+        guard output.count == 32 || output.count == 64 else { throw .invalidLength }
+        return output.count == 32 ? [output] : [Array(output[..<32]), Array(output[32...])]
     }
 }

@@ -49,6 +49,7 @@ public enum FuzzTargets {
         StoreTargets.storeFile,
         ClientTargets.publicSuffix,
         ClientTargets.rpID,
+        ClientOptionsTargets.clientOptions,
     ]
 
     /// The target called `name`, if there is one.

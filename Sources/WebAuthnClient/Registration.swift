@@ -1,0 +1,212 @@
+import Basics
+import CBOR
+import CTAP2
+import Crypto
+import WebAuthn
+
+extension ClientEngine {
+    /// `navigator.credentials.create({publicKey})` (WebAuthn L3 §5.1.3) for `origin`: the checks, the plan, one
+    /// authenticatorMakeCredential, and the new credential as `toJSON()` gives it.
+    public func create(_ options: PublicKeyCredentialCreationOptions, origin: String) async throws(ClientError)
+        -> RegistrationCredential
+    {
+        if Task.isCancelled { throw ClientError(.aborted) }
+        let decision = try await environment.relyingPartyIDChecker.check(
+            origin: origin, requested: options.relyingParty.id)
+        // Step 10: an empty list means ES256 and RS256; entries of other types are skipped. This client makes and
+        // converts ES256 keys only, so the list must allow -7.
+        let algorithms =
+            options.parameters.isEmpty
+            ? [COSEAlgorithm.es256.rawValue, -257]
+            : options.parameters.filter { $0.type == "public-key" }.map(\.algorithm)
+        guard algorithms.contains(COSEAlgorithm.es256.rawValue) else { throw ClientError(.noSupportedAlgorithm) }
+        if let prf = options.extensions.prf, !prf.evalByCredential.isEmpty {
+            throw ClientError(.extensionInputRefused("prf evalByCredential is for authentication only (§10.1.4)"))
+        }
+        if let largeBlob = options.extensions.largeBlob, largeBlob.read != nil || largeBlob.write != nil {
+            throw ClientError(.extensionInputRefused("largeBlob read and write are for authentication only (§10.1.5)"))
+        }
+        let clientDataJSON = CollectedClientData(type: .create, challenge: options.challenge, origin: decision.origin)
+            .jsonBytes
+        let registration = PendingRegistration(
+            options: options, relyingPartyID: decision.relyingPartyID, clientDataJSON: clientDataJSON,
+            clientDataHash: Self.hash(clientDataJSON))
+        let plan = CeremonyPlanner.planCreate(
+            attachment: options.authenticatorSelection.attachment, hints: options.hints,
+            authenticators: await summaries(relyingPartyID: decision.relyingPartyID, list: false))
+        if case .fail(let error) = plan { throw error }
+        return try await withTimer(CeremonyTimeout.clamped(options.timeout)) { () async throws(ClientError) in
+            switch plan {
+            case .fail(let error):
+                throw error
+            case .ask(let requests, _):
+                let chosen = try await choose(
+                    requests, ceremony: .create, relyingPartyID: decision.relyingPartyID, userName: options.user.name,
+                    conditional: false)
+                return try await register(registration, on: chosen)
+            case .proceed(let requests):
+                return try await race(requests) { (request) async throws(ClientError) in
+                    try await register(registration, on: request)
+                }
+            }
+        }
+    }
+
+    /// One makeCredential on the planned authenticator.
+    func register(_ registration: PendingRegistration, on request: PlannedRequest) async throws(ClientError)
+        -> RegistrationCredential
+    {
+        try await withSession(request, for: .create) { (context) async throws(ClientError) in
+            try await registration.run(on: context)
+        }
+    }
+}
+
+/// A registration once the options are checked: what every authenticator is asked.
+struct PendingRegistration: Sendable {
+    let options: PublicKeyCredentialCreationOptions
+    let relyingPartyID: String
+    let clientDataJSON: [UInt8]
+    let clientDataHash: [UInt8]
+
+    /// The steps of §5.1.3 step 22 ("If an authenticator becomes available") for one session: the authenticator's
+    /// eligibility, the effective resident key and user verification requirements, the extensions, the request, and
+    /// the response with attestation conveyance applied.
+    func run(on context: SessionContext) async throws(ClientError) -> RegistrationCredential {
+        let info = context.info
+        let selection = options.authenticatorSelection
+        let extensions = options.extensions
+        let residentKey = selection.effectiveResidentKey
+        guard residentKey != .required || info.supportsDiscoverableCredentials else {
+            throw ClientError(
+                .noEligibleAuthenticator(
+                    "the \(context.kind.rawValue) authenticator cannot store a discoverable credential"))
+        }
+        let wantsVerification = try context.wantsVerification(selection.userVerification)
+        if let supported = info.algorithms, !supported.contains(COSEAlgorithm.es256.rawValue) {
+            throw ClientError(.authenticator(.unsupportedAlgorithm))
+        }
+        // The effective resident key requirement: preferred asks for one when the authenticator can store it.
+        let discoverable =
+            residentKey == .required || (residentKey == .preferred && info.supportsDiscoverableCredentials)
+        let largeBlobKey =
+            extensions.largeBlob != nil && discoverable && info.supportsLargeBlobs
+            && info.supports(extension: "largeBlobKey")
+        if extensions.largeBlob?.supportRequired == true && !largeBlobKey {
+            throw ClientError(
+                .noEligibleAuthenticator("the \(context.kind.rawValue) authenticator cannot store large blobs"))
+        }
+        if extensions.enforceCredentialProtectionPolicy, let policy = extensions.credentialProtectionPolicy,
+            policy != .userVerificationOptional, !info.supports(extension: "credProtect")
+        {
+            throw ClientError(
+                .noEligibleAuthenticator("the \(context.kind.rawValue) authenticator does not support credProtect"))
+        }
+
+        var inputs: [CBORValue: CBORValue] = [:]
+        if let policy = extensions.credentialProtectionPolicy, info.supports(extension: "credProtect") {
+            inputs["credProtect"] = .int(policy.level)
+        }
+        if extensions.prf != nil && info.supports(extension: "hmac-secret") { inputs["hmac-secret"] = true }
+        if largeBlobKey { inputs["largeBlobKey"] = true }
+        if extensions.minimumPINLength && info.supports(extension: "minPinLength") { inputs["minPinLength"] = true }
+        if let blob = extensions.credentialBlob, info.supports(extension: "credBlob") {
+            inputs["credBlob"] = .bytes(blob)
+        }
+
+        // Verification: built-in when configured, else the PIN; a discoverable credential, or an authenticator without
+        // makeCredUvNotRqd, needs it even when the relying party did not ask (CTAP 2.1 §6.1.2 step 7; Chromium's
+        // FidoDeviceAuthenticator::MakeCredentialInternal).
+        let needsVerification = wantsVerification || discoverable || !info.makeCredentialWithoutUserVerification
+        var verification: SessionContext.Verification =
+            info.hasBuiltInUserVerification
+            ? (needsVerification ? .builtIn : .none)
+            : info.hasPIN && needsVerification ? .pinToken : .none
+        let excludeList = try await context.fitted(
+            context.descriptors(options.excludeCredentials), relyingPartyID: relyingPartyID)
+
+        var outcome: Result<[UInt8], CTAPError>
+        repeat {
+            var request = MakeCredentialRequest(
+                clientDataHash: clientDataHash, relyingPartyID: relyingPartyID,
+                relyingPartyName: options.relyingParty.name, userHandle: options.user.id, userName: options.user.name,
+                userDisplayName: options.user.displayName, algorithms: [COSEAlgorithm.es256.rawValue],
+                excludeList: excludeList, extensions: inputs.isEmpty ? nil : .map(inputs))
+            if discoverable { request.options["rk"] = true }
+            if verification == .builtIn { request.options["uv"] = true }
+            if verification == .pinToken {
+                let (token, pinProtocol) = try await context.pinToken(
+                    permissions: [.makeCredential], relyingPartyID: relyingPartyID)
+                request.pinUvAuthParam = pinProtocol.authenticate(key: token, message: clientDataHash)
+                request.pinUvAuthProtocol = pinProtocol.rawValue
+            }
+            await context.environment.userInterface.notify(.waitingForAuthenticator(context.kind))
+            outcome = try await context.exchange(request.message)
+            // A key that wants its PIN though getInfo did not say so: ask for the PIN once.
+            guard case .failure(.pinUvAuthTokenRequired) = outcome, verification != .pinToken, info.hasPIN else {
+                break
+            }
+            verification = .pinToken
+        } while true
+
+        let response: [UInt8]
+        switch outcome {
+        case .success(let bytes): response = bytes
+        case .failure(let status): throw SessionContext.failure(status)
+        }
+        let made: MakeCredentialResponse
+        do {
+            made = try MakeCredentialResponse(ctapResponse: response, decoder: SessionContext.responseDecoder)
+        } catch {
+            throw ClientError(.invalidResponse("makeCredential answer: \(error)"))
+        }
+        let authenticatorData = made.attestationObject.authenticatorData
+        guard authenticatorData.relyingPartyIDHash == SHA256.hash(data: Array(relyingPartyID.utf8)).bytes else {
+            throw ClientError(.invalidResponse("the authenticator data is for another RP ID"))
+        }
+        guard let attested = authenticatorData.attestedCredentialData else {
+            throw ClientError(.invalidResponse("the authenticator data has no attested credential data"))
+        }
+        guard authenticatorData.flags.contains(.userPresent) else {
+            throw ClientError(.invalidResponse("the UP flag is not set"))
+        }
+        if selection.userVerification == .required && !authenticatorData.flags.contains(.userVerified) {
+            throw ClientError(.invalidResponse("the user verification the relying party requires did not happen"))
+        }
+
+        let attestationObject = await conveyed(made.attestationObject, aaguid: attested.aaguid, context: context)
+        var outputs = ClientExtensionOutputs()
+        let authenticatorOutputs = authenticatorData.extensions?.mapValue ?? [:]
+        if extensions.credentialProperties { outputs.credentialProperties = discoverable }
+        if extensions.prf != nil { outputs.prf = PRFOutputs(enabled: authenticatorOutputs["hmac-secret"] == true) }
+        if extensions.largeBlob != nil { outputs.largeBlobSupported = made.largeBlobKey != nil }
+        if extensions.credentialBlob != nil {
+            outputs.credentialBlobStored = authenticatorOutputs["credBlob"]?.boolValue ?? false
+        }
+        return RegistrationCredential(
+            id: attested.credentialID, clientDataJSON: clientDataJSON, attestationObject: attestationObject.bytes,
+            authenticatorData: authenticatorData.bytes, transports: context.responseTransports,
+            publicKey: try? Array(attested.publicKey.signingKey().derRepresentation),
+            publicKeyAlgorithm: attested.publicKey.algorithm.rawValue, authenticatorAttachment: context.kind.attachment,
+            clientExtensionResults: outputs)
+    }
+
+    /// Attestation conveyance (§5.1.3 step 22, constructCredentialAlg step 1). `none`: the statement is replaced by
+    /// `{"fmt": "none", "attStmt": {}}` unless it is self attestation (packed, no x5c, all-zero AAGUID). `direct` or
+    /// `enterprise` from a security key: the user is asked first, as Chromium asks before it reveals a key's make and
+    /// model; a refusal conveys `none`. `indirect`: as the authenticator gave it.
+    func conveyed(_ object: AttestationObject, aaguid: AAGUID, context: SessionContext) async -> AttestationObject {
+        var preference = options.attestation
+        if (preference == .direct || preference == .enterprise) && context.kind == .securityKey
+            && object.format != "none"
+        {
+            let allowed = await context.environment.userInterface.confirm(
+                .revealSecurityKeyModel(relyingPartyID: relyingPartyID))
+            if !allowed { preference = .none }
+        }
+        guard preference == .none else { return object }
+        let selfAttestation = aaguid == .zero && object.format == "packed" && object.statement.mapValue?["x5c"] == nil
+        if selfAttestation { return object }
+        return AttestationObject(format: "none", statement: .map([:]), authenticatorData: object.authenticatorData)
+    }
+}
