@@ -10,6 +10,8 @@ public enum SecurityKeyStatus: Hashable, Sendable {
     case processing
     /// Waiting for the user to touch it: the moment to say "touch your security key".
     case touchNeeded
+    /// Busy with another program's request (CTAPHID ERR_CHANNEL_BUSY): the request is sent again shortly.
+    case busyElsewhere
 }
 
 /// What the platform says when it asks for the PIN.
@@ -50,6 +52,9 @@ public struct SecurityKeyOptions: Sendable {
     public var requestTimeout: Duration = .seconds(60)
     /// The time limit of the platform's own steps: the channel, getInfo, clientPIN (default 10 s).
     public var commandTimeout: Duration = .seconds(10)
+    /// How long to wait before sending a request again that the key refused as busy with another program's
+    /// (default 100 ms); it is sent again until its time limit.
+    public var busyRetryInterval: Duration = .milliseconds(100)
     /// Secure random bytes: the platform's key agreement keys and the PIN protocol's IVs.
     public var randomBytes: @Sendable (Int) -> [UInt8] = AuthenticatorEnvironment.systemRandomBytes
     /// The CTAPHID connection's settings.
@@ -317,8 +322,33 @@ public actor SecurityKey {
         }
     }
 
-    /// One CTAPHID_CBOR exchange, keepalives passed on as status changes.
+    /// One CTAPHID_CBOR exchange, keepalives passed on as status changes. A key busy with another program's request
+    /// (ERR_CHANNEL_BUSY: hidraw and UDP keys serve one request at a time for everybody) gets it again every
+    /// ``SecurityKeyOptions/busyRetryInterval`` until `timeout`.
     private func exchange(_ message: [UInt8], timeout: Duration) async throws(SecurityKeyError) -> [UInt8] {
+        let clock = ContinuousClock()
+        let deadline = clock.now.advanced(by: timeout)
+        while true {
+            do {
+                return try await exchangeOnce(message, timeout: deadline - clock.now, limit: timeout)
+            } catch {
+                guard case .connection(.exchange(.deviceError(let code))) = error, code == .channelBusy,
+                    clock.now.advanced(by: options.busyRetryInterval) < deadline
+                else { throw error }
+                options.onStatus?(.busyElsewhere)
+                do {
+                    try await Task.sleep(for: options.busyRetryInterval)
+                } catch {
+                    throw .cancelled
+                }
+            }
+        }
+    }
+
+    /// - Parameter limit: The whole request's time limit, for the error that says it passed.
+    private func exchangeOnce(_ message: [UInt8], timeout: Duration, limit: Duration) async throws(SecurityKeyError)
+        -> [UInt8]
+    {
         if cancelRequested.withLock({ $0 }) { throw .cancelled }
         let reporter = options.onStatus.map(StatusReporter.init)
         let response: [UInt8]
@@ -327,7 +357,7 @@ public actor SecurityKey {
                 .cbor, payload: message, timeout: timeout, onKeepalive: reporter.map { reporter in reporter.keepalive })
         } catch {
             if cancelRequested.withLock({ $0 }) || Task.isCancelled { throw .cancelled }
-            throw SecurityKeyError(error, timeout: timeout)
+            throw SecurityKeyError(error, timeout: limit)
         }
         if cancelRequested.withLock({ $0 }) || Task.isCancelled {
             // The key's answer to the cancellation, or a result the caller no longer wants.

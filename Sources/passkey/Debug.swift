@@ -5,6 +5,7 @@ import CTAPHID
 import Crypto
 import Foundation
 import SecurityKey
+import Synchronization
 import WebAuthn
 
 extension Passkey {
@@ -53,10 +54,30 @@ struct SecurityKeyOptionGroup: ParsableArguments {
         options.requestTimeout = .seconds(timeout)
         options.pin = ClientPINSource.provider(environment: ProcessInfo.processInfo.environment)
         options.pinAttempts = ProcessInfo.processInfo.environment["PASSKEY_CLIENT_PIN"] == nil ? 3 : 1
+        let busyTold = Once()
         options.onStatus = { status in
-            if status == .touchNeeded { Terminal.shared.write("passkey: touch your security key\n") }
+            switch status {
+            case .touchNeeded: Terminal.shared.write("passkey: touch your security key\n")
+            case .busyElsewhere:
+                if busyTold.first() {
+                    Terminal.shared.write("passkey: the key is busy with another program; waiting\n")
+                }
+            case .processing: break
+            }
         }
         return try await SecurityKey.open(try SecurityKeySpec(parsing: securityKey), options: options)
+    }
+}
+
+/// True the first time it is asked, false afterwards.
+final class Once: Sendable {
+    private let done = Mutex(false)
+
+    func first() -> Bool {
+        done.withLock { done in
+            defer { done = true }
+            return !done
+        }
     }
 }
 

@@ -189,6 +189,48 @@ struct SecurityKeyOverUDPTests {
         await key.close()
     }
 
+    @Test func aKeyBusyWithAnotherProgramIsAskedAgain() async throws {
+        let user = ScriptedUser(waits: true)
+        let server = try await TestKey.start(user: user)
+        defer { Task { await server.close() } }
+        // Another program's request waits for the user, so the authenticator is busy for everybody.
+        let other = try await CTAPHIDHostConnection.udp(host: "127.0.0.1", port: server.server.localAddress.port ?? 0)
+        let otherRequest = Task {
+            try await other.exchange(
+                .cbor, payload: Ceremony.makeCredential(Ceremony.clientDataHash()), timeout: .seconds(30))
+        }
+        #expect(await user.events.wait(for: .asked))
+        let statuses = Events<SecurityKeyStatus>()
+        let key = try await Self.open(server) { $0.onStatus = { statuses.record($0) } }
+        let getInfo = Task { try await key.getInfo() }
+        #expect(await statuses.wait(for: .busyElsewhere, occurrences: 2))
+        user.approve()
+        #expect(try await otherRequest.value.first == 0)
+        #expect(try await getInfo.value.versions == ["FIDO_2_0", "FIDO_2_1"])
+        await key.close()
+        await other.close()
+    }
+
+    @Test func aKeyBusyUntilTheTimeLimitTimesOut() async throws {
+        let user = ScriptedUser(waits: true)
+        let server = try await TestKey.start(user: user)
+        defer { Task { await server.close() } }
+        let other = try await CTAPHIDHostConnection.udp(host: "127.0.0.1", port: server.server.localAddress.port ?? 0)
+        let otherRequest = Task {
+            try await other.exchange(
+                .cbor, payload: Ceremony.makeCredential(Ceremony.clientDataHash()), timeout: .seconds(30))
+        }
+        #expect(await user.events.wait(for: .asked))
+        let key = try await Self.open(server)
+        await #expect(throws: SecurityKeyError.connection(.exchange(.deviceError(.channelBusy)))) {
+            try await key.send(ctapCommand: [0x04], timeout: .milliseconds(350))
+        }
+        user.approve()
+        #expect(try await otherRequest.value.first == 0)
+        await key.close()
+        await other.close()
+    }
+
     @Test func closingFailsTheRequestInProgress() async throws {
         let user = ScriptedUser(waits: true)
         let server = try await TestKey.start(user: user)
