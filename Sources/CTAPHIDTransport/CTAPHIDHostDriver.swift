@@ -61,8 +61,6 @@ final class CTAPHIDHostDriver {
     private var completion: Completion?
     private var timer: Scheduled<Void>?
     private var closedBecause: CTAPHIDConnectionError?
-    /// What the device said about itself when the current channel was allocated.
-    private(set) var deviceInfo: CTAPHIDDeviceInfo?
 
     init(
         configuration: CTAPHIDHostStateMachine.Configuration,
@@ -162,7 +160,6 @@ final class CTAPHIDHostDriver {
                 write?(report)
                 wrote = true
             case .channelAllocated(let info):
-                deviceInfo = info
                 if case .allocation(let promise) = completion {
                     completion = nil
                     promise.succeed(info)

@@ -126,8 +126,8 @@ public actor SecurityKey {
         return try await open(connection, options: options)
     }
 
-    /// A key over an open connection (tests pass one over a socket pair).
-    static func open(
+    /// A key over an open connection: allocates its channel and checks that it speaks CTAP2.
+    private static func open(
         _ connection: CTAPHIDHostConnection, options: SecurityKeyOptions
     ) async throws(SecurityKeyError) -> SecurityKey {
         do {
