@@ -31,9 +31,11 @@ struct Terminal: Sendable {
         FileHandle.standardError.write(Data(text.utf8))
     }
 
-    /// Reads one line, giving up when `timeout` passes or the task is cancelled.
-    func readLine(timeout: Duration, echo: Bool = true) async -> ReadResult {
+    /// Reads one line, giving up when `timeout` passes or the task is cancelled. `prompt`, if given, is written once
+    /// echo is off, so nothing typed after it appears can be echoed.
+    func readLine(timeout: Duration, echo: Bool = true, prompt: String? = nil) async -> ReadResult {
         let restore = echo ? nil : disableEcho()
+        if let prompt { write(prompt) }
         defer {
             if let restore {
                 restore()
@@ -61,8 +63,7 @@ struct Terminal: Sendable {
 
     /// Reads a secret (a PIN) after `prompt`, without echo; see ``readLine(timeout:echo:)``.
     func readSecret(prompt: String, timeout: Duration) async -> ReadResult {
-        write(prompt)
-        return await readLine(timeout: timeout, echo: false)
+        await readLine(timeout: timeout, echo: false, prompt: prompt)
     }
 
     /// Turns terminal echo off; returns the function that restores it. A signal that would end the process while
