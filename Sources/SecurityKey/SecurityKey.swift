@@ -328,13 +328,20 @@ public actor SecurityKey {
     private func exchange(_ message: [UInt8], timeout: Duration) async throws(SecurityKeyError) -> [UInt8] {
         let clock = ContinuousClock()
         let deadline = clock.now.advanced(by: timeout)
+        var refusedAsBusy = false
         while true {
             do {
                 return try await exchangeOnce(message, timeout: deadline - clock.now, limit: timeout)
             } catch {
-                guard case .connection(.exchange(.deviceError(let code))) = error, code == .channelBusy,
-                    clock.now.advanced(by: options.busyRetryInterval) < deadline
-                else { throw error }
+                let busy: Bool
+                switch error {
+                case .connection(.exchange(.deviceError(let code))) where code == .channelBusy: busy = true
+                case .timedOut where refusedAsBusy: throw .keyBusy(timeout)
+                default: busy = false
+                }
+                guard busy else { throw error }
+                guard clock.now.advanced(by: options.busyRetryInterval) < deadline else { throw .keyBusy(timeout) }
+                refusedAsBusy = true
                 options.onStatus?(.busyElsewhere)
                 do {
                     try await Task.sleep(for: options.busyRetryInterval)

@@ -31,6 +31,8 @@ public enum SecurityKeyError: Error, Hashable, Sendable, CustomStringConvertible
     case cancelled
     /// Another request to this key is still running.
     case busy
+    /// The key stayed busy with another program's request (ERR_CHANNEL_BUSY) for the whole time limit.
+    case keyBusy(Duration)
     /// An answer the key should not have given: what was wrong with it.
     case invalidResponse(String)
     /// The key refused a step the platform took on its own (getInfo, clientPIN): the step and the status.
@@ -85,6 +87,9 @@ public enum SecurityKeyError: Error, Hashable, Sendable, CustomStringConvertible
             "cancelled"
         case .busy:
             "another request to this security key is still running"
+        case .keyBusy(let limit):
+            "the security key stayed busy with another program's request for \(limit.secondsDescription) "
+                + "(a browser or another platform waiting for a touch?)"
         case .invalidResponse(let what):
             "the security key sent an invalid answer: \(what)"
         case .refused(let step, let status):
