@@ -34,6 +34,7 @@ let package = Package(
         .library(name: "RelyingParty", targets: ["RelyingParty"]),
         .library(name: "PasskeyStore", targets: ["PasskeyStore"]),
         .library(name: "CTAPHIDTransport", targets: ["CTAPHIDTransport"]),
+        .library(name: "SecurityKey", targets: ["SecurityKey"]),
         .library(name: "UHID", targets: ["UHID"]),
         .library(name: "Hybrid", targets: ["Hybrid"]),
         .library(name: "Proximity", targets: ["Proximity"]),
@@ -136,6 +137,12 @@ let package = Package(
         ),
 
         // MARK: Drivers: pure sessions carried out over adapters.
+        // A platform's security key: CTAP2 over the host side of CTAPHID (UDP or hidraw), with the PIN when needed.
+        .target(
+            name: "SecurityKey",
+            dependencies: ["Basics", "CBOR", "CTAP2", "CTAPHID", "CTAPHIDTransport", crypto],
+            swiftSettings: strictSettings
+        ),
         // One driver per hybrid role, carrying out its session's actions over an injected environment.
         .target(
             name: "HybridLink",
@@ -154,9 +161,9 @@ let package = Package(
             name: "passkey",
             dependencies: [
                 "Basics", "CBOR", "WebAuthn", "CTAP2", "CTAPHID", "RelyingParty", "PasskeyStore", "CTAPHIDTransport",
-                "Hybrid", "QRImage", "Proximity", "HybridTransport", "HybridLink", "CrossDevice", "RelayServer", "UHID",
-                "WebRelyingParty", "RelyingPartyServer", "PublicSuffix", "WebAuthnClient", "WebAuthnClientIO",
-                argumentParser, logging, crypto, nioCore, nioSSL,
+                "SecurityKey", "Hybrid", "QRImage", "Proximity", "HybridTransport", "HybridLink", "CrossDevice",
+                "RelayServer", "UHID", "WebRelyingParty", "RelyingPartyServer", "PublicSuffix", "WebAuthnClient",
+                "WebAuthnClientIO", argumentParser, logging, crypto, nioCore, nioSSL,
             ],
             swiftSettings: strictSettings
         ),
@@ -272,6 +279,14 @@ let package = Package(
             name: "CTAPHIDTransportTests",
             dependencies: [
                 "CTAPHIDTransport", "CTAPHID", "CTAP2", "UHID", "TestSupport", nioCore, nioPosix, nioEmbedded, logging,
+            ],
+            swiftSettings: strictSettings
+        ),
+        .testTarget(
+            name: "SecurityKeyTests",
+            dependencies: [
+                "SecurityKey", "CTAPHIDTransport", "CTAPHID", "CTAP2", "CBOR", "WebAuthn", crypto, nioCore, nioPosix,
+                logging,
             ],
             swiftSettings: strictSettings
         ),

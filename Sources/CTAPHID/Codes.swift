@@ -75,6 +75,27 @@ public struct CTAPHIDErrorCode: RawRepresentable, Hashable, Sendable {
     public static let other = CTAPHIDErrorCode(rawValue: 0x7F)
 }
 
+extension CTAPHIDErrorCode: CustomStringConvertible {
+    /// The specification's name of the error and its byte, such as `ERR_CHANNEL_BUSY (0x06)`.
+    public var description: String {
+        let name =
+            switch self {
+            case .invalidCommand: "ERR_INVALID_CMD"
+            case .invalidParameter: "ERR_INVALID_PAR"
+            case .invalidLength: "ERR_INVALID_LEN"
+            case .invalidSequence: "ERR_INVALID_SEQ"
+            case .messageTimeout: "ERR_MSG_TIMEOUT"
+            case .channelBusy: "ERR_CHANNEL_BUSY"
+            case .lockRequired: "ERR_LOCK_REQUIRED"
+            case .invalidChannel: "ERR_INVALID_CHANNEL"
+            case .other: "ERR_OTHER"
+            default: "CTAPHID error"
+            }
+        let digits = String(rawValue, radix: 16, uppercase: true)
+        return "\(name) (0x\(digits.count < 2 ? "0" + digits : digits))"
+    }
+}
+
 /// The status byte of a `CTAPHID_KEEPALIVE` packet (CTAP 2.1 §11.2.9.2.1).
 public enum KeepaliveStatus: UInt8, Hashable, Sendable {
     /// The authenticator is still processing the request.

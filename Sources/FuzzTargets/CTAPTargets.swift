@@ -52,7 +52,7 @@ enum CTAPTargets {
         })
 
     /// One instant for every run, so that timeouts measured from it replay the same way.
-    private static let startOfRun = ContinuousClock.now
+    static let startOfRun = ContinuousClock.now
 
     private static func makeCredential(userID: [UInt8], name: String, extensions: Bool) -> [UInt8] {
         var parameters: [CBORValue: CBORValue] = [
@@ -161,7 +161,7 @@ enum CTAPTargets {
         })
 
     /// Channel identifiers 1, 2, 3…: reproducible, and predictable for the seeds.
-    private struct CountingGenerator: RandomNumberGenerator, Sendable {
+    struct CountingGenerator: RandomNumberGenerator, Sendable {
         private var count: UInt64 = 0
         mutating func next() -> UInt64 {
             count += 1

@@ -34,6 +34,7 @@ public enum FuzzTargets {
         CBORTargets.cbor,
         CTAPTargets.ctap2,
         CTAPTargets.ctaphid,
+        CTAPHIDHostTarget.ctaphidHost,
         CTAPTargets.uhid,
         HybridTargets.qrURL,
         HybridTargets.advert,

@@ -12,6 +12,7 @@ struct Passkey: AsyncParsableCommand {
         version: "0.1.0",
         subcommands: [
             Serve.self, Scan.self, Client.self, RP.self, List.self, Delete.self, Info.self, Demo.self, Inspect.self,
+            Debug.self,
         ]
     )
 }

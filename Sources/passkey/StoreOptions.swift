@@ -58,14 +58,16 @@ struct StoreOptions: ParsableArguments {
             throw ValidationError("The passkey store needs a passphrase: set PASSKEY_PASSPHRASE or run in a terminal.")
         }
         let question = isNew ? "Choose a passphrase for the new store at \(url.path): " : "Passphrase for \(url.path): "
-        terminal.write(question)
-        guard case .line(let first) = await terminal.readLine(timeout: .seconds(300), echo: false), !first.isEmpty
+        guard case .line(let first) = await terminal.readSecret(prompt: question, timeout: .seconds(300)),
+            !first.isEmpty
         else {
             throw ValidationError("No passphrase given.")
         }
         guard isNew else { return first }
-        terminal.write("Repeat the passphrase: ")
-        guard case .line(let second) = await terminal.readLine(timeout: .seconds(300), echo: false), second == first
+        guard
+            case .line(let second) = await terminal.readSecret(
+                prompt: "Repeat the passphrase: ", timeout: .seconds(300)),
+            second == first
         else {
             throw ValidationError("The passphrases do not match.")
         }

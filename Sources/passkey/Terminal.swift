@@ -31,9 +31,11 @@ struct Terminal: Sendable {
         FileHandle.standardError.write(Data(text.utf8))
     }
 
-    /// Reads one line, giving up when `timeout` passes or the task is cancelled.
-    func readLine(timeout: Duration, echo: Bool = true) async -> ReadResult {
+    /// Reads one line, giving up when `timeout` passes or the task is cancelled. `prompt`, if given, is written once
+    /// echo is off, so nothing typed after it appears can be echoed.
+    func readLine(timeout: Duration, echo: Bool = true, prompt: String? = nil) async -> ReadResult {
         let restore = echo ? nil : disableEcho()
+        if let prompt { write(prompt) }
         defer {
             if let restore {
                 restore()
@@ -59,18 +61,70 @@ struct Terminal: Sendable {
         }
     }
 
-    /// Turns terminal echo off; returns the function that restores it.
+    /// Reads a secret (a PIN) after `prompt`, without echo; see ``readLine(timeout:echo:)``.
+    func readSecret(prompt: String, timeout: Duration) async -> ReadResult {
+        await readLine(timeout: timeout, echo: false, prompt: prompt)
+    }
+
+    /// Turns terminal echo off; returns the function that restores it. A signal that would end the process while
+    /// echo is off restores it first (``EchoRestoringSignals``).
     private func disableEcho() -> (() -> Void)? {
         var original = termios()
         guard tcgetattr(inputDescriptor, &original) == 0 else { return nil }
         var silent = original
         silent.c_lflag &= ~tcflag_t(ECHO)
-        guard tcsetattr(inputDescriptor, TCSANOW, &silent) == 0 else { return nil }
+        EchoRestoringSignals.install(descriptor: inputDescriptor, original: original)
+        guard tcsetattr(inputDescriptor, TCSANOW, &silent) == 0 else {
+            EchoRestoringSignals.remove()
+            return nil
+        }
         let descriptor = inputDescriptor
         return {
             var restored = original
             tcsetattr(descriptor, TCSANOW, &restored)
+            EchoRestoringSignals.remove()
         }
+    }
+}
+
+/// Puts the terminal back when a signal ends the process while echo is off (Ctrl-C at a PIN prompt, a `kill`):
+/// the handler restores the saved settings with `tcsetattr` (async-signal-safe), sets the signal's default action
+/// back and raises it again, so the process ends as it would have, with its terminal as it found it.
+///
+/// Only signals whose action is the default are taken over; one that the program handles or ignores (`passkey
+/// serve` handles SIGINT and SIGTERM to stop cleanly) is left alone, since the program then ends through code
+/// that restores the terminal itself. One prompt at a time reads a secret, so one saved state is enough.
+enum EchoRestoringSignals {
+    static let signals: [Int32] = [SIGINT, SIGTERM, SIGHUP, SIGQUIT]
+
+    /// Written before any handler is installed, read only by the handler.
+    nonisolated(unsafe) private static var saved = termios()
+    nonisolated(unsafe) private static var descriptor: Int32 = -1
+    /// The signals this type installed its handler for.
+    nonisolated(unsafe) private static var installed: [Int32] = []
+
+    private static let handler: @convention(c) (Int32) -> Void = { number in
+        _ = tcsetattr(EchoRestoringSignals.descriptor, TCSANOW, &EchoRestoringSignals.saved)
+        _ = signal(number, SIG_DFL)
+        _ = raise(number)
+    }
+
+    static func install(descriptor: Int32, original: termios) {
+        saved = original
+        self.descriptor = descriptor
+        installed = signals.filter { number in
+            let previous = signal(number, handler)
+            guard unsafeBitCast(previous, to: Int.self) == unsafeBitCast(SIG_DFL, to: Int.self) else {
+                _ = signal(number, previous)
+                return false
+            }
+            return true
+        }
+    }
+
+    static func remove() {
+        for number in installed { _ = signal(number, SIG_DFL) }
+        installed = []
     }
 }
 

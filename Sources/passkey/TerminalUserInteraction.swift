@@ -46,8 +46,7 @@ struct TerminalUserInteraction: UserInteraction {
             return .approved(userVerified: false, selectedAccount: selectedAccount)
         }
         for attempt in 1...attempts {
-            terminal.write("Store passphrase to verify it is you: ")
-            switch await terminal.readLine(timeout: timeout, echo: false) {
+            switch await terminal.readSecret(prompt: "Store passphrase to verify it is you: ", timeout: timeout) {
             case .line(let passphrase):
                 if verifyPassphrase(passphrase) {
                     return .approved(userVerified: true, selectedAccount: selectedAccount)

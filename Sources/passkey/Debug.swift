@@ -1,0 +1,250 @@
+import ArgumentParser
+import Basics
+import CTAP2
+import CTAPHID
+import Crypto
+import Foundation
+import SecurityKey
+import Synchronization
+import WebAuthn
+
+extension Passkey {
+    /// Checks of this package against real devices, for Tools/vm-test and for people debugging a key; not part of the
+    /// documented interface, so hidden from help.
+    struct Debug: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Checks against real devices (for Tools/vm-test).", shouldDisplay: false,
+            subcommands: [SecurityKeyCommands.self])
+    }
+}
+
+extension Passkey.Debug {
+    struct SecurityKeyCommands: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            commandName: "security-key",
+            abstract: "Talk to a FIDO2 security key as a platform does (Docs/SecurityKey.md).",
+            subcommands: [GetInfo.self, RoundTrip.self])
+    }
+}
+
+/// `--security-key` and how the key is used: the PIN from PASSKEY_CLIENT_PIN or the terminal (without echo), "touch
+/// your security key" when it waits.
+struct SecurityKeyOptionGroup: ParsableArguments {
+    @Option(
+        name: .customLong("security-key"),
+        help: ArgumentHelp(
+            "The key: hidraw:/dev/hidrawN, udp:HOST:PORT (passkey serve --udp) or auto (the one FIDO hidraw device).",
+            valueName: "spec"))
+    var securityKey = "auto"
+    @Option(help: ArgumentHelp("How long the key may wait for a touch, in seconds.", valueName: "seconds"))
+    var timeout = 60
+
+    func validate() throws {
+        do {
+            _ = try SecurityKeySpec(parsing: securityKey)
+        } catch {
+            throw ValidationError("\(error)")
+        }
+        guard (1...600).contains(timeout) else { throw ValidationError("--timeout takes 1 to 600 seconds.") }
+    }
+
+    /// Opens the key with the PIN and status handling the CLI uses.
+    func open() async throws -> SecurityKey {
+        var options = SecurityKeyOptions()
+        options.requestTimeout = .seconds(timeout)
+        options.pin = ClientPINSource.provider(environment: ProcessInfo.processInfo.environment)
+        options.pinAttempts = ProcessInfo.processInfo.environment["PASSKEY_CLIENT_PIN"] == nil ? 3 : 1
+        let busyTold = Once()
+        options.onStatus = { status in
+            switch status {
+            case .touchNeeded: Terminal.shared.write("passkey: touch your security key\n")
+            case .busyElsewhere:
+                if busyTold.first() {
+                    Terminal.shared.write("passkey: the key is busy with another program; waiting\n")
+                }
+            case .processing: break
+            }
+        }
+        return try await SecurityKey.open(try SecurityKeySpec(parsing: securityKey), options: options)
+    }
+}
+
+/// True the first time it is asked, false afterwards.
+final class Once: Sendable {
+    private let done = Mutex(false)
+
+    func first() -> Bool {
+        done.withLock { done in
+            defer { done = true }
+            return !done
+        }
+    }
+}
+
+/// A check of `passkey debug` that failed: printed as `Error: …`, exit status 1.
+struct CheckFailed: Error, CustomStringConvertible {
+    let description: String
+    init(_ description: String) { self.description = description }
+}
+
+/// Where the client's PIN comes from: PASSKEY_CLIENT_PIN (for scripts; used once, never retried), else the terminal,
+/// read without echo.
+enum ClientPINSource {
+    static func provider(environment: [String: String]) -> PINProvider {
+        if let pin = environment["PASSKEY_CLIENT_PIN"] {
+            return { request in request.previousAttemptWasWrong || pin.isEmpty ? nil : pin }
+        }
+        return { request in
+            let terminal = Terminal.shared
+            var prompt = request.previousAttemptWasWrong ? "Wrong PIN. " : ""
+            prompt += "PIN for the security key \(request.key.terminalSafe)"
+            prompt += " (\(request.retriesLeft) \(request.retriesLeft == 1 ? "try" : "tries") left): "
+            guard case .line(let pin) = await terminal.readSecret(prompt: prompt, timeout: .seconds(120)) else {
+                return nil
+            }
+            return pin
+        }
+    }
+}
+
+extension Passkey.Debug.SecurityKeyCommands {
+    struct GetInfo: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            commandName: "getinfo", abstract: "Print the key's CTAPHID description and authenticatorGetInfo.")
+
+        @OptionGroup var key: SecurityKeyOptionGroup
+
+        func run() async throws {
+            let securityKey = try await key.open()
+            defer { Task { await securityKey.close() } }
+            let device = securityKey.deviceInfo
+            let info = try await securityKey.getInfo()
+            var capabilities: [String] = []
+            if device.capabilities.contains(.wink) { capabilities.append("wink") }
+            if device.capabilities.contains(.cbor) { capabilities.append("cbor") }
+            if device.capabilities.contains(.nmsg) { capabilities.append("nmsg") }
+            let version = device.deviceVersion
+            print("security key: \(securityKey.name.terminalSafe)")
+            print(
+                "ctaphid: protocol \(device.protocolVersion), device \(version.major).\(version.minor).\(version.build), "
+                    + "capabilities \(capabilities.joined(separator: " "))")
+            print("versions: \(info.versions.map(\.terminalSafe).joined(separator: " "))")
+            print("aaguid: \(AAGUID(bytes: info.aaguid)?.description ?? info.aaguid.hexString)")
+            let options = info.options.sorted { $0.key < $1.key }.map { $0.value ? $0.key : "no\($0.key)" }
+            print("options: \(options.map(\.terminalSafe).joined(separator: " "))")
+            print("pinUvAuthProtocols: \(info.pinUvAuthProtocols.map { String($0.rawValue) }.joined(separator: " "))")
+            print("transports: \(info.transports.map(\.terminalSafe).joined(separator: " "))")
+            print("extensions: \(info.extensions.map(\.terminalSafe).joined(separator: " "))")
+            await securityKey.close()
+        }
+    }
+
+    struct RoundTrip: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            commandName: "roundtrip",
+            abstract: "Register a credential on the key and sign in with it, checking the signature.",
+            discussion: """
+                makeCredential, then getAssertion with the new credential in the allow list, each with a \
+                clientDataJSON built as a browser builds it for the origin https://RP; the assertion's signature is \
+                checked with the registered public key. With --uv, both ask for user verification: the key's own, \
+                or its PIN (PASSKEY_CLIENT_PIN, or asked for on the terminal without echo). --json prints what a \
+                relying party would receive, for checking elsewhere.
+                """)
+
+        @OptionGroup var key: SecurityKeyOptionGroup
+        @Option(help: "The relying party ID.") var rp = "example.com"
+        @Option(help: "The user name of the new credential.") var user = "alice"
+        @Flag(help: "Require user verification (the key's own, or its PIN).") var uv = false
+        @Flag(help: "Make a discoverable credential.") var discoverable = false
+        @Flag(help: "Print one JSON object with both ceremonies' results (base64url) on standard output.") var json =
+            false
+
+        func run() async throws {
+            let securityKey = try await key.open()
+            defer { Task { await securityKey.close() } }
+            let origin = "https://\(rp)"
+            let userHandle = Array(SHA256.hash(data: Array("passkey debug \(user)".utf8)).bytes.prefix(16))
+
+            let registration = CollectedClientData(type: .create, challenge: Self.challenge(), origin: origin)
+            let created = try MakeCredentialResponse(
+                ctapResponse: try await Self.expectSuccess(
+                    "makeCredential",
+                    securityKey.send(
+                        ctapCommand: CTAPClient.makeCredentialMessage(
+                            clientDataHash: SHA256.hash(data: registration.jsonBytes).bytes, relyingPartyID: rp,
+                            relyingPartyName: rp, userHandle: userHandle, userName: user, userDisplayName: user,
+                            discoverable: discoverable, userVerification: uv))))
+            let madeData = created.attestationObject.authenticatorData
+            guard let credential = madeData.attestedCredentialData else {
+                throw CheckFailed("makeCredential answered without attested credential data")
+            }
+            let publicKey = try credential.publicKey.signingKey()
+            Terminal.shared.write(
+                "passkey: makeCredential OK: credential \(credential.credentialID.hexString.prefix(16))…, format "
+                    + "\(created.attestationObject.format.terminalSafe), flags \(Self.flags(madeData.flags))\n")
+
+            let authentication = CollectedClientData(type: .get, challenge: Self.challenge(), origin: origin)
+            let clientDataHash = SHA256.hash(data: authentication.jsonBytes).bytes
+            let assertion = try GetAssertionResponse(
+                ctapResponse: try await Self.expectSuccess(
+                    "getAssertion",
+                    securityKey.send(
+                        ctapCommand: CTAPClient.getAssertionMessage(
+                            relyingPartyID: rp, clientDataHash: clientDataHash, allowList: [credential.credentialID],
+                            userVerification: uv))))
+            let signedData = try AuthenticatorData(bytes: assertion.authenticatorData)
+            let signature = try P256.Signing.ECDSASignature(derRepresentation: assertion.signature)
+            guard assertion.credentialID == credential.credentialID,
+                signedData.relyingPartyIDHash == SHA256.hash(data: Array(rp.utf8)).bytes,
+                publicKey.isValidSignature(signature, for: assertion.authenticatorData + clientDataHash)
+            else { throw CheckFailed("the assertion does not verify with the registered credential") }
+            if uv, !(madeData.flags.contains(.userVerified) && signedData.flags.contains(.userVerified)) {
+                throw CheckFailed("user verification was required, but the key did not set the UV flag")
+            }
+            Terminal.shared.write(
+                "passkey: getAssertion OK: signature verified with the registered key, flags "
+                    + "\(Self.flags(signedData.flags))\n")
+            if json {
+                let object: [String: Any] = [
+                    "rpId": rp, "origin": origin, "credentialId": credential.credentialID.base64URLEncodedString,
+                    "registration": [
+                        "clientDataJSON": registration.jsonBytes.base64URLEncodedString,
+                        "attestationObject": created.attestationObject.bytes.base64URLEncodedString,
+                        "challenge": registration.challenge.base64URLEncodedString,
+                    ],
+                    "authentication": [
+                        "clientDataJSON": authentication.jsonBytes.base64URLEncodedString,
+                        "authenticatorData": assertion.authenticatorData.base64URLEncodedString,
+                        "signature": assertion.signature.base64URLEncodedString,
+                        "challenge": authentication.challenge.base64URLEncodedString,
+                    ],
+                    "userVerified": signedData.flags.contains(.userVerified),
+                ]
+                let data = try JSONSerialization.data(withJSONObject: object, options: [.sortedKeys])
+                print(String(decoding: data, as: UTF8.self))
+            } else {
+                print("round trip: ok")
+            }
+            await securityKey.close()
+        }
+
+        private static func challenge() -> [UInt8] {
+            AuthenticatorEnvironment.systemRandomBytes(32)
+        }
+
+        /// The answer, or an error naming the request and its status.
+        private static func expectSuccess(_ request: String, _ response: [UInt8]) throws -> [UInt8] {
+            guard response.first == 0 else {
+                throw CheckFailed("\(request) failed: \(CTAPError(rawValue: response.first ?? 0x7F))")
+            }
+            return response
+        }
+
+        private static func flags(_ flags: AuthenticatorFlags) -> String {
+            var names: [String] = []
+            if flags.contains(.userPresent) { names.append("UP") }
+            if flags.contains(.userVerified) { names.append("UV") }
+            return names.isEmpty ? "none" : names.joined(separator: " ")
+        }
+    }
+}
