@@ -18,14 +18,37 @@ public struct AuthenticatorInfo: Hashable, Sendable {
     public var maximumMessageSize: Int?
     /// 0x06: the PIN/UV auth protocols, most preferred first.
     public var pinUvAuthProtocols: [PinUvAuthProtocol]
+    /// 0x07: the most credential descriptors one allow or exclude list may carry.
+    public var maximumCredentialCountInList: Int?
+    /// 0x08: the longest credential ID the key makes.
+    public var maximumCredentialIDLength: Int?
     /// 0x09: the transports, such as `usb` or `nfc`.
     public var transports: [String]
+    /// 0x0A: the `public-key` algorithms, such as -7 for ES256; nil when getInfo does not say (CTAP 2.0 keys).
+    public var algorithms: [Int]?
     /// 0x0C: whether the PIN must be changed before it can be used.
     public var forcePINChange: Bool?
     /// 0x0D: the shortest PIN the key accepts, in code points.
     public var minimumPINLength: Int?
     /// 0x0E: the firmware version.
     public var firmwareVersion: Int?
+    /// 0x0F: the longest credBlob the key stores.
+    public var maximumCredentialBlobLength: Int?
+
+    /// An answer made up in code, for tests and for authenticators whose getInfo the platform builds itself.
+    public init(
+        versions: [String] = ["FIDO_2_0"], extensions: [String] = [], aaguid: [UInt8] = [UInt8](repeating: 0, count: 16),
+        options: [String: Bool] = [:], pinUvAuthProtocols: [PinUvAuthProtocol] = [], transports: [String] = [],
+        algorithms: [Int]? = nil
+    ) {
+        self.versions = versions
+        self.extensions = extensions
+        self.aaguid = aaguid
+        self.options = options
+        self.pinUvAuthProtocols = pinUvAuthProtocols
+        self.transports = transports
+        self.algorithms = algorithms
+    }
 
     /// Reads a getInfo response: the status byte, then the CBOR map. A non-zero status is thrown.
     public init(ctapResponse: [UInt8]) throws(CTAPError) {
@@ -49,10 +72,25 @@ public struct AuthenticatorInfo: Hashable, Sendable {
         pinUvAuthProtocols = try (map.optional(6)?.array() ?? []).map { value throws(CTAPError) in
             PinUvAuthProtocol(rawValue: try value.int())
         }
+        maximumCredentialCountInList = try map.optional(7)?.int()
+        maximumCredentialIDLength = try map.optional(8)?.int()
         transports = try map.optional(9).map(Self.texts) ?? []
+        if let list = map.optional(0x0A) {
+            var algorithms: [Int] = []
+            for element in try list.array() {
+                let entry = try element.parameters()
+                guard try entry.optional("type")?.text() == "public-key", let algorithm = try entry.optional("alg")?.int()
+                else { continue }
+                algorithms.append(algorithm)
+            }
+            self.algorithms = algorithms
+        } else {
+            algorithms = nil
+        }
         forcePINChange = try map.optional(0x0C)?.bool()
         minimumPINLength = try map.optional(0x0D)?.int()
         firmwareVersion = try map.optional(0x0E)?.int()
+        maximumCredentialBlobLength = try map.optional(0x0F)?.int()
     }
 
     private static func texts(_ value: CBORValue) throws(CTAPError) -> [String] {
@@ -64,6 +102,21 @@ public struct AuthenticatorInfo: Hashable, Sendable {
     /// The `clientPin` option: `true` when a PIN is set, `false` when one can be but is not, `nil` when the key has
     /// no PIN at all.
     public var clientPIN: Bool? { options["clientPin"] }
+
+    /// Whether a PIN is set (the `clientPin` option is true).
+    public var hasPIN: Bool { clientPIN == true }
+
+    /// Whether the user can be verified at all: built-in verification or a PIN that is set.
+    public var canVerifyUser: Bool { hasBuiltInUserVerification || hasPIN }
+
+    /// The `rk` option: the key stores discoverable credentials.
+    public var supportsDiscoverableCredentials: Bool { options["rk"] == true }
+
+    /// The `largeBlobs` option: the key keeps a large-blob array.
+    public var supportsLargeBlobs: Bool { options["largeBlobs"] == true }
+
+    /// Whether `name` is among the extensions the key lists.
+    public func supports(extension name: String) -> Bool { extensions.contains(name) }
 
     /// Whether the key verifies users itself (the `uv` option is true: a fingerprint reader, or this package's store
     /// passphrase).

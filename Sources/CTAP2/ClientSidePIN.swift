@@ -35,6 +35,28 @@ extension CTAPClient {
     }
 }
 
+/// What the platform says when it asks the user for an authenticator's PIN.
+public struct PINRequest: Hashable, Sendable {
+    /// The key the PIN is for (`/dev/hidraw3`, `udp://127.0.0.1:8111`), when the platform names it.
+    public var key: String?
+    /// The relying party of the request, when the token is for one.
+    public var relyingPartyID: String?
+    /// How many wrong PINs the key still accepts before it blocks the PIN, when it said.
+    public var retriesLeft: Int?
+    /// Whether the previous PIN entered for this request was wrong.
+    public var previousAttemptWasWrong: Bool
+
+    public init(
+        key: String? = nil, relyingPartyID: String? = nil, retriesLeft: Int? = nil,
+        previousAttemptWasWrong: Bool = false
+    ) {
+        self.key = key
+        self.relyingPartyID = relyingPartyID
+        self.retriesLeft = retriesLeft
+        self.previousAttemptWasWrong = previousAttemptWasWrong
+    }
+}
+
 /// A pinUvAuthToken as the platform holds it: the secret the authenticator issued, and the protocol that issued it.
 /// It signs requests (`pinUvAuthParam`); `description` and `dump` never show it.
 public struct PinUvAuthToken: Sendable, CustomStringConvertible, CustomReflectable {

@@ -91,39 +91,8 @@ extension CTAPClient {
     /// authenticatorGetInfo: the command byte alone.
     public static let getInfoMessage: [UInt8] = [CTAPCommand.getInfo.rawValue]
 
-    /// authenticatorClientPIN getPINRetries (subcommand 1).
-    public static func getPINRetriesMessage(pinUvAuthProtocol: PinUvAuthProtocol) -> [UInt8] {
-        [CTAPCommand.clientPIN.rawValue] + CBORValue.map([1: .int(pinUvAuthProtocol.rawValue), 2: 1]).encoded()
-    }
-
-    /// authenticatorClientPIN getPinUvAuthTokenUsingPinWithPermissions (subcommand 9, with `permissions` and an
-    /// RP ID) or, for CTAP 2.0 authenticators (`permissions` nil), getPinToken (subcommand 5).
-    public static func pinTokenMessage(
-        pinUvAuthProtocol: PinUvAuthProtocol, keyAgreement: CBORValue, pinHashEnc: [UInt8],
-        permissions: PinUvAuthPermissions?, relyingPartyID: String?
-    ) -> [UInt8] {
-        var parameters: [CBORValue: CBORValue] = [
-            1: .int(pinUvAuthProtocol.rawValue), 2: permissions == nil ? 5 : 9, 3: keyAgreement, 6: .bytes(pinHashEnc),
-        ]
-        if let permissions {
-            parameters[9] = .int(permissions.rawValue)
-            if let relyingPartyID { parameters[0x0A] = .text(relyingPartyID) }
-        }
-        return [CTAPCommand.clientPIN.rawValue] + CBORValue.map(parameters).encoded()
-    }
-
     /// The authenticator's key agreement key (key 1) from a getKeyAgreement answer.
     public static func keyAgreementKey(fromResponse response: [UInt8]) throws(CTAPError) -> CBORValue {
         try body(of: response, decoder: CBORDecoder(requiresCanonicalForm: false)).parameters().required(1)
-    }
-
-    /// The encrypted token (key 2) from a getPinToken or getPinUvAuthToken… answer.
-    public static func encryptedToken(fromResponse response: [UInt8]) throws(CTAPError) -> [UInt8] {
-        try body(of: response, decoder: CBORDecoder(requiresCanonicalForm: false)).parameters().required(2).bytes()
-    }
-
-    /// The PIN retries left (key 3) from a getPINRetries answer.
-    public static func pinRetries(fromResponse response: [UInt8]) throws(CTAPError) -> Int {
-        try body(of: response, decoder: CBORDecoder(requiresCanonicalForm: false)).parameters().required(3).int()
     }
 }

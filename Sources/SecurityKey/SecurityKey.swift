@@ -14,25 +14,6 @@ public enum SecurityKeyStatus: Hashable, Sendable {
     case busyElsewhere
 }
 
-/// What the platform says when it asks for the PIN.
-public struct PINRequest: Hashable, Sendable {
-    /// The key the PIN is for (`/dev/hidraw3`, `udp://127.0.0.1:8111`).
-    public var key: String
-    /// The relying party of the request, when the token is for one.
-    public var relyingPartyID: String?
-    /// How many wrong PINs the key still accepts before it blocks the PIN.
-    public var retriesLeft: Int
-    /// Whether the previous PIN entered for this request was wrong.
-    public var previousAttemptWasWrong: Bool
-
-    public init(key: String, relyingPartyID: String?, retriesLeft: Int, previousAttemptWasWrong: Bool) {
-        self.key = key
-        self.relyingPartyID = relyingPartyID
-        self.retriesLeft = retriesLeft
-        self.previousAttemptWasWrong = previousAttemptWasWrong
-    }
-}
-
 /// Asks the user for the PIN (without echo) or reads it from the environment; `nil` when there is none.
 public typealias PINProvider = @Sendable (PINRequest) async -> String?
 

@@ -103,7 +103,7 @@ struct PendingAssertion: Sendable {
         // prf evalByCredential: the salts depend on the credential, and one request carries one set, so a list of
         // several is probed first for the one this authenticator holds (as Chromium does).
         let prfWanted = extensions.prf.map { $0.eval != nil || !$0.evalByCredential.isEmpty } ?? false
-        let hmacSecret = prfWanted && info.supports(extension: "hmac-secret") && info.preferredPINProtocol != nil
+        let hmacSecret = prfWanted && info.supports(extension: "hmac-secret") && info.preferredPinUvAuthProtocol != nil
         if hmacSecret, let prf = extensions.prf, !prf.evalByCredential.isEmpty, allowList.count > 1,
             context.allowsSilentRequests
         {
@@ -136,12 +136,12 @@ struct PendingAssertion: Sendable {
                 relyingPartyID: relyingPartyID, clientDataHash: clientDataHash, allowList: allowList)
             if verification == .builtIn { request.options["uv"] = true }
             if verification == .pinToken {
-                let (token, pinProtocol) = try await context.pinToken(
+                let token = try await context.pinToken(
                     permissions: [.getAssertion], relyingPartyID: relyingPartyID)
-                request.pinUvAuthParam = pinProtocol.authenticate(key: token, message: clientDataHash)
-                request.pinUvAuthProtocol = pinProtocol.rawValue
+                request.pinUvAuthParam = token.authenticate(clientDataHash)
+                request.pinUvAuthProtocol = token.pinUvAuthProtocol.rawValue
             }
-            if let prfValues, let pinProtocol = info.preferredPINProtocol {
+            if let prfValues, let pinProtocol = info.preferredPinUvAuthProtocol {
                 let agreement = try await context.keyAgreementResponse(pinProtocol)
                 do {
                     evaluation = try PRFEvaluation(

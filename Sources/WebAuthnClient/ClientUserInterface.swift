@@ -1,3 +1,5 @@
+import CTAP2
+
 /// One entry of a chooser.
 public enum ClientChoice: Hashable, Sendable {
     /// A passkey an authenticator listed (this computer's, or one a phone or key returned among several).
@@ -39,19 +41,6 @@ public enum ClientQuestion: Hashable, Sendable {
     /// The relying party asked for `direct` or `enterprise` attestation from a security key: may it learn the key's
     /// make and model? (Chromium asks the same before it passes a security key's attestation on.)
     case revealSecurityKeyModel(relyingPartyID: String)
-}
-
-/// A request for the security key's PIN.
-public struct PINRequest: Hashable, Sendable {
-    /// PIN attempts left, when the key said.
-    public var attemptsLeft: Int?
-    /// True after a wrong PIN.
-    public var isRetry: Bool
-
-    public init(attemptsLeft: Int? = nil, isRetry: Bool = false) {
-        self.attemptsLeft = attemptsLeft
-        self.isRetry = isRetry
-    }
 }
 
 /// What the engine is doing, for the user to see. The transports add their own (the QR code, "touch your key").

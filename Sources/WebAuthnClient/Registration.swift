@@ -117,7 +117,7 @@ struct PendingRegistration: Sendable {
         // Verification: built-in when configured, else the PIN; a discoverable credential, or an authenticator without
         // makeCredUvNotRqd, needs it even when the relying party did not ask (CTAP 2.1 §6.1.2 step 7; Chromium's
         // FidoDeviceAuthenticator::MakeCredentialInternal).
-        let needsVerification = wantsVerification || discoverable || !info.makeCredentialWithoutUserVerification
+        let needsVerification = wantsVerification || discoverable || !info.makesCredentialsWithoutUserVerification
         var verification: SessionContext.Verification =
             info.hasBuiltInUserVerification
             ? (needsVerification ? .builtIn : .none)
@@ -135,10 +135,10 @@ struct PendingRegistration: Sendable {
             if discoverable { request.options["rk"] = true }
             if verification == .builtIn { request.options["uv"] = true }
             if verification == .pinToken {
-                let (token, pinProtocol) = try await context.pinToken(
+                let token = try await context.pinToken(
                     permissions: [.makeCredential], relyingPartyID: relyingPartyID)
-                request.pinUvAuthParam = pinProtocol.authenticate(key: token, message: clientDataHash)
-                request.pinUvAuthProtocol = pinProtocol.rawValue
+                request.pinUvAuthParam = token.authenticate(clientDataHash)
+                request.pinUvAuthProtocol = token.pinUvAuthProtocol.rawValue
             }
             await context.environment.userInterface.notify(.waitingForAuthenticator(context.kind))
             outcome = try await context.exchange(request.message)

@@ -69,42 +69,45 @@ struct SessionContext: Sendable {
     /// with `permissions` for `relyingPartyID`, or getPinToken on CTAP 2.0 keys. A wrong PIN asks again with the
     /// attempts left; a blocked PIN or a cancelled prompt ends the ceremony. The PIN goes only into the encrypted
     /// PIN hash and is never kept.
-    func pinToken(permissions: PinUvAuthPermissions, relyingPartyID: String) async throws(ClientError) -> (
-        token: [UInt8], pinProtocol: PinUvAuthProtocol
-    ) {
-        guard let pinProtocol = info.preferredPINProtocol else {
+    func pinToken(permissions: PinUvAuthPermissions, relyingPartyID: String) async throws(ClientError)
+        -> PinUvAuthToken
+    {
+        guard let pinProtocol = info.preferredPinUvAuthProtocol else {
             throw ClientError(.noEligibleAuthenticator("the security key offers no PIN protocol this client supports"))
         }
-        var attemptsLeft = try? await pinRetries(pinProtocol)
-        var isRetry = false
+        var request = PINRequest(relyingPartyID: relyingPartyID, retriesLeft: try? await pinRetries(pinProtocol))
         while true {
-            guard
-                let pin = await environment.userInterface.collectPIN(
-                    PINRequest(attemptsLeft: attemptsLeft, isRetry: isRetry))
-            else { throw ClientError(.userCancelled) }
-            let (keyAgreement, shared) = try await agreeKey(pinProtocol)
-            let pinHash = SHA256.hash(data: Array(pin.precomposedStringWithCanonicalMapping.utf8)).bytes.prefix(16)
-            let pinHashEnc: [UInt8]
-            do {
-                pinHashEnc = try pinProtocol.encrypt(
-                    key: shared, plaintext: Array(pinHash), iv: environment.randomBytes(16))
-            } catch {
-                throw ClientError(.invalidResponse("the key agreement gave an unusable secret"))
+            guard let pin = await environment.userInterface.collectPIN(request) else {
+                throw ClientError(.userCancelled)
             }
-            let message = CTAPClient.pinTokenMessage(
-                pinUvAuthProtocol: pinProtocol, keyAgreement: keyAgreement, pinHashEnc: pinHashEnc,
-                permissions: info.supportsPermissionTokens ? permissions : nil, relyingPartyID: relyingPartyID)
+            guard (try? PinUvAuthSession.pinHash(pin)) != nil else {
+                // A PIN no key can have (under 4 code points, over 63 bytes): asked again, costing no retry.
+                request.previousAttemptWasWrong = true
+                continue
+            }
+            let agreement = try await keyAgreementResponse(pinProtocol)
+            let session: PinUvAuthSession
+            let message: [UInt8]
+            do {
+                session = try PinUvAuthSession(
+                    pinUvAuthProtocol: pinProtocol, keyAgreementResponse: agreement,
+                    platformKey: platformKeyAgreementKey())
+                message = try session.pinTokenMessage(
+                    pin: pin, permissions: info.supportsPermissionTokens ? permissions : nil,
+                    relyingPartyID: relyingPartyID, iv: environment.randomBytes(16))
+            } catch {
+                throw ClientError(.invalidResponse("the authenticator's key agreement key is not usable"))
+            }
             switch try await exchange(message) {
             case .success(let response):
                 do {
-                    let encrypted = try CTAPClient.encryptedToken(fromResponse: response)
-                    return (try pinProtocol.decrypt(key: shared, ciphertext: encrypted), pinProtocol)
+                    return try session.token(from: response)
                 } catch {
                     throw ClientError(.invalidResponse("the PIN token could not be read"))
                 }
             case .failure(.pinInvalid):
-                attemptsLeft = try? await pinRetries(pinProtocol)
-                isRetry = true
+                request.retriesLeft = try? await pinRetries(pinProtocol)
+                request.previousAttemptWasWrong = true
             case .failure(let status):
                 throw Self.failure(status)
             }
@@ -116,7 +119,7 @@ struct SessionContext: Sendable {
         switch try await exchange(CTAPClient.getPINRetriesMessage(pinUvAuthProtocol: pinProtocol)) {
         case .success(let response):
             do {
-                return try CTAPClient.pinRetries(fromResponse: response)
+                return try CTAPClient.pinRetries(from: response).retries
             } catch {
                 throw ClientError(.invalidResponse("getPINRetries: \(error)"))
             }

@@ -97,8 +97,9 @@ enum ClientPINSource {
         return { request in
             let terminal = Terminal.shared
             var prompt = request.previousAttemptWasWrong ? "Wrong PIN. " : ""
-            prompt += "PIN for the security key \(request.key.terminalSafe)"
-            prompt += " (\(request.retriesLeft) \(request.retriesLeft == 1 ? "try" : "tries") left): "
+            prompt += "PIN for the security key" + (request.key.map { " \($0.terminalSafe)" } ?? "")
+            if let retries = request.retriesLeft { prompt += " (\(retries) \(retries == 1 ? "try" : "tries") left)" }
+            prompt += ": "
             guard case .line(let pin) = await terminal.readSecret(prompt: prompt, timeout: .seconds(120)) else {
                 return nil
             }
