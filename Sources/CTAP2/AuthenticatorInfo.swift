@@ -37,7 +37,8 @@ public struct AuthenticatorInfo: Hashable, Sendable {
 
     /// An answer made up in code, for tests and for authenticators whose getInfo the platform builds itself.
     public init(
-        versions: [String] = ["FIDO_2_0"], extensions: [String] = [], aaguid: [UInt8] = [UInt8](repeating: 0, count: 16),
+        versions: [String] = ["FIDO_2_0"], extensions: [String] = [],
+        aaguid: [UInt8] = [UInt8](repeating: 0, count: 16),
         options: [String: Bool] = [:], pinUvAuthProtocols: [PinUvAuthProtocol] = [], transports: [String] = [],
         algorithms: [Int]? = nil
     ) {
@@ -79,7 +80,8 @@ public struct AuthenticatorInfo: Hashable, Sendable {
             var algorithms: [Int] = []
             for element in try list.array() {
                 let entry = try element.parameters()
-                guard try entry.optional("type")?.text() == "public-key", let algorithm = try entry.optional("alg")?.int()
+                guard try entry.optional("type")?.text() == "public-key",
+                    let algorithm = try entry.optional("alg")?.int()
                 else { continue }
                 algorithms.append(algorithm)
             }

@@ -28,7 +28,10 @@ struct AuthenticatorTests {
             origin: Site.origin)
         #expect(try AuthenticatorData(bytes: created.authenticatorData).flags.contains(.userVerified))
         #expect(
-            interface.pinRequests == [PINRequest(relyingPartyID: "example.com", retriesLeft: 8), PINRequest(relyingPartyID: "example.com", retriesLeft: 7, previousAttemptWasWrong: true)])
+            interface.pinRequests == [
+                PINRequest(relyingPartyID: "example.com", retriesLeft: 8),
+                PINRequest(relyingPartyID: "example.com", retriesLeft: 7, previousAttemptWasWrong: true),
+            ])
         let assertion = try await engine.get(
             PublicKeyCredentialRequestOptions(json: requestOptionsJSON()), origin: Site.origin)
         #expect(assertion.id == created.id)
