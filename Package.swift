@@ -48,6 +48,7 @@ let package = Package(
         .library(name: "PublicSuffix", targets: ["PublicSuffix"]),
         .library(name: "WebAuthnClient", targets: ["WebAuthnClient"]),
         .library(name: "WebAuthnClientIO", targets: ["WebAuthnClientIO"]),
+        .library(name: "ClientAuthenticators", targets: ["ClientAuthenticators"]),
         .executable(name: "passkey-fuzz", targets: ["passkey-fuzz"]),
     ],
     dependencies: [
@@ -143,6 +144,14 @@ let package = Package(
             dependencies: ["Basics", "CBOR", "CTAP2", "CTAPHID", "CTAPHIDTransport", crypto],
             swiftSettings: strictSettings
         ),
+        // The WebAuthn client's authenticators: a phone over hybrid and a security key over CTAPHID.
+        .target(
+            name: "ClientAuthenticators",
+            dependencies: [
+                "CBOR", "CTAP2", "Hybrid", "HybridLink", "HybridTransport", "Proximity", "SecurityKey", "WebAuthnClient",
+            ],
+            swiftSettings: strictSettings
+        ),
         // One driver per hybrid role, carrying out its session's actions over an injected environment.
         .target(
             name: "HybridLink",
@@ -163,7 +172,7 @@ let package = Package(
                 "Basics", "CBOR", "WebAuthn", "CTAP2", "CTAPHID", "RelyingParty", "PasskeyStore", "CTAPHIDTransport",
                 "SecurityKey", "Hybrid", "QRImage", "Proximity", "HybridTransport", "HybridLink", "CrossDevice",
                 "RelayServer", "UHID", "WebRelyingParty", "RelyingPartyServer", "PublicSuffix", "WebAuthnClient",
-                "WebAuthnClientIO", argumentParser, logging, crypto, nioCore, nioSSL,
+                "WebAuthnClientIO", "ClientAuthenticators", argumentParser, logging, crypto, nioCore, nioSSL,
             ],
             swiftSettings: strictSettings
         ),

@@ -109,6 +109,16 @@ public struct AuthenticatorConfiguration: Sendable {
         return configuration
     }()
 
+    /// This computer's own authenticator, as the WebAuthn client (`passkey client create|get`) uses the store in
+    /// process: transport `internal`, the platform chooses the account, user verification by the store passphrase
+    /// when asked, and attestation `none`, as platform authenticators give.
+    public static let platform: AuthenticatorConfiguration = {
+        var configuration = AuthenticatorConfiguration()
+        configuration.transports = ["internal"]
+        configuration.attestationFormat = .none
+        return configuration
+    }()
+
     /// A phone answering over hybrid, as `passkey scan` and the demo's phone are: it chooses the account itself,
     /// verifies the user for every request (``UserVerificationPolicy/always``), and reports the transport `hybrid`
     /// only. Android adds `internal` because its passkeys also serve the phone's own browser as a platform

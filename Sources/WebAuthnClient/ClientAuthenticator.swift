@@ -99,12 +99,26 @@ public protocol AuthenticatorSession: Sendable {
 
 /// This package's CTAP2 `Authenticator`, in process, as a `ClientAuthenticator`: the platform authenticator over the
 /// passkey store, or any store in tests. Credentials are listed by `listing` (an identity index that needs no
-/// passphrase), or straight from an unencrypted store.
+/// passphrase), or straight from an unencrypted store. The authenticator may be made only when a session opens
+/// (the store unlocked then), so that listing never needs the passphrase.
 public struct InProcessAuthenticator: ClientAuthenticator {
     public let kind: AuthenticatorKind
     public let transports: [AuthenticatorTransport]
-    private let authenticator: Authenticator
+    private let opening: @Sendable () async throws(AuthenticatorTransportError) -> Authenticator
     private let listing: (@Sendable (String) async -> [CredentialMetadata])?
+
+    /// Makes the authenticator with `opening` when a session opens (a failure there, such as a wrong passphrase,
+    /// is the session's failure); `listing` lists an RP's credentials without asking the user (nil: it cannot).
+    public init(
+        kind: AuthenticatorKind = .platform, transports: [AuthenticatorTransport] = [.internal],
+        listing: (@Sendable (String) async -> [CredentialMetadata])?,
+        opening: @escaping @Sendable () async throws(AuthenticatorTransportError) -> Authenticator
+    ) {
+        self.kind = kind
+        self.transports = transports
+        self.listing = listing
+        self.opening = opening
+    }
 
     /// Wraps `authenticator`; `listing` lists an RP's credentials without asking the user (nil: it cannot).
     public init(
@@ -112,10 +126,7 @@ public struct InProcessAuthenticator: ClientAuthenticator {
         transports: [AuthenticatorTransport] = [.internal],
         listing: (@Sendable (String) async -> [CredentialMetadata])?
     ) {
-        self.authenticator = authenticator
-        self.kind = kind
-        self.transports = transports
-        self.listing = listing
+        self.init(kind: kind, transports: transports, listing: listing) { authenticator }
     }
 
     /// Wraps `authenticator` and lists credentials straight from `store` (an in-memory store, or one already open).
@@ -140,6 +151,7 @@ public struct InProcessAuthenticator: ClientAuthenticator {
 
     public func open(for ceremony: ClientCeremony) async throws(AuthenticatorTransportError) -> any AuthenticatorSession
     {
+        let authenticator = try await opening()
         let info: AuthenticatorInfo
         do {
             info = try AuthenticatorInfo(cbor: try await authenticator.info())

@@ -243,3 +243,37 @@ public enum RelyingPartyIDCheck {
                     + "\(hostMatch.publicSuffix))", origin: origin, rpID: requested.text))
     }
 }
+
+/// The engine's RP ID check over the Public Suffix List, with related origins (§5.11) when a source for them is
+/// given: what the CLI injects. A refused RP ID is `SecurityError`; an opaque origin is `NotAllowedError` (§5.1.3
+/// step 6, §5.1.4.1 step 5), as a browser raises them.
+public struct SuffixListRelyingPartyIDChecker: RelyingPartyIDChecker {
+    public let list: PublicSuffixList
+    public let relatedOrigins: (any RelatedOriginsSource)?
+
+    public init(list: PublicSuffixList, relatedOrigins: (any RelatedOriginsSource)?) {
+        self.list = list
+        self.relatedOrigins = relatedOrigins
+    }
+
+    public func check(origin: String, requested: String?) async throws(ClientError) -> RelyingPartyIDDecision {
+        let parsed: WebOrigin
+        do {
+            parsed = try WebOrigin(url: origin)
+        } catch {
+            throw ClientError(.relyingPartyIDRefused("the origin \(String(origin.prefix(200))) is not a URL: \(error)"))
+        }
+        let verdict =
+            if let relatedOrigins {
+                await RelyingPartyIDCheck.evaluate(
+                    origin: parsed, rpID: requested, list: list, relatedOrigins: relatedOrigins)
+            } else {
+                RelyingPartyIDCheck.evaluate(origin: parsed, rpID: requested, list: list)
+            }
+        guard verdict.valid, let relyingPartyID = verdict.rpID else {
+            if verdict.rule == .opaqueOrigin { throw ClientError(.noEligibleAuthenticator(verdict.reason)) }
+            throw ClientError(.relyingPartyIDRefused(verdict.reason))
+        }
+        return RelyingPartyIDDecision(origin: verdict.origin, relyingPartyID: relyingPartyID)
+    }
+}

@@ -22,7 +22,7 @@ extension Passkey {
                 verified by this package's relying-party verifier; registrations are kept in the relying party \
                 state file (public keys only).
                 """,
-            subcommands: [Register.self, SignIn.self]
+            subcommands: [Create.self, Get.self, Register.self, SignIn.self]
         )
     }
 }

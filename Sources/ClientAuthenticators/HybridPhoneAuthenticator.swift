@@ -1,0 +1,88 @@
+import CBOR
+import CTAP2
+import Hybrid
+import HybridLink
+import HybridTransport
+import Proximity
+import WebAuthnClient
+
+/// A phone or tablet over hybrid, as a `ClientAuthenticator`: opening it shows the QR code, listens for the phone's
+/// advert, meets it at the relay the advert names and finishes the Noise handshake (`HybridClientLink`); each CTAP
+/// message then goes through the tunnel. The wire is what `passkey client` has always sent.
+public struct HybridPhoneAuthenticator: ClientAuthenticator {
+    public var kind: AuthenticatorKind { .hybrid }
+    public var transports: [AuthenticatorTransport] { [.hybrid] }
+
+    private let makeScanner: @Sendable () async throws(ProximityError) -> any ProximityScanner
+    private let tunnelServer: TunnelServerBaseURL?
+    private let timeouts: HybridTimeouts
+    private let environment: HybridEnvironment
+    private let progress: @Sendable (HybridClientProgress) -> Void
+
+    /// - Parameters:
+    ///   - makeScanner: opens the radio when a session opens (the Bluetooth adapter, or the simulated radio); it is
+    ///     closed when the session ends.
+    ///   - tunnelServer: replaces the relay the phone names (a self-hosted relay).
+    ///   - progress: each step of the session, the QR code to show first.
+    public init(
+        makeScanner: @escaping @Sendable () async throws(ProximityError) -> any ProximityScanner,
+        tunnelServer: TunnelServerBaseURL? = nil, timeouts: HybridTimeouts = HybridTimeouts(),
+        environment: HybridEnvironment, progress: @escaping @Sendable (HybridClientProgress) -> Void
+    ) {
+        self.makeScanner = makeScanner
+        self.tunnelServer = tunnelServer
+        self.timeouts = timeouts
+        self.environment = environment
+        self.progress = progress
+    }
+
+    /// A phone lists nothing before it is reached.
+    public func credentials(forRelyingParty relyingPartyID: String) async -> [CredentialMetadata]? { nil }
+
+    public func open(for ceremony: ClientCeremony) async throws(AuthenticatorTransportError) -> any AuthenticatorSession
+    {
+        let scanner: any ProximityScanner
+        do {
+            scanner = try await makeScanner()
+        } catch {
+            throw AuthenticatorTransportError("the Bluetooth radio: \(error)")
+        }
+        let link: HybridClientLink
+        do {
+            link = try await HybridClientLink.connect(
+                requestType: ceremony == .create ? .makeCredential : .getAssertion, scanner: scanner,
+                tunnelServer: tunnelServer, timeouts: timeouts, environment: environment, progress: progress)
+        } catch {
+            await scanner.close()
+            throw AuthenticatorTransportError("\(error)")
+        }
+        let info: AuthenticatorInfo
+        do {
+            info = try AuthenticatorInfo(cbor: try CBORDecoder(requiresCanonicalForm: false).decode(link.getInfo))
+        } catch {
+            await link.close()
+            await scanner.close()
+            throw AuthenticatorTransportError("the phone's getInfo could not be read: \(error)")
+        }
+        return Session(link: link, scanner: scanner, info: info)
+    }
+
+    private struct Session: AuthenticatorSession {
+        let link: HybridClientLink
+        let scanner: any ProximityScanner
+        let info: AuthenticatorInfo
+
+        func send(_ message: [UInt8]) async throws(AuthenticatorTransportError) -> [UInt8] {
+            do {
+                return try await link.request(message)
+            } catch {
+                throw AuthenticatorTransportError("\(error)")
+            }
+        }
+
+        func close() async {
+            await link.close()
+            await scanner.close()
+        }
+    }
+}

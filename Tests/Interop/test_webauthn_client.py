@@ -1,0 +1,344 @@
+"""`passkey client create|get` against py_webauthn as the relying party.
+
+py_webauthn writes the options (`generate_*_options` → `options_to_json`), our client prints the credential's
+toJSON(), and py_webauthn's `verify_*_response` must accept it unchanged, for each authenticator the client can
+use: this computer's store, a phone (`passkey scan`) through `passkey-relay` and the simulated radio, and a security
+key (`passkey serve --udp`). Then the decision rules that show on the command line, and bad input: each a clear
+one-line error with the exception's exit status, and nothing stored.
+"""
+
+import hashlib
+import json
+import os
+import socket
+import subprocess
+import tempfile
+
+import pytest
+from webauthn import (
+    generate_authentication_options,
+    generate_registration_options,
+    options_to_json,
+    verify_authentication_response,
+    verify_registration_response,
+)
+from webauthn.helpers.structs import (
+    AuthenticatorSelectionCriteria,
+    PublicKeyCredentialDescriptor,
+    ResidentKeyRequirement,
+    UserVerificationRequirement,
+)
+
+from conftest import PASSKEY_BIN, PASSPHRASE, stop_process
+
+RELAY_BIN = os.environ.get("PASSKEY_RELAY_BIN", os.path.join(os.path.dirname(PASSKEY_BIN), "passkey-relay"))
+ORIGIN = "https://example.com"
+RP_ID = "example.com"
+EXIT = {"NotAllowedError": 10, "InvalidStateError": 11, "SecurityError": 12, "NotSupportedError": 13,
+        "TypeError": 15, "EncodingError": 16, "SyntaxError": 17}
+
+
+def env(**extra):
+    return dict(os.environ, PASSKEY_PASSPHRASE=PASSPHRASE, **extra)
+
+
+def client(store, *args, options, timeout=120, extra_env=None):
+    """Runs `passkey client ARGS --options - --store STORE --yes --json` with `options` on standard input."""
+    return subprocess.run(
+        [PASSKEY_BIN, "client", *args, "--options", "-", "--store", store, "--yes", "--json"],
+        input=options, capture_output=True, text=True, timeout=timeout, env=env(**(extra_env or {})))
+
+
+def new_store(directory, name="store.sqlite"):
+    path = os.path.join(directory, name)
+    subprocess.run([PASSKEY_BIN, "init", "--store", path], check=True, capture_output=True, env=env(), timeout=60)
+    return path
+
+
+def digest(path):
+    with open(path, "rb") as file:
+        return hashlib.sha256(file.read()).hexdigest()
+
+
+class RelyingParty:
+    """py_webauthn as a relying party for example.com: options out, responses verified, credentials kept."""
+
+    def __init__(self):
+        self.credentials = {}  # credential ID -> (public key, sign count)
+
+    def registration_options(self, user="alice", **kwargs):
+        kwargs.setdefault("authenticator_selection",
+                          AuthenticatorSelectionCriteria(resident_key=ResidentKeyRequirement.REQUIRED))
+        options = generate_registration_options(rp_id=RP_ID, rp_name="Example", user_name=user, **kwargs)
+        self.challenge = options.challenge
+        return options_to_json(options)
+
+    def verify_registration(self, output):
+        verified = verify_registration_response(
+            credential=output, expected_challenge=self.challenge, expected_origin=ORIGIN, expected_rp_id=RP_ID)
+        self.credentials[verified.credential_id] = (verified.credential_public_key, verified.sign_count)
+        return verified
+
+    def authentication_options(self, allow=False, **kwargs):
+        if allow:
+            kwargs["allow_credentials"] = [PublicKeyCredentialDescriptor(id=i) for i in self.credentials]
+        options = generate_authentication_options(rp_id=RP_ID, **kwargs)
+        self.challenge = options.challenge
+        return options_to_json(options)
+
+    def verify_authentication(self, output):
+        credential = json.loads(output)
+        raw_id = base64url_decode(credential["rawId"])
+        public_key, sign_count = self.credentials[raw_id]
+        verified = verify_authentication_response(
+            credential=output, expected_challenge=self.challenge, expected_origin=ORIGIN, expected_rp_id=RP_ID,
+            credential_public_key=public_key, credential_current_sign_count=sign_count)
+        self.credentials[raw_id] = (public_key, verified.new_sign_count)
+        return verified
+
+
+def base64url_decode(text):
+    import base64
+    return base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
+
+
+@pytest.fixture
+def directory():
+    with tempfile.TemporaryDirectory() as path:
+        yield path
+
+
+# MARK: This computer's passkeys
+
+
+def test_local_passkey_registers_and_signs_in_with_and_without_an_allow_list(directory):
+    store = new_store(directory)
+    rp = RelyingParty()
+    created = client(store, "create", "--origin", ORIGIN, "--no-phone", options=rp.registration_options())
+    assert created.returncode == 0, created.stderr
+    registration = json.loads(created.stdout)
+    assert registration["authenticatorAttachment"] == "platform"
+    assert registration["response"]["transports"] == ["internal"]
+    assert registration["response"]["publicKeyAlgorithm"] == -7
+    assert registration["clientExtensionResults"] == {} or "credProps" in registration["clientExtensionResults"]
+    verified = rp.verify_registration(created.stdout)
+    assert verified.user_verified
+
+    for allow in (False, True):
+        got = client(store, "get", "--origin", ORIGIN, "--no-phone", options=rp.authentication_options(allow=allow))
+        assert got.returncode == 0, got.stderr
+        assertion = json.loads(got.stdout)
+        assert assertion["authenticatorAttachment"] == "platform"
+        assert rp.verify_authentication(got.stdout).user_verified
+        # UV left at "preferred" by py_webauthn's default: the platform verifies (the store passphrase).
+        assert "user verification auto-approved" in got.stderr
+
+
+def test_the_wrapper_server_libraries_emit_is_accepted(directory):
+    store = new_store(directory)
+    rp = RelyingParty()
+    wrapped = json.dumps({"publicKey": json.loads(rp.registration_options())})
+    created = client(store, "create", "--origin", ORIGIN, "--no-phone", options=wrapped)
+    assert created.returncode == 0, created.stderr
+    rp.verify_registration(created.stdout)
+
+
+def test_registering_the_same_account_again_is_invalid_state_and_stores_nothing(directory):
+    store = new_store(directory)
+    rp = RelyingParty()
+    first = client(store, "create", "--origin", ORIGIN, "--no-phone", options=rp.registration_options())
+    assert first.returncode == 0, first.stderr
+    rp.verify_registration(first.stdout)
+    before = subprocess.run([PASSKEY_BIN, "list", "--store", store, "--json"], capture_output=True, text=True,
+                            env=env()).stdout
+    excluded = rp.registration_options(exclude_credentials=[PublicKeyCredentialDescriptor(id=i)
+                                                            for i in rp.credentials])
+    again = client(store, "create", "--origin", ORIGIN, "--no-phone", options=excluded)
+    assert again.returncode == EXIT["InvalidStateError"], again.stderr
+    assert again.stdout == ""
+    assert again.stderr.strip().splitlines()[-1].startswith("passkey: InvalidStateError: ")
+    after = subprocess.run([PASSKEY_BIN, "list", "--store", store, "--json"], capture_output=True, text=True,
+                           env=env()).stdout
+    assert after == before
+
+
+# MARK: The decision rules, as the command line shows them
+
+
+def test_immediate_and_prefer_immediately_available_fail_silently_without_a_local_passkey(directory):
+    store = new_store(directory)
+    rp = RelyingParty()
+    for args in (["--mediation", "immediate"], ["--prefer-immediately-available"]):
+        got = client(store, "get", "--origin", ORIGIN, *args, options=rp.authentication_options(), timeout=30)
+        assert got.returncode == EXIT["NotAllowedError"], got.stderr
+        assert got.stdout == ""
+        # One line, and no QR code: nothing else was shown.
+        assert got.stderr.strip().splitlines() == ["passkey: NotAllowedError: no passkey for this site is "
+                                                   "available on this computer"]
+
+
+def test_immediate_with_an_allow_list_is_not_allowed(directory):
+    store = new_store(directory)
+    rp = RelyingParty()
+    created = client(store, "create", "--origin", ORIGIN, "--no-phone", options=rp.registration_options())
+    rp.verify_registration(created.stdout)
+    got = client(store, "get", "--origin", ORIGIN, "--mediation", "immediate",
+                 options=rp.authentication_options(allow=True), timeout=30)
+    assert got.returncode == EXIT["NotAllowedError"]
+    assert "immediate mediation does not take allowCredentials" in got.stderr
+
+
+def test_conditional_lists_local_passkeys_and_never_shows_a_qr_code(directory):
+    store = new_store(directory)
+    rp = RelyingParty()
+    for user in ("alice", "bob"):
+        created = client(store, "create", "--origin", ORIGIN, "--no-phone", options=rp.registration_options(user))
+        rp.verify_registration(created.stdout)
+    # The phone stays offered (no --no-phone), but conditional mediation shows it only if picked.
+    got = client(store, "get", "--origin", ORIGIN, "--mediation", "conditional", "--ble", "sim:127.0.0.1:1",
+                 options=rp.authentication_options(), timeout=60)
+    assert got.returncode == 0, got.stderr
+    assert "FIDO:/" not in got.stderr
+    assert "autofill" in got.stderr and '"alice"' in got.stderr and '"bob"' in got.stderr
+    rp.verify_authentication(got.stdout)
+
+
+def test_modal_request_auto_selects_the_one_local_account(directory):
+    store = new_store(directory)
+    rp = RelyingParty()
+    created = client(store, "create", "--origin", ORIGIN, "--no-phone", options=rp.registration_options())
+    rp.verify_registration(created.stdout)
+    got = client(store, "get", "--origin", ORIGIN, "--no-phone", options=rp.authentication_options())
+    assert got.returncode == 0, got.stderr
+    assert "auto-chose" not in got.stderr  # no chooser was shown
+    rp.verify_authentication(got.stdout)
+
+
+# MARK: A phone through the relay
+
+
+def free_udp_port():
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+@pytest.fixture
+def relay():
+    process = subprocess.Popen([RELAY_BIN, "--listen", "127.0.0.1:0"], stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE, text=True)
+    line = process.stdout.readline()
+    assert line.startswith("listening on "), line
+    yield line.split()[-1]
+    stop_process(process)
+
+
+def through_phone(directory, relay, command, options, phone_store):
+    """Runs `passkey client COMMAND` with a phone: `passkey scan` reads the QR code from the client's output."""
+    radio = f"sim:127.0.0.1:{free_udp_port()}"
+    process = subprocess.Popen(
+        [PASSKEY_BIN, "client", command, "--options", "-", "--origin", ORIGIN, "--hint", "hybrid",
+         "--store", os.path.join(directory, "no-such-store.sqlite"), "--relay", relay, "--ble", radio, "--yes",
+         "--json", "--timeout", "60"],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env())
+    process.stdin.write(options)
+    process.stdin.close()
+    shown = []
+    url = None
+    while url is None:
+        line = process.stderr.readline()
+        assert line, "the client ended before showing a QR code: " + "".join(shown)
+        shown.append(line)
+        if line.startswith("FIDO:/"):
+            url = line.strip()
+    phone = subprocess.run(
+        [PASSKEY_BIN, "scan", url, "--store", phone_store, "--relay", relay, "--ble", radio, "--yes"],
+        capture_output=True, text=True, timeout=120, env=env())
+    output, rest = process.communicate(timeout=120)
+    assert process.returncode == 0, "".join(shown) + rest + phone.stderr
+    return output
+
+
+def test_phone_registers_and_signs_in_through_the_relay(directory, relay):
+    phone_store = new_store(directory, "phone.sqlite")
+    rp = RelyingParty()
+    output = through_phone(directory, relay, "create", rp.registration_options(), phone_store)
+    registration = json.loads(output)
+    assert registration["authenticatorAttachment"] == "cross-platform"
+    assert "hybrid" in registration["response"]["transports"]
+    rp.verify_registration(output)
+    for allow in (False, True):
+        output = through_phone(directory, relay, "get", rp.authentication_options(allow=allow), phone_store)
+        assert rp.verify_authentication(output).user_verified
+
+
+# MARK: A security key over UDP
+
+
+@pytest.fixture
+def security_key(directory):
+    key_store = os.path.join(directory, "key.sqlite")
+    process = subprocess.Popen([PASSKEY_BIN, "serve", "--udp", "127.0.0.1:0", "--store", key_store, "--yes"],
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env())
+    line = process.stdout.readline()
+    assert "listening on udp://" in line, line + stop_process(process)
+    yield "udp:" + line.split("udp://")[1].split()[0].rstrip(",")
+    stop_process(process)
+
+
+def test_security_key_registers_and_signs_in_over_udp(directory, security_key):
+    rp = RelyingParty()
+    no_store = os.path.join(directory, "no-such-store.sqlite")
+    created = client(no_store, "create", "--origin", ORIGIN, "--no-phone", "--security-key", security_key,
+                     options=rp.registration_options())
+    assert created.returncode == 0, created.stderr
+    registration = json.loads(created.stdout)
+    assert registration["authenticatorAttachment"] == "cross-platform"
+    assert registration["response"]["transports"] == ["usb"]
+    rp.verify_registration(created.stdout)
+    for allow in (False, True):
+        got = client(no_store, "get", "--origin", ORIGIN, "--no-phone", "--security-key", security_key,
+                     options=rp.authentication_options(allow=allow))
+        assert got.returncode == 0, got.stderr
+        rp.verify_authentication(got.stdout)
+
+
+# MARK: Bad input
+
+
+@pytest.mark.parametrize("options, name, words", [
+    ("{", "SyntaxError", "not JSON"),
+    ("[]", "TypeError", "must be"),
+    ('{"challenge": 5}', "TypeError", "challenge must be a string"),
+    ('{"challenge": "!!", "rp": {"name": "x"}, "user": {"id": "AA", "name": "a", "displayName": "a"}, '
+     '"pubKeyCredParams": [{"type": "public-key", "alg": -7}]}', "EncodingError", "base64url"),
+    ('{"challenge": "AAAA", "rp": {"name": "x"}, "user": {"id": "AA", "name": "a", "displayName": "a"}, '
+     '"pubKeyCredParams": [{"type": "public-key", "alg": -8}]}', "NotSupportedError", "ES256"),
+    ('{"challenge": "AAAA", "rp": {"name": "x"}, "user": {"id": "' + "A" * 100 + '", "name": "a", '
+     '"displayName": "a"}, "pubKeyCredParams": [{"type": "public-key", "alg": -7}]}', "TypeError", "user.id"),
+])
+def test_bad_creation_options_get_the_browsers_exception_and_store_nothing(directory, options, name, words):
+    store = new_store(directory)
+    before = digest(store)
+    result = client(store, "create", "--origin", ORIGIN, "--no-phone", options=options, timeout=30)
+    assert result.returncode == EXIT[name], result.stderr
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith(f"passkey: {name}: ") and words in lines[0], lines
+    assert result.stdout == ""
+    assert digest(store) == before
+
+
+def test_oversize_options_and_insecure_origins_are_refused(directory):
+    store = new_store(directory)
+    before = digest(store)
+    rp = RelyingParty()
+    huge = client(store, "create", "--origin", ORIGIN, "--no-phone", options=" " * (2 << 20), timeout=30)
+    assert huge.returncode == EXIT["TypeError"] and "bytes" in huge.stderr
+    insecure = client(store, "create", "--origin", "http://example.com", "--no-phone",
+                      options=rp.registration_options(), timeout=30)
+    assert insecure.returncode == EXIT["SecurityError"], insecure.stderr
+    assert "http is allowed only on localhost" in insecure.stderr
+    ip = client(store, "get", "--origin", "https://127.0.0.1", "--no-phone", options=rp.authentication_options(),
+                timeout=30)
+    assert ip.returncode == EXIT["SecurityError"] and "IP address" in ip.stderr
+    assert digest(store) == before
