@@ -1,26 +1,32 @@
-import Basics
 import ArgumentParser
-import CrossDevice
+import Basics
+import CTAP2
+import ClientAuthenticators
 import Foundation
 import Hybrid
 import HybridLink
 import HybridTransport
 import PasskeyStore
 import Proximity
+import PublicSuffix
 import QRImage
 import RelyingParty
 import RelyingPartyServer
 import WebAuthn
+import WebAuthnClient
+import WebAuthnClientIO
+import WebRelyingParty
 
 extension Passkey {
     struct Client: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
-            abstract: "Be the computer: register or sign in with a phone (or `passkey scan`) over hybrid.",
+            abstract: "Be the browser: a WebAuthn client for your relying party's options, or a quick phone sign-in.",
             discussion: """
-                Shows a QR code, waits for the authenticator's Bluetooth advert, connects through the relay it \
-                names, and sends one request with a clientDataJSON built as a browser builds it. The answer is \
-                verified by this package's relying-party verifier; registrations are kept in the relying party \
-                state file (public keys only).
+                `create` and `get` take the options JSON your server produced and print the credential JSON it \
+                verifies, choosing this computer's passkeys, a phone (QR code, Bluetooth advert, relay) or a \
+                security key as a browser does (Docs/Client.md). `register` and `sign-in` are conveniences over the \
+                same client with this package's own relying party and a phone, which keep the public keys in a \
+                relying party state file.
                 """,
             subcommands: [Create.self, Get.self, Register.self, SignIn.self]
         )
@@ -56,50 +62,80 @@ struct ClientOptions: ParsableArguments {
         }
     }
 
-    /// Runs `ceremony` with a client set up from the options, printing the QR code and progress.
-    func run<T: Sendable>(
-        _ ceremony: @Sendable (CrossDeviceClient, inout RelyingPartyState) async throws(CrossDeviceError) -> T
-    ) async throws -> T {
-        var state = try RelyingPartyState.load(from: stateURL)
-        let tls = try hybrid.tlsConfiguration()
+    /// The relying party these conveniences play: this package's web relying party for `--rp`, the one behind
+    /// `passkey rp serve`, whose options go to the WebAuthn engine as a server's would.
+    var relyingParty: WebRelyingParty {
+        WebRelyingParty(
+            configuration: .init(
+                relyingParty: RelyingPartyEntity(id: rp, name: rp), origins: [origin ?? "https://\(rp)"]))
+    }
+
+    /// The engine with a phone as its only authenticator: the QR code, the advert, the relay, then one request.
+    func phoneEngine() throws -> ClientEngine {
+        let list: PublicSuffixList
+        do {
+            list = try PublicSuffixListFile.load()
+        } catch {
+            throw CommandFailure("\(error)")
+        }
         let mode = hybrid.mode
-        let scanner = try await Radio.scanner(for: mode)
         let status = StatusLine(enabled: true)
         let json = json
         let qrPNG = qrPNG
-        let client = try CrossDeviceClient(
-            relyingParty: RelyingPartyEntity(id: rp), origin: origin, scanner: scanner,
-            tunnelServer: hybrid.tunnelServer, environment: .system(tls: tls), timeouts: hybrid.timeouts,
+        let phone = HybridPhoneAuthenticator(
+            makeScanner: { () async throws(ProximityError) -> any ProximityScanner in try await Radio.scanner(for: mode) },
+            tunnelServer: hybrid.tunnelServer, timeouts: hybrid.timeouts,
+            environment: .system(tls: try hybrid.tlsConfiguration()),
             progress: { event in
                 switch event {
-                case .hybrid(.showQRCode(let url)):
+                case .showQRCode(let url):
                     Self.show(url: url, toStandardError: json, png: qrPNG)
                     status.say("waiting for a phone to scan the QR code and come near (Bluetooth: \(mode))")
-                case .hybrid(.advertSeen(let routingID, let domain)):
+                case .advertSeen(let routingID, let domain):
                     status.say("advert seen: the authenticator is near; relay \(domain.host), routing ID \(routingID)")
-                case .hybrid(.tunnelConnected(let url)):
+                case .tunnelConnected(let url):
                     status.say("tunnel connected: \(Passkey.Scan.host(of: url))")
-                case .hybrid(.handshakeDone):
+                case .handshakeDone:
                     status.say("handshake done: end-to-end encrypted")
-                case .hybrid(.requestSent(let command)):
+                case .requestSent(let command):
                     status.say("request sent: \(CTAPCommandName.name(command))")
-                case .hybrid(.responseReceived(let code)):
+                case .responseReceived(let code):
                     status.say("answer received\(code == 0 ? "" : " (CTAP status 0x\(String(code, radix: 16)))")")
-                case .verified:
-                    status.say("verified by the relying party")
                 }
             })
-        do {
-            let outcome = try await ceremony(client, &state)
-            await scanner.close()
-            try state.save(to: stateURL)
-            return outcome
-        } catch {
-            await scanner.close()
-            Terminal.shared.write("passkey: \(error)\n")
-            throw ExitCode.failure
+        return ClientEngine(
+            environment: ClientEnvironment(
+                authenticators: [phone],
+                userInterface: TerminalClientInterface(
+                    unattended: false, pin: ClientPINSource.provider(environment: ProcessInfo.processInfo.environment)),
+                relyingPartyIDChecker: SuffixListRelyingPartyIDChecker(list: list, relatedOrigins: nil)))
+    }
+
+    /// Sends the relying party's answer to `verify` and saves the state it returns; a refusal is a failure.
+    func conclude(_ outcome: VerificationOutcome) throws -> AcceptedResponse {
+        switch outcome.verdict {
+        case .registered(let accepted), .authenticated(let accepted):
+            if let newState = outcome.newState { try newState.save(to: stateURL) }
+            Terminal.shared.write("passkey: verified by the relying party\n")
+            return accepted
+        case .refused(_, let error, _):
+            throw CommandFailure("the relying party refused the answer: \(error)")
+        case .clientError(let result):
+            throw CommandFailure("the relying party refused the answer: \(result.message)")
         }
     }
+
+    /// Runs a ceremony; a `ClientError` is one line and its exit status.
+    func run<T: Sendable>(_ body: () async throws -> T) async throws -> T {
+        do {
+            return try await body()
+        } catch let error as ClientError {
+            Terminal.shared.write("passkey: \(error.description.terminalSafe)\n")
+            throw ExitCode(error.exitStatus)
+        }
+    }
+
+    static func random(_ count: Int) -> [UInt8] { AuthenticatorEnvironment.systemRandomBytes(count) }
 
     /// Prints the QR code and its URL: on standard output, or standard error when the output is JSON.
     static func show(url: String, toStandardError: Bool, png: String?) {
@@ -133,30 +169,45 @@ struct ClientOptions: ParsableArguments {
 extension Passkey.Client {
     struct Register: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
-            abstract: "Register a discoverable passkey for an account through a phone.")
+            abstract: "Register a discoverable passkey for an account through a phone.",
+            discussion: """
+                A convenience over `client create`: this package's relying party for --rp writes the options \
+                (resident key and user verification required, the account's passkeys excluded), the WebAuthn \
+                client reaches a phone by QR code, and the relying party verifies the answer and keeps the public \
+                key in its state file.
+                """)
 
         @OptionGroup var options: ClientOptions
         @Option(help: "Account name to register.") var user: String
         @Option(help: "Display name (default: the account name).") var displayName: String?
 
         func run() async throws {
-            let user = user
-            let displayName = displayName
-            let registration = try await options.run { client, state throws(CrossDeviceError) in
-                try await client.register(userName: user, displayName: displayName, state: &state)
+            let options = options
+            let accepted = try await options.run {
+                let state = try RelyingPartyState.load(from: options.stateURL)
+                var relyingParty = options.relyingParty
+                let request = relyingParty.registrationOptions(
+                    for: RegistrationOptionsRequest(
+                        userName: user, displayName: displayName, residentKey: .required, userVerification: .required),
+                    state: state, challenge: ClientOptions.random(32), newUserHandle: ClientOptions.random(16),
+                    now: .now)
+                let credential = try await options.phoneEngine().create(
+                    PublicKeyCredentialCreationOptions(json: request), origin: options.origin ?? "https://\(options.rp)")
+                return try options.conclude(
+                    relyingParty.verifyRegistration(credential.json(), state: state, now: .now, date: Date()))
             }
-            let credentialID = registration.credential.id.base64URLEncodedString
+            let credentialID = accepted.credential.id.base64URLEncodedString
             if options.json {
                 try ClientOptions.printJSON([
-                    "outcome": "registered", "rpID": registration.rpID, "user": registration.userName,
-                    "credentialID": credentialID, "attestationFormat": registration.attestationFormat,
-                    "userVerified": registration.userVerified, "aaguid": registration.credential.aaguid.description,
+                    "outcome": "registered", "rpID": options.rp, "user": accepted.userName,
+                    "credentialID": credentialID, "attestationFormat": accepted.credential.attestationFormat,
+                    "userVerified": accepted.userVerified, "aaguid": accepted.credential.aaguid.description,
                     "rpState": options.stateURL.path,
                 ])
             } else {
-                print("registered \(registration.userName) at \(registration.rpID)")
+                print("registered \(accepted.userName) at \(options.rp)")
                 print("  credential ID  \(credentialID)")
-                print("  attestation    \(registration.attestationFormat), user verified \(registration.userVerified)")
+                print("  attestation    \(accepted.credential.attestationFormat), user verified \(accepted.userVerified)")
                 print("  saved to       \(options.stateURL.path)")
             }
         }
@@ -166,28 +217,46 @@ extension Passkey.Client {
         static let configuration = CommandConfiguration(
             commandName: "sign-in",
             abstract: "Sign in with a passkey registered earlier, through a phone.",
-            discussion: "Without --user the request has no allowList and the phone picks the account.")
+            discussion: """
+                A convenience over `client get`, with this package's relying party for --rp. Without --user the \
+                request has no allowCredentials and the phone picks the account.
+                """)
 
         @OptionGroup var options: ClientOptions
         @Option(help: "Sign in as this registered account (its credential goes in the allowList).") var user: String?
 
         func run() async throws {
-            let user = user
-            let signIn = try await options.run { client, state throws(CrossDeviceError) in
-                try await client.signIn(userName: user, state: &state)
+            let options = options
+            let accepted = try await options.run {
+                let state = try RelyingPartyState.load(from: options.stateURL)
+                guard state.accounts(for: options.rp).contains(where: { user == nil || $0.userName == user }) else {
+                    throw CommandFailure(
+                        "no passkey for \(options.rp)\(user.map { " and \($0)" } ?? "") in \(options.stateURL.path)",
+                        hint: "Register one first with `passkey client register`.")
+                }
+                var relyingParty = options.relyingParty
+                let request: [UInt8]
+                do {
+                    request = try relyingParty.authenticationOptions(
+                        for: AuthenticationOptionsRequest(userName: user, userVerification: .required), state: state,
+                        challenge: ClientOptions.random(32), now: .now)
+                } catch {
+                    throw CommandFailure("\(error)")
+                }
+                let credential = try await options.phoneEngine().get(
+                    PublicKeyCredentialRequestOptions(json: request), origin: options.origin ?? "https://\(options.rp)")
+                return try options.conclude(relyingParty.verifyAuthentication(credential.json(), state: state, now: .now))
             }
-            let credentialID = signIn.credentialID.base64URLEncodedString
+            let credentialID = accepted.credential.id.base64URLEncodedString
             if options.json {
-                var object: [String: Any] = [
-                    "outcome": "signedIn", "rpID": signIn.rpID, "credentialID": credentialID,
-                    "userVerified": signIn.userVerified,
-                ]
-                object["user"] = signIn.userName
-                try ClientOptions.printJSON(object)
+                try ClientOptions.printJSON([
+                    "outcome": "signedIn", "rpID": options.rp, "credentialID": credentialID,
+                    "userVerified": accepted.userVerified, "user": accepted.userName,
+                ])
             } else {
-                print("signed in to \(signIn.rpID) as \(signIn.userName ?? "an unnamed account")")
+                print("signed in to \(options.rp) as \(accepted.userName)")
                 print("  credential ID  \(credentialID)")
-                print("  user verified  \(signIn.userVerified)")
+                print("  user verified  \(accepted.userVerified)")
             }
         }
     }
