@@ -185,8 +185,8 @@ let package = Package(
             name: "PasskeyBench",
             dependencies: [
                 "Basics", "CBOR", "WebAuthn", "CTAP2", "PasskeyStore", "Hybrid", "CrossDevice", "HybridTransport",
-                "HybridLink", "Proximity", "RelayServer", "RelayCore", "RelyingParty", crypto, argumentParser, nioCore,
-                nioPosix, logging,
+                "HybridLink", "Proximity", "RelayServer", "RelayCore", "RelyingParty", "PublicSuffix", "WebAuthnClient",
+                "WebAuthnClientIO", crypto, argumentParser, nioCore, nioPosix, logging,
             ],
             swiftSettings: strictSettings
         ),

@@ -51,6 +51,7 @@ public enum FuzzTargets {
         ClientTargets.publicSuffix,
         ClientTargets.rpID,
         ClientOptionsTargets.clientOptions,
+        ClientResponsesTarget.clientResponses,
     ]
 
     /// The target called `name`, if there is one.

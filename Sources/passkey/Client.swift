@@ -83,7 +83,8 @@ struct ClientOptions: ParsableArguments {
         let json = json
         let qrPNG = qrPNG
         let phone = HybridPhoneAuthenticator(
-            makeScanner: { () async throws(ProximityError) -> any ProximityScanner in try await Radio.scanner(for: mode) },
+            makeScanner: { () async throws(ProximityError) -> any ProximityScanner in try await Radio.scanner(for: mode)
+            },
             tunnelServer: hybrid.tunnelServer, timeouts: hybrid.timeouts,
             environment: .system(tls: try hybrid.tlsConfiguration()),
             progress: { event in
@@ -192,7 +193,8 @@ extension Passkey.Client {
                     state: state, challenge: ClientOptions.random(32), newUserHandle: ClientOptions.random(16),
                     now: .now)
                 let credential = try await options.phoneEngine().create(
-                    PublicKeyCredentialCreationOptions(json: request), origin: options.origin ?? "https://\(options.rp)")
+                    PublicKeyCredentialCreationOptions(json: request), origin: options.origin ?? "https://\(options.rp)"
+                )
                 return try options.conclude(
                     relyingParty.verifyRegistration(credential.json(), state: state, now: .now, date: Date()))
             }
@@ -207,7 +209,8 @@ extension Passkey.Client {
             } else {
                 print("registered \(accepted.userName) at \(options.rp)")
                 print("  credential ID  \(credentialID)")
-                print("  attestation    \(accepted.credential.attestationFormat), user verified \(accepted.userVerified)")
+                print(
+                    "  attestation    \(accepted.credential.attestationFormat), user verified \(accepted.userVerified)")
                 print("  saved to       \(options.stateURL.path)")
             }
         }
@@ -245,7 +248,8 @@ extension Passkey.Client {
                 }
                 let credential = try await options.phoneEngine().get(
                     PublicKeyCredentialRequestOptions(json: request), origin: options.origin ?? "https://\(options.rp)")
-                return try options.conclude(relyingParty.verifyAuthentication(credential.json(), state: state, now: .now))
+                return try options.conclude(
+                    relyingParty.verifyAuthentication(credential.json(), state: state, now: .now))
             }
             let credentialID = accepted.credential.id.base64URLEncodedString
             if options.json {

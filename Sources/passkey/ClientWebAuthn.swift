@@ -49,7 +49,8 @@ struct WebAuthnClientOptions: ParsableArguments {
     @Flag(help: "Print exactly the credential's toJSON() on one line, and nothing else on standard output.")
     var json = false
 
-    @Option(help: ArgumentHelp("Also write the phone's QR code to this PNG file.", valueName: "file")) var qrPNG: String?
+    @Option(help: ArgumentHelp("Also write the phone's QR code to this PNG file.", valueName: "file")) var qrPNG:
+        String?
 
     @OptionGroup var store: StoreOptions
     @OptionGroup var approval: ApprovalOptions
@@ -98,7 +99,8 @@ struct WebAuthnClientOptions: ParsableArguments {
             throw CommandFailure("\(error)")
         }
         let interface = TerminalClientInterface(
-            unattended: approval.unattended, pin: ClientPINSource.provider(environment: ProcessInfo.processInfo.environment))
+            unattended: approval.unattended,
+            pin: ClientPINSource.provider(environment: ProcessInfo.processInfo.environment))
         var authenticators: [any ClientAuthenticator] = []
         if FileManager.default.fileExists(atPath: store.url.path) {
             authenticators.append(LocalPasskeys.authenticator(store: store, approval: approval, holder: holder))
