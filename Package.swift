@@ -133,7 +133,7 @@ let package = Package(
         // The client's I/O: the system's public suffix list file, and the related origins fetch over HTTPS.
         .target(
             name: "WebAuthnClientIO",
-            dependencies: ["WebAuthnClient", "PublicSuffix", asyncHTTPClient, nioCore, nioHTTP1, nioSSL],
+            dependencies: ["Basics", "WebAuthnClient", "PublicSuffix", asyncHTTPClient, nioCore, nioHTTP1, nioSSL],
             swiftSettings: strictSettings
         ),
 

@@ -1,8 +1,9 @@
+import Basics
 /// Why the relying party refused a registration or authentication response.
 ///
 /// `code` is stable and meant for programs; `reason` is for people and may change. Two errors are
 /// equal when their codes are, so tests and callers can match on the code alone.
-public struct RelyingPartyError: Error, Hashable, Sendable, CustomStringConvertible {
+public struct RelyingPartyError: CodedError {
     /// A stable identifier for each kind of refusal. The raw value is the case name.
     public enum Code: String, Hashable, Sendable, CaseIterable, Codable {
         /// The clientDataJSON, attestation object, authenticator data or signature could not be parsed.
@@ -62,10 +63,4 @@ public struct RelyingPartyError: Error, Hashable, Sendable, CustomStringConverti
 
     /// `code: reason`.
     public var description: String { "\(code.rawValue): \(reason)" }
-
-    /// Compares codes only: the reason is free text.
-    public static func == (lhs: RelyingPartyError, rhs: RelyingPartyError) -> Bool { lhs.code == rhs.code }
-
-    /// Hashes the code only, consistent with `==`.
-    public func hash(into hasher: inout Hasher) { hasher.combine(code) }
 }

@@ -1,9 +1,10 @@
+import Basics
 import Foundation
 
 /// Why the relying party state could not be read or written. The file is never changed when loading fails.
 ///
 /// `code` is stable; `description` names the file and the reason, for people. Equality uses the code only.
-public struct RelyingPartyStateError: Error, Hashable, Sendable, CustomStringConvertible {
+public struct RelyingPartyStateError: CodedError {
     /// A stable identifier for each kind of failure.
     public enum Code: String, Hashable, Sendable, CaseIterable {
         /// The file exists but could not be read.
@@ -28,12 +29,6 @@ public struct RelyingPartyStateError: Error, Hashable, Sendable, CustomStringCon
         self.code = code
         self.description = description
     }
-
-    /// Compares codes only: the description is free text.
-    public static func == (lhs: Self, rhs: Self) -> Bool { lhs.code == rhs.code }
-
-    /// Hashes the code only, consistent with `==`.
-    public func hash(into hasher: inout Hasher) { hasher.combine(code) }
 }
 
 /// What a relying party remembers: the credential records of registered accounts, as JSON (`--rp-state FILE`,

@@ -1,3 +1,4 @@
+import Basics
 import Foundation
 import PublicSuffix
 
@@ -26,7 +27,7 @@ public protocol RelatedOriginsSource: Sendable {
 }
 
 /// Why an RP ID's related origins document was not used. `code` is stable; `description` says what was wrong.
-public struct RelatedOriginsError: Error, Hashable, Sendable, CustomStringConvertible {
+public struct RelatedOriginsError: CodedError {
     /// A stable identifier for each kind of failure.
     public enum Code: String, Hashable, Sendable, CaseIterable {
         /// The fetch failed: no connection, TLS refused, timed out, the connection closed early.
@@ -52,12 +53,6 @@ public struct RelatedOriginsError: Error, Hashable, Sendable, CustomStringConver
         self.code = code
         self.description = description
     }
-
-    /// Compares codes only: the description is free text.
-    public static func == (lhs: Self, rhs: Self) -> Bool { lhs.code == rhs.code }
-
-    /// Hashes the code only, consistent with `==`.
-    public func hash(into hasher: inout Hasher) { hasher.combine(code) }
 }
 
 /// Related Origin Requests (WebAuthn L3 §5.11): an RP may list, at `https://{rpID}/.well-known/webauthn`, origins

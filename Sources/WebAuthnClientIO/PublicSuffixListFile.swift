@@ -1,3 +1,4 @@
+import Basics
 import Foundation
 import PublicSuffix
 
@@ -60,7 +61,7 @@ public enum PublicSuffixListFile {
 }
 
 /// Why the list file could not be used. `code` is stable; `description` names the file and the reason.
-public struct PublicSuffixListFileError: Error, Hashable, Sendable, CustomStringConvertible {
+public struct PublicSuffixListFileError: CodedError {
     /// A stable identifier for each kind of failure.
     public enum Code: String, Hashable, Sendable, CaseIterable {
         /// There is no file at the path.
@@ -82,10 +83,4 @@ public struct PublicSuffixListFileError: Error, Hashable, Sendable, CustomString
         self.code = code
         self.description = description
     }
-
-    /// Compares codes only: the description is free text.
-    public static func == (lhs: Self, rhs: Self) -> Bool { lhs.code == rhs.code }
-
-    /// Hashes the code only, consistent with `==`.
-    public func hash(into hasher: inout Hasher) { hasher.combine(code) }
 }

@@ -1,9 +1,10 @@
+import Basics
 import RelyingParty
 
 /// Why the web relying party refused a request: a stable ``Code``, a message for people and the HTTP status.
 ///
 /// Answered as `{"error": code, "message": message}`. Equality uses the code only, as ``RelyingPartyError``'s does.
-public struct WebRelyingPartyError: Error, Hashable, Sendable, CustomStringConvertible {
+public struct WebRelyingPartyError: CodedError {
     /// An open set of codes: this server's own, and every ``RelyingPartyError/Code`` of the verifier under its
     /// own name (`challengeMismatch`, `originMismatch`, `unknownCredential`, …).
     public struct Code: RawRepresentable, Hashable, Sendable, CustomStringConvertible {
@@ -84,10 +85,4 @@ public struct WebRelyingPartyError: Error, Hashable, Sendable, CustomStringConve
 
     /// `code: message`.
     public var description: String { "\(code): \(message)" }
-
-    /// Compares codes only: the message is free text.
-    public static func == (lhs: Self, rhs: Self) -> Bool { lhs.code == rhs.code }
-
-    /// Hashes the code only, consistent with `==`.
-    public func hash(into hasher: inout Hasher) { hasher.combine(code) }
 }
