@@ -72,44 +72,12 @@ struct ClientOptions: ParsableArguments {
 
     /// The engine with a phone as its only authenticator: the QR code, the advert, the relay, then one request.
     func phoneEngine() throws -> ClientEngine {
-        let list: PublicSuffixList
-        do {
-            list = try PublicSuffixListFile.load()
-        } catch {
-            throw CommandFailure("\(error)")
-        }
-        let mode = hybrid.mode
-        let status = StatusLine(enabled: true)
-        let json = json
-        let qrPNG = qrPNG
-        let phone = HybridPhoneAuthenticator(
-            makeScanner: { () async throws(ProximityError) -> any ProximityScanner in try await Radio.scanner(for: mode)
-            },
-            tunnelServer: hybrid.tunnelServer, timeouts: hybrid.timeouts,
-            environment: .system(tls: try hybrid.tlsConfiguration()),
-            progress: { event in
-                switch event {
-                case .showQRCode(let url):
-                    Self.show(url: url, toStandardError: json, png: qrPNG)
-                    status.say("waiting for a phone to scan the QR code and come near (Bluetooth: \(mode))")
-                case .advertSeen(let routingID, let domain):
-                    status.say("advert seen: the authenticator is near; relay \(domain.host), routing ID \(routingID)")
-                case .tunnelConnected(let url):
-                    status.say("tunnel connected: \(Passkey.Scan.host(of: url))")
-                case .handshakeDone:
-                    status.say("handshake done: end-to-end encrypted")
-                case .requestSent(let command):
-                    status.say("request sent: \(CTAPCommandName.name(command))")
-                case .responseReceived(let code):
-                    status.say("answer received\(code == 0 ? "" : " (CTAP status 0x\(String(code, radix: 16)))")")
-                }
-            })
-        return ClientEngine(
+        ClientEngine(
             environment: ClientEnvironment(
-                authenticators: [phone],
+                authenticators: [try hybrid.phone(json: json, qrPNG: qrPNG)],
                 userInterface: TerminalClientInterface(
                     unattended: false, pin: ClientPINSource.provider(environment: ProcessInfo.processInfo.environment)),
-                relyingPartyIDChecker: SuffixListRelyingPartyIDChecker(list: list, relatedOrigins: nil)))
+                relyingPartyIDChecker: try SuffixListRelyingPartyIDChecker.fromSystemList(relatedOrigins: nil)))
     }
 
     /// Sends the relying party's answer to `verify` and saves the state it returns; a refusal is a failure.

@@ -92,12 +92,6 @@ struct WebAuthnClientOptions: ParsableArguments {
 
     /// The engine over this computer's store (when it exists), a phone and the security key asked for.
     func makeEngine(ceremony: ClientCeremony, holder: StoreHolder) throws -> ClientEngine {
-        let list: PublicSuffixList
-        do {
-            list = try PublicSuffixListFile.load()
-        } catch {
-            throw CommandFailure("\(error)")
-        }
         let interface = TerminalClientInterface(
             unattended: approval.unattended,
             pin: ClientPINSource.provider(environment: ProcessInfo.processInfo.environment))
@@ -106,30 +100,7 @@ struct WebAuthnClientOptions: ParsableArguments {
             authenticators.append(LocalPasskeys.authenticator(store: store, approval: approval, holder: holder))
         }
         if !noPhone {
-            let mode = hybrid.mode
-            let status = StatusLine(enabled: true)
-            let json = json
-            let qrPNG = qrPNG
-            authenticators.append(
-                HybridPhoneAuthenticator(
-                    makeScanner: { () async throws(ProximityError) -> any ProximityScanner in
-                        try await Radio.scanner(for: mode)
-                    },
-                    tunnelServer: hybrid.tunnelServer, timeouts: hybrid.timeouts,
-                    environment: .system(tls: try hybrid.tlsConfiguration()),
-                    progress: { event in
-                        switch event {
-                        case .showQRCode(let url):
-                            ClientOptions.show(url: url, toStandardError: json, png: qrPNG)
-                            status.say("waiting for a phone to scan the QR code and come near (Bluetooth: \(mode))")
-                        case .advertSeen(_, let domain):
-                            status.say("advert seen: the phone is near; relay \(domain.host)")
-                        case .handshakeDone:
-                            status.say("handshake done: end-to-end encrypted")
-                        default:
-                            break
-                        }
-                    }))
+            authenticators.append(try hybrid.phone(json: json, qrPNG: qrPNG))
         }
         if let securityKey, let spec = try? SecurityKeySpec(parsing: securityKey) {
             var options = SecurityKeyOptions()
@@ -141,8 +112,8 @@ struct WebAuthnClientOptions: ParsableArguments {
         return ClientEngine(
             environment: ClientEnvironment(
                 authenticators: authenticators, userInterface: interface,
-                relyingPartyIDChecker: SuffixListRelyingPartyIDChecker(
-                    list: list, relatedOrigins: HTTPSRelatedOriginsSource())))
+                relyingPartyIDChecker: try SuffixListRelyingPartyIDChecker.fromSystemList(
+                    relatedOrigins: HTTPSRelatedOriginsSource())))
     }
 
     /// Prints the credential: its `toJSON()` alone with `--json`, else a summary and the JSON laid out.
@@ -162,6 +133,48 @@ struct WebAuthnClientOptions: ParsableArguments {
         } catch let error as ClientError {
             Terminal.shared.write("passkey: \(error.description.terminalSafe)\n")
             throw ExitCode(error.exitStatus)
+        }
+    }
+}
+
+extension HybridOptions {
+    /// A phone over hybrid as these options reach it: the QR code on standard output (standard error when the output
+    /// is JSON, and also into `qrPNG`), and each step of the session on standard error.
+    func phone(json: Bool, qrPNG: String?) throws -> HybridPhoneAuthenticator {
+        let mode = mode
+        let status = StatusLine(enabled: true)
+        return HybridPhoneAuthenticator(
+            makeScanner: { () async throws(ProximityError) -> any ProximityScanner in
+                try await Radio.scanner(for: mode)
+            },
+            tunnelServer: tunnelServer, timeouts: timeouts, environment: .system(tls: try tlsConfiguration()),
+            progress: { event in
+                switch event {
+                case .showQRCode(let url):
+                    ClientOptions.show(url: url, toStandardError: json, png: qrPNG)
+                    status.say("waiting for a phone to scan the QR code and come near (Bluetooth: \(mode))")
+                case .advertSeen(let routingID, let domain):
+                    status.say("advert seen: the phone is near; relay \(domain.host), routing ID \(routingID)")
+                case .tunnelConnected(let url):
+                    status.say("tunnel connected: \(Passkey.Scan.host(of: url))")
+                case .handshakeDone:
+                    status.say("handshake done: end-to-end encrypted")
+                case .requestSent(let command):
+                    status.say("request sent: \(CTAPCommandName.name(command))")
+                case .responseReceived(let code):
+                    status.say("answer received\(code == 0 ? "" : " (CTAP status 0x\(String(code, radix: 16)))")")
+                }
+            })
+    }
+}
+
+extension SuffixListRelyingPartyIDChecker {
+    /// The check over the system's Public Suffix List file (Docs/Client.md).
+    static func fromSystemList(relatedOrigins: (any RelatedOriginsSource)?) throws -> Self {
+        do {
+            return Self(list: try PublicSuffixListFile.load(), relatedOrigins: relatedOrigins)
+        } catch {
+            throw CommandFailure("\(error)")
         }
     }
 }
