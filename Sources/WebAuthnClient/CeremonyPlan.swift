@@ -59,7 +59,7 @@ public struct GetPlan: Hashable, Sendable {
     public var mediation: CredentialMediation
 }
 
-/// The decision rules of `Docs/ClientEngine.md`, as pure functions: no I/O, no UI, so each row of the table has a test.
+/// The decision rules of `Docs/Client.md`, as pure functions: no I/O, no UI, so each row of the table has a test.
 public enum CeremonyPlanner {
     /// Plans `navigator.credentials.get()`.
     ///
@@ -136,8 +136,12 @@ public enum CeremonyPlanner {
                             account: credential, choice: .account(credential, on: summary.kind)))
                 }
             } else {
+                // A hint naming this kind wins over the descriptors' transports when they conflict (§5.8.8): the
+                // relying party's transports are a record of the past, the hint what it asks for now.
+                let hinted = hints.contains(summary.kind.hint)
                 let bound = usable.filter { descriptor in
-                    descriptor.transports.isEmpty || descriptor.transports.contains { summary.transports.contains($0) }
+                    descriptor.transports.isEmpty || hinted
+                        || descriptor.transports.contains { summary.transports.contains($0) }
                 }
                 guard usable.isEmpty || !bound.isEmpty else { continue }
                 others.append(

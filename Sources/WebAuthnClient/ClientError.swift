@@ -22,7 +22,7 @@ public enum DOMExceptionName: String, Hashable, Sendable, CaseIterable {
     case syntaxError = "SyntaxError"
 
     /// The exit status the CLI uses for this name: 10 to 17, one each, so scripts can tell them apart
-    /// (`Docs/ClientEngine.md`).
+    /// (`Docs/Client.md`).
     public var exitStatus: Int32 {
         switch self {
         case .notAllowedError: 10

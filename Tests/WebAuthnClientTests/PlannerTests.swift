@@ -2,7 +2,7 @@ import Foundation
 import Testing
 import WebAuthnClient
 
-/// One test per row of the decision table in Docs/ClientEngine.md, on the pure planner.
+/// One test per row of the decision table in Docs/Client.md, on the pure planner.
 struct PlannerTests {
     static let alice = CredentialMetadata(
         credentialID: [0xA1], userHandle: [1], userName: "alice", created: Date(timeIntervalSince1970: 100))
@@ -88,11 +88,11 @@ struct PlannerTests {
                         authenticator: 0, kind: .platform, allowList: [.init(id: [0x5E], transports: [.internal])],
                         account: Self.serverSide, choice: .account(Self.serverSide, on: .platform))
                 ]))
-        // Asked for a phone: it gets the descriptor that names no transport; the usb-only one is not its.
+        // Asked for a phone: the hint wins over the usb-only descriptor's transports, so the phone gets both.
         let hinted = Self.get([Self.local([Self.alice, Self.serverSide]), Self.phone], allow: allow, hints: [.hybrid])
         guard case .ask(let requests, false) = hinted.decision else { Issue.record("\(hinted)"); return }
         #expect(requests.map(\.account) == [nil, Self.serverSide])
-        #expect(requests[0].allowList == [.init(id: [0x5E])])
+        #expect(requests[0].allowList == allow)
     }
 
     @Test func allowListTransportsSkipAuthenticatorsWithNoneLeft() {
@@ -104,6 +104,18 @@ struct PlannerTests {
                     PlannedRequest(
                         authenticator: 2, kind: .securityKey, allowList: [.init(id: [0x77], transports: [.usb, .nfc])],
                         choice: .securityKey)
+                ]))
+    }
+
+    @Test func aHintWinsOverTheDescriptorsTransports() {
+        // The relying party recorded the credential as a USB key's; the hint says it is on a phone now.
+        let allow: [PublicKeyCredentialDescriptor] = [.init(id: [0x77], transports: [.usb])]
+        let plan = Self.get([Self.local([Self.alice]), Self.phone, Self.key], allow: allow, hints: [.hybrid])
+        #expect(
+            plan.decision
+                == .proceed([
+                    PlannedRequest(authenticator: 1, kind: .hybrid, allowList: allow, choice: .phone),
+                    PlannedRequest(authenticator: 2, kind: .securityKey, allowList: allow, choice: .securityKey),
                 ]))
     }
 
