@@ -10,6 +10,7 @@ one-line error with the exception's exit status, and nothing stored.
 import hashlib
 import json
 import os
+import signal
 import socket
 import subprocess
 import tempfile
@@ -342,3 +343,24 @@ def test_oversize_options_and_insecure_origins_are_refused(directory):
                 timeout=30)
     assert ip.returncode == EXIT["SecurityError"] and "IP address" in ip.stderr
     assert digest(store) == before
+
+
+def test_ctrl_c_while_the_qr_code_is_shown_is_abort_error(directory, relay):
+    rp = RelyingParty()
+    process = subprocess.Popen(
+        [PASSKEY_BIN, "client", "get", "--options", "-", "--origin", ORIGIN,
+         "--store", os.path.join(directory, "no-such-store.sqlite"), "--relay", relay,
+         "--ble", f"sim:127.0.0.1:{free_udp_port()}", "--json", "--timeout", "60"],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env())
+    process.stdin.write(rp.authentication_options())
+    process.stdin.close()
+    shown = []
+    while not any(line.startswith("FIDO:/") for line in shown):
+        line = process.stderr.readline()
+        assert line, "the client ended before showing a QR code: " + "".join(shown)
+        shown.append(line)
+    process.send_signal(signal.SIGINT)
+    output, rest = process.communicate(timeout=30)
+    assert process.returncode == 14, "".join(shown) + rest
+    assert rest.strip().splitlines()[-1] == "passkey: AbortError: the ceremony was aborted"
+    assert output == ""
