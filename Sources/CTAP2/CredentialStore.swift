@@ -144,6 +144,13 @@ public protocol CredentialStore: Sendable {
     func largeBlobArray() async throws(CredentialStoreError) -> [UInt8]?
     /// Replaces the serialized large-blob array in one step.
     func saveLargeBlobArray(_ array: [UInt8]) async throws(CredentialStoreError)
+    /// Notes that the authenticator has just signed in with this credential (getAssertion answered with it alone).
+    /// Best effort, never fails the request: a store may keep a last-use time for listing; the default does nothing.
+    func recordUse(ofCredential id: [UInt8], at date: Date) async
+}
+
+extension CredentialStore {
+    public func recordUse(ofCredential id: [UInt8], at date: Date) async {}
 }
 
 /// A store that lives only as long as the process: for tests, benchmarks and `--ephemeral`.

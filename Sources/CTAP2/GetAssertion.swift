@@ -101,10 +101,15 @@ extension Authenticator {
         }
         let outputs = try Self.extensionOutputs(
             for: first, requested: extensions, hmacSecret: hmacSecret, userVerified: userVerified)
-        return try assertion(
+        let response = try assertion(
             for: first, clientDataHash: request.clientDataHash, flags: flags, userVerified: userVerified,
             extensions: outputs, numberOfCredentials: pagesRemaining ? candidates.count + 1 : nil,
             userSelected: userSelected)
+        // With several accounts to page through, the platform picks one: which was used is not known here.
+        if !pagesRemaining {
+            await environment.store.recordUse(ofCredential: first.id, at: environment.currentDate())
+        }
+        return response
     }
 
     func getNextAssertion() throws(CTAPError) -> [UInt8] {

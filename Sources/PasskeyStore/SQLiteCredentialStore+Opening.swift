@@ -221,7 +221,7 @@ extension SQLiteCredentialStore {
                 try connection.setCheckpointOnClose(true)
                 try connection.startWatchingForChanges()
             }
-            return SQLiteCredentialStore(
+            let store = SQLiteCredentialStore(
                 url: url,
                 path: path,
                 kdfParameters: parameters,
@@ -229,6 +229,10 @@ extension SQLiteCredentialStore {
                 storeKey: key,
                 connection: connection
             )
+            // Unlocked: the index of names beside the store is written afresh. It is a convenience, so a failure
+            // here (a busy store, say) leaves the old one and never fails the opening.
+            try? store.rebuildIndex()
+            return store
         } catch {
             connection.close()
             throw error

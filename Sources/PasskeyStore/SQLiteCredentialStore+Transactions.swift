@@ -1,4 +1,5 @@
 import CSQLite
+import Foundation
 import CTAP2
 
 /// How the store runs SQL: every write in one `BEGIN IMMEDIATE` transaction, every SQLite failure turned into a
@@ -13,7 +14,14 @@ extension SQLiteCredentialStore {
             try Self.sql(action()) { () throws(SQLiteFailure) in try connection.prepared("BEGIN IMMEDIATE").run([]) }
             do throws(CredentialStoreError) {
                 let result = try body(connection, &keys)
-                try Self.sql(action()) { () throws(SQLiteFailure) in try connection.prepared("COMMIT").run([]) }
+                do throws(CredentialStoreError) {
+                    try Self.sql(action()) { () throws(SQLiteFailure) in try connection.prepared("COMMIT").run([]) }
+                } catch {
+                    // The body may have written the index for a change that is now rolled back: drop it, to be
+                    // rebuilt.
+                    IndexFiles.remove(indexURL.path)
+                    throw error
+                }
                 return result
             } catch {
                 if !connection.isAutocommit {

@@ -199,16 +199,21 @@ public final class SQLiteCredentialStore: CredentialStore {
         let values = Self.values(of: credential)
         let sealed = try seal(credential.privateKey, values: values)
         try write(action) { (connection, keys) throws(CredentialStoreError) in
-            try sql(action) { () throws(SQLiteFailure) in
+            let replaced = try sql(action) { () throws(SQLiteFailure) -> [[UInt8]] in
+                var replaced: [[UInt8]] = []
                 if credential.isDiscoverable {
-                    let replaced = try connection.prepared(SQL.deleteDiscoverable).query(
+                    replaced = try connection.prepared(SQL.deleteDiscoverable).query(
                         [.text(credential.relyingPartyID), .blob(credential.userHandle)]
-                    ) { $0.blob(0) }
-                    for id in replaced {
-                        if let id { keys.remove(id) }
-                    }
+                    ) { $0.blob(0) }.compactMap { $0 }
+                    for id in replaced { keys.remove(id) }
                 }
                 try connection.prepared(SQL.insert).run(values + [.blob(sealed)])
+                return replaced
+            }
+            updateIndex(connection, keys: &keys) { identities in
+                let gone = Set(replaced + [credential.id])
+                identities.removeAll { gone.contains($0.credentialID) }
+                identities.append(Self.identity(credential))
             }
         }
     }
@@ -218,9 +223,11 @@ public final class SQLiteCredentialStore: CredentialStore {
         let action = "delete passkey \(hexPrefix(id))"
         return try write(action) { (connection, keys) throws(CredentialStoreError) in
             keys.remove(id)
-            return try sql(action) { () throws(SQLiteFailure) in
+            let deleted = try sql(action) { () throws(SQLiteFailure) in
                 try connection.prepared(SQL.deleteByID).run([.blob(id)]) > 0
             }
+            updateIndex(connection, keys: &keys) { identities in identities.removeAll { $0.credentialID == id } }
+            return deleted
         }
     }
 
@@ -264,12 +271,19 @@ public final class SQLiteCredentialStore: CredentialStore {
             let values = Self.values(of: credential)
             let sealed = try seal(credential.privateKey, values: values)
             keys.remove(credentialID)
-            return try sql(action) { () throws(SQLiteFailure) in
+            let updated = try sql(action) { () throws(SQLiteFailure) in
                 try connection.prepared(SQL.updateUser).run([
                     values[CredentialColumn.userName.rawValue], values[CredentialColumn.userDisplayName.rawValue],
                     .blob(sealed), .blob(credentialID),
                 ]) > 0
             }
+            updateIndex(connection, keys: &keys) { identities in
+                for position in identities.indices where identities[position].credentialID == credentialID {
+                    identities[position].userName = userName
+                    identities[position].userDisplayName = userDisplayName
+                }
+            }
+            return updated
         }
     }
 
@@ -284,6 +298,7 @@ public final class SQLiteCredentialStore: CredentialStore {
                 try connection.prepared(SQL.upsertSettings).run(defaults)
                 try connection.prepared(SQL.deleteLargeBlobArray).run([])
             }
+            updateIndex(connection, keys: &keys) { identities in identities.removeAll() }
         }
     }
 

@@ -105,13 +105,13 @@ public struct InProcessAuthenticator: ClientAuthenticator {
     public let kind: AuthenticatorKind
     public let transports: [AuthenticatorTransport]
     private let opening: @Sendable () async throws(AuthenticatorTransportError) -> Authenticator
-    private let listing: (@Sendable (String) async -> [CredentialMetadata])?
+    private let listing: (@Sendable (String) async -> [CredentialMetadata]?)?
 
     /// Makes the authenticator with `opening` when a session opens (a failure there, such as a wrong passphrase,
     /// is the session's failure); `listing` lists an RP's credentials without asking the user (nil: it cannot).
     public init(
         kind: AuthenticatorKind = .platform, transports: [AuthenticatorTransport] = [.internal],
-        listing: (@Sendable (String) async -> [CredentialMetadata])?,
+        listing: (@Sendable (String) async -> [CredentialMetadata]?)?,
         opening: @escaping @Sendable () async throws(AuthenticatorTransportError) -> Authenticator
     ) {
         self.kind = kind
@@ -124,7 +124,7 @@ public struct InProcessAuthenticator: ClientAuthenticator {
     public init(
         _ authenticator: Authenticator, kind: AuthenticatorKind = .platform,
         transports: [AuthenticatorTransport] = [.internal],
-        listing: (@Sendable (String) async -> [CredentialMetadata])?
+        listing: (@Sendable (String) async -> [CredentialMetadata]?)?
     ) {
         self.init(kind: kind, transports: transports, listing: listing) { authenticator }
     }
@@ -146,7 +146,7 @@ public struct InProcessAuthenticator: ClientAuthenticator {
     }
 
     public func credentials(forRelyingParty relyingPartyID: String) async -> [CredentialMetadata]? {
-        await listing?(relyingPartyID)
+        await listing?(relyingPartyID) ?? nil
     }
 
     public func open(for ceremony: ClientCeremony) async throws(AuthenticatorTransportError) -> any AuthenticatorSession

@@ -222,9 +222,17 @@ enum LocalPasskeys {
             })
     }
 
-    /// The credentials the identity index lists for `relyingPartyID`.
-    static func listing(storeURL: URL, relyingPartyID: String) -> [CredentialMetadata] {
-        []
+    /// The credentials the identity index lists for `relyingPartyID`, in its order (rank, then most recently used);
+    /// nil when the index is missing or damaged, so that the store is offered as "this computer" and unlocked, which
+    /// rebuilds the index.
+    static func listing(storeURL: URL, relyingPartyID: String) -> [CredentialMetadata]? {
+        guard let index = try? CredentialIdentityIndex.read(forStore: storeURL) else { return nil }
+        return index.identities(forRelyingParty: relyingPartyID).map { identity in
+            CredentialMetadata(
+                credentialID: identity.credentialID, userHandle: identity.userHandle, userName: identity.userName,
+                userDisplayName: identity.userDisplayName, isDiscoverable: identity.isDiscoverable,
+                created: identity.creationDate, lastUsed: identity.lastUsedDate)
+        }
     }
 }
 

@@ -108,8 +108,7 @@ extension Passkey {
                 ) { client, state throws(CrossDeviceError) in
                     try await client.signIn(state: &state)
                 }
-                clock.step("the sign-in succeeded without the advert: this is a bug")
-                throw ExitCode.failure
+                throw CommandFailure("the sign-in succeeded without the advert: this is a bug")
             } catch let error as CrossDeviceError {
                 clock.step("computer: \(error)")
             }

@@ -80,20 +80,12 @@ extension Passkey.Inspect {
                 return urls[0]
             case (0, 1):
                 let shown = texts[0].count > 60 ? String(texts[0].prefix(60)) + "…" : texts[0]
-                throw ImageError("the QR code in \(path) is not a FIDO:/ URL: \"\(shown)\"")
+                throw CommandFailure("the QR code in \(path) is not a FIDO:/ URL: \"\(shown)\"")
             case (0, let count):
-                throw ImageError("none of the \(count) QR codes in \(path) is a FIDO:/ URL")
+                throw CommandFailure("none of the \(count) QR codes in \(path) is a FIDO:/ URL")
             case (let count, _):
-                throw ImageError("\(path) holds \(count) FIDO:/ QR codes; crop the image to one")
+                throw CommandFailure("\(path) holds \(count) FIDO:/ QR codes; crop the image to one")
             }
-        }
-
-        /// Why an image gave no single hybrid URL.
-        struct ImageError: Error, CustomStringConvertible {
-            /// The message printed after "Error: ".
-            var description: String
-
-            init(_ description: String) { self.description = description }
         }
 
         static func name(of type: HybridRequestType) -> String {
@@ -110,8 +102,8 @@ extension Passkey.Inspect {
         static let configuration = CommandConfiguration(
             abstract: "Trial-decrypt a caBLE v2 BLE advert with the secret of a QR code.",
             discussion: """
-                ADVERT is the 20-byte service data in hex, or whole advertising data (AD structures) holding it
-                under UUID 0xFDE2 or 0xFFF9. An advert that does not decrypt prints `valid: false` with the reason
+                ADVERT is the 20-byte service data in hex, or whole advertising data (AD structures) holding it \
+                under UUID 0xFDE2 or 0xFFF9. An advert that does not decrypt prints `valid: false` with the reason \
                 and exits 0; malformed arguments exit non-zero.
                 """
         )
@@ -174,17 +166,17 @@ extension Passkey.Inspect {
 
         /// The 20 bytes themselves, or the caBLE service data found in advertising data.
         static func serviceData(fromHex text: String) throws -> [UInt8] {
-            guard let bytes = [UInt8](hex: text) else { throw ValidationError("The advert must be hex.") }
+            guard let bytes = [UInt8](hex: text) else { throw CommandFailure("the advert must be hex") }
             if bytes.count == EIDKey.advertByteCount { return bytes }
-            let prefix = "The advert is \(bytes.count) bytes, not 20, and not advertising data"
+            let prefix = "the advert is \(bytes.count) bytes, not 20, and not advertising data"
             let data: AdvertisingData
             do {
                 data = try AdvertisingData(bytes: bytes)
             } catch {
-                throw ValidationError("\(prefix): \(error).")
+                throw CommandFailure("\(prefix): \(error)")
             }
             guard let advert = data.caBLEAdvert else {
-                throw ValidationError("\(prefix) with 20 bytes of service data for UUID 0xFDE2 or 0xFFF9.")
+                throw CommandFailure("\(prefix) with 20 bytes of service data for UUID 0xFDE2 or 0xFFF9")
             }
             return advert
         }

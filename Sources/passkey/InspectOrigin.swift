@@ -12,7 +12,7 @@ extension Passkey.Inspect {
                 The origin must be https (http only on localhost and *.localhost) with a domain, not an IP address; \
                 the RP ID, by default the origin's host, must be the host or a registrable domain suffix of it \
                 under the Public Suffix List (both sections, as browsers use it). With --related-origins, an RP ID \
-                that fails that check is looked up at https://RPID/.well-known/webauthn (WebAuthn L3 §5.11).
+                that fails that check is looked up at https://RPID/.well-known/webauthn (WebAuthn L3 §5.11). \
                 The list is read from $PASSKEY_PUBLIC_SUFFIX_LIST, else \(PublicSuffixListFile.systemPath) \
                 (Debian's publicsuffix package). Exit status: 0 valid, 1 not valid, 2 bad input (a URL that does \
                 not parse, no list). See Docs/Client.md.

@@ -9,13 +9,81 @@ import WebAuthn
 
 extension Passkey {
     struct List: AsyncParsableCommand {
-        static let configuration = CommandConfiguration(abstract: "List the passkeys in the store.")
+        static let configuration = CommandConfiguration(
+            abstract: "List the passkeys in the store.",
+            discussion: """
+                Reads the passkey index beside the store, which names the passkeys but holds no keys, so no \
+                passphrase is needed; the most recently used come first. With --verify, unlocks the store instead \
+                and checks every passkey, listing damaged ones too (and rewrites the index). When the index is \
+                missing or damaged, list rebuilds it if PASSKEY_PASSPHRASE is set, and otherwise says how to. See \
+                Docs/Store.md.
+                """)
 
         @OptionGroup var store: StoreOptions
         @Option(name: .customLong("rp"), help: "Only passkeys of this relying party ID.") var relyingParty: String?
         @Flag(help: "Print one JSON array instead of a table.") var json = false
+        @Flag(help: "Unlock the store with its passphrase and check every passkey, damaged ones included.")
+        var verify = false
 
         func run() async throws {
+            if verify {
+                try await listVerified()
+                return
+            }
+            var identities = try await index().identities
+            if let relyingParty {
+                identities = identities.filter { $0.serviceIdentifier == relyingParty }
+            }
+            if json {
+                print(try Self.json(identities))
+                return
+            }
+            guard !identities.isEmpty else {
+                print(relyingParty.map { "No passkeys for \($0)." } ?? "No passkeys.")
+                return
+            }
+            let dates = ISO8601DateFormatter()
+            for identity in identities {
+                let user = [identity.userName, identity.userDisplayName.map { "(\($0))" }].compactMap { $0 }
+                print("\(identity.serviceIdentifier.terminalSafe)  \(user.joined(separator: " ").terminalSafe)")
+                print("    id \(identity.credentialID.base64URLEncodedString)")
+                var details = [identity.isDiscoverable ? "discoverable" : "server-side (needs allowList)"]
+                details.append("created \(dates.string(from: identity.creationDate))")
+                details.append(identity.lastUsedDate.map { "last used \(dates.string(from: $0))" } ?? "never used")
+                if identity.rank != 0 { details.append("rank \(identity.rank)") }
+                print("    " + details.joined(separator: ", "))
+            }
+        }
+
+        /// The index, without the passphrase. A missing or damaged one is rebuilt by unlocking the store when
+        /// PASSKEY_PASSPHRASE is set (a script expects `list` to work); otherwise the user is told how.
+        private func index() async throws -> CredentialIdentityIndex {
+            let url = store.url
+            guard FileManager.default.fileExists(atPath: url.path) else { throw StoreOptions.noStore(at: url) }
+            do {
+                return try CredentialIdentityIndex.read(forStore: url)
+            } catch {
+                guard ProcessInfo.processInfo.environment["PASSKEY_PASSPHRASE"] != nil else {
+                    throw Self.unusable(error)
+                }
+            }
+            // Opening the store with its passphrase rebuilds the index.
+            try await store.open(create: false).close()
+            do {
+                return try CredentialIdentityIndex.read(forStore: url)
+            } catch {
+                throw Self.unusable(error)
+            }
+        }
+
+        static func unusable(_ error: CredentialIdentityIndexError) -> CommandFailure {
+            CommandFailure(
+                "the passkey index \(error.path) is missing or damaged (\(error.reason))",
+                hint: "Unlock the store once to rebuild it, for example with `passkey list --verify`.")
+        }
+
+        /// The listing of the rows themselves, checked with the passphrase: what `list` showed before the index.
+        private func listVerified() async throws {
             let store = try await store.open(create: false)
             defer { store.close() }
             var entries = try store.entries()
@@ -46,6 +114,28 @@ extension Passkey {
                     print("    \(Self.reason(damaged.reason)); not used; remove it with `passkey delete`")
                 }
             }
+        }
+
+        /// The index's entries in the fields `--verify --json` uses for them (no public key: the index has none).
+        static func json(_ identities: [CredentialIdentity]) throws -> String {
+            let dates = ISO8601DateFormatter()
+            let objects: [[String: Any]] = identities.map { identity in
+                var object: [String: Any] = [
+                    "rpId": identity.serviceIdentifier,
+                    "credentialId": identity.credentialID.base64URLEncodedString,
+                    "userHandle": identity.userHandle.base64URLEncodedString,
+                    "discoverable": identity.isDiscoverable,
+                    "created": dates.string(from: identity.creationDate),
+                    "rank": identity.rank,
+                    "damaged": false,
+                ]
+                object["userName"] = identity.userName
+                object["userDisplayName"] = identity.userDisplayName
+                object["lastUsed"] = identity.lastUsedDate.map { dates.string(from: $0) }
+                return object
+            }
+            let data = try JSONSerialization.data(withJSONObject: objects, options: [.prettyPrinted, .sortedKeys])
+            return String(decoding: data, as: UTF8.self)
         }
 
         static func reason(_ reason: DamagedCredential.Reason) -> String {
@@ -92,6 +182,27 @@ extension Passkey {
         }
     }
 
+    struct Init: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            commandName: "init",
+            abstract: "Create a new, empty passkey store.",
+            discussion: """
+                Asks for the new store's passphrase twice, without echo; scripts can set PASSKEY_PASSPHRASE \
+                instead. The store is made at --store, else $PASSKEY_STORE, else \
+                $XDG_DATA_HOME/passkey/passkeys.sqlite. An existing store is never replaced: init then fails and \
+                leaves it as it is.
+                """)
+
+        @OptionGroup var store: StoreOptions
+
+        func run() async throws {
+            let created = try await store.create()
+            defer { created.close() }
+            print("Created an empty passkey store at \(created.url.path).")
+            print("Passkeys made with `passkey serve` or `passkey scan` are kept there; `passkey list` lists them.")
+        }
+    }
+
     struct Delete: AsyncParsableCommand {
         static let configuration = CommandConfiguration(abstract: "Delete one passkey by its credential ID.")
 
@@ -119,14 +230,15 @@ extension Passkey {
                 if let entry = try store.entry(id: id) { matches.append((id, entry)) }
             }
             guard let (id, entry) = matches.first else {
-                throw ValidationError("No passkey with credential ID \(credentialID).")
+                throw CommandFailure("no passkey with credential ID \(credentialID)")
             }
             guard matches.count == 1 else {
-                throw ValidationError(
-                    "'\(credentialID)' names two passkeys, read as base64url and as hex: prefix it with b64: or hex:.")
+                throw CommandFailure(
+                    "'\(credentialID)' names two passkeys, read as base64url and as hex",
+                    hint: "Prefix it with b64: or hex: to say which.")
             }
             guard try store.deleteCredential(id: id) else {
-                throw ValidationError("No passkey with credential ID \(credentialID).")
+                throw CommandFailure("no passkey with credential ID \(credentialID)")
             }
             switch entry {
             case .intact(let credential):

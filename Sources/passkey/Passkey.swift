@@ -6,13 +6,20 @@ struct Passkey: AsyncParsableCommand {
         commandName: "passkey",
         abstract: "A software passkey authenticator for the terminal.",
         discussion: """
-            Passkeys are kept in an encrypted SQLite store. `passkey serve` exposes them as a CTAP2
-            authenticator; `list`, `delete` and `info` manage them.
+            Passkeys are kept in an encrypted SQLite store, unlocked with a passphrase: `passkey init` creates it. \
+            `passkey serve` exposes the passkeys as a CTAP2 security key (a virtual USB device, or UDP for tests), \
+            and `passkey scan` answers a computer's hybrid QR code as a phone does. `passkey client` is the other \
+            side: it registers and signs in from the terminal, with a phone or a security key.
+
+            `list` shows the passkeys without the passphrase (from an index of their names beside the store), \
+            `delete` removes one and `info` describes the authenticator and the store. `rp` serves a local web \
+            site to try passkeys in a browser, `demo` plays a cross-device sign-in on this machine, and `inspect` \
+            decodes QR codes and adverts and checks origins.
             """,
         version: "0.1.0",
         subcommands: [
-            Serve.self, Scan.self, Client.self, RP.self, List.self, Delete.self, Info.self, Demo.self, Inspect.self,
-            Debug.self,
+            Init.self, Serve.self, Scan.self, Client.self, RP.self, List.self, Delete.self, Info.self, Demo.self,
+            Inspect.self, Debug.self,
         ]
     )
 }

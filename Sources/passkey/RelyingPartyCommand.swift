@@ -67,7 +67,12 @@ extension Passkey.RP {
 
         func run() async throws {
             let stateURL = stateURL
-            let state = try RelyingPartyState.load(from: stateURL)
+            let state: RelyingPartyState
+            do {
+                state = try RelyingPartyState.load(from: stateURL)
+            } catch {
+                throw CommandFailure("\(error)")
+            }
             var serverConfiguration = RelyingPartyServerConfiguration()
             (serverConfiguration.host, serverConfiguration.port) = try parsedListen()
             serverConfiguration.maximumConnections = maxConnections

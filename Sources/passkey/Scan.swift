@@ -73,8 +73,7 @@ extension Passkey {
                 status.say("done: answered \(answered) request\(answered == 1 ? "" : "s")")
             } catch {
                 await advertiser.close()
-                Terminal.shared.write("passkey: \(error)\n")
-                throw ExitCode.failure
+                throw CommandFailure("\(error)")
             }
         }
 
@@ -88,16 +87,16 @@ extension Passkey {
                     $0.uppercased().hasPrefix(QRCodePayload.prefix)
                 }
                 guard found.count == 1 else {
-                    throw InputError(
+                    throw CommandFailure(
                         found.isEmpty
-                            ? "\(image) holds no FIDO:/ QR code."
-                            : "\(image) holds \(found.count) FIDO:/ QR codes; crop it to one.")
+                            ? "\(image) holds no FIDO:/ QR code"
+                            : "\(image) holds \(found.count) FIDO:/ QR codes; crop it to one")
                 }
                 text = found[0]
             } else {
                 if isatty(STDIN_FILENO) == 1 { Terminal.shared.write("Paste the FIDO:/ URL and press Enter: ") }
                 guard let line = readLine(strippingNewline: true) else {
-                    throw InputError("No FIDO:/ URL given (argument, --image or standard input).")
+                    throw CommandFailure("no FIDO:/ URL given (argument, --image or standard input)")
                 }
                 text = line
             }
@@ -105,7 +104,7 @@ extension Passkey {
             do {
                 return try QRCodePayload(url: text)
             } catch {
-                throw InputError("Not a hybrid QR code: \(error)")
+                throw CommandFailure("not a hybrid QR code: \(error)")
             }
         }
 
@@ -130,11 +129,6 @@ extension Passkey {
 }
 
 /// Bad input found while running (not a usage mistake): printed as "Error: …", exit status 1, no usage text.
-struct InputError: Error, CustomStringConvertible {
-    var description: String
-    init(_ description: String) { self.description = description }
-}
-
 /// Progress lines on standard error, with the time since the command started.
 struct StatusLine: Sendable {
     let enabled: Bool

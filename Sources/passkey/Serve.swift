@@ -75,7 +75,12 @@ extension Passkey {
                 return handler
             }
             // Opened before the store, so a kernel without uhid changes nothing.
-            let uhidFile = try uhid ? UHIDFileDescriptor.open() : nil
+            let uhidFile: UHIDFileDescriptor?
+            do {
+                uhidFile = try uhid ? UHIDFileDescriptor.open() : nil
+            } catch {
+                throw CommandFailure("\(error)")
+            }
             let (lock, store) = try await store.openForServing(create: true)
             defer {
                 store.close()

@@ -23,8 +23,7 @@ struct StoreOptions: ParsableArguments {
         let url = url
         let exists = FileManager.default.fileExists(atPath: url.path)
         if !exists && !create {
-            throw ValidationError(
-                "No passkey store at \(url.path). Create one with `passkey serve` or choose another with --store.")
+            throw Self.noStore(at: url)
         }
         let passphrase = try await Self.passphrase(forNewStore: !exists, at: url)
         if exists {
@@ -33,6 +32,34 @@ struct StoreOptions: ParsableArguments {
         let store = try SQLiteCredentialStore.create(at: url, passphrase: passphrase)
         Terminal.shared.write("passkey: created a new encrypted passkey store at \(url.path)\n")
         return store
+    }
+
+    /// Creates a new store for `passkey init`, asking for its passphrase twice; refuses to replace anything.
+    func create() async throws -> SQLiteCredentialStore {
+        let url = url
+        let exists = { FileManager.default.fileExists(atPath: url.path) || Self.isSymbolicLink(url.path) }
+        guard !exists() else { throw Self.alreadyExists(at: url) }
+        let passphrase = try await Self.passphrase(forNewStore: true, at: url)
+        // Checked again: the passphrase prompt may have taken minutes. `create` itself never replaces a file.
+        guard !exists() else { throw Self.alreadyExists(at: url) }
+        return try SQLiteCredentialStore.create(at: url, passphrase: passphrase)
+    }
+
+    /// The failure of a command that needs an existing store.
+    static func noStore(at url: URL) -> CommandFailure {
+        CommandFailure(
+            "no passkey store at \(url.path)",
+            hint: "Create one with `passkey init`, or choose another with --store or PASSKEY_STORE.")
+    }
+
+    private static func alreadyExists(at url: URL) -> CommandFailure {
+        CommandFailure(
+            "a passkey store already exists at \(url.path); not replacing it",
+            hint: "Choose another path with --store or PASSKEY_STORE, or delete the old store first.")
+    }
+
+    private static func isSymbolicLink(_ path: String) -> Bool {
+        (try? FileManager.default.destinationOfSymbolicLink(atPath: path)) != nil
     }
 
     /// Takes the store's `StoreLock`, then opens it as `open(create:)` does: for the commands that run an
@@ -50,18 +77,19 @@ struct StoreOptions: ParsableArguments {
 
     private static func passphrase(forNewStore isNew: Bool, at url: URL) async throws -> String {
         if let fromEnvironment = ProcessInfo.processInfo.environment["PASSKEY_PASSPHRASE"] {
-            guard !fromEnvironment.isEmpty else { throw ValidationError("PASSKEY_PASSPHRASE is set but empty.") }
+            guard !fromEnvironment.isEmpty else { throw CommandFailure("PASSKEY_PASSPHRASE is set but empty") }
             return fromEnvironment
         }
         let terminal = Terminal.shared
         guard terminal.isInteractive else {
-            throw ValidationError("The passkey store needs a passphrase: set PASSKEY_PASSPHRASE or run in a terminal.")
+            throw CommandFailure(
+                "the passkey store needs a passphrase", hint: "Set PASSKEY_PASSPHRASE, or run passkey in a terminal.")
         }
         let question = isNew ? "Choose a passphrase for the new store at \(url.path): " : "Passphrase for \(url.path): "
         guard case .line(let first) = await terminal.readSecret(prompt: question, timeout: .seconds(300)),
             !first.isEmpty
         else {
-            throw ValidationError("No passphrase given.")
+            throw CommandFailure("no passphrase given")
         }
         guard isNew else { return first }
         guard
@@ -69,7 +97,7 @@ struct StoreOptions: ParsableArguments {
                 prompt: "Repeat the passphrase: ", timeout: .seconds(300)),
             second == first
         else {
-            throw ValidationError("The passphrases do not match.")
+            throw CommandFailure("the passphrases do not match; nothing was created")
         }
         return first
     }

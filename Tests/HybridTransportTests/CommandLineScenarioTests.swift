@@ -98,8 +98,8 @@ struct CommandLineScenarioTests {
         let bin = try #require(Self.binDirectory)
         let passkey = bin.appendingPathComponent("passkey")
         let cases: [([String], String)] = [
-            (["scan", "FIDO:/123"], "Not a hybrid QR code"),
-            (["scan", "https://example.com"], "Not a hybrid QR code"),
+            (["scan", "FIDO:/123"], "not a hybrid QR code"),
+            (["scan", "https://example.com"], "not a hybrid QR code"),
             (["scan", "--ble", "bluetooth", "FIDO:/1"], "bluetooth"),
             (
                 ["client", "register", "--rp", "example.com", "--origin", "https://evil.example", "--user", "a"],
