@@ -244,6 +244,7 @@ def through_phone(directory, relay, command, options, phone_store):
         stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env())
     process.stdin.write(options)
     process.stdin.close()
+    process.stdin = None
     shown = []
     url = None
     while url is None:
@@ -310,7 +311,9 @@ def test_security_key_registers_and_signs_in_over_udp(directory, security_key):
 @pytest.mark.parametrize("options, name, words", [
     ("{", "SyntaxError", "not JSON"),
     ("[]", "TypeError", "must be"),
-    ('{"challenge": 5}', "TypeError", "challenge must be a string"),
+    ('{"challenge": 5}', "TypeError", "rp is required"),
+    ('{"challenge": 5, "rp": {"name": "x"}, "user": {"id": "AA", "name": "a", "displayName": "a"}, '
+     '"pubKeyCredParams": [{"type": "public-key", "alg": -7}]}', "TypeError", "challenge must be a string"),
     ('{"challenge": "!!", "rp": {"name": "x"}, "user": {"id": "AA", "name": "a", "displayName": "a"}, '
      '"pubKeyCredParams": [{"type": "public-key", "alg": -7}]}', "EncodingError", "base64url"),
     ('{"challenge": "AAAA", "rp": {"name": "x"}, "user": {"id": "AA", "name": "a", "displayName": "a"}, '
@@ -354,6 +357,7 @@ def test_ctrl_c_while_the_qr_code_is_shown_is_abort_error(directory, relay):
         stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env())
     process.stdin.write(rp.authentication_options())
     process.stdin.close()
+    process.stdin = None
     shown = []
     while not any(line.startswith("FIDO:/") for line in shown):
         line = process.stderr.readline()
