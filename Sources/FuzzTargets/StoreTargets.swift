@@ -29,6 +29,8 @@ enum StoreTargets {
         for suffix in ["", "-wal", "-shm", "-journal"] {
             try? FileManager.default.removeItem(atPath: url.path + suffix)
         }
+        // Opening a store writes its index of names beside it.
+        try? FileManager.default.removeItem(at: CredentialIdentityIndex.url(forStore: url))
     }
 
     /// The file's bytes, read with POSIX calls: Foundation's `Data(contentsOf:)` leaks a 4 KiB buffer for an empty

@@ -109,10 +109,9 @@ extension Passkey.Inspect {
             ]
         }
 
-        /// Prints "Error: …" and exits 2: the question could not be asked.
-        static func badInput(_ message: String) -> ExitCode {
-            FileHandle.standardError.write(Data("Error: \(message.terminalSafe)\n".utf8))
-            return ExitCode(2)
+        /// Prints `passkey: …` and exits 2: the question could not be asked.
+        static func badInput(_ message: String) -> CommandFailure {
+            CommandFailure(message, exitCode: 2)
         }
 
         /// One verdict a line for each `origin<TAB>rpId` line: a line without a tab has no RP ID (the default is

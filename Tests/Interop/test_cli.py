@@ -94,7 +94,7 @@ def test_list_delete_and_info(populated_store):
     assert [entry["userName"] for entry in json.loads(run("list", "--store", path, "--json").stdout)] == ["bob"]
 
     again = run("delete", "--store", path, "--", alice_id)
-    assert again.returncode != 0 and "No passkey with credential ID" in again.stderr
+    assert again.returncode != 0 and "no passkey with credential ID" in again.stderr
     garbage = run("delete", "--store", path, "not*an*id")
     assert garbage.returncode != 0 and "is not a base64url or hex credential ID" in garbage.stderr
 
@@ -129,7 +129,7 @@ def test_list_delete_and_info(populated_store):
 def test_bad_stores_get_clear_errors_and_stay_untouched(populated_store, store_dir):
     path, _ = populated_store
     before = digest(path)
-    wrong = run("list", "--store", path, passphrase="not the passphrase")
+    wrong = run("list", "--verify", "--store", path, passphrase="not the passphrase")
     assert wrong.returncode != 0
     assert "passphrase" in wrong.stderr.lower()
     assert digest(path) == before
@@ -139,15 +139,15 @@ def test_bad_stores_get_clear_errors_and_stay_untouched(populated_store, store_d
         file.write(os.urandom(4096))
     garbage_before = digest(garbage)
     corrupt = run("list", "--store", garbage)
-    assert corrupt.returncode != 0 and corrupt.stderr.startswith("Error: ")
+    assert corrupt.returncode != 0 and corrupt.stderr.startswith("passkey: ")
     assert digest(garbage) == garbage_before
 
     missing = os.path.join(store_dir, "missing.sqlite")
     absent = run("list", "--store", missing)
-    assert absent.returncode != 0 and "No passkey store at" in absent.stderr
+    assert absent.returncode != 0 and "no passkey store at" in absent.stderr and "passkey init" in absent.stderr
     assert not os.path.exists(missing)
 
-    no_passphrase = run("list", "--store", path, passphrase=None)
+    no_passphrase = run("list", "--verify", "--store", path, passphrase=None)
     assert no_passphrase.returncode != 0 and "PASSKEY_PASSPHRASE" in no_passphrase.stderr
 
 
@@ -192,7 +192,7 @@ def test_serve_uhid_explains_a_kernel_without_uhid(store_dir):
     path = os.path.join(store_dir, "serve.sqlite")
     result = run("serve", "--uhid", "--store", path, "--yes")
     assert result.returncode == 1
-    assert "Error: this kernel has no uhid support (/dev/uhid missing or without a driver)" in result.stderr
+    assert "passkey: this kernel has no uhid support (/dev/uhid missing or without a driver)" in result.stderr
     assert "sudo modprobe uhid" in result.stderr
     assert result.stdout == ""
     assert not os.path.exists(path)  # Checked before the store is created.
@@ -300,10 +300,10 @@ def test_one_damaged_passkey_is_listed_skipped_and_deletable(populated_store):
     path, _ = populated_store
     flip_sealed_key(path, "bob")
 
-    table = run("list", "--store", path)
+    table = run("list", "--verify", "--store", path)
     assert table.returncode == 0, table.stderr
     assert "alice" in table.stdout and "DAMAGED" in table.stdout
-    listed = json.loads(run("list", "--store", path, "--json").stdout)
+    listed = json.loads(run("list", "--verify", "--store", path, "--json").stdout)
     damaged = [entry for entry in listed if entry["damaged"]]
     assert [entry.get("userName") for entry in damaged] == ["bob"]
     assert [entry["userName"] for entry in listed if not entry["damaged"]] == ["alice"]
@@ -321,7 +321,7 @@ def test_one_damaged_passkey_is_listed_skipped_and_deletable(populated_store):
     deleted = run("delete", "--store", path, "--", damaged[0]["credentialId"])
     assert deleted.returncode == 0, deleted.stderr
     assert "Deleted the damaged passkey" in deleted.stdout
-    assert not any(entry["damaged"] for entry in json.loads(run("list", "--store", path, "--json").stdout))
+    assert not any(entry["damaged"] for entry in json.loads(run("list", "--verify", "--store", path, "--json").stdout))
 
 
 def test_serve_prints_listening_only_once_it_really_serves(populated_store):

@@ -287,7 +287,11 @@ struct StoreRobustnessTests {
         let before = try digest(of: scratch.url())
         expectStoreError(.io) { try scratch.makeStore(passphrase: "another") }
         #expect(try digest(of: scratch.url()) == before)
-        #expect(try FileManager.default.contentsOfDirectory(atPath: scratch.directory.path) == ["passkeys.sqlite"])
+        // The store and the index of its passkeys' names (Docs/Store.md), nothing else.
+        #expect(
+            try FileManager.default.contentsOfDirectory(atPath: scratch.directory.path).sorted() == [
+                "passkeys.index.json", "passkeys.sqlite",
+            ])
         let store = try SQLiteCredentialStore.open(at: scratch.url(), passphrase: "correct horse")
         #expect(try store.allCredentials().count == credentials.count)
     }
@@ -307,9 +311,10 @@ struct StoreRobustnessTests {
         _ = try store.deleteCredential(id: randomBytes(16))
         store.close()
         #expect(permissions(of: url) == 0o600)
+        #expect(permissions(of: CredentialIdentityIndex.url(forStore: url)) == 0o600)
         #expect(
-            try FileManager.default.contentsOfDirectory(atPath: url.deletingLastPathComponent().path) == [
-                "passkeys.sqlite"
+            try FileManager.default.contentsOfDirectory(atPath: url.deletingLastPathComponent().path).sorted() == [
+                "passkeys.index.json", "passkeys.sqlite",
             ])
     }
 
