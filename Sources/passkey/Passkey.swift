@@ -8,8 +8,9 @@ struct Passkey: AsyncParsableCommand {
         discussion: """
             Passkeys are kept in an encrypted SQLite store, unlocked with a passphrase: `passkey init` creates it. \
             `passkey serve` exposes the passkeys as a CTAP2 security key (a virtual USB device, or UDP for tests), \
-            and `passkey scan` answers a computer's hybrid QR code as a phone does. `passkey client` is the other \
-            side: it registers and signs in from the terminal, with a phone or a security key.
+            and `passkey scan` answers a computer's hybrid QR code as a phone does. `passkey client` is the \
+            browser's side: `client create` and `client get` take your relying party's options JSON and print \
+            the credential JSON it verifies, using this computer's passkeys, a phone or a security key.
 
             `list` shows the passkeys without the passphrase (from an index of their names beside the store), \
             `delete` removes one and `info` describes the authenticator and the store. `rp` serves a local web \
