@@ -368,3 +368,29 @@ def test_ctrl_c_while_the_qr_code_is_shown_is_abort_error(directory, relay):
     assert process.returncode == 14, "".join(shown) + rest
     assert rest.strip().splitlines()[-1] == "passkey: AbortError: the ceremony was aborted"
     assert output == ""
+
+
+# MARK: passkey rp serve's JSON endpoints
+
+
+def test_rp_serve_options_go_through_the_client_and_back_unchanged(directory):
+    from test_rp_serve import RelyingParty as ServedRelyingParty
+
+    store = new_store(directory)
+    site = ServedRelyingParty(os.path.join(directory, "rp-state.json"))
+    try:
+        status, options = site.post("/registration/options", {"username": "dora"})
+        assert status == 200, options
+        created = client(store, "create", "--origin", site.origin, "--no-phone", options=json.dumps(options))
+        assert created.returncode == 0, created.stderr
+        status, verdict = site.post("/registration/verify", created.stdout.encode())
+        assert status == 200 and verdict["user"] == "dora", verdict
+        for request in ({}, {"username": "dora"}):
+            status, options = site.post("/authentication/options", request)
+            assert status == 200, options
+            got = client(store, "get", "--origin", site.origin, "--no-phone", options=json.dumps(options))
+            assert got.returncode == 0, got.stderr
+            status, verdict = site.post("/authentication/verify", got.stdout.encode())
+            assert status == 200 and verdict["user"] == "dora", verdict
+    finally:
+        site.stop()
