@@ -205,8 +205,11 @@ struct ClientBench: AsyncParsableCommand {
     }
 
     private static func row(_ name: String, _ values: [Double]) -> String {
-        String(
-            format: "  %-38@ p50 %7.1f ms   p90 %7.1f ms", name as NSString, median(values), percentile(values, 0.9))
+        "  " + padded(name) + String(format: "p50 %7.1f ms   p90 %7.1f ms", median(values), percentile(values, 0.9))
+    }
+
+    private static func padded(_ name: String) -> String {
+        name.padding(toLength: 40, withPad: " ", startingAt: 0)
     }
 }
 

@@ -96,42 +96,43 @@ public struct PublicSuffixList: Sendable {
     }
 
     /// Parses the list's UTF-8 bytes, as read from `public_suffix_list.dat`.
+    ///
+    /// Lines are read as bytes up to their first whitespace: most of the list is comments, and only a rule's own
+    /// text becomes a `String`.
     public init(bytes: some Collection<UInt8>) throws(PublicSuffixListError) {
-        var lines: [String] = []
-        var lineNumber = 0
-        for line in Array(bytes).split(separator: UInt8(ascii: "\n"), omittingEmptySubsequences: false) {
-            lineNumber += 1
-            guard let text = String(validating: line, as: UTF8.self) else {
-                throw PublicSuffixListError(.notUTF8, line: lineNumber, "line \(lineNumber) is not UTF-8")
+        let all = Array(bytes)
+        if String(validating: all, as: UTF8.self) == nil {
+            var number = 0
+            for line in all.split(separator: UInt8(ascii: "\n"), omittingEmptySubsequences: false) {
+                number += 1
+                if String(validating: line, as: UTF8.self) == nil {
+                    throw PublicSuffixListError(.notUTF8, line: number, "line \(number) is not UTF-8")
+                }
             }
-            lines.append(text)
         }
-        try self.init(lines: lines)
-    }
-
-    /// Parses the list's text. Lines end at LF; a CR before it is whitespace, so CRLF files read the same.
-    public init(text: some StringProtocol) throws(PublicSuffixListError) {
-        try self.init(bytes: Array(text.utf8))
-    }
-
-    private init(lines: [String]) throws(PublicSuffixListError) {
         var rules: [Rule] = []
         var section = Section.icann
-        for (index, rawLine) in lines.enumerated() {
-            let number = index + 1
-            var line = Substring(rawLine)
-            if number == 1, line.hasPrefix("\u{FEFF}") { line = line.dropFirst() }
-            let token = line.prefix { !Self.isWhitespace($0) }
+        var number = 0
+        for line in all.split(separator: UInt8(ascii: "\n"), omittingEmptySubsequences: false) {
+            number += 1
+            var rest = line[...]
+            if number == 1, rest.starts(with: [0xEF, 0xBB, 0xBF]) { rest = rest.dropFirst(3) }
+            let token = rest.prefix { !Self.isWhitespace($0) }
             if token.isEmpty { continue }
-            if token.hasPrefix("//") {
-                if line.contains("===BEGIN PRIVATE DOMAINS===") {
+            if token.starts(with: [UInt8(ascii: "/"), UInt8(ascii: "/")]) {
+                // Only the section markers matter among the comments, and each holds "===".
+                guard rest.contains(UInt8(ascii: "=")) else { continue }
+                let comment = String(decoding: rest, as: UTF8.self)
+                if comment.contains("===BEGIN PRIVATE DOMAINS===") {
                     section = .private
-                } else if line.contains("===BEGIN ICANN DOMAINS===") || line.contains("===END PRIVATE DOMAINS===") {
+                } else if comment.contains("===BEGIN ICANN DOMAINS===") || comment.contains("===END PRIVATE DOMAINS===")
+                {
                     section = .icann
                 }
                 continue
             }
-            rules.append(try Self.rule(token, section: section, line: number))
+            rules.append(
+                try Self.rule(Substring(String(decoding: token, as: UTF8.self)), section: section, line: number))
         }
         guard !rules.isEmpty else {
             throw PublicSuffixListError(.noRules, line: nil, "the list has no rules: it is not a public suffix list")
@@ -158,9 +159,20 @@ public struct PublicSuffixList: Sendable {
         self.nodes = nodes
     }
 
-    /// The list's whitespace: a line is read up to the first of these.
-    private static func isWhitespace(_ character: Character) -> Bool {
-        character == " " || character == "\t" || character == "\r" || character == "\u{0B}" || character == "\u{0C}"
+    /// Parses the list's text. Lines end at LF; a CR before it is whitespace, so CRLF files read the same.
+    public init(text: some StringProtocol) throws(PublicSuffixListError) {
+        try self.init(bytes: Array(text.utf8))
+    }
+
+    /// A lowercase letter, a digit or a hyphen: the ASCII a rule's label may hold.
+    private static func isLabelByte(_ byte: UInt8) -> Bool {
+        (UInt8(ascii: "a")...UInt8(ascii: "z")).contains(byte) || (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(byte)
+            || byte == UInt8(ascii: "-")
+    }
+
+    /// The list's whitespace: a line is read up to the first of these (space, tab, CR, VT, FF).
+    private static func isWhitespace(_ byte: UInt8) -> Bool {
+        byte == 0x20 || byte == 0x09 || byte == 0x0D || byte == 0x0B || byte == 0x0C
     }
 
     /// One rule from its text, or the reason the line is not one.
@@ -184,22 +196,40 @@ public struct PublicSuffixList: Sendable {
             }
             labels.append(label)
         }
-        for label in text.split(separator: ".", omittingEmptySubsequences: false) {
-            guard !label.isEmpty else { throw bad("has an empty label") }
-            if label == "*" {
+        for labelBytes in text.utf8.split(separator: UInt8(ascii: "."), omittingEmptySubsequences: false) {
+            guard !labelBytes.isEmpty else { throw bad("has an empty label") }
+            if labelBytes.elementsEqual(CollectionOfOne(UInt8(ascii: "*"))) {
                 try append("*")
                 continue
             }
-            guard !label.contains("*") else { throw bad("has * inside a label: a wildcard must be a whole label") }
+            guard !labelBytes.contains(UInt8(ascii: "*")) else {
+                throw bad("has * inside a label: a wildcard must be a whole label")
+            }
+            if labelBytes.allSatisfy({ $0 < 0x80 }) {
+                // Nearly every rule: its bytes are its characters, already what Punycode would give.
+                guard labelBytes.count <= DomainName.maximumLabelLength else {
+                    throw bad("has a label longer than \(DomainName.maximumLabelLength) characters")
+                }
+                var lowered: [UInt8] = []
+                lowered.reserveCapacity(labelBytes.count)
+                for byte in labelBytes {
+                    let lower = byte.asciiLowercased
+                    guard Self.isLabelByte(lower) else {
+                        throw bad("has a character that is not a letter, digit or hyphen")
+                    }
+                    lowered.append(lower)
+                }
+                try append(String(decoding: lowered, as: UTF8.self))
+                continue
+            }
+            let label = Substring(labelBytes)
             guard label.unicodeScalars.count <= DomainName.maximumLabelLength else {
                 throw bad("has a label longer than \(DomainName.maximumLabelLength) characters")
             }
             for scalar in label.unicodeScalars where scalar.isASCII {
-                let byte = UInt8(ascii: scalar).asciiLowercased
-                guard
-                    (UInt8(ascii: "a")...UInt8(ascii: "z")).contains(byte)
-                        || (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(byte) || byte == UInt8(ascii: "-")
-                else { throw bad("has a character that is not a letter, digit or hyphen") }
+                guard Self.isLabelByte(UInt8(ascii: scalar).asciiLowercased) else {
+                    throw bad("has a character that is not a letter, digit or hyphen")
+                }
             }
             let ascii: String
             do {
