@@ -130,14 +130,11 @@ struct ClientBench: AsyncParsableCommand {
                 })
         }
         print(
-            String(
-                format: "  %-38@ %9.1f µs per request (median of %d slices)",
-                "engine get(), in process"
-                    as NSString, Self.median(engineTimes), rounds))
+            "  " + Self.padded("engine get(), in process")
+                + String(format: "%9.1f µs per request (median of %d slices)", Self.median(engineTimes), rounds))
         print(
-            String(
-                format: "  %-38@ %9.1f µs per request", "authenticator getAssertion alone" as NSString,
-                Self.median(directTimes)))
+            "  " + Self.padded("authenticator getAssertion alone")
+                + String(format: "%9.1f µs per request", Self.median(directTimes)))
     }
 
     private static func creationOptions() -> String {
