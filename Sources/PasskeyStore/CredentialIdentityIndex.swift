@@ -109,6 +109,8 @@ public struct CredentialIdentityIndexError: Error, Hashable, Sendable, CustomStr
 public struct CredentialIdentityIndex: Hashable, Sendable {
     /// The largest index file `read` accepts.
     public static let maximumFileSize = 16 << 20
+    /// How many changes the journal beside the index file holds before the store writes the file again.
+    public static let maximumJournalEntries = 256
 
     /// Every usable passkey in the store when the index was written, in listing order (`CredentialIdentity`'s rank
     /// descending, then most recently used first).
@@ -155,7 +157,14 @@ public struct CredentialIdentityIndex: Hashable, Sendable {
         case .bytes(let read): bytes = read
         }
         do {
-            return try IndexDocument.decode(bytes)
+            var index = try IndexDocument.decode(bytes)
+            let journal = try IndexJournal.read(IndexJournal.path(forIndex: path), limit: maximumFileSize)
+            if !journal.isEmpty {
+                var identities = index.identities
+                IndexJournal.apply(journal, to: &identities)
+                index = CredentialIdentityIndex(identities: identities)
+            }
+            return index
         } catch {
             throw CredentialIdentityIndexError(.damaged, path: path, reason: error.reason)
         }

@@ -34,11 +34,44 @@ struct IndexDocument: Codable {
         var created: Int64
         var lastUsed: Int64?
         var rank: Int
+
+        init(_ identity: CredentialIdentity) {
+            serviceIdentifier = identity.serviceIdentifier
+            userName = identity.userName
+            userDisplayName = identity.userDisplayName
+            credentialID = identity.credentialID.base64URLEncodedString
+            userHandle = identity.userHandle.base64URLEncodedString
+            discoverable = identity.isDiscoverable
+            created = identity.creationDate.milliseconds
+            lastUsed = identity.lastUsedDate?.milliseconds
+            rank = identity.rank
+        }
+
+        /// The identity this entry describes, checked; `what` names it in the reason.
+        func identity(named what: String) throws(Problem) -> CredentialIdentity {
+            guard let id = [UInt8](base64URLEncoded: credentialID), (1...1023).contains(id.count) else {
+                throw Problem(reason: "\(what) has no valid credential ID")
+            }
+            guard let handle = [UInt8](base64URLEncoded: userHandle), handle.count <= 64 else {
+                throw Problem(reason: "\(what) has no valid user handle")
+            }
+            guard !serviceIdentifier.isEmpty else { throw Problem(reason: "\(what) has no relying party") }
+            guard abs(created) < 9_000_000_000_000_000, abs(lastUsed ?? 0) < 9_000_000_000_000_000 else {
+                throw Problem(reason: "\(what) has a date out of range")
+            }
+            return CredentialIdentity(
+                serviceIdentifier: serviceIdentifier, userName: userName, userDisplayName: userDisplayName,
+                credentialID: id, userHandle: handle, isDiscoverable: discoverable,
+                creationDate: Date(milliseconds: created), rank: rank,
+                lastUsedDate: lastUsed.map { Date(milliseconds: $0) })
+        }
     }
 
     var format: String
     var version: Int
     var identities: [Identity]
+
+    static func decoder() -> JSONDecoder { JSONDecoder() }
 
     /// Why a file is not an index, as `CredentialIdentityIndexError.reason` says it.
     struct Problem: Error {
@@ -49,19 +82,7 @@ struct IndexDocument: Codable {
         let document = IndexDocument(
             format: formatName,
             version: currentVersion,
-            identities: index.identities.map { identity in
-                Identity(
-                    serviceIdentifier: identity.serviceIdentifier,
-                    userName: identity.userName,
-                    userDisplayName: identity.userDisplayName,
-                    credentialID: identity.credentialID.base64URLEncodedString,
-                    userHandle: identity.userHandle.base64URLEncodedString,
-                    discoverable: identity.isDiscoverable,
-                    created: identity.creationDate.milliseconds,
-                    lastUsed: identity.lastUsedDate?.milliseconds,
-                    rank: identity.rank
-                )
-            }
+            identities: index.identities.map(Identity.init)
         )
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
@@ -86,30 +107,11 @@ struct IndexDocument: Codable {
         identities.reserveCapacity(document.identities.count)
         var seen: Set<[UInt8]> = []
         for (position, entry) in document.identities.enumerated() {
-            let what = "identity \(position + 1)"
-            guard let id = [UInt8](base64URLEncoded: entry.credentialID), (1...1023).contains(id.count) else {
-                throw Problem(reason: "\(what) has no valid credential ID")
+            let identity = try entry.identity(named: "identity \(position + 1)")
+            guard seen.insert(identity.credentialID).inserted else {
+                throw Problem(reason: "identity \(position + 1) repeats a credential ID")
             }
-            guard let userHandle = [UInt8](base64URLEncoded: entry.userHandle), userHandle.count <= 64 else {
-                throw Problem(reason: "\(what) has no valid user handle")
-            }
-            guard !entry.serviceIdentifier.isEmpty else { throw Problem(reason: "\(what) has no relying party") }
-            guard abs(entry.created) < 9_000_000_000_000_000, abs(entry.lastUsed ?? 0) < 9_000_000_000_000_000 else {
-                throw Problem(reason: "\(what) has a date out of range")
-            }
-            guard seen.insert(id).inserted else { throw Problem(reason: "\(what) repeats a credential ID") }
-            identities.append(
-                CredentialIdentity(
-                    serviceIdentifier: entry.serviceIdentifier,
-                    userName: entry.userName,
-                    userDisplayName: entry.userDisplayName,
-                    credentialID: id,
-                    userHandle: userHandle,
-                    isDiscoverable: entry.discoverable,
-                    creationDate: Date(milliseconds: entry.created),
-                    rank: entry.rank,
-                    lastUsedDate: entry.lastUsed.map { Date(milliseconds: $0) }
-                ))
+            identities.append(identity)
         }
         return CredentialIdentityIndex(identities: identities)
     }
@@ -132,8 +134,131 @@ struct IndexDocument: Codable {
     }
 }
 
+/// The index's journal: the changes made since the index file was last written, one JSON object a line, so that a
+/// change costs an append rather than writing every identity again.
+///
+/// ```json
+/// {"put":{"serviceIdentifier":"example.com","credentialID":"<base64url>",…}}
+/// {"remove":"<base64url credential ID>"}
+/// {"clear":true}
+/// ```
+///
+/// Each line replaces or removes one identity by credential ID, or removes them all, so replaying the journal over an
+/// index that already holds some of its changes gives the same result: the index file can be written before the
+/// journal is removed. A last line without its newline is a write that did not finish and is ignored; any other line
+/// that is not one of these makes the index damaged, to be rebuilt on the next unlock.
+enum IndexJournal {
+    enum Entry: Equatable {
+        case put(CredentialIdentity)
+        case remove([UInt8])
+        case clear
+    }
+
+    /// Entries kept before the store folds them into the index file.
+    static let maximumEntries = CredentialIdentityIndex.maximumJournalEntries
+
+    private struct Line: Codable {
+        var put: IndexDocument.Identity?
+        var remove: String?
+        var clear: Bool?
+    }
+
+    /// The journal beside the index file at `indexPath` (`passkeys.index.json` → `passkeys.index.journal`).
+    static func path(forIndex indexPath: String) -> String {
+        (indexPath.hasSuffix(".json") ? String(indexPath.dropLast(5)) : indexPath) + ".journal"
+    }
+
+    /// The entries of the journal at `path`, in order; none when there is no journal.
+    static func read(_ path: String, limit: Int) throws(IndexDocument.Problem) -> [Entry] {
+        let bytes: [UInt8]
+        switch IndexFiles.contents(of: path, limit: limit) {
+        case .missing: return []
+        case .failed(let reason): throw IndexDocument.Problem(reason: "its journal: \(reason)")
+        case .bytes(let read): bytes = read
+        }
+        var entries: [Entry] = []
+        let lines = bytes.split(separator: UInt8(ascii: "\n"), omittingEmptySubsequences: false)
+        // The part after the last newline is a write that did not finish (or nothing).
+        for (number, line) in lines.dropLast().enumerated() {
+            let what = "journal line \(number + 1)"
+            let decoded: Line
+            do {
+                decoded = try IndexDocument.decoder().decode(Line.self, from: Data(line))
+            } catch {
+                throw IndexDocument.Problem(reason: "\(what) is not a journal entry")
+            }
+            switch (decoded.put, decoded.remove, decoded.clear) {
+            case (let identity?, nil, nil): entries.append(.put(try identity.identity(named: what)))
+            case (nil, let id?, nil):
+                guard let bytes = [UInt8](base64URLEncoded: id), !bytes.isEmpty else {
+                    throw IndexDocument.Problem(reason: "\(what) has no valid credential ID")
+                }
+                entries.append(.remove(bytes))
+            case (nil, nil, true?): entries.append(.clear)
+            default: throw IndexDocument.Problem(reason: "\(what) is not a journal entry")
+            }
+        }
+        return entries
+    }
+
+    /// `entries` applied to `identities`, in order.
+    static func apply(_ entries: [Entry], to identities: inout [CredentialIdentity]) {
+        for entry in entries {
+            switch entry {
+            case .put(let identity):
+                if let position = identities.firstIndex(where: { $0.credentialID == identity.credentialID }) {
+                    identities[position] = identity
+                } else {
+                    identities.append(identity)
+                }
+            case .remove(let id): identities.removeAll { $0.credentialID == id }
+            case .clear: identities.removeAll()
+            }
+        }
+    }
+
+    /// Appends `entries` to the journal at `path` in one write, creating it owner-only (0600).
+    static func append(_ entries: [Entry], to path: String) throws(IndexDocument.Problem) {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        var bytes: [UInt8] = []
+        for entry in entries {
+            let line: Line
+            switch entry {
+            case .put(let identity): line = Line(put: IndexDocument.Identity(identity))
+            case .remove(let id): line = Line(remove: id.base64URLEncodedString)
+            case .clear: line = Line(clear: true)
+            }
+            // Strings, integers and booleans only: encoding cannot fail.
+            bytes += Array((try? encoder.encode(line)) ?? Data()) + [UInt8(ascii: "\n")]
+        }
+        try IndexFiles.append(path, bytes)
+    }
+}
+
 /// The POSIX file operations of the index: a bounded read, an atomic owner-only replace, a removal.
 enum IndexFiles {
+    /// What identifies one version of a file: a rename over it gives a new inode or a new change time.
+    struct Stamp: Equatable {
+        var device: UInt64
+        var inode: UInt64
+        var size: Int64
+        var changed: timespec
+
+        static func == (a: Stamp, b: Stamp) -> Bool {
+            a.device == b.device && a.inode == b.inode && a.size == b.size && a.changed.tv_sec == b.changed.tv_sec
+                && a.changed.tv_nsec == b.changed.tv_nsec
+        }
+    }
+
+    /// The stamp of the file at `path`; nil when there is none.
+    static func stamp(_ path: String) -> Stamp? {
+        var info = stat()
+        guard stat(path, &info) == 0 else { return nil }
+        return Stamp(
+            device: UInt64(info.st_dev), inode: UInt64(info.st_ino), size: Int64(info.st_size), changed: info.st_ctim)
+    }
+
     enum Contents {
         case missing
         case failed(String)
@@ -193,6 +318,30 @@ enum IndexFiles {
         if failure == 0, rename(temporary, path) != 0 { failure = errno }
         guard failure == 0 else {
             _ = unlink(temporary)
+            throw IndexDocument.Problem(reason: "cannot write \(path): \(StoreFiles.describe(failure))")
+        }
+    }
+
+    /// Appends `bytes` to the file at `path` in one write (O_APPEND), creating it owner-only (0600).
+    static func append(_ path: String, _ bytes: [UInt8]) throws(IndexDocument.Problem) {
+        let descriptor = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0o600)
+        guard descriptor >= 0 else {
+            throw IndexDocument.Problem(reason: "cannot open \(path): \(StoreFiles.describe(errno))")
+        }
+        defer { close(descriptor) }
+        var failure: Int32 = 0
+        if fchmod(descriptor, 0o600) != 0 { failure = errno }
+        var written = 0
+        while failure == 0, written < bytes.count {
+            let count = bytes.withUnsafeBytes { write(descriptor, $0.baseAddress! + written, $0.count - written) }
+            if count < 0 {
+                if errno == EINTR { continue }
+                failure = errno
+            } else {
+                written += count
+            }
+        }
+        guard failure == 0 else {
             throw IndexDocument.Problem(reason: "cannot write \(path): \(StoreFiles.describe(failure))")
         }
     }

@@ -1,5 +1,6 @@
 import CTAP2
 import Foundation
+import Synchronization
 
 /// Keeping the credential identity index (`CredentialIdentityIndex`) beside the store up to date.
 ///
@@ -11,8 +12,11 @@ extension SQLiteCredentialStore {
     /// The index file of this store (`CredentialIdentityIndex.url(forStore:)`).
     public var indexURL: URL { CredentialIdentityIndex.url(forStore: url) }
 
+    /// The journal of changes beside the index file (`IndexJournal`).
+    var journalPath: String { IndexJournal.path(forIndex: indexURL.path) }
+
     /// Writes the index again from the store's usable rows, keeping the ranks and last-use times of the index
-    /// there was, if it can be read. Opening the store does this.
+    /// there was, if it can be read, and empties the journal. Opening the store does this.
     public func rebuildIndex() throws(CredentialStoreError) {
         let previous = try? CredentialIdentityIndex.read(at: indexURL.path)
         try write("rebuild the passkey index") { (connection, keys) throws(CredentialStoreError) in
@@ -28,33 +32,102 @@ extension SQLiteCredentialStore {
         }
     }
 
-    /// Records that the authenticator signed in with this passkey: its last-use time in the index. Best effort:
-    /// nothing the platform sees depends on it.
+    /// How close together two uses of a passkey may be for the second to go unrecorded: a sign-in costs a write
+    /// transaction and a journal line only when the last use this store recorded is older.
+    public static let useRecordingInterval: TimeInterval = 60
+
+    /// Records that the authenticator signed in with this passkey: its last-use time in the index, to within
+    /// ``useRecordingInterval``. Best effort: nothing the platform sees depends on it.
     public func recordUse(ofCredential id: [UInt8], at date: Date) {
+        let recent = indexCache.withLock { cache in
+            cache?.identities.first { $0.credentialID == id }?.lastUsedDate.map { last in
+                last <= date && date.timeIntervalSince(last) < Self.useRecordingInterval
+            } ?? false
+        }
+        guard !recent else { return }
         try? write("record the use of passkey \(hexPrefix(id))") { (connection, keys) throws(CredentialStoreError) in
             self.updateIndex(connection, keys: &keys) { identities in
-                guard let position = identities.firstIndex(where: { $0.credentialID == id }) else { return }
-                identities[position].lastUsedDate = Date(milliseconds: date.milliseconds)
+                guard var identity = identities.first(where: { $0.credentialID == id }) else { return [] }
+                identity.lastUsedDate = Date(milliseconds: date.milliseconds)
+                return [.put(identity)]
             }
         }
     }
 
-    /// Applies `change` to the index, inside a write transaction after the rows changed. An index that cannot be
-    /// read is first rebuilt from the rows (which already include this transaction's change).
+    /// Folds the journal into the index file, when there is one: closing the store does this, so that an index
+    /// left behind is one file.
+    func compactIndex() {
+        guard FileManager.default.fileExists(atPath: journalPath) else { return }
+        try? write("write the passkey index") { (connection, keys) throws(CredentialStoreError) in
+            guard let identities = self.currentIdentities(connection, keys: &keys)?.identities else {
+                self.removeIndex()
+                return
+            }
+            self.writeIndex(identities)
+        }
+    }
+
+    /// Applies the changes `change` gives for the current identities, inside a write transaction after the rows
+    /// changed: appended to the journal, or, once the journal is long, written out as a new index file. An index
+    /// that cannot be read is first rebuilt from the rows (which already include this transaction's change).
     func updateIndex(
-        _ connection: SQLiteConnection, keys: inout KeyCache, _ change: (inout [CredentialIdentity]) -> Void
+        _ connection: SQLiteConnection, keys: inout KeyCache,
+        _ change: ([CredentialIdentity]) -> [IndexJournal.Entry]
     ) {
-        var identities: [CredentialIdentity]
-        if let index = try? CredentialIdentityIndex.read(at: indexURL.path) {
-            identities = index.identities
-        } else if let rebuilt = try? self.identities(connection, keys: &keys) {
-            identities = rebuilt
-        } else {
-            IndexFiles.remove(indexURL.path)
+        guard let (current, journalLength, fromRows) = currentIdentities(connection, keys: &keys) else {
+            removeIndex()
             return
         }
-        change(&identities)
-        writeIndex(identities)
+        var identities = current
+        let entries = change(identities)
+        IndexJournal.apply(entries, to: &identities)
+        if fromRows || journalLength + entries.count > IndexJournal.maximumEntries {
+            writeIndex(identities)
+            return
+        }
+        guard !entries.isEmpty else { return }
+        do {
+            try IndexJournal.append(entries, to: journalPath)
+            let stamps = (IndexFiles.stamp(indexURL.path), IndexFiles.stamp(journalPath))
+            indexCache.withLock { cache in
+                cache = stamps.0.map {
+                    IndexCache(
+                        identities: identities, indexStamp: $0, journalStamp: stamps.1,
+                        journalLength: journalLength + entries.count)
+                }
+            }
+        } catch {
+            removeIndex()
+        }
+    }
+
+    /// The identities as the index and its journal hold them, and the journal's length: from what this store last
+    /// wrote while neither file changed since, else read from the files, else (`fromRows`) from the rows, with the
+    /// ranks and last uses lost. Nil when none of these works.
+    private func currentIdentities(_ connection: SQLiteConnection, keys: inout KeyCache) -> (
+        identities: [CredentialIdentity], journalLength: Int, fromRows: Bool
+    )? {
+        let indexStamp = IndexFiles.stamp(indexURL.path)
+        let journalStamp = IndexFiles.stamp(journalPath)
+        if let cached = indexCache.withLock({ $0 }), indexStamp != nil, cached.indexStamp == indexStamp,
+            cached.journalStamp == journalStamp
+        {
+            return (cached.identities, cached.journalLength, false)
+        }
+        if let index = try? CredentialIdentityIndex.read(at: indexURL.path),
+            let journal = try? IndexJournal.read(journalPath, limit: CredentialIdentityIndex.maximumFileSize)
+        {
+            return (index.identities, journal.count, false)
+        }
+        guard let rows = try? identities(connection, keys: &keys) else { return nil }
+        return (rows, 0, true)
+    }
+
+    /// Removes the index and its journal, to be rebuilt on the next unlock.
+    func removeIndex() {
+        indexCache.withLock { $0 = nil }
+        IndexFiles.remove(indexURL.path)
+        IndexFiles.remove(journalPath)
     }
 
     /// The index entry of a passkey as the row holds it, not yet used or ranked.
@@ -82,12 +155,31 @@ extension SQLiteCredentialStore {
         }
     }
 
+    /// Writes `identities` as the index file and removes the journal, whose changes it holds. The file is replaced
+    /// before the journal goes, and replaying a journal is harmless, so a reader never misses a change.
     private func writeIndex(_ identities: [CredentialIdentity]) {
         let path = indexURL.path
+        let index = CredentialIdentityIndex(identities: identities)
         do {
-            try IndexFiles.replace(path, with: CredentialIdentityIndex(identities: identities).encoded())
+            try IndexFiles.replace(path, with: index.encoded())
+            IndexFiles.remove(journalPath)
+            let stamp = IndexFiles.stamp(path)
+            indexCache.withLock { cache in
+                cache = stamp.map {
+                    IndexCache(identities: index.identities, indexStamp: $0, journalStamp: nil, journalLength: 0)
+                }
+            }
         } catch {
-            IndexFiles.remove(path)
+            removeIndex()
         }
     }
+}
+
+/// The index as a store last wrote it, and the stamps of the index file and journal then: while both keep their
+/// stamps, no other process changed them, and updates start from these identities instead of reading the files.
+struct IndexCache {
+    var identities: [CredentialIdentity]
+    var indexStamp: IndexFiles.Stamp
+    var journalStamp: IndexFiles.Stamp?
+    var journalLength: Int
 }

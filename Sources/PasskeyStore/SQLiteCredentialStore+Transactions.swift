@@ -19,7 +19,7 @@ extension SQLiteCredentialStore {
                 } catch {
                     // The body may have written the index for a change that is now rolled back: drop it, to be
                     // rebuilt.
-                    IndexFiles.remove(indexURL.path)
+                    removeIndex()
                     throw error
                 }
                 return result

@@ -36,6 +36,8 @@ public final class SQLiteCredentialStore: CredentialStore {
     let storeKey: SymmetricKey
     private let settingsKey: SymmetricKey
     private let state: Mutex<State>
+    /// The index as this store last wrote it, with the file's stamp then (`SQLiteCredentialStore+Index.swift`).
+    let indexCache = Mutex<IndexCache?>(nil)
 
     /// The connection, the decrypted-key cache and the damage reports, reachable only under the lock.
     private struct State {
@@ -80,6 +82,8 @@ public final class SQLiteCredentialStore: CredentialStore {
 
     /// Closes the database and forgets the decrypted keys. Later calls fail with `.io`. Idempotent.
     public func close() {
+        // The index's journal is folded into its file first, so that the index left behind is one file.
+        if state.withLock({ $0.connection != nil }) { compactIndex() }
         state.withLock { state in
             state.connection?.close()
             state.connection = nil
@@ -210,10 +214,8 @@ public final class SQLiteCredentialStore: CredentialStore {
                 try connection.prepared(SQL.insert).run(values + [.blob(sealed)])
                 return replaced
             }
-            updateIndex(connection, keys: &keys) { identities in
-                let gone = Set(replaced + [credential.id])
-                identities.removeAll { gone.contains($0.credentialID) }
-                identities.append(Self.identity(credential))
+            updateIndex(connection, keys: &keys) { _ in
+                replaced.filter { $0 != credential.id }.map { .remove($0) } + [.put(Self.identity(credential))]
             }
         }
     }
@@ -226,7 +228,7 @@ public final class SQLiteCredentialStore: CredentialStore {
             let deleted = try sql(action) { () throws(SQLiteFailure) in
                 try connection.prepared(SQL.deleteByID).run([.blob(id)]) > 0
             }
-            updateIndex(connection, keys: &keys) { identities in identities.removeAll { $0.credentialID == id } }
+            updateIndex(connection, keys: &keys) { _ in [.remove(id)] }
             return deleted
         }
     }
@@ -278,9 +280,11 @@ public final class SQLiteCredentialStore: CredentialStore {
                 ]) > 0
             }
             updateIndex(connection, keys: &keys) { identities in
-                for position in identities.indices where identities[position].credentialID == credentialID {
-                    identities[position].userName = userName
-                    identities[position].userDisplayName = userDisplayName
+                identities.filter { $0.credentialID == credentialID }.map { identity in
+                    var renamed = identity
+                    renamed.userName = userName
+                    renamed.userDisplayName = userDisplayName
+                    return .put(renamed)
                 }
             }
             return updated
@@ -298,7 +302,7 @@ public final class SQLiteCredentialStore: CredentialStore {
                 try connection.prepared(SQL.upsertSettings).run(defaults)
                 try connection.prepared(SQL.deleteLargeBlobArray).run([])
             }
-            updateIndex(connection, keys: &keys) { identities in identities.removeAll() }
+            updateIndex(connection, keys: &keys) { _ in [.clear] }
         }
     }
 

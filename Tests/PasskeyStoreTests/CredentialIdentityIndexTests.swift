@@ -21,6 +21,89 @@ struct CredentialIdentityIndexTests {
         CredentialIdentityIndex.url(forStore: scratch.url())
     }
 
+    private func journalFile(_ scratch: Scratch) -> URL {
+        URL(fileURLWithPath: indexFile(scratch).path.replacingOccurrences(of: ".json", with: ".journal"))
+    }
+
+    @Test func changesAreAppendedToAJournalAndFoldedIntoTheFileOnClose() throws {
+        let scratch = try Scratch()
+        let store = try scratch.makeStore()
+        let written = try Data(contentsOf: indexFile(scratch))
+        let alice = makeCredential(userHandle: [1], userName: "alice")
+        let bob = makeCredential(userHandle: [2], userName: "bob")
+        try store.save(alice)
+        try store.save(bob)
+        #expect(try store.deleteCredential(id: bob.id))
+        // The index file is as it was; the journal holds the three changes, and a reader sees them.
+        #expect(try Data(contentsOf: indexFile(scratch)) == written)
+        let journal = try String(contentsOf: journalFile(scratch), encoding: .utf8)
+        #expect(journal.split(separator: "\n").count == 3)
+        var info = stat()
+        #expect(stat(journalFile(scratch).path, &info) == 0 && info.st_mode & 0o777 == 0o600)
+        #expect(try index(scratch).identities.map(\.credentialID) == [alice.id])
+        store.close()
+        #expect(!FileManager.default.fileExists(atPath: journalFile(scratch).path))
+        #expect(try index(scratch).identities.map(\.credentialID) == [alice.id])
+    }
+
+    @Test func aLongJournalIsWrittenOutAsTheIndexFile() throws {
+        let scratch = try Scratch()
+        let store = try scratch.makeStore()
+        for number in 0..<(CredentialIdentityIndex.maximumJournalEntries + 1) {
+            try store.save(
+                makeCredential(userHandle: [UInt8(number & 0xFF), UInt8(number >> 8)], userName: "u\(number)"))
+        }
+        let journal = (try? String(contentsOf: journalFile(scratch), encoding: .utf8)) ?? ""
+        #expect(
+            journal.split(separator: "\n").count < CredentialIdentityIndex.maximumJournalEntries,
+            "the journal was folded in")
+        #expect(try index(scratch).identities.count == CredentialIdentityIndex.maximumJournalEntries + 1)
+    }
+
+    @Test func aTornLastLineIsIgnoredAndAGarbledOneIsDamage() throws {
+        let scratch = try Scratch()
+        let store = try scratch.makeStore()
+        let alice = makeCredential(userHandle: [1], userName: "alice")
+        try store.save(alice)
+        let handle = try FileHandle(forWritingTo: journalFile(scratch))
+        try handle.seekToEnd()
+        try handle.write(contentsOf: Data(#"{"remove":"AQ"#.utf8))  // a write cut short: no newline
+        try handle.close()
+        #expect(try index(scratch).identities.map(\.credentialID) == [alice.id])
+
+        try Data("not json\n".utf8).write(to: journalFile(scratch))
+        do {
+            _ = try index(scratch)
+            Issue.record("a garbled journal was read")
+        } catch {
+            #expect(error.code == .damaged && "\(error)".contains("journal line 1"))
+        }
+        // Another store on the same file (another process) sees the damage, and its unlock rebuilds the index.
+        let other = try SQLiteCredentialStore.open(at: scratch.url(), passphrase: Self.passphrase)
+        #expect(try index(scratch).identities.map(\.credentialID) == [alice.id])
+        #expect(!FileManager.default.fileExists(atPath: journalFile(scratch).path))
+        other.close()
+        store.close()
+    }
+
+    @Test func twoStoresOnOneFileKeepOneIndex() throws {
+        let scratch = try Scratch()
+        let first = try scratch.makeStore()
+        let second = try SQLiteCredentialStore.open(at: scratch.url(), passphrase: Self.passphrase)
+        let a = makeCredential(userHandle: [1], userName: "a")
+        let b = makeCredential(userHandle: [2], userName: "b")
+        let c = makeCredential(userHandle: [3], userName: "c")
+        try first.save(a)
+        try second.save(b)
+        try first.save(c)
+        #expect(Set(try index(scratch).identities.map(\.credentialID)) == [a.id, b.id, c.id])
+        #expect(try second.deleteCredential(id: a.id))
+        second.close()
+        try first.save(makeCredential(userHandle: [4], userName: "d"))
+        #expect(Set(try index(scratch).identities.compactMap(\.userName)) == ["b", "c", "d"])
+        first.close()
+    }
+
     @Test func theIndexIsNamedAfterTheStoreBesideIt() {
         let store = URL(fileURLWithPath: "/data/passkey/passkeys.sqlite")
         #expect(CredentialIdentityIndex.url(forStore: store).path == "/data/passkey/passkeys.index.json")
