@@ -29,8 +29,11 @@ enum StoreTargets {
         for suffix in ["", "-wal", "-shm", "-journal"] {
             try? FileManager.default.removeItem(atPath: url.path + suffix)
         }
-        // Opening a store writes its index of names beside it.
-        try? FileManager.default.removeItem(at: CredentialIdentityIndex.url(forStore: url))
+        // Opening a store writes its index of names beside it, and changes may leave the index's journal.
+        let index = CredentialIdentityIndex.url(forStore: url).path
+        for path in [index, String(index.dropLast(".json".count)) + ".journal"] {
+            try? FileManager.default.removeItem(atPath: path)
+        }
     }
 
     /// The file's bytes, read with POSIX calls: Foundation's `Data(contentsOf:)` leaks a 4 KiB buffer for an empty
