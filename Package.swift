@@ -19,6 +19,9 @@ let nioSSL = Target.Dependency.product(name: "NIOSSL", package: "swift-nio-ssl")
 let logging = Target.Dependency.product(name: "Logging", package: "swift-log")
 let argumentParser = Target.Dependency.product(name: "ArgumentParser", package: "swift-argument-parser")
 let asyncHTTPClient = Target.Dependency.product(name: "AsyncHTTPClient", package: "async-http-client")
+let metrics = Target.Dependency.product(name: "CoreMetrics", package: "swift-metrics")
+let prometheus = Target.Dependency.product(name: "Prometheus", package: "swift-prometheus")
+let serviceLifecycle = Target.Dependency.product(name: "ServiceLifecycle", package: "swift-service-lifecycle")
 
 let package = Package(
     name: "passkey",
@@ -58,6 +61,9 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-log.git", from: "1.16.2"),
         .package(url: "https://github.com/apple/swift-nio-ssl.git", from: "2.37.6"),
         .package(url: "https://github.com/swift-server/async-http-client.git", from: "1.37.0"),
+        .package(url: "https://github.com/apple/swift-metrics.git", from: "2.13.0"),
+        .package(url: "https://github.com/swift-server/swift-prometheus.git", from: "2.4.1"),
+        .package(url: "https://github.com/swift-server/swift-service-lifecycle.git", from: "2.13.0"),
     ],
     targets: [
         // MARK: Pure code: no I/O, no NIO. Time, randomness and storage come in as values or protocols.
@@ -120,7 +126,7 @@ let package = Package(
             name: "RelayServer",
             dependencies: [
                 "Basics", "RelayCore", "Hybrid", "WebSocketMessages", nioCore, nioPosix, nioHTTP1, nioWebSocket, nioSSL,
-                logging,
+                logging, metrics, prometheus, serviceLifecycle,
             ],
             swiftSettings: strictSettings
         ),
@@ -178,7 +184,7 @@ let package = Package(
         ),
         .executableTarget(
             name: "passkey-relay",
-            dependencies: ["RelayServer", "RelayCore", nioSSL, argumentParser, logging],
+            dependencies: ["RelayServer", "RelayCore", nioSSL, argumentParser, logging, serviceLifecycle],
             swiftSettings: strictSettings
         ),
         .executableTarget(
