@@ -22,6 +22,7 @@ let asyncHTTPClient = Target.Dependency.product(name: "AsyncHTTPClient", package
 let metrics = Target.Dependency.product(name: "CoreMetrics", package: "swift-metrics")
 let prometheus = Target.Dependency.product(name: "Prometheus", package: "swift-prometheus")
 let serviceLifecycle = Target.Dependency.product(name: "ServiceLifecycle", package: "swift-service-lifecycle")
+let unixSignals = Target.Dependency.product(name: "UnixSignals", package: "swift-service-lifecycle")
 
 let package = Package(
     name: "passkey",
@@ -82,7 +83,7 @@ let package = Package(
             name: "WebRelyingParty", dependencies: ["Basics", "RelyingParty", "WebAuthn", crypto],
             swiftSettings: strictSettings),
         .target(name: "Hybrid", dependencies: ["Basics", "CBOR", crypto, cryptoExtras], swiftSettings: strictSettings),
-        .target(name: "RelayCore", dependencies: ["Hybrid"], swiftSettings: strictSettings),
+        .target(name: "RelayCore", dependencies: ["Basics", "Hybrid"], swiftSettings: strictSettings),
         // The Public Suffix List's format and algorithm, and RFC 3492 Punycode for its Unicode rules; the list comes
         // in as text or bytes.
         .target(name: "PublicSuffix", swiftSettings: strictSettings),
@@ -184,7 +185,9 @@ let package = Package(
         ),
         .executableTarget(
             name: "passkey-relay",
-            dependencies: ["RelayServer", "RelayCore", nioSSL, argumentParser, logging, serviceLifecycle],
+            dependencies: [
+                "RelayServer", "RelayCore", "Hybrid", nioSSL, argumentParser, logging, serviceLifecycle, unixSignals,
+            ],
             swiftSettings: strictSettings
         ),
         .executableTarget(
@@ -260,15 +263,16 @@ let package = Package(
             dependencies: ["HybridLink", "HybridTransport", "Hybrid", "Proximity", "CTAP2", "TestSupport", crypto],
             swiftSettings: strictSettings
         ),
-        .testTarget(name: "RelayCoreTests", dependencies: ["RelayCore", "Hybrid"], swiftSettings: strictSettings),
+        .testTarget(
+            name: "RelayCoreTests", dependencies: ["RelayCore", "Hybrid", "Basics"], swiftSettings: strictSettings),
         .testTarget(
             name: "WebSocketMessagesTests", dependencies: ["WebSocketMessages", nioCore, nioWebSocket],
             swiftSettings: strictSettings),
         .testTarget(
             name: "RelayServerTests",
             dependencies: [
-                "RelayServer", "RelayCore", "TestSupport", nioCore, nioPosix, nioWebSocket, nioSSL, nioEmbedded,
-                logging,
+                "RelayServer", "RelayCore", "Hybrid", "TestSupport", nioCore, nioPosix, nioWebSocket, nioSSL, nioEmbedded,
+                logging, serviceLifecycle,
             ],
             swiftSettings: strictSettings
         ),

@@ -79,7 +79,7 @@ struct RelayRegistryAddressTests {
         let tunnelID = String(repeating: String(format: "%02X", UInt8(id % 256)), count: 15) + "0F"
         return registry.upgrade(
             path: "/cable/new/\(tunnelID)", subprotocols: ["fido.cable"], from: address, connection: ConnectionID(id),
-            now: now, randomRoutingID: { [1, 2, 3] })
+            now: now)
     }
 
     /// The attack of issue 10: a few networks with many tunnels each take everything, and every phone then gets
