@@ -155,7 +155,8 @@ let package = Package(
         .target(
             name: "ClientAuthenticators",
             dependencies: [
-                "CBOR", "CTAP2", "Hybrid", "HybridLink", "HybridTransport", "Proximity", "SecurityKey", "WebAuthnClient",
+                "CBOR", "CTAP2", "Hybrid", "HybridLink", "HybridTransport", "Proximity", "SecurityKey",
+                "WebAuthnClient",
             ],
             swiftSettings: strictSettings
         ),
@@ -271,7 +272,8 @@ let package = Package(
         .testTarget(
             name: "RelayServerTests",
             dependencies: [
-                "RelayServer", "RelayCore", "Hybrid", "TestSupport", nioCore, nioPosix, nioWebSocket, nioSSL, nioEmbedded,
+                "RelayServer", "RelayCore", "Hybrid", "TestSupport", nioCore, nioPosix, nioWebSocket, nioSSL,
+                nioEmbedded,
                 logging, serviceLifecycle,
             ],
             swiftSettings: strictSettings

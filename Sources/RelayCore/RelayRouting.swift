@@ -42,7 +42,9 @@ public enum RelayRouting {
     /// big-endian bytes, so instance 1 is `000001` and instance 300 is `00012C`.
     public static func routingID(instance: Int) throws(RelayRoutingError) -> RoutingID {
         guard (0...0xFF_FFFF).contains(instance) else { throw .instanceOutOfRange(instance) }
-        let bytes = [UInt8(instance >> 16), UInt8(truncatingIfNeeded: instance >> 8), UInt8(truncatingIfNeeded: instance)]
+        let bytes = [
+            UInt8(instance >> 16), UInt8(truncatingIfNeeded: instance >> 8), UInt8(truncatingIfNeeded: instance),
+        ]
         return try! RoutingID(bytes: bytes)  // three bytes
     }
 

@@ -78,7 +78,8 @@ final class RelayHTTPHandler: ChannelInboundHandler, RemovableChannelHandler {
         } else if head.uri == "/healthz" {
             // A load balancer's health check: fails while the relay drains, so new tunnels go elsewhere.
             let draining = state.isDraining
-            respond(status: draining ? .serviceUnavailable : .ok, body: draining ? "draining\n" : "ok\n", context: context)
+            respond(
+                status: draining ? .serviceUnavailable : .ok, body: draining ? "draining\n" : "ok\n", context: context)
         } else {
             let refusal: Refusal
             do throws(TunnelPathError) {

@@ -1,4 +1,5 @@
 import Basics
+import CoreMetrics
 import Hybrid
 import Logging
 import NIOCore
@@ -218,8 +219,9 @@ final class RelayState: Sendable {
     /// Stops waiting for the open tunnels: the drain's promise is completed now.
     func stopWaitingForTunnels() -> [Effect] {
         locked.withLock { state in
-            defer { state.drained = nil }
-            return state.drained.map { [.drained($0)] } ?? []
+            guard let promise = state.drained else { return [] }
+            state.drained = nil
+            return [.drained(promise)]
         }
     }
 

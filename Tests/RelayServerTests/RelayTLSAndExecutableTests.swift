@@ -196,7 +196,8 @@ struct RelayTLSAndExecutableTests {
 
     @Test(arguments: [
         ["--routing-id", "XYZ"], ["--routing-id", "ab"], ["--instance", "16777216"], ["--instance", "-1"],
-        ["--instance", "1", "--routing-id", "000001"], ["--print-routing-id"], ["--listen", "nowhere"], ["--tls-cert", "/tmp/x.pem"], ["--max-message-bytes", "0"],
+        ["--instance", "1", "--routing-id", "000001"], ["--print-routing-id"], ["--listen", "nowhere"],
+        ["--tls-cert", "/tmp/x.pem"], ["--max-message-bytes", "0"],
         ["--tunnel-lifetime", "-1"], ["--trusted-proxy", "example.com"], ["--trusted-proxy", "10.0.0.0/33"],
         ["--ipv4-prefix-length", "33"], ["--ipv6-prefix-length", "-1"], ["--reserved-tunnel-percent", "101"],
         ["--max-overhead-frames", "0"], ["--max-pending-connections", "0"],
