@@ -15,6 +15,7 @@ import os
 import random
 import re
 import resource
+import select
 import shutil
 import signal
 import socket
@@ -193,9 +194,12 @@ class Cluster:
              "--relay", RELAY_BIN, "--dir", os.path.join(directory, "cluster"),
              "--relay-arg=--max-connections-per-address=100000", "--relay-arg=--max-tunnels=4000",
              "--relay-arg=--tunnel-lifetime=30", "--relay-arg=--threads=1", "--relay-arg=--log-level=warning"],
-            stdout=subprocess.PIPE, stderr=self.log, text=True)
-        line = self.process.stdout.readline()
-        assert line == f"listening on ws://127.0.0.1:{self.port}\n", line + self.said()
+            stdout=subprocess.PIPE, stderr=self.log, text=True, start_new_session=True)
+        ready, _, _ = select.select([self.process.stdout], [], [], 60)
+        line = self.process.stdout.readline() if ready else "(nothing within 60 s)\n"
+        if line != f"listening on ws://127.0.0.1:{self.port}\n":
+            self.stop()
+            pytest.fail(f"Tools/relay-cluster: {line}{self.said()}")
         self.url = f"ws://127.0.0.1:{self.port}"
 
     def said(self):
@@ -214,7 +218,7 @@ class Cluster:
         try:
             self.process.wait(timeout=20)
         except subprocess.TimeoutExpired:
-            self.process.kill()
+            os.killpg(self.process.pid, signal.SIGKILL)  # the script, its balancer and its instances
             self.process.wait()
         self.log.close()
         return self.process.returncode
