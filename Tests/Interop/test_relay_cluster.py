@@ -5,8 +5,8 @@ routing ID in path field 4) with a small WebSocket client of its own, and full s
 `passkey scan`; `kill -9` of one instance fails only the tunnels on that instance; a rolling restart (SIGTERM, drain,
 start again) fails none; an unknown routing ID gets 404.
 
-RELAY_CLUSTER_PAIRINGS sets the number of pairings (default 200; 1000 for the full run, which takes about twice as
-long again). Skipped when haproxy or nginx is not installed (Tools/lib/setup.sh installs both).
+RELAY_CLUSTER_PAIRINGS sets the number of pairings (default 1000, about 1.5 s per balancer here, 100 at a time).
+Skipped when haproxy or nginx is not installed (Tools/lib/setup.sh installs both).
 """
 
 import asyncio
@@ -33,7 +33,7 @@ RELAY_BIN = os.path.abspath(
     os.environ.get("PASSKEY_RELAY_BIN", os.path.join(os.path.dirname(PASSKEY_BIN), "passkey-relay")))
 CLUSTER = os.path.join(ROOT, "Tools", "relay-cluster")
 INSTANCES = 3
-PAIRINGS = int(os.environ.get("RELAY_CLUSTER_PAIRINGS", "200"))
+PAIRINGS = int(os.environ.get("RELAY_CLUSTER_PAIRINGS", "1000"))
 TIMEOUT = 15
 
 
