@@ -3,7 +3,8 @@
 Through the balancer: many tunnel pairings (`/cable/new` spread by least connections, `/cable/connect` routed by the
 routing ID in path field 4) with a small WebSocket client of its own, and full sign-ins with `passkey client` and
 `passkey scan`; `kill -9` of one instance fails only the tunnels on that instance; a rolling restart (SIGTERM, drain,
-start again) fails none; an unknown routing ID gets 404.
+start again) fails none, and `/cable/new` refused (503) by a draining instance is retried on another; an unknown
+routing ID gets 404.
 
 RELAY_CLUSTER_PAIRINGS sets the number of pairings (default 1000, about 1.5 s per balancer here, 100 at a time).
 Skipped when haproxy or nginx is not installed (Tools/lib/setup.sh installs both).
@@ -296,6 +297,36 @@ def test_kill_9_of_one_instance_fails_only_its_tunnels(cluster):
     failures = [result for result in later if isinstance(result, BaseException)]
     assert not failures, failures[:3]
     assert set(later) <= {routing_id(1), routing_id(3)}
+
+
+def test_new_tunnels_refused_by_a_draining_instance_are_tried_on_another(cluster):
+    async def run():
+        held = [await open_tunnel(cluster.port) for _ in range(6)]  # instance 1 holds some: it stays draining
+        assert routing_id(1) in {routing for _, _, routing in held}
+        os.kill(cluster.pid(1), signal.SIGTERM)
+        await asyncio.sleep(0.05)
+        results = []
+        end = time.monotonic() + 1.0
+        while time.monotonic() < end:
+            results += await asyncio.gather(*(pairing(cluster.port) for _ in range(10)), return_exceptions=True)
+        health = await http_status(cluster.relay_port(1), "/healthz")
+        reader, writer = await asyncio.open_connection("127.0.0.1", cluster.relay_port(1))
+        writer.write(b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n")
+        metrics = (await reader.read()).decode()
+        for phone, computer, _ in held:
+            phone.close()
+            computer.close()
+        return results, health, metrics
+
+    results, health, metrics = asyncio.run(run())
+    failures = [result for result in results if isinstance(result, BaseException)]
+    assert not failures, f"{len(failures)} of {len(results)} failed, first: {failures[0]!r}"
+    assert health == 503
+    assert routing_id(1) not in results
+    refused = int(re.search(r'relay_rejections_total\{reason="draining"\} (\d+)', metrics).group(1))
+    print(f"{cluster.balancer}: {len(results)} pairings while instance 1 drained, {refused} of them retried after 503")
+    if cluster.balancer == "haproxy":
+        assert refused > 0  # before the health check saw it: retry-on 503 sent them elsewhere
 
 
 def test_a_rolling_restart_drains_with_no_failed_tunnel(cluster):
