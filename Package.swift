@@ -19,6 +19,10 @@ let nioSSL = Target.Dependency.product(name: "NIOSSL", package: "swift-nio-ssl")
 let logging = Target.Dependency.product(name: "Logging", package: "swift-log")
 let argumentParser = Target.Dependency.product(name: "ArgumentParser", package: "swift-argument-parser")
 let asyncHTTPClient = Target.Dependency.product(name: "AsyncHTTPClient", package: "async-http-client")
+let metrics = Target.Dependency.product(name: "CoreMetrics", package: "swift-metrics")
+let prometheus = Target.Dependency.product(name: "Prometheus", package: "swift-prometheus")
+let serviceLifecycle = Target.Dependency.product(name: "ServiceLifecycle", package: "swift-service-lifecycle")
+let unixSignals = Target.Dependency.product(name: "UnixSignals", package: "swift-service-lifecycle")
 
 let package = Package(
     name: "passkey",
@@ -58,6 +62,9 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-log.git", from: "1.16.2"),
         .package(url: "https://github.com/apple/swift-nio-ssl.git", from: "2.37.6"),
         .package(url: "https://github.com/swift-server/async-http-client.git", from: "1.37.0"),
+        .package(url: "https://github.com/apple/swift-metrics.git", from: "2.13.0"),
+        .package(url: "https://github.com/swift-server/swift-prometheus.git", from: "2.4.1"),
+        .package(url: "https://github.com/swift-server/swift-service-lifecycle.git", from: "2.13.0"),
     ],
     targets: [
         // MARK: Pure code: no I/O, no NIO. Time, randomness and storage come in as values or protocols.
@@ -76,7 +83,7 @@ let package = Package(
             name: "WebRelyingParty", dependencies: ["Basics", "RelyingParty", "WebAuthn", crypto],
             swiftSettings: strictSettings),
         .target(name: "Hybrid", dependencies: ["Basics", "CBOR", crypto, cryptoExtras], swiftSettings: strictSettings),
-        .target(name: "RelayCore", dependencies: ["Hybrid"], swiftSettings: strictSettings),
+        .target(name: "RelayCore", dependencies: ["Basics", "Hybrid"], swiftSettings: strictSettings),
         // The Public Suffix List's format and algorithm, and RFC 3492 Punycode for its Unicode rules; the list comes
         // in as text or bytes.
         .target(name: "PublicSuffix", swiftSettings: strictSettings),
@@ -120,7 +127,7 @@ let package = Package(
             name: "RelayServer",
             dependencies: [
                 "Basics", "RelayCore", "Hybrid", "WebSocketMessages", nioCore, nioPosix, nioHTTP1, nioWebSocket, nioSSL,
-                logging,
+                logging, metrics, prometheus, serviceLifecycle,
             ],
             swiftSettings: strictSettings
         ),
@@ -148,7 +155,8 @@ let package = Package(
         .target(
             name: "ClientAuthenticators",
             dependencies: [
-                "CBOR", "CTAP2", "Hybrid", "HybridLink", "HybridTransport", "Proximity", "SecurityKey", "WebAuthnClient",
+                "CBOR", "CTAP2", "Hybrid", "HybridLink", "HybridTransport", "Proximity", "SecurityKey",
+                "WebAuthnClient",
             ],
             swiftSettings: strictSettings
         ),
@@ -178,7 +186,9 @@ let package = Package(
         ),
         .executableTarget(
             name: "passkey-relay",
-            dependencies: ["RelayServer", "RelayCore", nioSSL, argumentParser, logging],
+            dependencies: [
+                "RelayServer", "RelayCore", "Hybrid", nioSSL, argumentParser, logging, serviceLifecycle, unixSignals,
+            ],
             swiftSettings: strictSettings
         ),
         .executableTarget(
@@ -254,15 +264,17 @@ let package = Package(
             dependencies: ["HybridLink", "HybridTransport", "Hybrid", "Proximity", "CTAP2", "TestSupport", crypto],
             swiftSettings: strictSettings
         ),
-        .testTarget(name: "RelayCoreTests", dependencies: ["RelayCore", "Hybrid"], swiftSettings: strictSettings),
+        .testTarget(
+            name: "RelayCoreTests", dependencies: ["RelayCore", "Hybrid", "Basics"], swiftSettings: strictSettings),
         .testTarget(
             name: "WebSocketMessagesTests", dependencies: ["WebSocketMessages", nioCore, nioWebSocket],
             swiftSettings: strictSettings),
         .testTarget(
             name: "RelayServerTests",
             dependencies: [
-                "RelayServer", "RelayCore", "TestSupport", nioCore, nioPosix, nioWebSocket, nioSSL, nioEmbedded,
-                logging,
+                "RelayServer", "RelayCore", "Hybrid", "TestSupport", nioCore, nioPosix, nioWebSocket, nioSSL,
+                nioEmbedded,
+                logging, serviceLifecycle,
             ],
             swiftSettings: strictSettings
         ),

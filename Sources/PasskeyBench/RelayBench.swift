@@ -70,7 +70,7 @@ struct RelayBench: AsyncParsableCommand {
         try? await group.shutdownGracefully()
         let status = relayProcess.stop()
         print("")
-        print("passkey-relay exited with status \(status) after SIGTERM")
+        print("passkey-relay exited with status \(status) after SIGINT")
         if !failures.isEmpty {
             print("targets not met: \(failures.joined(separator: ", "))")
             throw ExitCode(2)

@@ -122,10 +122,18 @@ struct LoadGenerator {
         let deadline = ContinuousClock.now + .seconds(30)
         while ContinuousClock.now < deadline {
             let body = try await metrics()
-            if body.contains("\nrelay_tunnels_open 0\n") && body.contains("\nrelay_connections_open 1\n") { return }
+            if Self.sample("relay_tunnels_open", in: body) == 0 && Self.sample("relay_connections_open", in: body) == 1
+            {
+                return
+            }
             try await Task.sleep(for: .milliseconds(50))
         }
         throw BenchError("the relay still holds tunnels 30 s after they were closed")
+    }
+
+    /// The value of an unlabelled sample in Prometheus text (gauges are written as `1.0`).
+    static func sample(_ name: String, in text: String) -> Double? {
+        text.split(separator: "\n").first { $0.hasPrefix(name + " ") }.flatMap { Double($0.dropFirst(name.count + 1)) }
     }
 
     private func metrics() async throws -> String {

@@ -1,6 +1,6 @@
 import Foundation
 
-/// A `passkey-relay` child process listening on a free loopback port; `stop()` ends it with SIGTERM.
+/// A `passkey-relay` child process listening on a free loopback port; `stop()` ends it with SIGINT.
 struct RelayProcess {
     let path: String
     let port: Int
@@ -44,11 +44,12 @@ struct RelayProcess {
         self.process = process
     }
 
-    /// Ends the relay (SIGTERM), waits for it and returns its exit status.
+    /// Ends the relay at once (SIGINT: SIGTERM would drain, waiting for the bench's tunnels), waits for it and
+    /// returns its exit status.
     @discardableResult
     func stop() -> Int32 {
         if process.isRunning {
-            kill(process.processIdentifier, SIGTERM)
+            kill(process.processIdentifier, SIGINT)
             process.waitUntilExit()
         }
         return process.terminationStatus

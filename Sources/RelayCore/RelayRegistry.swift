@@ -51,14 +51,20 @@ public enum RelayRejection: String, Hashable, Sendable, CaseIterable {
     case tooManyTunnels, tooManyConnectionsFromAddress
     /// Only the reserve of ``RelayLimits/reservedTunnelPercent`` is left, and this address already holds a tunnel.
     case tooManyTunnelsFromAddress
+    /// `/cable/connect` names a routing ID that is not this instance's (a load balancer sent it to the wrong one,
+    /// or the instance that had it is gone).
+    case unknownRoutingID
+    /// `/cable/new` while the relay drains before it stops: another instance should take the tunnel.
+    case draining
 
     /// The HTTP status code of the refusal.
     public var status: Int {
         switch self {
-        case .unknownPath, .unknownTunnel: 404
+        case .unknownPath, .unknownTunnel, .unknownRoutingID: 404
         case .badHex, .missingSubprotocol: 400
         case .duplicateTunnel, .tunnelAlreadyJoined: 409
         case .tooManyTunnels, .tooManyConnectionsFromAddress, .tooManyTunnelsFromAddress: 429
+        case .draining: 503
         }
     }
 }
@@ -117,7 +123,8 @@ public enum RelayUpgradeDecision: Hashable, Sendable {
 /// `Message` is the bytes of a relayed message: the registry counts them and passes them on, never reads them
 /// (the server's are views of NIO buffers, so a message is never copied on its way through).
 ///
-/// Tunnels are found by tunnel ID; the routing ID a `/connect` names must be the one `/new` was given.
+/// Every tunnel gets the relay's one ``routingID`` (see ``RelayRouting``); tunnels are found by tunnel ID, and a
+/// `/connect` that names another routing ID is refused. While ``isDraining``, `/new` is refused and the rest goes on.
 ///
 /// The `address` of an upgrade is the key the per-address limits count (``AddressRules/limitKey(for:)``: the
 /// client's network, not its exact address). Each key may hold ``RelayLimits/maximumConnectionsPerAddress``
@@ -138,7 +145,6 @@ public struct RelayRegistry<Message: Collection<UInt8> & Sendable>: Sendable {
 
     @usableFromInline
     struct Tunnel: Sendable {
-        @usableFromInline var routingID: RoutingID
         @usableFromInline var authenticator: ConnectionID
         /// The limit key of the address that registered it.
         @usableFromInline var address: String
@@ -173,8 +179,11 @@ public struct RelayRegistry<Message: Collection<UInt8> & Sendable>: Sendable {
     }
 
     public let limits: RelayLimits
-    /// The first byte of every routing ID this relay hands out, so a load balancer can route by it.
-    public let routingIDPrefix: UInt8?
+    /// This relay's routing ID: handed out on every `/new`, the only one `/connect` accepts.
+    public let routingID: RoutingID
+    /// Set when the relay stops taking tunnels before it stops: `/new` is refused (503), everything else goes on
+    /// until the open tunnels end.
+    public var isDraining = false
     @usableFromInline
     var tunnels: [TunnelID: Tunnel] = [:]
     @usableFromInline
@@ -187,24 +196,22 @@ public struct RelayRegistry<Message: Collection<UInt8> & Sendable>: Sendable {
     var pairedCount = 0
 
     @inlinable
-    public init(limits: RelayLimits = RelayLimits(), routingIDPrefix: UInt8? = nil) {
+    public init(limits: RelayLimits = RelayLimits(), routingID: RoutingID) {
         self.limits = limits
-        self.routingIDPrefix = routingIDPrefix
+        self.routingID = routingID
     }
 
     /// Tunnels open now, and how many of them have both sides.
     @inlinable public var openTunnels: Int { tunnels.count }
     @inlinable public var pairedTunnels: Int { pairedCount }
 
-    /// An upgrade request for `path` from `address`. `randomRoutingID` gives 3 random bytes, used when the
-    /// request registers a new tunnel.
+    /// An upgrade request for `path` from `address`.
     public mutating func upgrade(
         path: String,
         subprotocols: [String],
         from address: String,
         connection: ConnectionID,
-        now: ContinuousClock.Instant,
-        randomRoutingID: () -> [UInt8]
+        now: ContinuousClock.Instant
     ) -> UpgradeDecision {
         let parsed: TunnelPath
         do throws(TunnelPathError) {
@@ -220,22 +227,20 @@ public struct RelayRegistry<Message: Collection<UInt8> & Sendable>: Sendable {
         }
         switch parsed {
         case .new(let tunnelID):
+            guard !isDraining else { return .reject(.draining) }
             guard tunnels[tunnelID] == nil else { return .reject(.duplicateTunnel) }
             guard tunnels.count < limits.maximumTunnels else { return .reject(.tooManyTunnels) }
             let reserved = limits.maximumTunnels * min(max(limits.reservedTunnelPercent, 0), 100) / 100
             guard tunnels.count < limits.maximumTunnels - reserved || tunnelsPerAddress[address, default: 0] == 0 else {
                 return .reject(.tooManyTunnelsFromAddress)
             }
-            var bytes = randomRoutingID()
-            if let routingIDPrefix { bytes[0] = routingIDPrefix }
-            guard let routingID = try? RoutingID(bytes: bytes) else { return .reject(.badHex) }
-            tunnels[tunnelID] = Tunnel(
-                routingID: routingID, authenticator: connection, address: address, opened: now, lastActivity: now)
+            tunnels[tunnelID] = Tunnel(authenticator: connection, address: address, opened: now, lastActivity: now)
             tunnelsPerAddress[address, default: 0] += 1
             register(connection, tunnel: tunnelID, side: .authenticator, address: address)
             return .accept(side: .authenticator, routingIDHeader: routingID.hex)
         case .connect(let routingID, let tunnelID):
-            guard var tunnel = tunnels[tunnelID], tunnel.routingID == routingID else { return .reject(.unknownTunnel) }
+            guard routingID == self.routingID else { return .reject(.unknownRoutingID) }
+            guard var tunnel = tunnels[tunnelID] else { return .reject(.unknownTunnel) }
             guard tunnel.client == nil else { return .reject(.tunnelAlreadyJoined) }
             tunnel.client = connection
             tunnel.paired = now
@@ -356,7 +361,7 @@ public struct RelayRegistry<Message: Collection<UInt8> & Sendable>: Sendable {
             if connection != except { actions.append(.close(connection, code: code)) }
         }
         let record = TunnelRecord(
-            tunnelID: tunnelID, routingID: tunnel.routingID, opened: tunnel.opened, paired: tunnel.paired, closed: now,
+            tunnelID: tunnelID, routingID: routingID, opened: tunnel.opened, paired: tunnel.paired, closed: now,
             bytesFromAuthenticator: tunnel.bytesFromAuthenticator, bytesFromClient: tunnel.bytesFromClient,
             messagesFromAuthenticator: tunnel.messagesFromAuthenticator, messagesFromClient: tunnel.messagesFromClient,
             outcome: outcome)

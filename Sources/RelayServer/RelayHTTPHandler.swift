@@ -5,7 +5,8 @@ import NIOWebSocket
 import RelayCore
 
 /// Decides WebSocket upgrades (called by NIO's upgrader) and answers every request that is not upgraded:
-/// `GET /metrics`, refusals with their status, 404 for unknown paths. Each answer closes the connection.
+/// `GET /metrics`, `GET /healthz`, refusals with their status, 404 for unknown paths. Each answer closes the
+/// connection.
 final class RelayHTTPHandler: ChannelInboundHandler, RemovableChannelHandler {
     typealias InboundIn = HTTPServerRequestPart
     typealias OutboundOut = HTTPServerResponsePart
@@ -74,6 +75,11 @@ final class RelayHTTPHandler: ChannelInboundHandler, RemovableChannelHandler {
             refuse(.methodNotAllowed, head: head, context: context)
         } else if head.uri == "/metrics" {
             respond(status: .ok, body: state.metricsText(), context: context)
+        } else if head.uri == "/healthz" {
+            // A load balancer's health check: fails while the relay drains, so new tunnels go elsewhere.
+            let draining = state.isDraining
+            respond(
+                status: draining ? .serviceUnavailable : .ok, body: draining ? "draining\n" : "ok\n", context: context)
         } else {
             let refusal: Refusal
             do throws(TunnelPathError) {

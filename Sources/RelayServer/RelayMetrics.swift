@@ -1,3 +1,5 @@
+import CoreMetrics
+import Prometheus
 import RelayCore
 
 /// Why the relay turned a request or connection away: the `reason` label of `relay_rejections_total`.
@@ -55,44 +57,67 @@ enum Refusal: Hashable, Sendable {
     }
 }
 
-/// The relay's counters, kept under the state lock.
-struct RelayMetrics {
+/// The relay's metrics, as swift-metrics counters and gauges made by a `PrometheusMetricsFactory` over one
+/// server's own `PrometheusCollectorRegistry` (not the process-wide `MetricsSystem`, which can be bootstrapped
+/// once per process while tests run many relays in one), which renders `GET /metrics`.
+///
+/// Counters are atomics, counted as things happen; the gauges (tunnels and connections open) are set from the
+/// registry's state when the metrics are read. Every labelled series is made up front, so it is there at zero.
+final class RelayMetrics: Sendable {
     static let outcomes: [TunnelOutcome] = [
         .completed, .neverJoined, .lifetimeExpired, .idle, .messageTooLarge, .tooManyMessages, .bufferFull,
         .textFrame, .protocolError, .tooManyOverheadFrames,
     ]
 
-    var connectionsAccepted = 0
-    var tunnelsOpened = 0
-    var tunnelsPaired = 0
-    var messagesRelayed = 0
-    var bytesRelayed = 0
-    var rejections: [Refusal: Int] = [:]
-    var closed: [TunnelOutcome: Int] = [:]
+    /// The registry the metrics are in, which renders them.
+    let registry: PrometheusCollectorRegistry
+    let connectionsAccepted: CoreMetrics.Counter
+    let tunnelsOpened: CoreMetrics.Counter
+    let tunnelsPaired: CoreMetrics.Counter
+    let messagesRelayed: CoreMetrics.Counter
+    let bytesRelayed: CoreMetrics.Counter
+    let closed: [TunnelOutcome: CoreMetrics.Counter]
+    let rejections: [Refusal: CoreMetrics.Counter]
+    let tunnelsOpen: CoreMetrics.Gauge
+    let tunnelsPairedNow: CoreMetrics.Gauge
+    let connectionsOpen: CoreMetrics.Gauge
+    /// 1 while the relay drains before it stops (`/healthz` answers 503), else 0.
+    let draining: CoreMetrics.Gauge
 
-    /// Prometheus text exposition format (version 0.0.4).
-    func text(openTunnels: Int, pairedTunnels: Int, openConnections: Int) -> String {
-        var lines: [String] = []
-        func metric(_ name: String, _ type: String, _ help: String, _ samples: [(labels: String, value: Int)]) {
-            lines.append("# HELP \(name) \(help)")
-            lines.append("# TYPE \(name) \(type)")
-            for sample in samples { lines.append("\(name)\(sample.labels) \(sample.value)") }
+    init(registry: PrometheusCollectorRegistry) {
+        self.registry = registry
+        let factory = PrometheusMetricsFactory(registry: registry)
+        func counter(_ label: String, _ dimensions: [(String, String)] = []) -> CoreMetrics.Counter {
+            CoreMetrics.Counter(label: label, dimensions: dimensions, factory: factory)
         }
-        metric("relay_tunnels_open", "gauge", "Tunnels open now.", [("", openTunnels)])
-        metric("relay_tunnels_paired", "gauge", "Open tunnels whose client side has joined.", [("", pairedTunnels)])
-        metric("relay_connections_open", "gauge", "TCP connections open now.", [("", openConnections)])
-        metric("relay_connections_total", "counter", "TCP connections accepted.", [("", connectionsAccepted)])
-        metric("relay_tunnels_opened_total", "counter", "Tunnels registered with /cable/new.", [("", tunnelsOpened)])
-        metric("relay_tunnels_paired_total", "counter", "Tunnels joined with /cable/connect.", [("", tunnelsPaired)])
-        metric(
-            "relay_tunnels_closed_total", "counter", "Tunnels ended, by outcome.",
-            Self.outcomes.map { ("{outcome=\"\($0.rawValue)\"}", closed[$0, default: 0]) })
-        metric(
-            "relay_messages_relayed_total", "counter", "Binary messages delivered to a peer.", [("", messagesRelayed)])
-        metric("relay_bytes_relayed_total", "counter", "Payload bytes delivered to a peer.", [("", bytesRelayed)])
-        metric(
-            "relay_rejections_total", "counter", "Requests and connections refused, by reason.",
-            Refusal.all.map { ("{reason=\"\($0.label)\"}", rejections[$0, default: 0]) })
-        return lines.joined(separator: "\n") + "\n"
+        func gauge(_ label: String) -> CoreMetrics.Gauge { CoreMetrics.Gauge(label: label, factory: factory) }
+        connectionsAccepted = counter("relay_connections_total")
+        tunnelsOpened = counter("relay_tunnels_opened_total")
+        tunnelsPaired = counter("relay_tunnels_paired_total")
+        messagesRelayed = counter("relay_messages_relayed_total")
+        bytesRelayed = counter("relay_bytes_relayed_total")
+        closed = Dictionary(
+            uniqueKeysWithValues: Self.outcomes.map {
+                ($0, counter("relay_tunnels_closed_total", [("outcome", $0.rawValue)]))
+            })
+        rejections = Dictionary(
+            uniqueKeysWithValues: Refusal.all.map { ($0, counter("relay_rejections_total", [("reason", $0.label)])) })
+        tunnelsOpen = gauge("relay_tunnels_open")
+        tunnelsPairedNow = gauge("relay_tunnels_paired")
+        connectionsOpen = gauge("relay_connections_open")
+        draining = gauge("relay_draining")
+        for gauge in [tunnelsOpen, tunnelsPairedNow, connectionsOpen, draining] { gauge.record(0) }
+    }
+
+    /// Counts a refusal.
+    func refused(_ refusal: Refusal) { rejections[refusal]?.increment() }
+
+    /// The Prometheus text (format 0.0.4), with the gauges set to what the relay holds now.
+    func text(openTunnels: Int, pairedTunnels: Int, openConnections: Int, isDraining: Bool) -> String {
+        tunnelsOpen.record(openTunnels)
+        tunnelsPairedNow.record(pairedTunnels)
+        connectionsOpen.record(openConnections)
+        draining.record(isDraining ? 1 : 0)
+        return registry.emitToString()
     }
 }

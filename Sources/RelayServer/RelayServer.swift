@@ -1,9 +1,11 @@
+import Hybrid
 import Logging
 import NIOCore
 import NIOHTTP1
 import NIOPosix
 import NIOSSL
 import NIOWebSocket
+import Prometheus
 import RelayCore
 import Synchronization
 
@@ -12,7 +14,8 @@ import Synchronization
 ///
 /// The pairing, forwarding and limit rules are ``RelayRegistry``'s; this class only runs them on SwiftNIO.
 /// Binary messages are relayed verbatim and in order; a close on one side closes the other; message
-/// contents are never logged. `GET /metrics` answers in Prometheus text format. See `Docs/Relay.md`.
+/// contents are never logged. `GET /metrics` answers in Prometheus text format, `GET /healthz` 200 while serving
+/// and 503 while draining (``drain()``). See `Docs/Relay.md`.
 ///
 /// ```swift
 /// var configuration = RelayServerConfiguration()
@@ -27,6 +30,8 @@ public final class RelayServer: Sendable {
     public let port: Int
     /// `ws://HOST:PORT` or `wss://HOST:PORT`, for `TunnelServerBaseURL`.
     public let baseURL: String
+    /// This instance's routing ID (``RelayServerConfiguration/routingID``, or the random one chosen at start).
+    public var routingID: RoutingID { state.routingID }
 
     private let serverChannel: any Channel
     private let group: MultiThreadedEventLoopGroup
@@ -68,8 +73,9 @@ public final class RelayServer: Sendable {
             throw .invalidConfiguration("the low write buffer water mark is above the high one")
         }
         let state = RelayState(
-            limits: limits, addressRules: configuration.addressRules, routingIDPrefix: configuration.routingIDPrefix,
-            logger: logger)
+            limits: limits, addressRules: configuration.addressRules,
+            routingID: configuration.routingID ?? Self.randomRoutingID(),
+            metrics: configuration.metrics ?? PrometheusCollectorRegistry(), logger: logger)
         let group = MultiThreadedEventLoopGroup(numberOfThreads: configuration.threads)
         let bootstrap = ServerBootstrap(group: group)
             .serverChannelOption(.backlog, value: 4096)
@@ -101,8 +107,33 @@ public final class RelayServer: Sendable {
     }
 
     /// What `GET /metrics` answers: tunnels and connections open, tunnels opened, paired and closed by
-    /// outcome, messages and bytes relayed, rejections by reason.
+    /// outcome, messages and bytes relayed, rejections by reason, whether the relay drains.
     public func metricsText() -> String { state.metricsText() }
+
+    static func randomRoutingID() -> RoutingID {
+        // Three bytes, so the initializer cannot throw.
+        (try? RoutingID(bytes: (0..<RoutingID.byteCount).map { _ in UInt8.random(in: 0...255) }))!
+    }
+
+    /// Stops taking tunnels and waits for the open ones to end: from now on `/cable/new` is refused with 503 and
+    /// `/healthz` answers 503 (so a load balancer sends new tunnels elsewhere), while `/cable/connect` and the open
+    /// tunnels go on. Returns when the last tunnel has ended (at once if none is open; at the latest after the
+    /// tunnel lifetime, when the relay closes what is left), or when ``endDrain()`` is called. The relay keeps
+    /// refusing new tunnels afterwards; ``shutdown()`` stops it.
+    public func drain() async {
+        guard !isShutDown.withLock({ $0 }) else { return }
+        let promise = group.next().makePromise(of: Void.self)
+        state.perform(state.startDraining(promise))
+        try? await promise.futureResult.get()
+    }
+
+    /// Makes a pending ``drain()`` return now, with tunnels still open (a second SIGTERM, or SIGINT).
+    public func endDrain() {
+        state.perform(state.stopWaitingForTunnels())
+    }
+
+    /// Whether ``drain()`` was called.
+    public var isDraining: Bool { state.isDraining }
 
     /// Stops accepting, closes every connection (WebSocket sides with close code 1001, going away) and
     /// stops the event loops. Calling it again does nothing.
@@ -112,6 +143,7 @@ public final class RelayServer: Sendable {
             return !done
         }
         guard first else { return }
+        endDrain()
         ticker.cancel()
         try? await serverChannel.close()
         let connections = state.shutDown()
@@ -190,7 +222,8 @@ package struct RelayPipelineHarness: Sendable {
         self.configuration = configuration
         self.state = RelayState(
             limits: configuration.limits, addressRules: configuration.addressRules,
-            routingIDPrefix: configuration.routingIDPrefix, logger: logger)
+            routingID: configuration.routingID ?? RelayServer.randomRoutingID(),
+            metrics: configuration.metrics ?? PrometheusCollectorRegistry(), logger: logger)
     }
 
     /// Adds an accepted connection's handlers to `channel`, whose remote address must be set; throws when the

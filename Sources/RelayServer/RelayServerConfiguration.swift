@@ -1,5 +1,7 @@
+import Hybrid
 import NIOCore
 import NIOSSL
+import Prometheus
 import RelayCore
 
 /// Settings of a ``RelayServer``.
@@ -23,10 +25,15 @@ public struct RelayServerConfiguration: Sendable {
     /// Each connection's write buffer: when more than `high` bytes wait to be written (the peer does not read),
     /// the relay stops reading from that peer until they drop below `low` (default 32–64 KiB, NIO's).
     public var writeBufferWaterMark = ChannelOptions.Types.WriteBufferWaterMark(low: 32 * 1024, high: 64 * 1024)
-    /// The first byte of every routing ID this relay hands out, so that a load balancer in front of several
-    /// relays can send `/cable/connect/{ROUTING_ID}/…` to the instance that registered the tunnel. `nil`: all
-    /// three bytes are random.
-    public var routingIDPrefix: UInt8?
+    /// This instance's routing ID: every `/cable/new` gets it in `X-caBLE-Routing-ID`, and `/cable/connect` with
+    /// any other is refused (404), so a load balancer in front of several relays sends `/cable/connect/{ROUTING_ID}/…`
+    /// to the instance that registered the tunnel (``RelayRouting``). `nil` (the default): a random one, chosen at
+    /// start (``RelayServer/routingID``).
+    public var routingID: RoutingID?
+    /// The registry the relay's metrics (swift-metrics counters and gauges) are made in and `GET /metrics` renders.
+    /// `nil` (the default): the server makes its own, so servers in one process never share counters. The
+    /// process-wide `MetricsSystem` is not used.
+    public var metrics: PrometheusCollectorRegistry?
     /// Serve `wss` with this TLS context instead of plain `ws`; see ``makeTLSContext(certificateChainFile:privateKeyFile:)``.
     public var tls: NIOSSLContext?
     /// How long a connection may take to complete its TLS handshake and HTTP upgrade request before it is

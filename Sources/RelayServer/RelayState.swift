@@ -1,7 +1,9 @@
 import Basics
+import CoreMetrics
 import Hybrid
 import Logging
 import NIOCore
+import Prometheus
 import RelayCore
 import Synchronization
 
@@ -10,6 +12,8 @@ enum Effect {
     case deliver(ByteBufferView, to: RelayConnection)
     case close(RelayConnection, code: UInt16)
     case log(TunnelRecord)
+    /// The relay drains and its last tunnel has ended.
+    case drained(EventLoopPromise<Void>)
 }
 
 /// The registry, the connections by ID and the counters, behind one lock shared by every event loop.
@@ -36,27 +40,38 @@ final class RelayState: Sendable {
         var pendingPerAddress: [String: Int] = [:]
         var pendingCount = 0
         var nextConnection: UInt64 = 0
-        var metrics = RelayMetrics()
         /// Set by ``RelayState/shutDown()``: every close then says 1001 (going away).
         var isShuttingDown = false
+        /// While the relay drains: completed when its last tunnel has ended.
+        var drained: EventLoopPromise<Void>?
 
-        mutating func resolve(_ actions: [Registry.Action]) -> [Effect] {
+        mutating func resolve(_ actions: [Registry.Action], metrics: RelayMetrics) -> [Effect] {
             var effects: [Effect] = []
             effects.reserveCapacity(actions.count)
+            var messages = 0
+            var bytes = 0
             for action in actions {
                 switch action {
-                case .forward(let bytes, let id):
+                case .forward(let message, let id):
                     guard let entry = connections[id] else { continue }
-                    metrics.messagesRelayed += 1
-                    metrics.bytesRelayed += bytes.count
-                    effects.append(.deliver(bytes, to: entry.connection))
+                    messages += 1
+                    bytes += message.count
+                    effects.append(.deliver(message, to: entry.connection))
                 case .close(let id, let code):
                     guard let entry = connections[id] else { continue }
                     effects.append(.close(entry.connection, code: isShuttingDown ? 1001 : code))
                 case .finished(let record):
-                    metrics.closed[record.outcome, default: 0] += 1
+                    metrics.closed[record.outcome]?.increment()
                     effects.append(.log(record))
                 }
+            }
+            if messages > 0 {
+                metrics.messagesRelayed.increment(by: Int64(messages))
+                metrics.bytesRelayed.increment(by: Int64(bytes))
+            }
+            if let promise = drained, registry.openTunnels == 0 {
+                drained = nil
+                effects.append(.drained(promise))
             }
             return effects
         }
@@ -73,6 +88,9 @@ final class RelayState: Sendable {
 
     let limits: RelayLimits
     let addressRules: AddressRules
+    /// This instance's routing ID, handed out on every `/cable/new`.
+    let routingID: RoutingID
+    let metrics: RelayMetrics
     private let locked: Mutex<Locked>
     private let logger: Logger
 
@@ -80,14 +98,17 @@ final class RelayState: Sendable {
     private let now: @Sendable () -> ContinuousClock.Instant
 
     init(
-        limits: RelayLimits, addressRules: AddressRules = AddressRules(), routingIDPrefix: UInt8?, logger: Logger,
+        limits: RelayLimits, addressRules: AddressRules = AddressRules(), routingID: RoutingID,
+        metrics: PrometheusCollectorRegistry = PrometheusCollectorRegistry(), logger: Logger,
         now: @escaping @Sendable () -> ContinuousClock.Instant = { .now }
     ) {
         self.now = now
         self.limits = limits
         self.addressRules = addressRules
+        self.routingID = routingID
+        self.metrics = RelayMetrics(registry: metrics)
         self.logger = logger
-        locked = Mutex(Locked(registry: Registry(limits: limits, routingIDPrefix: routingIDPrefix)))
+        locked = Mutex(Locked(registry: Registry(limits: limits, routingID: routingID)))
     }
 
     // MARK: Events
@@ -99,11 +120,11 @@ final class RelayState: Sendable {
         let key = addressRules.isTrustedProxy(address) ? nil : addressRules.limitKey(for: address)
         return locked.withLock { state in
             guard state.pendingCount < limits.maximumPendingConnections else {
-                state.metrics.rejections[.tooManyPendingConnectionsOverall, default: 0] += 1
+                metrics.refused(.tooManyPendingConnectionsOverall)
                 return nil
             }
             if let key, state.pendingPerAddress[key, default: 0] >= limits.maximumConnectionsPerAddress {
-                state.metrics.rejections[.tooManyPendingConnections, default: 0] += 1
+                metrics.refused(.tooManyPendingConnections)
                 return nil
             }
             state.nextConnection += 1
@@ -111,7 +132,7 @@ final class RelayState: Sendable {
             state.connections[connection.id] = Entry(connection: connection, isPending: true, pendingKey: key)
             state.pendingCount += 1
             if let key { state.pendingPerAddress[key, default: 0] += 1 }
-            state.metrics.connectionsAccepted += 1
+            metrics.connectionsAccepted.increment()
             return connection
         }
     }
@@ -126,12 +147,11 @@ final class RelayState: Sendable {
         let key = addressRules.limitKey(for: client)
         return locked.withLock { state in
             let decision = state.registry.upgrade(
-                path: path, subprotocols: subprotocols, from: key, connection: connection.id, now: now,
-                randomRoutingID: { (0..<RoutingID.byteCount).map { _ in UInt8.random(in: 0...255) } })
+                path: path, subprotocols: subprotocols, from: key, connection: connection.id, now: now)
             switch decision {
             case .accept(let side, _):
                 state.endPending(connection.id)
-                if side == .authenticator { state.metrics.tunnelsOpened += 1 } else { state.metrics.tunnelsPaired += 1 }
+                (side == .authenticator ? metrics.tunnelsOpened : metrics.tunnelsPaired).increment()
             case .reject:
                 break  // counted when the answer goes out
             }
@@ -140,20 +160,18 @@ final class RelayState: Sendable {
     }
 
     /// Counts a refusal made outside the registry.
-    func refused(_ refusal: Refusal) {
-        locked.withLock { $0.metrics.rejections[refusal, default: 0] += 1 }
-    }
+    func refused(_ refusal: Refusal) { metrics.refused(refusal) }
 
     /// The upgraded connection is ready for frames.
     func joined(_ connection: RelayConnection) -> [Effect] {
-        locked.withLock { state in state.resolve(state.registry.joined(connection.id)) }
+        locked.withLock { state in state.resolve(state.registry.joined(connection.id), metrics: metrics) }
     }
 
     /// A whole binary message arrived on `connection`.
     func message(_ bytes: ByteBufferView, from connection: RelayConnection) -> [Effect] {
         let now = self.now()
         return locked.withLock { state in
-            state.resolve(state.registry.message(bytes, from: connection.id, now: now))
+            state.resolve(state.registry.message(bytes, from: connection.id, now: now), metrics: metrics)
         }
     }
 
@@ -161,7 +179,8 @@ final class RelayState: Sendable {
     func failed(_ connection: RelayConnection, outcome: TunnelOutcome, code: UInt16) -> [Effect] {
         let now = self.now()
         return locked.withLock { state in
-            state.resolve(state.registry.failed(connection.id, outcome: outcome, code: code, now: now))
+            state.resolve(
+                state.registry.failed(connection.id, outcome: outcome, code: code, now: now), metrics: metrics)
         }
     }
 
@@ -170,7 +189,7 @@ final class RelayState: Sendable {
         let now = self.now()
         return locked.withLock { state in
             state.endPending(connection.id)
-            let effects = state.resolve(state.registry.closed(connection.id, now: now))
+            let effects = state.resolve(state.registry.closed(connection.id, now: now), metrics: metrics)
             state.connections[connection.id] = nil
             return effects
         }
@@ -179,8 +198,35 @@ final class RelayState: Sendable {
     /// Ends tunnels past their lifetime or idle timeout.
     func tick() -> [Effect] {
         let now = self.now()
-        return locked.withLock { state in state.resolve(state.registry.tick(now: now)) }
+        return locked.withLock { state in state.resolve(state.registry.tick(now: now), metrics: metrics) }
     }
+
+    /// The relay stops taking tunnels: `/cable/new` is refused (503) and `/healthz` answers 503, while
+    /// `/cable/connect` and the open tunnels go on. `promise` is completed when the last tunnel has ended (at once
+    /// if none is open); a second call's promise is completed with the first's.
+    func startDraining(_ promise: EventLoopPromise<Void>) -> [Effect] {
+        locked.withLock { state in
+            state.registry.isDraining = true
+            if let earlier = state.drained {
+                earlier.futureResult.cascade(to: promise)
+                return []
+            }
+            state.drained = promise
+            return state.resolve([], metrics: metrics)
+        }
+    }
+
+    /// Stops waiting for the open tunnels: the drain's promise is completed now.
+    func stopWaitingForTunnels() -> [Effect] {
+        locked.withLock { state in
+            guard let promise = state.drained else { return [] }
+            state.drained = nil
+            return [.drained(promise)]
+        }
+    }
+
+    /// Whether the relay drains (`/healthz` answers 503).
+    var isDraining: Bool { locked.withLock { $0.registry.isDraining } }
 
     /// The server is stopping: returns every connection open now, and from now on closes say 1001.
     func shutDown() -> [RelayConnection] {
@@ -192,18 +238,19 @@ final class RelayState: Sendable {
 
     // MARK: Reading
 
-    /// The metrics in Prometheus text format.
     /// Connections, open tunnels and paired tunnels held now.
     var holdings: (connections: Int, openTunnels: Int, pairedTunnels: Int) {
         locked.withLock { ($0.connections.count, $0.registry.openTunnels, $0.registry.pairedTunnels) }
     }
 
+    /// The metrics in Prometheus text format.
     func metricsText() -> String {
-        locked.withLock { state in
-            state.metrics.text(
-                openTunnels: state.registry.openTunnels, pairedTunnels: state.registry.pairedTunnels,
-                openConnections: state.connections.count)
+        let (connections, openTunnels, pairedTunnels, isDraining) = locked.withLock {
+            ($0.connections.count, $0.registry.openTunnels, $0.registry.pairedTunnels, $0.registry.isDraining)
         }
+        return metrics.text(
+            openTunnels: openTunnels, pairedTunnels: pairedTunnels, openConnections: connections,
+            isDraining: isDraining)
     }
 
     // MARK: Effects
@@ -215,6 +262,7 @@ final class RelayState: Sendable {
             case .deliver(let bytes, let connection): connection.deliver(ByteBuffer(bytes))
             case .close(let connection, let code): connection.close(code: code)
             case .log(let record): log(record)
+            case .drained(let promise): promise.succeed()
             }
         }
     }

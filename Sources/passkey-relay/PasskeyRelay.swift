@@ -1,10 +1,12 @@
 import ArgumentParser
-import Dispatch
 import Foundation
+import Hybrid
 import Logging
 import NIOSSL
 import RelayCore
 import RelayServer
+import ServiceLifecycle
+import UnixSignals
 
 /// `passkey-relay`: a caBLE v2 tunnel server (see Docs/Relay.md).
 @main
@@ -14,7 +16,9 @@ struct PasskeyRelay: AsyncParsableCommand {
         abstract: "Relay hybrid (caBLE v2) tunnels between a phone and a computer over WebSocket.",
         discussion: """
             Prints one line, "listening on ws://HOST:PORT" (or wss://), when ready, logs one line per tunnel on \
-            standard error and serves GET /metrics. SIGINT or SIGTERM shuts it down cleanly.
+            standard error and serves GET /metrics and GET /healthz. SIGTERM drains: /healthz and /cable/new answer \
+            503 while /cable/connect and the open tunnels go on, and the relay exits 0 once the last tunnel has \
+            ended (at the latest after --tunnel-lifetime). A second SIGTERM, or SIGINT, stops at once.
             """
     )
 
@@ -22,8 +26,17 @@ struct PasskeyRelay: AsyncParsableCommand {
     @Option(help: "PEM certificate chain: serve wss (needs --tls-key).") var tlsCert: String?
     @Option(help: "PEM private key of --tls-cert.") var tlsKey: String?
     @Option(
-        help: "First byte of every routing ID, 2 hex digits, so a load balancer can route /cable/connect by it.")
+        help: ArgumentHelp(
+            "This instance's routing ID, 6 hex digits, handed out on every /cable/new (default: random).",
+            valueName: "hex"))
     var routingID: String?
+    @Option(
+        help: ArgumentHelp(
+            "Instance number in a cluster (0-16777215); the routing ID is the number as 3 bytes (1 is 000001).",
+            valueName: "n"))
+    var instance: Int?
+    @Flag(help: "Print the routing ID and the 4 characters every contact ID of this instance starts with, then exit.")
+    var printRoutingID = false
     @Option(help: "Seconds a tunnel may live after /cable/new.") var tunnelLifetime: Double = 120
     @Option(help: "Seconds without a message before a tunnel is closed.") var idleTimeout: Double = 60
     @Option(help: "Largest binary message relayed, in bytes.") var maxMessageBytes = 16 * 1024
@@ -54,7 +67,7 @@ struct PasskeyRelay: AsyncParsableCommand {
 
     func validate() throws {
         _ = try parsedListen()
-        _ = try parsedPrefix()
+        _ = try parsedRoutingID()
         _ = try parsedTrustedProxies()
         guard (0...32).contains(ipv4PrefixLength) else { throw ValidationError("--ipv4-prefix-length must be 0–32") }
         guard (0...128).contains(ipv6PrefixLength) else { throw ValidationError("--ipv6-prefix-length must be 0–128") }
@@ -84,6 +97,13 @@ struct PasskeyRelay: AsyncParsableCommand {
     }
 
     func run() async throws {
+        if printRoutingID {
+            guard let routingID = try parsedRoutingID() else {
+                throw ValidationError("--print-routing-id needs --routing-id or --instance")
+            }
+            print("\(routingID.hex) \(RelayRouting.contactIDPrefix(routingID))")
+            return
+        }
         let level = Logger.Level(rawValue: logLevel) ?? .info
         LoggingSystem.bootstrap { label in
             var handler = StreamLogHandler.standardError(label: label)
@@ -95,7 +115,7 @@ struct PasskeyRelay: AsyncParsableCommand {
 
         var configuration = RelayServerConfiguration()
         (configuration.host, configuration.port) = try parsedListen()
-        configuration.routingIDPrefix = try parsedPrefix()
+        configuration.routingID = try parsedRoutingID()
         configuration.limits.tunnelLifetime = .seconds(tunnelLifetime)
         configuration.limits.idleTimeout = .seconds(idleTimeout)
         configuration.limits.maximumMessageBytes = maxMessageBytes
@@ -116,16 +136,36 @@ struct PasskeyRelay: AsyncParsableCommand {
                 certificateChainFile: tlsCert, privateKeyFile: tlsKey)
         }
 
-        let (signals, sources) = Self.signals([SIGINT, SIGTERM])
+        // Not the default action (exit) from here on, also before the service group traps them: the dispatch
+        // sources below and the group's catch them.
+        signal(SIGTERM, SIG_IGN)
+        signal(SIGINT, SIG_IGN)
+        let terminations = await UnixSignalsSequence(trapping: .sigterm)
         let server = try await RelayServer.start(configuration, logger: logger)
+        logger.info("relay started", metadata: ["routing_id": "\(server.routingID.hex)"])
         // Written straight to the file descriptor: tools wait for this line.
         FileHandle.standardOutput.write(Data("listening on \(server.baseURL)\n".utf8))
-        for await signal in signals {
-            logger.info("shutting down", metadata: ["signal": "\(signal)"])
-            break
+
+        var groupConfiguration = ServiceGroupConfiguration(
+            services: [RelayService(server: server, logger: logger)], gracefulShutdownSignals: [.sigterm],
+            cancellationSignals: [.sigint], logger: logger)
+        // Tunnels registered before the drain end within their lifetime; past it (and a margin), stop at once.
+        groupConfiguration.maximumGracefulShutdownDuration = .seconds(tunnelLifetime) + .seconds(5)
+        let group = ServiceGroup(configuration: groupConfiguration)
+        let running = Task { try await group.run() }
+        // The group acts on the first SIGTERM (drain); a second one stops at once, as SIGINT does.
+        let escalation = Task {
+            var count = 0
+            for await _ in terminations {
+                count += 1
+                if count == 2 {
+                    logger.info("second SIGTERM: stopping now")
+                    running.cancel()
+                }
+            }
         }
-        await server.shutdown()
-        sources.forEach { $0.cancel() }
+        defer { escalation.cancel() }
+        try await running.value
     }
 
     private func parsedListen() throws -> (String, Int) {
@@ -148,26 +188,24 @@ struct PasskeyRelay: AsyncParsableCommand {
         }
     }
 
-    private func parsedPrefix() throws -> UInt8? {
-        guard let routingID else { return nil }
-        guard routingID.utf8.count == 2, let byte = UInt8(routingID, radix: 16) else {
-            throw ValidationError("--routing-id must be one byte as 2 hex digits, such as 0A")
+    private func parsedRoutingID() throws -> RoutingID? {
+        switch (routingID, instance) {
+        case (nil, nil):
+            return nil
+        case (let hex?, nil):
+            guard let routingID = try? RoutingID(hex: hex) else {
+                throw ValidationError("--routing-id must be 3 bytes as 6 hex digits, such as 00000A")
+            }
+            return routingID
+        case (nil, let instance?):
+            do {
+                return try RelayRouting.routingID(instance: instance)
+            } catch {
+                throw ValidationError("--instance: \(error)")
+            }
+        case (_?, _?):
+            throw ValidationError("--routing-id and --instance exclude each other")
         }
-        return byte
-    }
-
-    /// SIGINT and SIGTERM as a stream, and the sources to cancel when done; their default action (exit) is
-    /// turned off.
-    private static func signals(_ numbers: [Int32]) -> (AsyncStream<Int32>, [any DispatchSourceSignal]) {
-        let (stream, continuation) = AsyncStream.makeStream(of: Int32.self)
-        let sources = numbers.map { number in
-            signal(number, SIG_IGN)
-            let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
-            source.setEventHandler { continuation.yield(number) }
-            source.resume()
-            return source
-        }
-        return (stream, sources)
     }
 
     /// Raises the soft limit on open files to the hard limit: every tunnel holds two sockets.

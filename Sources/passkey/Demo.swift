@@ -116,7 +116,7 @@ extension Passkey {
             await scanner.close()
             let metrics = relay.metricsText().split(separator: "\n").filter {
                 $0.hasPrefix("relay_tunnels_paired_total") || $0.hasPrefix("relay_bytes_relayed_total")
-            }
+            }.sorted()
             clock.step("relay saw only ciphertext: \(metrics.joined(separator: ", "))")
             print("\nDone in \(clock.elapsed): 1 passkey registered and used over hybrid; the relay never saw a key.")
         }

@@ -79,7 +79,7 @@ struct RelayRegistryAddressTests {
         let tunnelID = String(repeating: String(format: "%02X", UInt8(id % 256)), count: 15) + "0F"
         return registry.upgrade(
             path: "/cable/new/\(tunnelID)", subprotocols: ["fido.cable"], from: address, connection: ConnectionID(id),
-            now: now, randomRoutingID: { [1, 2, 3] })
+            now: now)
     }
 
     /// The attack of issue 10: a few networks with many tunnels each take everything, and every phone then gets
@@ -95,7 +95,7 @@ struct RelayRegistryAddressTests {
                 id += 1
                 #expect(
                     Self.new(&registry, from: attacker, id: id)
-                        == .accept(side: .authenticator, routingIDHeader: "010203"))
+                        == .accept(side: .authenticator, routingIDHeader: "0A0B0C"))
             }
         }
         // 6 of 8 open: the reserve (25 % of 8 = 2) is all that is left.
@@ -104,7 +104,7 @@ struct RelayRegistryAddressTests {
         for phone in ["192.0.2.0/24", "192.0.3.0/24"] {
             id += 1
             #expect(
-                Self.new(&registry, from: phone, id: id) == .accept(side: .authenticator, routingIDHeader: "010203"))
+                Self.new(&registry, from: phone, id: id) == .accept(side: .authenticator, routingIDHeader: "0A0B0C"))
         }
         id += 1
         #expect(Self.new(&registry, from: "192.0.4.0/24", id: id) == .reject(.tooManyTunnels))
@@ -115,7 +115,7 @@ struct RelayRegistryAddressTests {
         id += 1
         #expect(
             Self.new(&registry, from: "192.0.4.0/24", id: id)
-                == .accept(side: .authenticator, routingIDHeader: "010203"))
+                == .accept(side: .authenticator, routingIDHeader: "0A0B0C"))
     }
 
     @Test func noReserveWhenItIsZero() {
@@ -124,7 +124,7 @@ struct RelayRegistryAddressTests {
         limits.reservedTunnelPercent = 0
         var registry = Registry(limits: limits)
         for id in 1...4 as ClosedRange<UInt64> {
-            #expect(Self.new(&registry, from: "a", id: id) == .accept(side: .authenticator, routingIDHeader: "010203"))
+            #expect(Self.new(&registry, from: "a", id: id) == .accept(side: .authenticator, routingIDHeader: "0A0B0C"))
         }
         #expect(Self.new(&registry, from: "b", id: 5) == .reject(.tooManyTunnels))
     }
@@ -136,7 +136,7 @@ struct RelayRegistryAddressTests {
         limits.maximumConnectionsPerAddress = 100
         var registry = Registry(limits: limits)
         for id in 1...5 as ClosedRange<UInt64> {
-            #expect(Self.new(&registry, from: "a", id: id) == .accept(side: .authenticator, routingIDHeader: "010203"))
+            #expect(Self.new(&registry, from: "a", id: id) == .accept(side: .authenticator, routingIDHeader: "0A0B0C"))
         }
         #expect(Self.new(&registry, from: "a", id: 6) == .reject(.tooManyTunnelsFromAddress))
     }

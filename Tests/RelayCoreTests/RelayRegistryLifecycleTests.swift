@@ -15,7 +15,7 @@ struct RelayRegistryLifecycleTests {
     {
         registry.upgrade(
             path: "/cable/new/\(Self.tunnelID)", subprotocols: ["fido.cable"], from: address, connection: authenticator,
-            now: Self.at(second), randomRoutingID: { [0x0A, 0x0B, 0x0C] })
+            now: Self.at(second))
     }
 
     func connect(_ registry: inout Registry, from address: String = "10.0.0.2", at second: Int = 1)
@@ -23,7 +23,7 @@ struct RelayRegistryLifecycleTests {
     {
         registry.upgrade(
             path: "/cable/connect/0A0B0C/\(Self.tunnelID)", subprotocols: ["fido.cable"], from: address,
-            connection: client, now: Self.at(second), randomRoutingID: { [9, 9, 9] })
+            connection: client, now: Self.at(second))
     }
 
     /// The record of the `finished` action that must end `actions`.
@@ -179,10 +179,10 @@ struct RelayRegistryLifecycleTests {
         var registry = RelayRegistry<ArraySlice<UInt8>>()
         _ = registry.upgrade(
             path: "/cable/new/\(Self.tunnelID)", subprotocols: ["fido.cable"], from: "a", connection: authenticator,
-            now: Self.at(0), randomRoutingID: { [1, 2, 3] })
+            now: Self.at(0))
         _ = registry.upgrade(
-            path: "/cable/connect/010203/\(Self.tunnelID)", subprotocols: ["fido.cable"], from: "b",
-            connection: client, now: Self.at(0), randomRoutingID: { [1, 2, 3] })
+            path: "/cable/connect/0A0B0C/\(Self.tunnelID)", subprotocols: ["fido.cable"], from: "b",
+            connection: client, now: Self.at(0))
         let slice = ([0, 1, 2, 3, 4, 5] as [UInt8])[2..<5]
         #expect(registry.message(slice, from: client, now: Self.at(1)) == [.forward(slice, to: authenticator)])
     }

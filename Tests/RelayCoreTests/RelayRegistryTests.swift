@@ -6,6 +6,14 @@ import Testing
 /// The registry with messages as byte arrays.
 typealias Registry = RelayRegistry<[UInt8]>
 
+extension RelayRegistry {
+    /// The routing ID of the tests' relays.
+    static var testRoutingID: RoutingID { try! RoutingID(hex: "0A0B0C") }
+
+    /// A relay whose routing ID is 0A0B0C.
+    init(limits: RelayLimits = RelayLimits()) { self.init(limits: limits, routingID: Self.testRoutingID) }
+}
+
 struct RelayRegistryTests {
     static let tunnelID = "00112233445566778899AABBCCDDEEFF"
     static let start = ContinuousClock.now
@@ -19,7 +27,7 @@ struct RelayRegistryTests {
         var registry = Registry(limits: limits)
         let decision = registry.upgrade(
             path: "/cable/new/\(Self.tunnelID)", subprotocols: ["fido.cable"], from: "10.0.0.1",
-            connection: authenticator, now: Self.at(0), randomRoutingID: { [0x0A, 0x0B, 0x0C] })
+            connection: authenticator, now: Self.at(0))
         #expect(decision == .accept(side: .authenticator, routingIDHeader: "0A0B0C"))
         return registry
     }
@@ -28,8 +36,7 @@ struct RelayRegistryTests {
         -> RelayUpgradeDecision
     {
         registry.upgrade(
-            path: path, subprotocols: ["other", "fido.cable"], from: "10.0.0.2", connection: client, now: Self.at(1),
-            randomRoutingID: { [9, 9, 9] })
+            path: path, subprotocols: ["other", "fido.cable"], from: "10.0.0.2", connection: client, now: Self.at(1))
     }
 
     @Test mutating func relaysBothWaysInOrderAndBuffersBeforeTheClientJoins() {
@@ -63,21 +70,61 @@ struct RelayRegistryTests {
             ("/cable/other", ["fido.cable"], .unknownPath),
             ("/cable/new/XYZ", ["fido.cable"], .badHex),
             ("/cable/new/\(Self.tunnelID)", ["fido.cable"], .duplicateTunnel),
-            ("/cable/connect/0A0B0D/\(Self.tunnelID)", ["fido.cable"], .unknownTunnel),
+            ("/cable/connect/0A0B0D/\(Self.tunnelID)", ["fido.cable"], .unknownRoutingID),
+            ("/cable/connect/0A0B0D/FFEEDDCCBBAA99887766554433221100", ["fido.cable"], .unknownRoutingID),
             ("/cable/connect/0A0B0C/FFEEDDCCBBAA99887766554433221100", ["fido.cable"], .unknownTunnel),
             ("/cable/connect/0A0B0C/\(Self.tunnelID)", [], .missingSubprotocol),
             ("/cable/connect/0A0B0C/\(Self.tunnelID)", ["chat"], .missingSubprotocol),
         ]
         for (path, subprotocols, rejection) in tries {
             let decision = registry.upgrade(
-                path: path, subprotocols: subprotocols, from: "10.0.0.3", connection: ConnectionID(9), now: Self.at(1),
-                randomRoutingID: { [1, 2, 3] })
+                path: path, subprotocols: subprotocols, from: "10.0.0.3", connection: ConnectionID(9), now: Self.at(1))
             #expect(decision == .reject(rejection), "\(path)")
         }
         #expect(join(&registry) == .accept(side: .client, routingIDHeader: nil))
         #expect(join(&registry) == .reject(.tunnelAlreadyJoined))
         #expect(RelayRejection.duplicateTunnel.status == 409 && RelayRejection.unknownTunnel.status == 404)
         #expect(RelayRejection.badHex.status == 400)
+    }
+
+    @Test mutating func everyTunnelGetsTheRelaysRoutingIDAndConnectMustNameIt() {
+        var registry = Registry(limits: RelayLimits(), routingID: try! RoutingID(hex: "00012C"))
+        for index in 1...3 {
+            let tunnelID = String(repeating: String(format: "%02X", index), count: 16)
+            #expect(
+                registry.upgrade(
+                    path: "/cable/new/\(tunnelID)", subprotocols: ["fido.cable"], from: "10.0.0.\(index)",
+                    connection: ConnectionID(UInt64(index)), now: Self.at(0))
+                    == .accept(side: .authenticator, routingIDHeader: "00012C"))
+        }
+        let tunnelID = String(repeating: "01", count: 16)
+        for other in ["00012D", "01012C", "000000"] {
+            #expect(
+                registry.upgrade(
+                    path: "/cable/connect/\(other)/\(tunnelID)", subprotocols: ["fido.cable"], from: "10.0.1.1",
+                    connection: ConnectionID(9), now: Self.at(1)) == .reject(.unknownRoutingID))
+        }
+        #expect(
+            registry.upgrade(
+                path: "/cable/connect/00012c/\(tunnelID)", subprotocols: ["fido.cable"], from: "10.0.1.1",
+                connection: ConnectionID(9), now: Self.at(1)) == .accept(side: .client, routingIDHeader: nil))
+        #expect(RelayRejection.unknownRoutingID.status == 404)
+    }
+
+    @Test mutating func drainingRefusesNewTunnelsAndKeepsTheOpenOnes() {
+        var registry = registered()
+        registry.isDraining = true
+        #expect(
+            registry.upgrade(
+                path: "/cable/new/FFEEDDCCBBAA99887766554433221100", subprotocols: ["fido.cable"], from: "10.0.0.9",
+                connection: ConnectionID(9), now: Self.at(1)) == .reject(.draining))
+        #expect(RelayRejection.draining.status == 503)
+        #expect(registry.message([1], from: authenticator, now: Self.at(1)).isEmpty)
+        #expect(join(&registry) == .accept(side: .client, routingIDHeader: nil))
+        #expect(registry.joined(client) == [.forward([1], to: client)])
+        #expect(registry.message([2], from: client, now: Self.at(2)) == [.forward([2], to: authenticator)])
+        _ = registry.closed(client, now: Self.at(3))
+        #expect(registry.openTunnels == 0)
     }
 
     @Test mutating func aMessageOverTheLimitClosesTheTunnel() {
@@ -146,12 +193,11 @@ struct RelayRegistryTests {
         var limits = RelayLimits()
         limits.maximumConnectionsPerAddress = 2
         limits.maximumTunnels = 3
-        var registry = Registry(limits: limits, routingIDPrefix: 0x42)
+        var registry = Registry(limits: limits, routingID: try! RoutingID(hex: "420203"))
         func open(_ index: UInt8, from address: String) -> RelayUpgradeDecision {
             registry.upgrade(
                 path: "/cable/new/" + String(repeating: String(format: "%02X", index), count: 16),
-                subprotocols: ["fido.cable"], from: address, connection: ConnectionID(UInt64(index)), now: Self.at(0),
-                randomRoutingID: { [1, 2, 3] })
+                subprotocols: ["fido.cable"], from: address, connection: ConnectionID(UInt64(index)), now: Self.at(0))
         }
         #expect(open(1, from: "a") == .accept(side: .authenticator, routingIDHeader: "420203"))
         #expect(open(2, from: "a") == .accept(side: .authenticator, routingIDHeader: "420203"))

@@ -1,4 +1,5 @@
 import Foundation
+import Hybrid
 import Logging
 import NIOCore
 import NIOEmbedded
@@ -17,6 +18,8 @@ final class EmbeddedRelay {
     let log = LogCapture()
     let state: RelayState
     private var connections: [EmbeddedConnection] = []
+    /// The routing ID of an embedded relay whose configuration names none.
+    static let routingID = try! RoutingID(hex: "0A0B0C")
 
     init(_ configure: (inout RelayServerConfiguration) -> Void = { _ in }) {
         var configuration = RelayServerConfiguration()
@@ -25,7 +28,7 @@ final class EmbeddedRelay {
         let clock = clock
         state = RelayState(
             limits: configuration.limits, addressRules: configuration.addressRules,
-            routingIDPrefix: configuration.routingIDPrefix, logger: log.logger, now: { clock.now })
+            routingID: configuration.routingID ?? Self.routingID, logger: log.logger, now: { clock.now })
     }
 
     /// An accepted TCP connection from `address`; `nil` when the relay closes it at once (its limits).
@@ -90,11 +93,8 @@ final class EmbeddedRelay {
         run()
     }
 
-    /// The value of one sample in the metrics text.
-    func metric(_ sample: String) -> Int? {
-        state.metricsText().split(separator: "\n").first { $0.hasPrefix(sample + " ") }
-            .flatMap { Int($0.split(separator: " ").last!) }
-    }
+    /// The value of one sample in the metrics text (gauges are written as `1.0`, counters as `1`).
+    func metric(_ sample: String) -> Int? { Relay.metric(sample, in: state.metricsText()) }
 }
 
 /// One connection of an ``EmbeddedRelay``: bytes in as reads, the relay's answers out as parsed HTTP and frames.

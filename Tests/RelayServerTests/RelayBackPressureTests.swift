@@ -27,7 +27,8 @@ struct EmbeddedRelaySide {
 
     init(limits: RelayLimits = RelayLimits()) throws {
         let channel = EmbeddedChannel()
-        let state = RelayState(limits: limits, routingIDPrefix: nil, logger: Logger(label: "relay.test"))
+        let state = RelayState(
+            limits: limits, routingID: EmbeddedRelay.routingID, logger: Logger(label: "relay.test"))
         self.channel = channel
         self.state = state
         try channel.connect(to: SocketAddress(ipAddress: "192.0.2.1", port: 4000)).wait()

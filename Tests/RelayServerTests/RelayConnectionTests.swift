@@ -32,7 +32,8 @@ final class WriteRecorder: ChannelOutboundHandler {
 struct RelayConnectionTests {
     let channel = EmbeddedChannel()
     let recorder = WriteRecorder()
-    let state = RelayState(limits: RelayLimits(), routingIDPrefix: nil, logger: Logger(label: "relay.test"))
+    let state = RelayState(
+        limits: RelayLimits(), routingID: EmbeddedRelay.routingID, logger: Logger(label: "relay.test"))
     let connection: RelayConnection
 
     init() throws {

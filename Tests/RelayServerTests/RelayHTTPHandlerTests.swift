@@ -1,3 +1,4 @@
+import Hybrid
 import NIOCore
 import NIOEmbedded
 import RelayCore
@@ -28,10 +29,13 @@ struct RelayHTTPHandlerTests {
         RefusalCase("bad hex", 400, "badHex") { _ in WebSocketUpgrade.request(path: "/cable/new/XYZ") },
         RefusalCase("duplicate", 409, "duplicateTunnel") { WebSocketUpgrade.request(path: "/cable/new/\($0)") },
         RefusalCase("unknown tunnel", 404, "unknownTunnel") { _ in
-            WebSocketUpgrade.request(path: "/cable/connect/000000/\(Relay.randomTunnelID())")
+            WebSocketUpgrade.request(path: "/cable/connect/0A0B0C/\(Relay.randomTunnelID())")
+        },
+        RefusalCase("another instance's routing ID", 404, "unknownRoutingID") {
+            WebSocketUpgrade.request(path: "/cable/connect/0A0B0D/\($0)")
         },
         RefusalCase("no subprotocol", 400, "missingSubprotocol") {
-            WebSocketUpgrade.request(path: "/cable/connect/000000/\($0)", protocols: nil)
+            WebSocketUpgrade.request(path: "/cable/connect/0A0B0C/\($0)", protocols: nil)
         },
         RefusalCase("wrong subprotocol", 400, "missingSubprotocol") {
             WebSocketUpgrade.request(path: "/cable/new/\($0)", protocols: "chat, superchat")
@@ -82,7 +86,7 @@ struct RelayHTTPHandlerTests {
     }
 
     @Test func theUpgradeAnswerNamesTheSubprotocolTheAcceptKeyAndTheRoutingID() throws {
-        let relay = EmbeddedRelay { $0.routingIDPrefix = 0xC3 }
+        let relay = EmbeddedRelay { $0.routingID = try? RoutingID(hex: "C3D4E5") }
         let side = try #require(try relay.connect())
         try side.send(WebSocketUpgrade.request(path: "/cable/new/\(Relay.randomTunnelID())"))
         let response = try #require(try side.response())
@@ -90,7 +94,7 @@ struct RelayHTTPHandlerTests {
         #expect(response.header("Sec-WebSocket-Accept") == "s3pPLMBiTxaQ9kYGzzhZRbK+xOo=")  // RFC 6455 §1.3
         #expect(response.header("Sec-WebSocket-Protocol") == "fido.cable")
         let routingID = try #require(response.header("X-caBLE-Routing-ID"))
-        #expect(routingID.count == 6 && routingID.hasPrefix("C3") && routingID.allSatisfy(\.isHexDigit))
+        #expect(routingID == "C3D4E5")
         #expect(!side.isClosed)
         #expect(relay.metric("relay_tunnels_opened_total") == 1)
     }
@@ -132,8 +136,9 @@ struct RelayHTTPHandlerTests {
         let response = try #require(try client.response())
         #expect(response.status == 200)
         #expect(response.header("Content-Type")?.hasPrefix("text/plain; version=0.0.4") == true)
-        #expect(response.body.contains("relay_tunnels_paired 1\n"))
-        #expect(response.body.contains("relay_connections_open 3\n"))
+        #expect(response.body.contains("relay_tunnels_paired 1.0\n"))
+        #expect(response.body.contains("relay_connections_open 3.0\n"))
+        #expect(response.body.contains("relay_draining 0.0\n"))
         #expect(client.isClosed)
     }
 

@@ -1,4 +1,5 @@
 import Foundation
+import Hybrid
 import NIOCore
 import Synchronization
 import RelayCore
@@ -62,13 +63,24 @@ struct RelayServerTests {
         #expect(response.status == 409)
     }
 
-    @Test func routingIDPrefix() async throws {
-        let relay = try await Relay.start { $0.routingIDPrefix = 0xC3 }
+    @Test func everyTunnelGetsTheInstancesRoutingID() async throws {
+        let relay = try await Relay.start { $0.routingID = try? RoutingID(hex: "C3D4E5") }
         defer { Task { await relay.server.shutdown() } }
+        #expect(relay.server.routingID.hex == "C3D4E5")
         for _ in 0..<3 {
             let (_, routingID) = try await relay.new()
-            #expect(routingID.hasPrefix("C3"))
+            #expect(routingID == "C3D4E5")
         }
+        let (_, response) = try await relay.request(
+            WebSocketUpgrade.request(path: "/cable/connect/C3D4E6/\(Relay.randomTunnelID())"))
+        #expect(response.status == 404)
+        #expect(relay.metric("relay_rejections_total{reason=\"unknownRoutingID\"}") == 1)
+        // Without one configured, a random routing ID is the same for every tunnel.
+        let other = try await Relay.start()
+        defer { Task { await other.server.shutdown() } }
+        let (_, first) = try await other.new()
+        let (_, second) = try await other.new()
+        #expect(first == second && first == other.server.routingID.hex)
     }
 
     @Test func limitsWebSocketsPerAddressAndTunnels() async throws {
@@ -112,7 +124,7 @@ struct RelayServerTests {
         for sample in [
             "relay_tunnels_opened_total 1", "relay_tunnels_paired_total 1", "relay_messages_relayed_total 2",
             "relay_bytes_relayed_total 128", "relay_rejections_total{reason=\"badHex\"} 1",
-            "relay_tunnels_closed_total{outcome=\"completed\"} 1", "relay_tunnels_open 0", "relay_tunnels_paired 0",
+            "relay_tunnels_closed_total{outcome=\"completed\"} 1", "relay_tunnels_open 0.0", "relay_tunnels_paired 0.0",
             "# TYPE relay_rejections_total counter", "# TYPE relay_tunnels_open gauge",
         ] {
             #expect(text.contains(sample + "\n"), "\(sample)")

@@ -90,7 +90,7 @@ struct RelayTLSAndExecutableTests {
         let path = try #require(
             Self.executable, "passkey-relay is not built next to the tests: run swift build --build-tests")
         let relay = try ChildProcess(
-            path, ["--listen", "127.0.0.1:0", "--routing-id", "ab", "--tunnel-lifetime", "30", "--threads", "1"])
+            path, ["--listen", "127.0.0.1:0", "--routing-id", "abcdef", "--tunnel-lifetime", "30", "--threads", "1"])
         defer { relay.stop() }
 
         let line = try #require(await relay.stdoutLine(timeout: .seconds(30)), "passkey-relay said: \(relay.errors)")
@@ -103,7 +103,7 @@ struct RelayTLSAndExecutableTests {
         try await authenticator.send(WebSocketUpgrade.request(path: "/cable/new/\(tunnelID)"))
         let response = try await authenticator.readResponse()
         let routingID = try #require(response.header("X-caBLE-Routing-ID"))
-        #expect(routingID.hasPrefix("AB"))
+        #expect(routingID == "ABCDEF")
         let client = try await RawClient.connect(port: port)
         try await client.send(WebSocketUpgrade.request(path: "/cable/connect/\(routingID)/\(tunnelID)"))
         #expect(try await client.readResponse().status == 101)
@@ -125,8 +125,79 @@ struct RelayTLSAndExecutableTests {
         #expect(tunnelLines.first?.contains("routing_id=\(routingID)") == true)
     }
 
+    /// A `passkey-relay` child on a free port, and that port.
+    static func startExecutable(_ arguments: [String] = []) async throws -> (ChildProcess, port: Int) {
+        let path = try #require(
+            Self.executable, "passkey-relay is not built next to the tests: run swift build --build-tests")
+        let relay = try ChildProcess(path, ["--listen", "127.0.0.1:0", "--threads", "1"] + arguments)
+        let line = try #require(await relay.stdoutLine(timeout: .seconds(30)), "passkey-relay said: \(relay.errors)")
+        return (relay, try #require(Int(line.split(separator: ":").last ?? "")))
+    }
+
+    static func get(_ path: String, port: Int) async throws -> RawResponse {
+        let client = try await RawClient.connect(port: port)
+        try await client.send("GET \(path) HTTP/1.1\r\nHost: x\r\n\r\n")
+        return try await client.readResponse()
+    }
+
+    static func new(port: Int) async throws -> (RawClient, RawResponse, tunnelID: String) {
+        let tunnelID = Relay.randomTunnelID()
+        let client = try await RawClient.connect(port: port)
+        try await client.send(WebSocketUpgrade.request(path: "/cable/new/\(tunnelID)"))
+        return (client, try await client.readResponse(), tunnelID)
+    }
+
+    @Test func sigtermDrainsUntilTheLastTunnelEndsThenExits0() async throws {
+        let (relay, port) = try await Self.startExecutable(["--instance", "300"])
+        defer { relay.stop() }
+        #expect(try await Self.get("/healthz", port: port).status == 200)
+        let (authenticator, response, tunnelID) = try await Self.new(port: port)
+        #expect(response.header("X-caBLE-Routing-ID") == "00012C")
+
+        relay.signal(SIGTERM)
+        let deadline = ContinuousClock.now + .seconds(10)
+        while try await Self.get("/healthz", port: port).status != 503 {
+            #expect(ContinuousClock.now < deadline, "/healthz still answers 200")
+            try await Task.sleep(for: .milliseconds(20))
+        }
+        #expect(try await Self.new(port: port).1.status == 503)
+        // The open tunnel goes on: its computer joins and they talk.
+        let client = try await RawClient.connect(port: port)
+        try await client.send(WebSocketUpgrade.request(path: "/cable/connect/00012C/\(tunnelID)"))
+        #expect(try await client.readResponse().status == 101)
+        try await authenticator.send(RawFrame.clientBinary([4, 2]))
+        #expect(try await client.readFrame()?.payload == [4, 2])
+        #expect(try await Self.get("/healthz", port: port).status == 503, "still there with a tunnel open")
+        await client.close()
+        #expect(try await authenticator.expectClose() == 1000)
+        #expect(await relay.wait(timeout: .seconds(20)).exitStatus == 0)
+    }
+
+    @Test(arguments: [[SIGTERM, SIGTERM], [SIGINT], [SIGTERM, SIGINT]])
+    func aSecondSIGTERMOrSIGINTStopsAtOnce(signals: [Int32]) async throws {
+        let (relay, port) = try await Self.startExecutable(["--tunnel-lifetime", "60"])
+        defer { relay.stop() }
+        let (authenticator, response, _) = try await Self.new(port: port)
+        #expect(response.status == 101)
+        for signal in signals {
+            relay.signal(signal)
+            try await Task.sleep(for: .milliseconds(200))
+        }
+        #expect(try await authenticator.expectClose() == 1001)
+        #expect(await relay.wait(timeout: .seconds(20)).exitStatus == 0)
+    }
+
+    @Test func printsTheRoutingIDAndTheContactIDPrefix() async throws {
+        let path = try #require(Self.executable)
+        let run = try await ChildProcess.run(path, ["--instance", "1", "--print-routing-id"])
+        #expect(run.termination.exitStatus == 0)
+        #expect(run.stdout == "000001 AAAB\n")
+    }
+
     @Test(arguments: [
-        ["--routing-id", "XYZ"], ["--listen", "nowhere"], ["--tls-cert", "/tmp/x.pem"], ["--max-message-bytes", "0"],
+        ["--routing-id", "XYZ"], ["--routing-id", "ab"], ["--instance", "16777216"], ["--instance", "-1"],
+        ["--instance", "1", "--routing-id", "000001"], ["--print-routing-id"], ["--listen", "nowhere"],
+        ["--tls-cert", "/tmp/x.pem"], ["--max-message-bytes", "0"],
         ["--tunnel-lifetime", "-1"], ["--trusted-proxy", "example.com"], ["--trusted-proxy", "10.0.0.0/33"],
         ["--ipv4-prefix-length", "33"], ["--ipv6-prefix-length", "-1"], ["--reserved-tunnel-percent", "101"],
         ["--max-overhead-frames", "0"], ["--max-pending-connections", "0"],

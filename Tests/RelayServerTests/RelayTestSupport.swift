@@ -85,9 +85,12 @@ struct Relay {
     }
 
     /// The value of one sample in the metrics text, such as `relay_rejections_total{reason="badHex"}`.
-    func metric(_ sample: String) -> Int? {
-        server.metricsText().split(separator: "\n").first { $0.hasPrefix(sample + " ") }
-            .flatMap { Int($0.split(separator: " ").last!) }
+    func metric(_ sample: String) -> Int? { Self.metric(sample, in: server.metricsText()) }
+
+    /// The value of one sample in a metrics text: gauges are written as `1.0`, counters as `1`.
+    static func metric(_ sample: String, in text: String) -> Int? {
+        text.split(separator: "\n").first { $0.hasPrefix(sample + " ") }
+            .flatMap { Double($0.split(separator: " ").last!) }.map { Int($0) }
     }
 
     static func randomTunnelID() -> String {

@@ -1,0 +1,374 @@
+"""Three `passkey-relay` instances behind HAProxy, and separately nginx, as `Tools/relay-cluster` runs them.
+
+Through the balancer: many tunnel pairings (`/cable/new` spread by least connections, `/cable/connect` routed by the
+routing ID in path field 4) with a small WebSocket client of its own, and full sign-ins with `passkey client` and
+`passkey scan`; `kill -9` of one instance fails only the tunnels on that instance; a rolling restart (SIGTERM, drain,
+start again) fails none, and `/cable/new` refused (503) by a draining instance is retried on another; an unknown
+routing ID gets 404.
+
+RELAY_CLUSTER_PAIRINGS sets the number of pairings (default 1000, about 1.5 s per balancer here, 100 at a time).
+Skipped when haproxy or nginx is not installed (Tools/lib/setup.sh installs both).
+"""
+
+import asyncio
+import base64
+import os
+import random
+import re
+import resource
+import select
+import shutil
+import signal
+import socket
+import subprocess
+import tempfile
+import time
+
+import pytest
+
+from conftest import PASSKEY_BIN
+from test_webauthn_client import RelyingParty, new_store, through_phone
+
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+RELAY_BIN = os.path.abspath(
+    os.environ.get("PASSKEY_RELAY_BIN", os.path.join(os.path.dirname(PASSKEY_BIN), "passkey-relay")))
+CLUSTER = os.path.join(ROOT, "Tools", "relay-cluster")
+INSTANCES = 3
+PAIRINGS = int(os.environ.get("RELAY_CLUSTER_PAIRINGS", "1000"))
+TIMEOUT = 15
+
+
+def routing_id(instance):
+    """`passkey-relay --instance N`'s routing ID: N as 3 big-endian bytes in hex."""
+    return "%06X" % instance
+
+
+# MARK: A WebSocket client, as raw as the tests need
+
+
+class Refused(Exception):
+    """The upgrade was answered with another status than 101."""
+
+    def __init__(self, status, path):
+        super().__init__(f"{path}: {status}")
+        self.status = status
+
+
+class Side:
+    """One upgraded connection: masked binary frames out, the server's frames in."""
+
+    def __init__(self, reader, writer, headers):
+        self.reader, self.writer, self.headers = reader, writer, headers
+
+    async def send(self, payload):
+        assert len(payload) < 126
+        mask = os.urandom(4)
+        masked = bytes(byte ^ mask[index % 4] for index, byte in enumerate(payload))
+        self.writer.write(bytes([0x82, 0x80 | len(payload)]) + mask + masked)
+        await self.writer.drain()
+
+    async def receive(self):
+        """The next binary message; raises EOFError when the relay closes the tunnel instead."""
+        head = await asyncio.wait_for(self.reader.readexactly(2), TIMEOUT)
+        length = head[1] & 0x7F
+        if length == 126:
+            length = int.from_bytes(await self.reader.readexactly(2), "big")
+        payload = await self.reader.readexactly(length)
+        if head[0] & 0x0F == 0x8:
+            raise EOFError(f"closed with {int.from_bytes(payload[:2], 'big') if payload else None}")
+        return payload
+
+    def close(self):
+        self.writer.close()
+
+
+async def upgrade(port, path):
+    """Opens a WebSocket to `path` with subprotocol fido.cable; raises Refused with the status otherwise."""
+    reader, writer = await asyncio.wait_for(asyncio.open_connection("127.0.0.1", port), TIMEOUT)
+    key = base64.b64encode(os.urandom(16)).decode()
+    writer.write((f"GET {path} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+                  f"Sec-WebSocket-Key: {key}\r\nSec-WebSocket-Version: 13\r\n"
+                  "Sec-WebSocket-Protocol: fido.cable\r\n\r\n").encode())
+    try:
+        head = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), TIMEOUT)
+    except (asyncio.IncompleteReadError, ConnectionError) as error:
+        writer.close()
+        raise Refused(None, path) from error
+    lines = head.decode("latin-1").split("\r\n")
+    status = int(lines[0].split()[1])
+    headers = {name.strip().lower(): value.strip()
+               for name, _, value in (line.partition(":") for line in lines[1:] if line)}
+    if status != 101:
+        writer.close()
+        raise Refused(status, path)
+    return Side(reader, writer, headers)
+
+
+def new_tunnel_id():
+    return os.urandom(16).hex().upper()
+
+
+async def open_tunnel(port):
+    """A paired tunnel that has carried one message each way: (phone side, computer side, routing ID)."""
+    tunnel_id = new_tunnel_id()
+    phone = await upgrade(port, f"/cable/new/{tunnel_id}")
+    routing = phone.headers["x-cable-routing-id"]
+    try:
+        computer = await upgrade(port, f"/cable/connect/{routing}/{tunnel_id}")
+    except Exception:
+        phone.close()
+        raise
+    await exchange(phone, computer, b"hello")
+    return phone, computer, routing
+
+
+async def exchange(phone, computer, payload):
+    await computer.send(payload)
+    assert await phone.receive() == payload
+    await phone.send(payload[::-1])
+    assert await computer.receive() == payload[::-1]
+
+
+async def pairing(port, hold=0.0):
+    """One whole pairing through the balancer; returns the routing ID of the instance that held it."""
+    phone, computer, routing = await open_tunnel(port)
+    try:
+        if hold:
+            await asyncio.sleep(hold)
+            await exchange(phone, computer, b"again")
+    finally:
+        computer.close()
+        phone.close()
+    return routing
+
+
+async def gather_limited(coroutines, limit):
+    semaphore = asyncio.Semaphore(limit)
+
+    async def run(coroutine):
+        async with semaphore:
+            return await coroutine
+
+    return await asyncio.gather(*(run(coroutine) for coroutine in coroutines), return_exceptions=True)
+
+
+async def http_status(port, path):
+    reader, writer = await asyncio.open_connection("127.0.0.1", port)
+    writer.write(f"GET {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n".encode())
+    line = await asyncio.wait_for(reader.readline(), TIMEOUT)
+    writer.close()
+    return int(line.split()[1])
+
+
+# MARK: The cluster
+
+
+def free_ports(count):
+    """`count` consecutive free TCP ports on loopback."""
+    for _ in range(100):
+        first = random.randrange(20000, 60000 - count)
+        sockets = []
+        try:
+            for port in range(first, first + count):
+                sock = socket.socket()
+                sockets.append(sock)
+                sock.bind(("127.0.0.1", port))
+            return first
+        except OSError:
+            continue
+        finally:
+            for sock in sockets:
+                sock.close()
+    raise RuntimeError("no free ports")
+
+
+class Cluster:
+    """`Tools/relay-cluster` with its front port, its directory (pids, logs) and what it said."""
+
+    def __init__(self, balancer, directory):
+        self.balancer, self.directory = balancer, directory
+        self.port = free_ports(INSTANCES + 1)
+        self.log_path = os.path.join(directory, "cluster.log")
+        self.log = open(self.log_path, "w")
+        self.process = subprocess.Popen(
+            [CLUSTER, "--balancer", balancer, "--instances", str(INSTANCES), "--port", str(self.port),
+             "--relay", RELAY_BIN, "--dir", os.path.join(directory, "cluster"),
+             "--relay-arg=--max-connections-per-address=100000", "--relay-arg=--max-tunnels=4000",
+             "--relay-arg=--tunnel-lifetime=30", "--relay-arg=--threads=1", "--relay-arg=--log-level=warning"],
+            stdout=subprocess.PIPE, stderr=self.log, text=True, start_new_session=True)
+        ready, _, _ = select.select([self.process.stdout], [], [], 60)
+        line = self.process.stdout.readline() if ready else "(nothing within 60 s)\n"
+        if line != f"listening on ws://127.0.0.1:{self.port}\n":
+            self.stop()
+            pytest.fail(f"Tools/relay-cluster: {line}{self.said()}")
+        self.url = f"ws://127.0.0.1:{self.port}"
+
+    def said(self):
+        with open(self.log_path) as file:
+            return file.read()
+
+    def pid(self, instance):
+        with open(os.path.join(self.directory, "cluster", f"relay-{instance}.pid")) as file:
+            return int(file.read())
+
+    def relay_port(self, instance):
+        return self.port + instance
+
+    def stop(self):
+        self.process.send_signal(signal.SIGTERM)
+        try:
+            self.process.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            os.killpg(self.process.pid, signal.SIGKILL)  # the script, its balancer and its instances
+            self.process.wait()
+        self.log.close()
+        return self.process.returncode
+
+
+@pytest.fixture(params=["haproxy", "nginx"])
+def cluster(request):
+    if shutil.which(request.param, path=os.environ.get("PATH", "") + ":/usr/sbin") is None:
+        pytest.skip(f"{request.param} is not installed (Tools/lib/setup.sh installs it)")
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    resource.setrlimit(resource.RLIMIT_NOFILE, (max(soft, min(hard, 16384)), hard))
+    with tempfile.TemporaryDirectory() as directory:
+        cluster = Cluster(request.param, directory)
+        yield cluster
+        assert cluster.stop() == 0, cluster.said()
+
+
+# MARK: Tests
+
+
+def test_many_pairings_through_the_balancer_all_succeed_and_spread(cluster):
+    async def run():
+        started = time.monotonic()
+        results = await gather_limited([pairing(cluster.port) for _ in range(PAIRINGS)], 100)
+        return results, time.monotonic() - started
+
+    results, seconds = asyncio.run(run())
+    failures = [result for result in results if isinstance(result, BaseException)]
+    assert not failures, f"{len(failures)} of {PAIRINGS} failed, first: {failures[0]!r}"
+    per_instance = {routing: results.count(routing) for routing in set(results)}
+    print(f"{cluster.balancer}: {PAIRINGS} pairings in {seconds:.1f} s, per instance {per_instance}")
+    assert set(per_instance) == {routing_id(i) for i in range(1, INSTANCES + 1)}, per_instance
+
+
+def test_an_unknown_routing_id_gets_404(cluster):
+    async def run():
+        # No instance has routing ID ABCDEF: the balancer answers.
+        with pytest.raises(Refused) as unknown:
+            await upgrade(cluster.port, f"/cable/connect/ABCDEF/{new_tunnel_id()}")
+        # Instance 2 exists but holds no such tunnel: it answers. Lower-case hex reaches it too.
+        with pytest.raises(Refused) as no_tunnel:
+            await upgrade(cluster.port, f"/cable/connect/{routing_id(2).lower()}/{new_tunnel_id()}")
+        # A contact ID whose first 4 characters name no instance.
+        contact = base64.urlsafe_b64encode(bytes.fromhex("ABCDEF") + os.urandom(29)).decode().rstrip("=")
+        with pytest.raises(Refused) as unknown_contact:
+            await upgrade(cluster.port, f"/cable/contact/{contact}")
+        return unknown.value.status, no_tunnel.value.status, unknown_contact.value.status
+
+    assert asyncio.run(run()) == (404, 404, 404)
+
+
+def test_kill_9_of_one_instance_fails_only_its_tunnels(cluster):
+    count = 60
+
+    async def run():
+        tunnels = await asyncio.gather(*(open_tunnel(cluster.port) for _ in range(count)))
+        victim = routing_id(2)
+        on_victim = sum(1 for _, _, routing in tunnels if routing == victim)
+        assert 0 < on_victim < count
+        os.kill(cluster.pid(2), signal.SIGKILL)
+        await asyncio.sleep(0.5)
+        results = await asyncio.gather(
+            *(exchange(phone, computer, b"after") for phone, computer, _ in tunnels), return_exceptions=True)
+        for phone, computer, _ in tunnels:
+            phone.close()
+            computer.close()
+        failed = {routing for (_, _, routing), result in zip(tunnels, results) if isinstance(result, BaseException)}
+        failed_count = sum(1 for result in results if isinstance(result, BaseException))
+        # New tunnels go to the two instances left.
+        later = await gather_limited([pairing(cluster.port) for _ in range(30)], 10)
+        return on_victim, failed, failed_count, later
+
+    on_victim, failed, failed_count, later = asyncio.run(run())
+    assert failed == {routing_id(2)} and failed_count == on_victim
+    failures = [result for result in later if isinstance(result, BaseException)]
+    assert not failures, failures[:3]
+    assert set(later) <= {routing_id(1), routing_id(3)}
+
+
+def test_new_tunnels_refused_by_a_draining_instance_are_tried_on_another(cluster):
+    async def run():
+        held = [await open_tunnel(cluster.port) for _ in range(6)]  # instance 1 holds some: it stays draining
+        assert routing_id(1) in {routing for _, _, routing in held}
+        os.kill(cluster.pid(1), signal.SIGTERM)
+        await asyncio.sleep(0.05)
+        results = []
+        end = time.monotonic() + 1.0
+        while time.monotonic() < end:
+            results += await asyncio.gather(*(pairing(cluster.port) for _ in range(10)), return_exceptions=True)
+        health = await http_status(cluster.relay_port(1), "/healthz")
+        reader, writer = await asyncio.open_connection("127.0.0.1", cluster.relay_port(1))
+        writer.write(b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n")
+        metrics = (await reader.read()).decode()
+        for phone, computer, _ in held:
+            phone.close()
+            computer.close()
+        return results, health, metrics
+
+    results, health, metrics = asyncio.run(run())
+    failures = [result for result in results if isinstance(result, BaseException)]
+    assert not failures, f"{len(failures)} of {len(results)} failed, first: {failures[0]!r}"
+    assert health == 503
+    assert routing_id(1) not in results
+    refused = int(re.search(r'relay_rejections_total\{reason="draining"\} (\d+)', metrics).group(1))
+    print(f"{cluster.balancer}: {len(results)} pairings while instance 1 drained, {refused} of them retried after 503")
+    if cluster.balancer == "haproxy":
+        assert refused > 0  # before the health check saw it: retry-on 503 sent them elsewhere
+
+
+def test_a_rolling_restart_drains_with_no_failed_tunnel(cluster):
+    pids = [cluster.pid(i) for i in range(1, INSTANCES + 1)]
+
+    async def worker(done, results):
+        while not done.is_set():
+            try:
+                results.append(await pairing(cluster.port, hold=0.2))
+            except Exception as error:  # noqa: BLE001 - every failure is the finding
+                results.append(error)
+
+    async def run():
+        done = asyncio.Event()
+        results = []
+        workers = [asyncio.create_task(worker(done, results)) for _ in range(8)]
+        await asyncio.sleep(0.5)
+        cluster.process.send_signal(signal.SIGHUP)
+        deadline = time.monotonic() + 90
+        while "rolling restart done" not in cluster.said():
+            assert time.monotonic() < deadline, cluster.said()
+            await asyncio.sleep(0.2)
+        await asyncio.sleep(0.5)
+        done.set()
+        await asyncio.gather(*workers)
+        return results
+
+    results = asyncio.run(run())
+    failures = [result for result in results if isinstance(result, BaseException)]
+    assert not failures, f"{len(failures)} of {len(results)} failed, first: {failures[0]!r}\n{cluster.said()}"
+    assert len(results) > 50
+    assert all(cluster.pid(i) != pids[i - 1] for i in range(1, INSTANCES + 1))
+    for instance in range(1, INSTANCES + 1):
+        assert asyncio.run(http_status(cluster.relay_port(instance), "/healthz")) == 200
+
+
+def test_full_sign_ins_through_the_balancer(cluster, tmp_path):
+    directory = str(tmp_path)
+    phone_store = new_store(directory, "phone.sqlite")
+    rp = RelyingParty()
+    rp.verify_registration(through_phone(directory, cluster.url, "create", rp.registration_options(), phone_store))
+    for allow in (False, True, False):
+        output = through_phone(directory, cluster.url, "get", rp.authentication_options(allow=allow), phone_store)
+        assert rp.verify_authentication(output).user_verified
+    assert re.search(r"relay \d: routing ID 00000\d", cluster.said())
