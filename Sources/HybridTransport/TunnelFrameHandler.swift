@@ -97,8 +97,10 @@ final class TunnelFrameHandler: ChannelDuplexHandler {
             context.writeAndFlush(Self.wrapOutboundOut(pong), promise: nil)
         case .fragment, .pong:
             break
-        case .close:
-            // The relay or the peer ended the tunnel: answer, then close; the stream ends when the channel does.
+        case .close(let code):
+            // The relay or the peer ended the tunnel: answer, then close; the stream ends when the channel does. A
+            // code of the private-use range (4000–4999) is the relay's reason, which the reader gets as an error.
+            if let code, (4000...4999).contains(code) { context.fireErrorCaught(TunnelError.closedByRelay(code: code)) }
             sendClose(.normalClosure, context: context, promise: nil)
         }
     }

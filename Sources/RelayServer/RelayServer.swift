@@ -67,9 +67,16 @@ public final class RelayServer: Sendable {
         guard configuration.writeBufferWaterMark.low <= configuration.writeBufferWaterMark.high else {
             throw .invalidConfiguration("the low write buffer water mark is above the high one")
         }
+        let contacts: RelayContacts
+        do throws(ContactFileError) {
+            contacts = try RelayContacts.load(
+                configuration: configuration.contacts, routingIDPrefix: configuration.routingIDPrefix, logger: logger)
+        } catch {
+            throw .invalidConfiguration(error.description)
+        }
         let state = RelayState(
             limits: limits, addressRules: configuration.addressRules, routingIDPrefix: configuration.routingIDPrefix,
-            logger: logger)
+            logger: logger, contacts: contacts)
         let group = MultiThreadedEventLoopGroup(numberOfThreads: configuration.threads)
         let bootstrap = ServerBootstrap(group: group)
             .serverChannelOption(.backlog, value: 4096)
