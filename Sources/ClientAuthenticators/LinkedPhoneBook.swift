@@ -118,7 +118,7 @@ public struct LinkedPhoneBook: Sendable {
                     lastUsed: link.lastUsed)
             })
         let encoder = JSONEncoder()
-        encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
+        encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
         encoder.dateEncodingStrategy = .iso8601
         let data: Data
         do {
