@@ -205,6 +205,7 @@ struct HybridLinkTests {
             qrKey: P256.KeyAgreement.PrivateKey(), secret: [UInt8](repeating: 3, count: 16),
             ephemeralKey: P256.KeyAgreement.PrivateKey(),
             requestType: .getAssertion, timestamp: 0)
-        return session.qrCode
+        guard let qrCode = session.qrCode else { throw QRCodeError.missingPrefix }
+        return qrCode
     }
 }
