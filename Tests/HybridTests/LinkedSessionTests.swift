@@ -9,6 +9,14 @@ import Testing
 /// Linked (state-assisted) hybrid: the phone offers linking information in a QR session, the client keeps it, and a
 /// later session runs from it without a QR code (contact request, the link's advert keys, NKpsk0). Both roles run
 /// against each other in memory.
+extension HybridClientSession {
+    /// The QR code of a QR-initiated session.
+    func requireQRCode() throws -> QRCodePayload {
+        guard let qrCode else { throw QRCodeError.missingPrefix }
+        return qrCode
+    }
+}
+
 struct LinkedSessionTests {
     static let relay = try! TunnelServerBaseURL(string: "ws://127.0.0.1:8080")
     static func random(_ count: Int) -> [UInt8] { AuthenticatorEnvironment.systemRandomBytes(count) }
@@ -20,7 +28,7 @@ struct LinkedSessionTests {
             requestType: .getAssertion, timestamp: 1_800_000_000, tunnelServer: relay,
             offersLinking: clientOffersLinking)
         _ = client.start()
-        let qrCode = try #require(client.qrCode)
+        let qrCode = try client.requireQRCode()
         #expect(qrCode.stateAssisted == clientOffersLinking)
         var phone = try HybridAuthenticatorSession(
             qrCode: try QRCodePayload(url: qrCode.url), getInfo: [0xA0], ephemeralKey: P256.KeyAgreement.PrivateKey(),
@@ -211,7 +219,7 @@ struct WakeChannelProtocolTests {
         #expect(!payload.description.contains("0909"))
 
         let cases: [(String, ClientPayloadError)] = [
-            ("A", .notHex), ("ZZ", .notHex), ("", .invalidCBOR(.truncated)),
+            ("A", .notHex), ("ZZ", .notHex), ("", .invalidCBOR(.unexpectedEnd)),
             (CBORValue.array([]).encoded().hexString, .notAMap),
             (CBORValue.map([2: .bytes(Self.random(16)), 3: "ga"]).encoded().hexString, .missingKey(1)),
             (CBORValue.map([1: .bytes(Self.random(7)), 2: .bytes(Self.random(16)), 3: "ga"]).encoded().hexString, .invalidField(1)),

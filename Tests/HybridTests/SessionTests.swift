@@ -24,7 +24,7 @@ struct SessionTests {
         var client = try HybridClientSession(
             qrKey: P256.KeyAgreement.PrivateKey(), secret: random(16), ephemeralKey: P256.KeyAgreement.PrivateKey(),
             requestType: requestType, timestamp: 1_800_000_000, tunnelServer: relay)
-        let shown = try #require(client.qrCode)
+        let shown = try client.requireQRCode()
         #expect(client.start() == [.report(.showQRCode(url: shown.url)), .startScanning, .armTimer(.seconds(120))])
         #expect(client.phase == .qrShown)
 
@@ -172,7 +172,7 @@ struct SessionTests {
             ])
 
         var phone = try HybridAuthenticatorSession(
-            qrCode: try #require(client.qrCode), getInfo: [0xA0], ephemeralKey: P256.KeyAgreement.PrivateKey(), advertNonce: nonce)
+            qrCode: try client.requireQRCode(), getInfo: [0xA0], ephemeralKey: P256.KeyAgreement.PrivateKey(), advertNonce: nonce)
         _ = phone.start()
         #expect(
             phone.tunnelConnected(routingID: routingID) == [
@@ -188,7 +188,7 @@ struct SessionTests {
             ephemeralKey: P256.KeyAgreement.PrivateKey(),
             requestType: .getAssertion, timestamp: 0)
         var phone = try HybridAuthenticatorSession(
-            qrCode: try #require(client.qrCode), getInfo: [0xA0], ephemeralKey: P256.KeyAgreement.PrivateKey(),
+            qrCode: try client.requireQRCode(), getInfo: [0xA0], ephemeralKey: P256.KeyAgreement.PrivateKey(),
             advertNonce: Self.random(10))
         _ = phone.start()
         guard case .advertise(let serviceData) = phone.tunnelConnected(routingID: try RoutingID(bytes: [1, 2, 3]))[0]
@@ -211,7 +211,7 @@ struct SessionTests {
             ephemeralKey: P256.KeyAgreement.PrivateKey(),
             requestType: .getAssertion, timestamp: 0)
         var impostor = try HybridAuthenticatorSession(
-            qrCode: try #require(pair.client.qrCode), getInfo: [0xA0], ephemeralKey: P256.KeyAgreement.PrivateKey(),
+            qrCode: try pair.client.requireQRCode(), getInfo: [0xA0], ephemeralKey: P256.KeyAgreement.PrivateKey(),
             advertNonce: Self.random(10))
         _ = impostor.start()
         guard
@@ -283,7 +283,7 @@ struct SessionDecisionTests {
 
     static func phone(for client: borrowing HybridClientSession, keepOpen: Bool) throws -> HybridAuthenticatorSession {
         try HybridAuthenticatorSession(
-            qrCode: try #require(client.qrCode), getInfo: [0xA0], ephemeralKey: P256.KeyAgreement.PrivateKey(),
+            qrCode: try client.requireQRCode(), getInfo: [0xA0], ephemeralKey: P256.KeyAgreement.PrivateKey(),
             advertNonce: SessionTests.random(10), tunnelServer: SessionTests.relay, keepOpen: keepOpen,
             timeouts: timeouts)
     }
