@@ -159,7 +159,8 @@ public struct ContactRegistry: Sendable {
             else { return refuse(connection, code: ListenerCloseCode.badMessage) }
             records[hash] = ContactRecord(hash: hash, sealedVerifier: sealed, created: date, lastUsed: date)
             listeners[connection] = .finished
-            return [.send(.registered(contactID: contactID), to: connection), .close(connection, code: 1000), .persist]
+            // Written before the answer goes out: a phone told "registered" finds its contact after a restart.
+            return [.persist, .send(.registered(contactID: contactID), to: connection), .close(connection, code: 1000)]
         case (.challenged(let challenge, _), .listen(let contactID, let proof)):
             let hash = ContactOwnership.hash(contactID: contactID)
             switch verify(contactID: contactID, hash: hash, proof: proof, challenge: challenge) {
@@ -193,7 +194,7 @@ public struct ContactRegistry: Sendable {
             }
             records[hash] = nil
             listeners[connection] = .finished
-            var actions: [Action] = [.send(.revoked, to: connection), .close(connection, code: 1000)]
+            var actions: [Action] = [.persist, .send(.revoked, to: connection), .close(connection, code: 1000)]
             for other in listenersByContact.removeValue(forKey: hash) ?? [] {
                 listeners[other] = .finished
                 actions.append(.close(other, code: ListenerCloseCode.unknownContact))
@@ -202,7 +203,7 @@ public struct ContactRegistry: Sendable {
                 pending[requester] = nil
                 actions.append(.expireContactRequest(requester))
             }
-            return actions + [.persist]
+            return actions
         case (.listening(let hash, let since, _), .heartbeat):
             listeners[connection] = .listening(hash: hash, since: since, lastHeard: now)
             return []

@@ -24,8 +24,8 @@ struct ContactRegistryTests {
         let contactID = Self.routingID.bytes + [UInt8](repeating: 0x11, count: 29)
         #expect(
             actions == [
-                .send(.registered(contactID: contactID), to: ConnectionID(1)), .close(ConnectionID(1), code: 1000),
-                .persist,
+                .persist, .send(.registered(contactID: contactID), to: ConnectionID(1)),
+                .close(ConnectionID(1), code: 1000),
             ])
         registry.listenerClosed(ConnectionID(1))
         #expect(registry.counts.contacts == 1)
@@ -124,9 +124,9 @@ struct ContactRegistryTests {
             routingID: Self.routingID, now: Self.at(1), date: 1000, randomBytes: { .init(repeating: 0, count: $0) })
         #expect(
             actions == [
-                .send(.revoked, to: ConnectionID(5)), .close(ConnectionID(5), code: 1000),
+                .persist, .send(.revoked, to: ConnectionID(5)), .close(ConnectionID(5), code: 1000),
                 .close(ConnectionID(2), code: ListenerCloseCode.unknownContact),
-                .expireContactRequest(ConnectionID(9)), .persist,
+                .expireContactRequest(ConnectionID(9)),
             ])
         #expect(registry.contactRequested(contactID) == .gone)
         #expect(registry.counts.contacts == 0)
