@@ -148,7 +148,8 @@ let package = Package(
         .target(
             name: "ClientAuthenticators",
             dependencies: [
-                "Basics", "CBOR", "CTAP2", "Hybrid", "HybridLink", "HybridTransport", "Proximity", "SecurityKey", "WebAuthnClient",
+                "Basics", "CBOR", "CTAP2", "Hybrid", "HybridLink", "HybridTransport", "Proximity", "SecurityKey",
+                "WebAuthnClient",
             ],
             swiftSettings: strictSettings
         ),

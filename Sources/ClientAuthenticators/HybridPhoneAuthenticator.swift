@@ -64,7 +64,9 @@ public struct HybridPhoneAuthenticator: ClientAuthenticator {
                 tunnelServer: tunnelServer, timeouts: timeouts, offersLinking: onLinking != nil,
                 environment: environment,
                 progress: { event in
-                    if case .advertSeen(_, let domain) = event, let base = try? TunnelServerBaseURL(string: "wss://" + domain.host) {
+                    if case .advertSeen(_, let domain) = event,
+                        let base = try? TunnelServerBaseURL(string: "wss://" + domain.host)
+                    {
                         relay.withLock { $0 = $0 ?? base }
                     }
                     progress(event)

@@ -14,7 +14,9 @@ enum WakeChannelTargets {
     private static let tunnelID = (try? TunnelID(bytes: keys.bytes(TunnelID.byteCount)))!
 
     /// The challenge connection `id` gets (fixed, so that seeds can carry valid proofs).
-    private static func challenge(_ id: UInt8) -> [UInt8] { [UInt8](repeating: id, count: ListenerMessage.challengeLength) }
+    private static func challenge(_ id: UInt8) -> [UInt8] {
+        [UInt8](repeating: id, count: ListenerMessage.challengeLength)
+    }
 
     // MARK: Client payload
 
@@ -28,7 +30,10 @@ enum WakeChannelTargets {
                 + [Array(payloads[0].headerValue.lowercased().utf8), [0xA0], Array("A0".utf8)]
         },
         run: { input in
-            for candidate in [try? ClientPayload(cbor: input), try? ClientPayload(headerValue: String(decoding: input, as: UTF8.self))] {
+            for candidate in [
+                try? ClientPayload(cbor: input),
+                try? ClientPayload(headerValue: String(decoding: input, as: UTF8.self)),
+            ] {
                 guard let payload = candidate else { continue }
                 expect(payload.linkID.count == 8 && payload.clientNonce.count == 16, "a payload of the wrong sizes")
                 expect((try? ClientPayload(cbor: payload.cbor)) == payload, "a client payload changed in a round trip")
@@ -47,7 +52,8 @@ enum WakeChannelTargets {
         seeds: {
             let proof1 = ContactOwnership.proof(verifier: verifier, challenge: challenge(1), contactID: contactID)
             let listen1: [UInt8] = [1 << 4 | 1] + ListenerMessage.listen(contactID: contactID, proof: proof1).bytes
-            let forged: [UInt8] = [1 << 4 | 2] + ListenerMessage.listen(contactID: contactID, proof: keys.bytes(32)).bytes
+            let forged: [UInt8] =
+                [1 << 4 | 2] + ListenerMessage.listen(contactID: contactID, proof: keys.bytes(32)).bytes
             let register: [UInt8] = [1 << 4 | 3] + ListenerMessage.register(verifier: keys.bytes(32)).bytes
             let revoke: [UInt8] =
                 [1 << 4 | 1]
@@ -72,7 +78,9 @@ enum WakeChannelTargets {
         },
         run: { input in
             if let message = try? ListenerMessage(bytes: input) {
-                expect((try? ListenerMessage(bytes: message.bytes)) == message, "a listener message changed in a round trip")
+                expect(
+                    (try? ListenerMessage(bytes: message.bytes)) == message,
+                    "a listener message changed in a round trip")
             }
             runRegistry(input)
         })
@@ -114,7 +122,8 @@ enum WakeChannelTargets {
             case 1:
                 check(
                     registry.listenerMessage(
-                        Array(chunk.dropFirst()), from: connection, routingID: routingID, now: now, date: Int64(seconds),
+                        Array(chunk.dropFirst()), from: connection, routingID: routingID, now: now,
+                        date: Int64(seconds),
                         randomBytes: { keys.bytes($0) }))
             case 2:
                 registry.listenerClosed(connection)

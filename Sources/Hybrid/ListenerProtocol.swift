@@ -212,7 +212,9 @@ public enum ContactOwnership {
 
     /// The verifier a phone registers for its listener secret.
     public static func verifier(listenerSecret: [UInt8]) -> [UInt8] {
-        Array(HMAC<SHA256>.authenticationCode(for: Array("passkey listener verifier v1".utf8), using: key(listenerSecret)))
+        Array(
+            HMAC<SHA256>.authenticationCode(for: Array("passkey listener verifier v1".utf8), using: key(listenerSecret))
+        )
     }
 
     /// The answer to `challenge` for `contactID`.
@@ -243,7 +245,8 @@ public enum ContactOwnership {
     /// Opens a sealed verifier with the contact ID that was named; nil when it does not open (a different ID).
     public static func unseal(_ sealed: [UInt8], contactID: [UInt8]) -> [UInt8]? {
         guard let box = try? AES.GCM.SealedBox(combined: sealed),
-            let opened = try? AES.GCM.open(box, using: sealingKey(contactID), authenticating: hash(contactID: contactID))
+            let opened = try? AES.GCM.open(
+                box, using: sealingKey(contactID), authenticating: hash(contactID: contactID))
         else { return nil }
         return Array(opened)
     }

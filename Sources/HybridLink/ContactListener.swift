@@ -25,7 +25,8 @@ public enum ContactListenerError: Error, Hashable, Sendable, CustomStringConvert
                 + "link the computers again with `passkey scan --link`"
         case .proofRefused: "the relay refused this phone's ownership proof"
         case .refused(let code):
-            "the relay closed the listener with code \(code)" + (ListenerCloseCode.describe(code).map { ": \($0)" } ?? "")
+            "the relay closed the listener with code \(code)"
+                + (ListenerCloseCode.describe(code).map { ": \($0)" } ?? "")
         }
     }
 
@@ -173,7 +174,8 @@ public struct ContactListener: Sendable {
             let reason: String
             do throws(ContactListenerError) {
                 try await listenOnce(
-                    contactID: contactID, verifier: verifier, onListening: {
+                    contactID: contactID, verifier: verifier,
+                    onListening: {
                         backoff.reset()
                         onEvent(.listening)
                     }, onEvent: onEvent, onWake: onWake)

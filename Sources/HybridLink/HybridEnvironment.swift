@@ -37,9 +37,10 @@ public struct HybridEnvironment: Sendable {
     /// Opens a tunnel with extra request headers (`/cable/contact` and its `X-caBLE-Client-Payload`); nil uses
     /// ``openTunnel`` and drops the headers (in-memory tunnels in tests).
     public var openTunnelWithHeaders:
-        (@Sendable (_ url: String, _ headers: [(name: String, value: String)], _ timeout: Duration) async throws(
-            TunnelError
-        ) -> any HybridTunnel)?
+        (
+            @Sendable (_ url: String, _ headers: [(name: String, value: String)], _ timeout: Duration)
+                async throws(TunnelError) -> any HybridTunnel
+        )?
 
     public init(
         openTunnel:
@@ -50,9 +51,10 @@ public struct HybridEnvironment: Sendable {
         now: @escaping @Sendable () -> ContinuousClock.Instant = { .now },
         sleep: @escaping @Sendable (Duration) async throws -> Void = { try await Task.sleep(for: $0) },
         openTunnelWithHeaders:
-            (@Sendable (_ url: String, _ headers: [(name: String, value: String)], _ timeout: Duration) async throws(
-                TunnelError
-            ) -> any HybridTunnel)? = nil
+            (
+                @Sendable (_ url: String, _ headers: [(name: String, value: String)], _ timeout: Duration)
+                    async throws(TunnelError) -> any HybridTunnel
+            )? = nil
     ) {
         self.openTunnel = openTunnel
         self.openTunnelWithHeaders = openTunnelWithHeaders

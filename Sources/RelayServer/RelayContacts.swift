@@ -265,7 +265,9 @@ final class RelayContacts: Sendable {
             let encoder = JSONEncoder()
             encoder.outputFormatting = [.sortedKeys]
             let data = try encoder.encode(contents)
-            guard FileManager.default.createFile(atPath: temporary, contents: data, attributes: [.posixPermissions: 0o600])
+            guard
+                FileManager.default.createFile(
+                    atPath: temporary, contents: data, attributes: [.posixPermissions: 0o600])
             else { throw ContactFileError(description: "cannot create \(temporary)") }
             guard rename(temporary, path) == 0 else {
                 throw ContactFileError(description: "cannot replace \(path): \(String(cString: strerror(errno)))")

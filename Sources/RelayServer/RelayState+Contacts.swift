@@ -22,7 +22,9 @@ extension RelayState {
             guard subprotocols.contains(TunnelServerProtocol.webSocketSubprotocol) else {
                 return .reject(.missingSubprotocol)
             }
-            guard contacts.acceptListener(connection, address: key, maximumConnections: limits.maximumConnectionsPerAddress)
+            guard
+                contacts.acceptListener(
+                    connection, address: key, maximumConnections: limits.maximumConnectionsPerAddress)
             else { return .reject(.tooManyConnectionsFromAddress) }
             locked.withLock { $0.endPending(connection.id) }
             return .accept(side: .client, routingIDHeader: nil)

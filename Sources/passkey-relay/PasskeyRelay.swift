@@ -96,7 +96,9 @@ struct PasskeyRelay: AsyncParsableCommand {
             throw ValidationError("--contact-expiry-days must be between 0 and 3650")
         }
         for (name, value) in [("--wake-wait", wakeWait), ("--heartbeat-interval", heartbeatInterval)] {
-            guard value >= 0.1, value <= 3600 else { throw ValidationError("\(name) must be between 0.1 and 3600 seconds") }
+            guard value >= 0.1, value <= 3600 else {
+                throw ValidationError("\(name) must be between 0.1 and 3600 seconds")
+            }
         }
         guard maxContacts > 0 else { throw ValidationError("--max-contacts must be at least 1") }
         if let threads, threads < 1 { throw ValidationError("--threads must be at least 1") }

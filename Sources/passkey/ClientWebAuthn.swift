@@ -479,7 +479,9 @@ struct ClientLinkOptions: ParsableArguments {
     var links: String?
 
     func validate() throws {
-        if link && linked != nil { throw ValidationError("--link (a QR session) and --linked (no QR code) exclude each other.") }
+        if link && linked != nil {
+            throw ValidationError("--link (a QR session) and --linked (no QR code) exclude each other.")
+        }
     }
 
     func book(store: StoreOptions) -> LinkedPhoneBook {

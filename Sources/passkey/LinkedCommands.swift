@@ -29,7 +29,9 @@ extension Passkey {
                 let format = Date.ISO8601FormatStyle()
                 if json {
                     try ClientOptions.printJSON([
-                        "relays": state.contacts.map { ["relay": $0.relay, "registered": $0.registered.formatted(format)] },
+                        "relays": state.contacts.map {
+                            ["relay": $0.relay, "registered": $0.registered.formatted(format)]
+                        },
                         "links": state.links.map { link in
                             var entry: [String: Any] = [
                                 "linkID": link.linkID.hexString, "relay": link.relay,
@@ -114,9 +116,12 @@ extension Passkey.Client {
         @Flag(help: "Print one JSON object.") var json = false
 
         func run() async throws {
-            let book = LinkedPhoneBook(url: links.map { URL(fileURLWithPath: $0) } ?? ClientLinking.bookURL(store: store))
+            let book = LinkedPhoneBook(
+                url: links.map { URL(fileURLWithPath: $0) } ?? ClientLinking.bookURL(store: store))
             if let remove {
-                guard try book.forget(remove) else { throw CommandFailure("no linked phone called \(remove.terminalSafe)") }
+                guard try book.forget(remove) else {
+                    throw CommandFailure("no linked phone called \(remove.terminalSafe)")
+                }
                 print("forgot \(remove.terminalSafe)")
                 return
             }
@@ -134,10 +139,13 @@ extension Passkey.Client {
                 ])
                 return
             }
-            if phones.isEmpty { print("no linked phone (link one: `passkey client get --link …` and `passkey scan --link`)") }
+            if phones.isEmpty {
+                print("no linked phone (link one: `passkey client get --link …` and `passkey scan --link`)")
+            }
             for phone in phones {
                 let used = phone.lastUsed.map { ", last used \($0.formatted(format))" } ?? ""
-                print("\(phone.name.terminalSafe)  via \(phone.relay), linked \(phone.created.formatted(format))\(used)")
+                print(
+                    "\(phone.name.terminalSafe)  via \(phone.relay), linked \(phone.created.formatted(format))\(used)")
             }
         }
     }

@@ -41,7 +41,8 @@ extension Passkey {
                 throw CommandFailure("the stored relay \(contact.relay) is not a ws:// or wss:// URL")
             }
             guard let identityKey = state.identityPrivateKey else {
-                throw CommandFailure("the phone's identity key in \(PhoneLinkFile.url(forStore: store.url).path) is invalid")
+                throw CommandFailure(
+                    "the phone's identity key in \(PhoneLinkFile.url(forStore: store.url).path) is invalid")
             }
             let mode = hybrid.mode
             let advertiser = try await Radio.advertiser(for: mode)
@@ -70,7 +71,9 @@ extension Passkey {
             for await wake in wakes {
                 let links = (try? PhoneLinkFile.load(for: store)) ?? state
                 guard let link = links.link(id: wake.clientPayload.linkID) else {
-                    status.say("woken for link \(wake.clientPayload.linkID.hexString), which this phone does not have: ignored")
+                    status.say(
+                        "woken for link \(wake.clientPayload.linkID.hexString), which this phone does not have: ignored"
+                    )
                     continue
                 }
                 let authenticator = Authenticator(
@@ -105,7 +108,8 @@ extension Passkey {
         static func describe(_ event: ContactListenerEvent, relay: TunnelServerBaseURL) -> String {
             switch event {
             case .connecting(let attempt):
-                attempt == 1 ? "connecting to the relay \(relay)" : "connecting to the relay \(relay) (attempt \(attempt))"
+                attempt == 1
+                    ? "connecting to the relay \(relay)" : "connecting to the relay \(relay) (attempt \(attempt))"
             case .listening: "listening: linked computers can wake this phone through \(relay)"
             case .woken(let linkID): "woken: a linked computer asks for this phone (link \(linkID.hexString))"
             case .badWake(let reason): "a wake was refused: \(reason)"

@@ -52,7 +52,8 @@ enum PhoneLinking {
         switch state.contacts.count {
         case 0:
             throw CommandFailure(
-                "this phone is registered with no relay", hint: "Link a computer first: `passkey scan --link --relay URL …`.")
+                "this phone is registered with no relay",
+                hint: "Link a computer first: `passkey scan --link --relay URL …`.")
         case 1:
             return state.contacts[0]
         default:

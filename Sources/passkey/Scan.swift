@@ -130,10 +130,12 @@ extension Passkey {
             let contact = try await PhoneLinking.contact(
                 at: relay, state: &state, store: store, environment: environment, status: status)
             guard let identityKey = state.identityPrivateKey else {
-                throw CommandFailure("the phone's identity key in \(PhoneLinkFile.url(forStore: store.url).path) is invalid")
+                throw CommandFailure(
+                    "the phone's identity key in \(PhoneLinkFile.url(forStore: store.url).path) is invalid")
             }
             let offer = LinkingOffer(
-                contactID: contact.contactID, linkID: AuthenticatorEnvironment.systemRandomBytes(LinkingInfo.linkIDLength),
+                contactID: contact.contactID,
+                linkID: AuthenticatorEnvironment.systemRandomBytes(LinkingInfo.linkIDLength),
                 linkSecret: AuthenticatorEnvironment.systemRandomBytes(LinkingInfo.linkSecretLength),
                 identityKey: identityKey, name: name)
             return (offer, state, contact.relay)

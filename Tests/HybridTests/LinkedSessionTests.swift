@@ -151,7 +151,8 @@ struct LinkedSessionTests {
         let offer = Self.offer(identityKey: identityKey)
         var link = try #require(try Self.linkByQR(offer: offer))
         link.linkSecret = Self.random(32)
-        var pair = try Self.wake(link: link, phoneSecret: offer.linkSecret, identityKey: identityKey, nonce: Self.random(16))
+        var pair = try Self.wake(
+            link: link, phoneSecret: offer.linkSecret, identityKey: identityKey, nonce: Self.random(16))
         #expect(pair.client.advertReceived(pair.advert).isEmpty)
         #expect(pair.client.phase == .awaitingAdvert)
         let expired = pair.client.timerExpired()
@@ -165,7 +166,8 @@ struct LinkedSessionTests {
         let link = try #require(try Self.linkByQR(offer: offer))
         // The phone answers with another identity key (a different phone, or a tampered link).
         var pair = try Self.wake(
-            link: link, phoneSecret: offer.linkSecret, identityKey: P256.KeyAgreement.PrivateKey(), nonce: Self.random(16))
+            link: link, phoneSecret: offer.linkSecret, identityKey: P256.KeyAgreement.PrivateKey(),
+            nonce: Self.random(16))
         guard case .send(let message1) = pair.client.advertReceived(pair.advert)[3] else { return }
         let answer = pair.phone.received(message1)
         #expect(answer == [.stopAdvertising, .close(.handshake(.authenticationFailed))])
@@ -193,7 +195,8 @@ struct LinkedSessionTests {
             let random = [UInt8](repeating: 7, count: 13) + [low, 0]
             var phone = try HybridAuthenticatorSession(
                 linkedWake: try RoutingID(bytes: [1, 1, 1]), tunnelID: try TunnelID(bytes: Self.random(16)),
-                clientPayload: try ClientPayload(linkID: Self.random(8), clientNonce: Self.random(16), requestType: .getAssertion),
+                clientPayload: try ClientPayload(
+                    linkID: Self.random(8), clientNonce: Self.random(16), requestType: .getAssertion),
                 linkSecret: Self.random(32), identityKey: P256.KeyAgreement.PrivateKey(), getInfo: [0xA0],
                 ephemeralKey: P256.KeyAgreement.PrivateKey(), advertRandom: random, tunnelServer: Self.relay)
             _ = phone.start()
@@ -210,21 +213,35 @@ struct WakeChannelProtocolTests {
     static func random(_ count: Int) -> [UInt8] { AuthenticatorEnvironment.systemRandomBytes(count) }
 
     @Test func theClientPayloadRoundTripsAndRefusesWhatChromiumWouldNotSend() throws {
-        let payload = try ClientPayload(linkID: [1, 2, 3, 4, 5, 6, 7, 8], clientNonce: .init(repeating: 9, count: 16),
-                                        requestType: .makeCredential)
+        let payload = try ClientPayload(
+            linkID: [1, 2, 3, 4, 5, 6, 7, 8], clientNonce: .init(repeating: 9, count: 16),
+            requestType: .makeCredential)
         #expect(payload.headerValue == payload.cbor.upperHexString)
         #expect(try ClientPayload(headerValue: payload.headerValue) == payload)
         #expect(try ClientPayload(headerValue: payload.headerValue.lowercased()) == payload)
-        #expect(payload.cbor == CBORValue.map([1: .bytes([1, 2, 3, 4, 5, 6, 7, 8]), 2: .bytes(.init(repeating: 9, count: 16)), 3: "mc"]).encoded())
+        #expect(
+            payload.cbor
+                == CBORValue.map([
+                    1: .bytes([1, 2, 3, 4, 5, 6, 7, 8]), 2: .bytes(.init(repeating: 9, count: 16)), 3: "mc",
+                ]).encoded())
         #expect(!payload.description.contains("0909"))
 
         let cases: [(String, ClientPayloadError)] = [
             ("A", .notHex), ("ZZ", .notHex), ("", .invalidCBOR(.unexpectedEnd)),
             (CBORValue.array([]).encoded().hexString, .notAMap),
             (CBORValue.map([2: .bytes(Self.random(16)), 3: "ga"]).encoded().hexString, .missingKey(1)),
-            (CBORValue.map([1: .bytes(Self.random(7)), 2: .bytes(Self.random(16)), 3: "ga"]).encoded().hexString, .invalidField(1)),
-            (CBORValue.map([1: .bytes(Self.random(8)), 2: .bytes(Self.random(15)), 3: "ga"]).encoded().hexString, .invalidField(2)),
-            (CBORValue.map([1: .bytes(Self.random(8)), 2: .bytes(Self.random(16)), 3: 1]).encoded().hexString, .invalidField(3)),
+            (
+                CBORValue.map([1: .bytes(Self.random(7)), 2: .bytes(Self.random(16)), 3: "ga"]).encoded().hexString,
+                .invalidField(1)
+            ),
+            (
+                CBORValue.map([1: .bytes(Self.random(8)), 2: .bytes(Self.random(15)), 3: "ga"]).encoded().hexString,
+                .invalidField(2)
+            ),
+            (
+                CBORValue.map([1: .bytes(Self.random(8)), 2: .bytes(Self.random(16)), 3: 1]).encoded().hexString,
+                .invalidField(3)
+            ),
             (String(repeating: "00", count: 600), .tooLong(1200)),
         ]
         for (header, expected) in cases {
@@ -238,18 +255,24 @@ struct WakeChannelProtocolTests {
             .challenge(Self.random(32), heartbeatSeconds: 30), .register(verifier: Self.random(32)),
             .registered(contactID: contactID), .listen(contactID: contactID, proof: Self.random(32)), .listening,
             .revoke(contactID: contactID, proof: Self.random(32)),
-            .wake(routingID: try RoutingID(bytes: [1, 2, 3]), tunnelID: try TunnelID(bytes: Self.random(16)),
-                  clientPayload: Self.random(38)),
+            .wake(
+                routingID: try RoutingID(bytes: [1, 2, 3]), tunnelID: try TunnelID(bytes: Self.random(16)),
+                clientPayload: Self.random(38)),
             .heartbeat, .revoked,
         ]
         for message in messages {
             #expect(try ListenerMessage(bytes: message.bytes) == message)
             #expect(!message.description.contains(contactID.hexString))
         }
-        #expect(throws: ListenerMessageError.unknownType(10)) { _ = try ListenerMessage(bytes: CBORValue.map([0: 10]).encoded()) }
-        #expect(throws: ListenerMessageError.missingType) { _ = try ListenerMessage(bytes: CBORValue.map([1: 1]).encoded()) }
+        #expect(throws: ListenerMessageError.unknownType(10)) {
+            _ = try ListenerMessage(bytes: CBORValue.map([0: 10]).encoded())
+        }
+        #expect(throws: ListenerMessageError.missingType) {
+            _ = try ListenerMessage(bytes: CBORValue.map([1: 1]).encoded())
+        }
         #expect(throws: ListenerMessageError.invalidField(3)) {
-            _ = try ListenerMessage(bytes: CBORValue.map([0: 4, 3: .bytes(Self.random(31)), 8: .bytes(Self.random(32))]).encoded())
+            _ = try ListenerMessage(
+                bytes: CBORValue.map([0: 4, 3: .bytes(Self.random(31)), 8: .bytes(Self.random(32))]).encoded())
         }
         #expect(throws: ListenerMessageError.missingKey(8)) {
             _ = try ListenerMessage(bytes: CBORValue.map([0: 4, 3: .bytes(contactID)]).encoded())
@@ -268,9 +291,15 @@ struct WakeChannelProtocolTests {
         let challenge = Self.random(32)
         let proof = ContactOwnership.proof(verifier: verifier, challenge: challenge, contactID: contactID)
         #expect(ContactOwnership.verify(proof: proof, verifier: verifier, challenge: challenge, contactID: contactID))
-        #expect(!ContactOwnership.verify(proof: proof, verifier: verifier, challenge: Self.random(32), contactID: contactID))
-        #expect(!ContactOwnership.verify(proof: proof, verifier: verifier, challenge: challenge, contactID: Self.random(32)))
-        #expect(!ContactOwnership.verify(proof: Array(proof.prefix(31)), verifier: verifier, challenge: challenge, contactID: contactID))
+        #expect(
+            !ContactOwnership.verify(proof: proof, verifier: verifier, challenge: Self.random(32), contactID: contactID)
+        )
+        #expect(
+            !ContactOwnership.verify(proof: proof, verifier: verifier, challenge: challenge, contactID: Self.random(32))
+        )
+        #expect(
+            !ContactOwnership.verify(
+                proof: Array(proof.prefix(31)), verifier: verifier, challenge: challenge, contactID: contactID))
 
         // The stored verifier opens only with the contact ID it was sealed for.
         let sealed = ContactOwnership.seal(verifier: verifier, contactID: contactID)

@@ -172,7 +172,8 @@ struct SessionTests {
             ])
 
         var phone = try HybridAuthenticatorSession(
-            qrCode: try client.requireQRCode(), getInfo: [0xA0], ephemeralKey: P256.KeyAgreement.PrivateKey(), advertNonce: nonce)
+            qrCode: try client.requireQRCode(), getInfo: [0xA0], ephemeralKey: P256.KeyAgreement.PrivateKey(),
+            advertNonce: nonce)
         _ = phone.start()
         #expect(
             phone.tunnelConnected(routingID: routingID) == [

@@ -75,7 +75,9 @@ struct ContactRegistryTests {
             ])
         let unknown = Self.routingID.bytes + [UInt8](repeating: 0x22, count: 29)
         #expect(
-            listen(&registry, 4, contactID: unknown) == [.close(ConnectionID(4), code: ListenerCloseCode.unknownContact)])
+            listen(&registry, 4, contactID: unknown) == [
+                .close(ConnectionID(4), code: ListenerCloseCode.unknownContact)
+            ])
         // A listener that was refused gets no wake.
         let actions = registry.contactTunnelOpened(
             ConnectionID(9), contactID: contactID, routingID: Self.routingID,
@@ -105,7 +107,8 @@ struct ContactRegistryTests {
                 .send(.listening, to: ConnectionID(3)), .send(wake, to: ConnectionID(3)),
             ])
         // Nobody joined within the wait: the request expires (its tunnel closes with 4404).
-        #expect(registry.tick(now: Self.at(29), date: 1000).filter { $0 == .expireContactRequest(ConnectionID(9)) }.isEmpty)
+        #expect(
+            registry.tick(now: Self.at(29), date: 1000).filter { $0 == .expireContactRequest(ConnectionID(9)) }.isEmpty)
         #expect(registry.tick(now: Self.at(30), date: 1000).contains(.expireContactRequest(ConnectionID(9))))
         #expect(!registry.isWaiting(ConnectionID(9)))
     }
@@ -166,7 +169,8 @@ struct ContactRegistryTests {
         _ = registry.listenerOpened(ConnectionID(3), challenge: Self.challenge(3), now: Self.at(0))
         // The first tick sends a heartbeat to the proven listener; the silent challenge expires at 10 s.
         #expect(registry.tick(now: Self.at(1), date: 1000) == [.send(.heartbeat, to: ConnectionID(2))])
-        #expect(registry.tick(now: Self.at(10), date: 1000) == [.close(ConnectionID(3), code: ListenerCloseCode.timedOut)])
+        #expect(
+            registry.tick(now: Self.at(10), date: 1000) == [.close(ConnectionID(3), code: ListenerCloseCode.timedOut)])
         registry.listenerClosed(ConnectionID(3))
         // A listener that answers stays; one silent for three intervals is closed.
         #expect(
@@ -175,7 +179,9 @@ struct ContactRegistryTests {
                 date: 1000, randomBytes: { .init(repeating: 0, count: $0) }
             ).isEmpty)
         #expect(registry.tick(now: Self.at(100), date: 1000) == [.send(.heartbeat, to: ConnectionID(2))])
-        #expect(registry.tick(now: Self.at(150), date: 1000).contains(.close(ConnectionID(2), code: ListenerCloseCode.timedOut)))
+        #expect(
+            registry.tick(now: Self.at(150), date: 1000).contains(
+                .close(ConnectionID(2), code: ListenerCloseCode.timedOut)))
         registry.listenerClosed(ConnectionID(2))
         // Without a listener, the contact expires after its idle time.
         #expect(!registry.tick(now: Self.at(151), date: 1000 + 9 * Self.day).contains(.persist))
