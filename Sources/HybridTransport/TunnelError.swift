@@ -27,8 +27,8 @@ public enum TunnelError: Error, Hashable, Sendable, CustomStringConvertible {
     case tooManyUnreadMessages
     /// ``TunnelConnection/receive(timeout:waitingFor:)`` was called while another call on the same tunnel waited.
     case concurrentReceive
-    /// The relay closed the tunnel with a code of the private-use range 4000–4999: its own reason (for example
-    /// 4404, no phone answered a wake; `ListenerCloseCode`).
+    /// The relay closed the tunnel with one of the wake channel's codes (`ListenerCloseCode`, for example 4404: no
+    /// phone answered a wake).
     case closedByRelay(code: UInt16)
 
     public var description: String {

@@ -1,3 +1,4 @@
+import Hybrid
 import NIOCore
 import NIOPosix
 import NIOSSL
@@ -99,8 +100,11 @@ final class TunnelFrameHandler: ChannelDuplexHandler {
             break
         case .close(let code):
             // The relay or the peer ended the tunnel: answer, then close; the stream ends when the channel does. A
-            // code of the private-use range (4000–4999) is the relay's reason, which the reader gets as an error.
-            if let code, (4000...4999).contains(code) { context.fireErrorCaught(TunnelError.closedByRelay(code: code)) }
+            // code of the wake channel's (`ListenerCloseCode`) is the relay's reason, which the reader gets as an
+            // error; any other code ends the tunnel cleanly.
+            if let code, ListenerCloseCode.describe(code) != nil {
+                context.fireErrorCaught(TunnelError.closedByRelay(code: code))
+            }
             sendClose(.normalClosure, context: context, promise: nil)
         }
     }

@@ -100,6 +100,16 @@ extension Passkey {
             }
             await advertiser.close()
             if let error = await listening.value {
+                if error == .unknownContact, var current = try? PhoneLinkFile.load(for: store) {
+                    // The relay forgot the contact (revoked elsewhere, expired, or a relay without a contact file
+                    // restarted): its links are dead, and the next `scan --link` registers a new contact.
+                    current.links.removeAll { $0.relay == contact.relay }
+                    current.contacts.removeAll { $0.relay == contact.relay }
+                    try? PhoneLinkFile.save(current, for: store)
+                    throw CommandFailure(
+                        "the relay \(relay) no longer knows this phone: its links there were removed",
+                        hint: "Link the computers again with `passkey scan --link --relay \(relay) …`.")
+                }
                 throw CommandFailure("\(error)")
             }
             status.say("stopped")
