@@ -55,6 +55,8 @@ final class RelayContacts: Sendable {
     /// See ``instanceRoutingID(prefix:)``.
     let routingID: RoutingID
     private let locked: Mutex<Locked>
+    /// Listener connections open: while there are none, a tunnel's frames do not take the lock above.
+    private let listenerCount = Atomic<Int>(0)
     private let written = Mutex(0)
     private let logger: Logger
     private let now: @Sendable () -> ContinuousClock.Instant
@@ -99,16 +101,21 @@ final class RelayContacts: Sendable {
             state.listenersPerAddress[address, default: 0] += 1
             state.listenerAddress[connection.id] = address
             state.listeners[connection.id] = connection
+            listenerCount.add(1, ordering: .relaxed)
             return true
         }
     }
 
     /// The connection's WebSocket is ready; for a listener, the challenge goes out. False when it is no listener.
     func joined(_ connection: RelayConnection, state relay: RelayState) -> Bool {
+        guard listenerCount.load(ordering: .relaxed) > 0 else { return false }
         let now = now()
-        let challenge = (0..<ListenerMessage.challengeLength).map { _ in UInt8.random(in: 0...255) }
         let actions: [ContactRegistry.Action]? = locked.withLock { state in
             guard state.listeners[connection.id] != nil else { return nil }
+            var generator = SystemRandomNumberGenerator()
+            let challenge = (0..<ListenerMessage.challengeLength).map { _ in
+                UInt8.random(in: 0...255, using: &generator)
+            }
             return state.registry.listenerOpened(connection.id, challenge: challenge, now: now)
         }
         guard let actions else { return false }
@@ -118,6 +125,7 @@ final class RelayContacts: Sendable {
 
     /// A whole binary message; false when `connection` is no listener (a tunnel side).
     func message(_ bytes: ByteBufferView, from connection: RelayConnection, state relay: RelayState) -> Bool {
+        guard listenerCount.load(ordering: .relaxed) > 0 else { return false }
         let now = now()
         let date = date()
         let routingID = routingID
@@ -138,6 +146,7 @@ final class RelayContacts: Sendable {
             state.requests[connection.id] = nil
             state.registry.contactRequestEnded(connection.id)
             guard state.listeners.removeValue(forKey: connection.id) != nil else { return }
+            listenerCount.subtract(1, ordering: .relaxed)
             state.registry.listenerClosed(connection.id)
             if let address = state.listenerAddress.removeValue(forKey: connection.id) {
                 state.listenersPerAddress[address, default: 1] -= 1
