@@ -9,8 +9,9 @@ import WebAuthnClient
 /// A phone that sent linking information in an earlier QR session, as a `ClientAuthenticator`: opening it asks the
 /// phone's relay to wake it (`/cable/contact/{CONTACT_ID}`, the phone's `passkey listen` joins), waits for its advert
 /// (keys from the link secret and a fresh client nonce) and runs the NKpsk0 handshake with its identity key; no QR
-/// code. A relay that answers 410 means the phone revoked the link: `onGone` is called (forget it) and the session
-/// fails saying so.
+/// code. A relay that answers 410 (the phone revoked its contact), or closes the tunnel with 4410 (the phone declined
+/// the wake: it removed this link), means the link is gone: `onGone` is called (forget it) and the session fails
+/// saying so.
 public struct LinkedPhoneAuthenticator: ClientAuthenticator {
     public var kind: AuthenticatorKind { .hybrid }
     public var transports: [AuthenticatorTransport] { [.hybrid] }
@@ -65,11 +66,15 @@ public struct LinkedPhoneAuthenticator: ClientAuthenticator {
                 progress: progress)
         } catch {
             await scanner.close()
-            if case .tunnel(.refused(status: 410)) = error {
+            switch error {
+            case .tunnel(.refused(status: 410)), .tunnel(.closedByRelay(code: ListenerCloseCode.unknownContact)):
                 onGone()
                 throw AuthenticatorTransportError(
-                    "the phone \"\(phone.name)\" revoked this computer's link (the relay answered 410 Gone); the link "
+                    "the phone \"\(phone.name)\" revoked this computer's link (the relay answered "
+                        + "\(error == .tunnel(.refused(status: 410)) ? "410 Gone" : "4410, link declined")); the link "
                         + "was forgotten: scan a QR code to link again")
+            default:
+                break
             }
             throw AuthenticatorTransportError("the linked phone \"\(phone.name)\": \(error)")
         }

@@ -45,6 +45,7 @@ public enum ListenerMessageError: Error, Hashable, Sendable, CustomStringConvert
 /// | 7 wake | relay → phone | 4: routing ID (3 bytes), 5: tunnel ID (16 bytes), 6: the client payload's CBOR |
 /// | 8 heartbeat | both ways | — |
 /// | 9 revoked | relay → phone | — |
+/// | 10 declined | phone → relay | 5: the tunnel ID of a wake whose link the phone no longer has |
 ///
 /// Refusals end the connection with a close code (``ListenerCloseCode``).
 public enum ListenerMessage: Hashable, Sendable {
@@ -57,6 +58,9 @@ public enum ListenerMessage: Hashable, Sendable {
     case wake(routingID: RoutingID, tunnelID: TunnelID, clientPayload: [UInt8])
     case heartbeat
     case revoked
+    /// The phone no longer has the link a wake is for: the relay ends that contact request with 4410, and the
+    /// computer forgets the link.
+    case declined(tunnelID: TunnelID)
 
     /// The largest message either side sends: a wake with a payload of at most 1 KiB and its keys.
     public static let maximumByteCount = 2048
@@ -75,6 +79,7 @@ public enum ListenerMessage: Hashable, Sendable {
         case .wake: 7
         case .heartbeat: 8
         case .revoked: 9
+        case .declined: 10
         }
     }
 
@@ -96,6 +101,8 @@ public enum ListenerMessage: Hashable, Sendable {
             map[4] = .bytes(routingID.bytes)
             map[5] = .bytes(tunnelID.bytes)
             map[6] = .bytes(payload)
+        case .declined(let tunnelID):
+            map[5] = .bytes(tunnelID.bytes)
         case .listening, .heartbeat, .revoked:
             break
         }
@@ -141,6 +148,7 @@ public enum ListenerMessage: Hashable, Sendable {
             self = .wake(routingID: routingID, tunnelID: tunnelID, clientPayload: payload)
         case 8: self = .heartbeat
         case 9: self = .revoked
+        case 10: self = .declined(tunnelID: TunnelID(validBytes: try field(5, count: TunnelID.byteCount)))
         default: throw .unknownType(type)
         }
     }
@@ -159,6 +167,7 @@ extension ListenerMessage: CustomStringConvertible {
         case .wake(let routingID, _, _): "wake (routing ID \(routingID))"
         case .heartbeat: "heartbeat"
         case .revoked: "revoked"
+        case .declined: "declined"
         }
     }
 }
@@ -174,7 +183,8 @@ public enum ListenerCloseCode {
     public static let phoneUnreachable: UInt16 = 4404
     /// Listener: no message in time (the challenge's answer, or a heartbeat).
     public static let timedOut: UInt16 = 4408
-    /// Listener: the contact ID is unknown (revoked, expired, or never registered here).
+    /// Listener: the contact ID is unknown (revoked, expired, or never registered here). Contact: the phone no longer
+    /// has the link (it declined the wake): forget the link, as after a 410.
     public static let unknownContact: UInt16 = 4410
     /// Listener: the relay holds as many contacts as it may.
     public static let tooManyContacts: UInt16 = 4429
@@ -186,7 +196,7 @@ public enum ListenerCloseCode {
         case forgedProof: "the relay refused the ownership proof"
         case phoneUnreachable: "no phone answered the wake within the relay's wait"
         case timedOut: "the relay timed the listener out"
-        case unknownContact: "the relay does not know this contact ID (revoked, expired or never registered)"
+        case unknownContact: "the contact or the link is gone (revoked, expired or never registered)"
         case tooManyContacts: "the relay holds as many contacts as it may"
         default: nil
         }

@@ -67,6 +67,9 @@ public enum ContactListenerEvent: Hashable, Sendable {
     case woken(linkID: [UInt8])
     /// A wake could not be used: its client payload does not parse (the value says why).
     case badWake(String)
+    /// A wake for a link this phone no longer has was declined: the relay tells the computer (4410), which forgets
+    /// the link.
+    case declined(linkID: [UInt8])
     /// The connection ended (the reason given); the next attempt follows after `retryIn`.
     case disconnected(reason: String, retryIn: Duration)
 }
@@ -158,12 +161,13 @@ public struct ContactListener: Sendable {
     }
 
     /// Listens until the relay refuses for good (unknown contact, refused proof) or the task is cancelled: connects,
-    /// proves ownership, answers heartbeats, and passes each wake to `onWake` (which must return quickly: serve the
-    /// wake elsewhere, the heartbeats must go on). A connection that ends is retried after `backoff`'s next wait.
+    /// proves ownership, answers heartbeats, and passes each wake to `onWake`, which returns whether it serves it
+    /// (false: the phone no longer has the link, and the wake is declined). `onWake` must return quickly: serve the
+    /// wake elsewhere, the heartbeats must go on. A connection that ends is retried after `backoff`'s next wait.
     public func listen(
         contactID: [UInt8], listenerSecret: [UInt8], backoff: ReconnectBackoff = ReconnectBackoff(),
         onEvent: @escaping @Sendable (ContactListenerEvent) -> Void,
-        onWake: @escaping @Sendable (ContactWake) -> Void
+        onWake: @escaping @Sendable (ContactWake) -> Bool
     ) async throws(ContactListenerError) {
         var backoff = backoff
         var attempt = 0
@@ -199,7 +203,7 @@ public struct ContactListener: Sendable {
     /// One connection: challenge, proof, then heartbeats and wakes until it ends.
     private func listenOnce(
         contactID: [UInt8], verifier: [UInt8], onListening: () -> Void,
-        onEvent: @Sendable (ContactListenerEvent) -> Void, onWake: @Sendable (ContactWake) -> Void
+        onEvent: @Sendable (ContactListenerEvent) -> Void, onWake: @Sendable (ContactWake) -> Bool
     ) async throws(ContactListenerError) {
         try await withTunnel { tunnel throws(ContactListenerError) in
             let (challenge, heartbeat) = try await self.challenge(on: tunnel)
@@ -225,12 +229,19 @@ public struct ContactListener: Sendable {
                 case .heartbeat:
                     try await send(.heartbeat, on: tunnel)
                 case .wake(let routingID, let tunnelID, let payload):
+                    let clientPayload: ClientPayload
                     do throws(ClientPayloadError) {
-                        let clientPayload = try ClientPayload(cbor: payload)
-                        onEvent(.woken(linkID: clientPayload.linkID))
-                        onWake(ContactWake(routingID: routingID, tunnelID: tunnelID, clientPayload: clientPayload))
+                        clientPayload = try ClientPayload(cbor: payload)
                     } catch {
                         onEvent(.badWake(error.description))
+                        continue
+                    }
+                    let wake = ContactWake(routingID: routingID, tunnelID: tunnelID, clientPayload: clientPayload)
+                    if onWake(wake) {
+                        onEvent(.woken(linkID: clientPayload.linkID))
+                    } else {
+                        try await send(.declined(tunnelID: tunnelID), on: tunnel)
+                        onEvent(.declined(linkID: clientPayload.linkID))
                     }
                 default:
                     throw .unexpectedMessage(message.description)

@@ -55,9 +55,9 @@ public struct ContactRegistry: Sendable {
         case send(ListenerMessage, to: ConnectionID)
         /// Close that listener connection with this code.
         case close(ConnectionID, code: UInt16)
-        /// The contact request on that connection waited ``ContactLimits/wakeWait``: close its tunnel with 4404
-        /// unless the phone has joined it.
-        case expireContactRequest(ConnectionID)
+        /// End the contact request on that connection: close its tunnel with `code` unless the phone has joined it
+        /// (4404 after ``ContactLimits/wakeWait``; 4410 when the phone declined the wake or revoked its contact).
+        case endContactRequest(ConnectionID, code: UInt16)
         /// The contacts changed: write them to the contact file.
         case persist
     }
@@ -201,12 +201,22 @@ public struct ContactRegistry: Sendable {
             }
             for (requester, wake) in pending where wake.hash == hash {
                 pending[requester] = nil
-                actions.append(.expireContactRequest(requester))
+                actions.append(.endContactRequest(requester, code: ListenerCloseCode.unknownContact))
             }
             return actions
         case (.listening(let hash, let since, _), .heartbeat):
             listeners[connection] = .listening(hash: hash, since: since, lastHeard: now)
             return []
+        case (.listening(let hash, _, _), .declined(let tunnelID)):
+            // Only a wake this listener was sent, for its own contact, can be declined.
+            guard
+                let requester = pending.first(where: { _, wake in
+                    guard case .wake(_, tunnelID, _) = wake.wake else { return false }
+                    return wake.hash == hash && wake.deliveredTo.contains(connection)
+                })?.key
+            else { return [] }
+            pending[requester] = nil
+            return [.endContactRequest(requester, code: ListenerCloseCode.unknownContact)]
         case (.finished, _):
             return []
         default:
@@ -237,7 +247,9 @@ public struct ContactRegistry: Sendable {
         clientPayload: [UInt8], now: ContinuousClock.Instant, date: Int64
     ) -> [Action] {
         let hash = ContactOwnership.hash(contactID: contactID)
-        guard records[hash] != nil else { return [.expireContactRequest(connection)] }
+        guard records[hash] != nil else {
+            return [.endContactRequest(connection, code: ListenerCloseCode.unknownContact)]
+        }
         let wake = ListenerMessage.wake(routingID: routingID, tunnelID: tunnelID, clientPayload: clientPayload)
         let targets = listenersByContact[hash] ?? []
         pending[connection] = PendingWake(
@@ -257,7 +269,7 @@ public struct ContactRegistry: Sendable {
         var actions: [Action] = []
         for (requester, wake) in pending where now >= wake.deadline {
             pending[requester] = nil
-            actions.append(.expireContactRequest(requester))
+            actions.append(.endContactRequest(requester, code: ListenerCloseCode.phoneUnreachable))
         }
         let silence = limits.heartbeatInterval * 3
         for (connection, state) in listeners {

@@ -47,6 +47,10 @@ final class RelayContacts: Sendable {
         var listenerAddress: [ConnectionID: String] = [:]
         /// Contact requests waiting for their phone.
         var requests: [ConnectionID: RelayConnection] = [:]
+        /// Contact requests whose upgrade is not complete yet: the wake goes out once it is, so that a close (a
+        /// declined wake) never follows the 101 answer in the same packet, where the client's HTTP decoder, seeing
+        /// the end of the stream too, would drop it.
+        var staged: [ConnectionID: (contactID: [UInt8], tunnelID: TunnelID, clientPayload: [UInt8])] = [:]
         /// Counts changes of the contacts, so that an older snapshot never overwrites a newer one.
         var generation = 0
     }
@@ -55,8 +59,9 @@ final class RelayContacts: Sendable {
     /// See ``instanceRoutingID(prefix:)``.
     let routingID: RoutingID
     private let locked: Mutex<Locked>
-    /// Listener connections open: while there are none, a tunnel's frames do not take the lock above.
-    private let listenerCount = Atomic<Int>(0)
+    /// Listener connections and staged contact requests: while there are none, a tunnel's frames and joins do not
+    /// take the lock above.
+    private let watched = Atomic<Int>(0)
     private let written = Mutex(0)
     private let logger: Logger
     private let now: @Sendable () -> ContinuousClock.Instant
@@ -101,16 +106,26 @@ final class RelayContacts: Sendable {
             state.listenersPerAddress[address, default: 0] += 1
             state.listenerAddress[connection.id] = address
             state.listeners[connection.id] = connection
-            listenerCount.add(1, ordering: .relaxed)
+            watched.add(1, ordering: .relaxed)
             return true
         }
     }
 
-    /// The connection's WebSocket is ready; for a listener, the challenge goes out. False when it is no listener.
+    /// The connection's WebSocket is ready: for a listener, the challenge goes out (true); for a contact request,
+    /// the wake (false: the tunnel side joins as usual).
     func joined(_ connection: RelayConnection, state relay: RelayState) -> Bool {
-        guard listenerCount.load(ordering: .relaxed) > 0 else { return false }
+        guard watched.load(ordering: .relaxed) > 0 else { return false }
         let now = now()
+        let date = date()
+        let routingID = routingID
         let actions: [ContactRegistry.Action]? = locked.withLock { state in
+            if let staged = state.staged.removeValue(forKey: connection.id) {
+                watched.subtract(1, ordering: .relaxed)
+                state.requests[connection.id] = connection
+                return state.registry.contactTunnelOpened(
+                    connection.id, contactID: staged.contactID, routingID: routingID, tunnelID: staged.tunnelID,
+                    clientPayload: staged.clientPayload, now: now, date: date)
+            }
             guard state.listeners[connection.id] != nil else { return nil }
             var generator = SystemRandomNumberGenerator()
             let challenge = (0..<ListenerMessage.challengeLength).map { _ in
@@ -120,12 +135,16 @@ final class RelayContacts: Sendable {
         }
         guard let actions else { return false }
         perform(actions, state: relay)
-        return true
+        return isListener(connection)
+    }
+
+    private func isListener(_ connection: RelayConnection) -> Bool {
+        locked.withLock { $0.listeners[connection.id] != nil }
     }
 
     /// A whole binary message; false when `connection` is no listener (a tunnel side).
     func message(_ bytes: ByteBufferView, from connection: RelayConnection, state relay: RelayState) -> Bool {
-        guard listenerCount.load(ordering: .relaxed) > 0 else { return false }
+        guard watched.load(ordering: .relaxed) > 0 else { return false }
         let now = now()
         let date = date()
         let routingID = routingID
@@ -145,8 +164,9 @@ final class RelayContacts: Sendable {
         locked.withLock { state in
             state.requests[connection.id] = nil
             state.registry.contactRequestEnded(connection.id)
+            if state.staged.removeValue(forKey: connection.id) != nil { watched.subtract(1, ordering: .relaxed) }
             guard state.listeners.removeValue(forKey: connection.id) != nil else { return }
-            listenerCount.subtract(1, ordering: .relaxed)
+            watched.subtract(1, ordering: .relaxed)
             state.registry.listenerClosed(connection.id)
             if let address = state.listenerAddress.removeValue(forKey: connection.id) {
                 state.listenersPerAddress[address, default: 1] -= 1
@@ -162,21 +182,14 @@ final class RelayContacts: Sendable {
         locked.withLock { $0.registry.contactRequested(contactID) == .known }
     }
 
-    /// The contact request's tunnel is registered: wake the listeners.
+    /// The contact request's tunnel is registered: the listeners are woken once its upgrade completes (``joined``).
     func contactTunnelOpened(
-        _ connection: RelayConnection, contactID: [UInt8], tunnelID: TunnelID, clientPayload: [UInt8],
-        state relay: RelayState
+        _ connection: RelayConnection, contactID: [UInt8], tunnelID: TunnelID, clientPayload: [UInt8]
     ) {
-        let now = now()
-        let date = date()
-        let routingID = routingID
-        let actions = locked.withLock { state in
-            state.requests[connection.id] = connection
-            return state.registry.contactTunnelOpened(
-                connection.id, contactID: contactID, routingID: routingID, tunnelID: tunnelID,
-                clientPayload: clientPayload, now: now, date: date)
+        locked.withLock { state in
+            state.staged[connection.id] = (contactID, tunnelID, clientPayload)
+            watched.add(1, ordering: .relaxed)
         }
-        perform(actions, state: relay)
     }
 
     // MARK: Time
@@ -199,9 +212,9 @@ final class RelayContacts: Sendable {
                 if case .wake = message { logger.debug("wake sent to a listener") }
             case .close(let id, let code):
                 locked.withLock { $0.listeners[id] }?.close(code: code)
-            case .expireContactRequest(let id):
+            case .endContactRequest(let id, let code):
                 guard let connection = locked.withLock({ $0.requests.removeValue(forKey: id) }) else { continue }
-                relay.expireContactTunnel(connection, code: ListenerCloseCode.phoneUnreachable)
+                relay.expireContactTunnel(connection, code: code)
             case .persist:
                 persist()
             }

@@ -55,7 +55,7 @@ extension RelayState {
         }
         if case .accept = decision {
             contacts.contactTunnelOpened(
-                connection, contactID: contactID, tunnelID: tunnelID, clientPayload: payload.cbor, state: self)
+                connection, contactID: contactID, tunnelID: tunnelID, clientPayload: payload.cbor)
         }
         return decision
     }

@@ -241,7 +241,7 @@ extension HybridOptions {
             onGone: {
                 _ = try? book.forget(name)
                 Terminal.shared.write(
-                    "passkey: the relay answered 410 Gone: the phone \"\(name.terminalSafe)\" revoked this link; "
+                    "passkey: the phone \"\(name.terminalSafe)\" revoked this link (the relay says it is gone); "
                         + "forgot it (\(book.url.path))\n")
             },
             onUsed: { try? book.used(name, now: Date()) })

@@ -11,7 +11,7 @@ extension Passkey {
     struct Linked: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
             abstract: "The computers linked to this phone (passkey scan --link): list them, revoke them.",
-            subcommands: [List.self, Revoke.self])
+            subcommands: [List.self, Remove.self, Revoke.self])
 
         struct List: AsyncParsableCommand {
             static let configuration = CommandConfiguration(
@@ -51,6 +51,39 @@ extension Passkey {
                         print("  link \(link.linkID.hexString), created \(link.created.formatted(format))\(used)")
                     }
                 }
+            }
+        }
+
+        struct Remove: AsyncParsableCommand {
+            static let configuration = CommandConfiguration(
+                abstract: "Remove one linked computer.",
+                discussion: """
+                    Forgets the link's secret. When that computer next asks for this phone, `passkey listen` declines \
+                    the wake, the relay closes the computer's request with 4410 and the computer forgets the link; \
+                    the other computers are not affected.
+                    """)
+            @OptionGroup var store: StoreOptions
+            @Argument(help: ArgumentHelp("The link ID, as `passkey linked list` prints it (hex).", valueName: "link-id"))
+            var linkID: String
+
+            func validate() throws {
+                guard let bytes = [UInt8](hex: linkID), bytes.count == LinkingInfo.linkIDLength else {
+                    throw ValidationError("the link ID is 16 hex digits, as `passkey linked list` prints it")
+                }
+            }
+
+            func run() async throws {
+                let (lock, store) = try await store.openForServing(create: false)
+                defer {
+                    store.close()
+                    withExtendedLifetime(lock) {}
+                }
+                guard var state = try PhoneLinkFile.load(for: store), let id = [UInt8](hex: linkID),
+                    state.link(id: id) != nil
+                else { throw CommandFailure("this phone has no link \(linkID.lowercased())") }
+                state.links.removeAll { $0.linkID == id }
+                try PhoneLinkFile.save(state, for: store)
+                print("removed link \(id.hexString)")
             }
         }
 

@@ -51,6 +51,8 @@ extension Passkey {
             let (wakes, sink) = AsyncStream.makeStream(of: ContactWake.self, bufferingPolicy: .bufferingNewest(8))
             let approval = approval
             let timeouts = hybrid.timeouts
+            // The store is locked while this runs, so the links cannot change under it.
+            let linkIDs = Set(state.links.filter { $0.relay == contact.relay }.map(\.linkID))
 
             let listening = Task { () -> ContactListenerError? in
                 defer { sink.finish() }
@@ -58,7 +60,12 @@ extension Passkey {
                     try await listener.listen(
                         contactID: contact.contactID, listenerSecret: contact.listenerSecret,
                         onEvent: { event in status.say(Self.describe(event, relay: relay)) },
-                        onWake: { wake in sink.yield(wake) })
+                        onWake: { wake in
+                            // A link removed with `passkey linked remove` is declined: the computer forgets it.
+                            guard linkIDs.contains(wake.clientPayload.linkID) else { return false }
+                            sink.yield(wake)
+                            return true
+                        })
                     return nil
                 } catch {
                     return error
@@ -123,6 +130,8 @@ extension Passkey {
             case .listening: "listening: linked computers can wake this phone through \(relay)"
             case .woken(let linkID): "woken: a linked computer asks for this phone (link \(linkID.hexString))"
             case .badWake(let reason): "a wake was refused: \(reason)"
+            case .declined(let linkID):
+                "declined a wake for link \(linkID.hexString), which this phone no longer has: the computer forgets it"
             case .disconnected(let reason, let wait):
                 "disconnected from the relay (\(reason)); retrying in " + String(format: "%.1f s", wait.inSeconds)
             }

@@ -258,7 +258,7 @@ struct WakeChannelProtocolTests {
             .wake(
                 routingID: try RoutingID(bytes: [1, 2, 3]), tunnelID: try TunnelID(bytes: Self.random(16)),
                 clientPayload: Self.random(38)),
-            .heartbeat, .revoked,
+            .heartbeat, .revoked, .declined(tunnelID: try TunnelID(bytes: Self.random(16))),
         ]
         for message in messages {
             #expect(try ListenerMessage(bytes: message.bytes) == message)

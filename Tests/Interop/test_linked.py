@@ -241,6 +241,38 @@ def test_a_revoked_phone_answers_410_and_the_computer_forgets_it(directory, rela
     assert listen.returncode != 0 and "registered with no relay" in listen.stderr
 
 
+def test_a_link_removed_on_the_phone_is_declined_and_forgotten_by_that_computer(directory, relay):
+    phone_store = new_store(directory, "phone.sqlite")
+    rp = RelyingParty()
+    link_by_qr(directory, relay, phone_store, rp)
+    listed = subprocess.run(
+        [PASSKEY_BIN, "linked", "list", "--store", phone_store, "--json"], capture_output=True, text=True, env=env(),
+        timeout=60)
+    assert listed.returncode == 0, listed.stderr
+    [link] = json.loads(listed.stdout)["links"]
+    assert "secret" not in listed.stdout.lower()
+    removed = subprocess.run(
+        [PASSKEY_BIN, "linked", "remove", link["linkID"], "--store", phone_store], capture_output=True, text=True,
+        env=env(), timeout=60)
+    assert removed.returncode == 0, removed.stderr
+
+    radio = f"sim:127.0.0.1:{free_port()}"
+    listener = Listener(phone_store, relay.url, radio)
+    try:
+        code, output, errors = get_linked(directory, relay.url, radio, rp, timeout=20)
+        listener.wait_for("declined a wake")
+    finally:
+        phone_log = listener.stop()
+    assert code == 10, errors
+    assert "4410" in errors and "forgot it" in errors
+    assert "request received" not in phone_log
+    with open(os.path.join(directory, "links.json")) as file:
+        assert json.load(file)["links"] == []
+    # The contact itself stays: the relay still knows the phone.
+    with open(relay.contacts) as file:
+        assert len(json.load(file)["contacts"]) == 1
+
+
 def test_a_listener_that_reconnects_while_the_computer_waits_still_serves(directory, relay):
     phone_store = new_store(directory, "phone.sqlite")
     rp = RelyingParty()

@@ -58,7 +58,7 @@ struct ContactRegistryTests {
         #expect(registry.isWaiting(ConnectionID(9)))
         // The phone joins before the wait ends: nothing to expire.
         registry.contactRequestEnded(ConnectionID(9))
-        #expect(!registry.tick(now: Self.at(40), date: 1000).contains(.expireContactRequest(ConnectionID(9))))
+        #expect(!registry.tick(now: Self.at(40), date: 1000).contains(.endContactRequest(ConnectionID(9), code: ListenerCloseCode.phoneUnreachable)))
     }
 
     @Test func forgedReplayedAndUnknownProofsAreRefused() {
@@ -108,9 +108,31 @@ struct ContactRegistryTests {
             ])
         // Nobody joined within the wait: the request expires (its tunnel closes with 4404).
         #expect(
-            registry.tick(now: Self.at(29), date: 1000).filter { $0 == .expireContactRequest(ConnectionID(9)) }.isEmpty)
-        #expect(registry.tick(now: Self.at(30), date: 1000).contains(.expireContactRequest(ConnectionID(9))))
+            registry.tick(now: Self.at(29), date: 1000).filter { $0 == .endContactRequest(ConnectionID(9), code: ListenerCloseCode.phoneUnreachable) }.isEmpty)
+        #expect(registry.tick(now: Self.at(30), date: 1000).contains(.endContactRequest(ConnectionID(9), code: ListenerCloseCode.phoneUnreachable)))
         #expect(!registry.isWaiting(ConnectionID(9)))
+    }
+
+    @Test func aDeclinedWakeEndsItsRequestWith4410() throws {
+        var (registry, contactID) = registered()
+        _ = listen(&registry, 2, contactID: contactID)
+        let tunnelID = try TunnelID(bytes: .init(repeating: 4, count: 16))
+        _ = registry.contactTunnelOpened(
+            ConnectionID(9), contactID: contactID, routingID: Self.routingID, tunnelID: tunnelID, clientPayload: [0xA0],
+            now: Self.at(0), date: 1000)
+        func decline(_ id: TunnelID, from connection: UInt64) -> [ContactRegistry.Action] {
+            registry.listenerMessage(
+                ListenerMessage.declined(tunnelID: id).bytes, from: ConnectionID(connection), routingID: Self.routingID,
+                now: Self.at(1), date: 1000, randomBytes: { .init(repeating: 0, count: $0) })
+        }
+        // Another tunnel's ID, or a listener that was not sent the wake, declines nothing.
+        #expect(decline(try TunnelID(bytes: .init(repeating: 5, count: 16)), from: 2).isEmpty)
+        _ = registry.listenerOpened(ConnectionID(3), challenge: Self.challenge(3), now: Self.at(1))
+        #expect(decline(tunnelID, from: 3) == [.close(ConnectionID(3), code: ListenerCloseCode.badMessage)])
+        #expect(decline(tunnelID, from: 2) == [.endContactRequest(ConnectionID(9), code: ListenerCloseCode.unknownContact)])
+        #expect(!registry.isWaiting(ConnectionID(9)))
+        // The contact itself stays: other links are still served.
+        #expect(registry.contactRequested(contactID) == .known)
     }
 
     @Test func revocationForgetsTheContactAndClosesItsListeners() throws {
@@ -129,7 +151,7 @@ struct ContactRegistryTests {
             actions == [
                 .persist, .send(.revoked, to: ConnectionID(5)), .close(ConnectionID(5), code: 1000),
                 .close(ConnectionID(2), code: ListenerCloseCode.unknownContact),
-                .expireContactRequest(ConnectionID(9)),
+                .endContactRequest(ConnectionID(9), code: ListenerCloseCode.unknownContact),
             ])
         #expect(registry.contactRequested(contactID) == .gone)
         #expect(registry.counts.contacts == 0)
