@@ -63,7 +63,8 @@ extension Passkey {
                     the other computers are not affected.
                     """)
             @OptionGroup var store: StoreOptions
-            @Argument(help: ArgumentHelp("The link ID, as `passkey linked list` prints it (hex).", valueName: "link-id"))
+            @Argument(
+                help: ArgumentHelp("The link ID, as `passkey linked list` prints it (hex).", valueName: "link-id"))
             var linkID: String
 
             func validate() throws {

@@ -264,8 +264,8 @@ struct WakeChannelProtocolTests {
             #expect(try ListenerMessage(bytes: message.bytes) == message)
             #expect(!message.description.contains(contactID.hexString))
         }
-        #expect(throws: ListenerMessageError.unknownType(10)) {
-            _ = try ListenerMessage(bytes: CBORValue.map([0: 10]).encoded())
+        #expect(throws: ListenerMessageError.unknownType(11)) {
+            _ = try ListenerMessage(bytes: CBORValue.map([0: 11]).encoded())
         }
         #expect(throws: ListenerMessageError.missingType) {
             _ = try ListenerMessage(bytes: CBORValue.map([1: 1]).encoded())

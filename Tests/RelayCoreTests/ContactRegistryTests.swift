@@ -58,7 +58,9 @@ struct ContactRegistryTests {
         #expect(registry.isWaiting(ConnectionID(9)))
         // The phone joins before the wait ends: nothing to expire.
         registry.contactRequestEnded(ConnectionID(9))
-        #expect(!registry.tick(now: Self.at(40), date: 1000).contains(.endContactRequest(ConnectionID(9), code: ListenerCloseCode.phoneUnreachable)))
+        #expect(
+            !registry.tick(now: Self.at(40), date: 1000).contains(
+                .endContactRequest(ConnectionID(9), code: ListenerCloseCode.phoneUnreachable)))
     }
 
     @Test func forgedReplayedAndUnknownProofsAreRefused() {
@@ -108,8 +110,12 @@ struct ContactRegistryTests {
             ])
         // Nobody joined within the wait: the request expires (its tunnel closes with 4404).
         #expect(
-            registry.tick(now: Self.at(29), date: 1000).filter { $0 == .endContactRequest(ConnectionID(9), code: ListenerCloseCode.phoneUnreachable) }.isEmpty)
-        #expect(registry.tick(now: Self.at(30), date: 1000).contains(.endContactRequest(ConnectionID(9), code: ListenerCloseCode.phoneUnreachable)))
+            registry.tick(now: Self.at(29), date: 1000).filter {
+                $0 == .endContactRequest(ConnectionID(9), code: ListenerCloseCode.phoneUnreachable)
+            }.isEmpty)
+        #expect(
+            registry.tick(now: Self.at(30), date: 1000).contains(
+                .endContactRequest(ConnectionID(9), code: ListenerCloseCode.phoneUnreachable)))
         #expect(!registry.isWaiting(ConnectionID(9)))
     }
 
@@ -129,7 +135,8 @@ struct ContactRegistryTests {
         #expect(decline(try TunnelID(bytes: .init(repeating: 5, count: 16)), from: 2).isEmpty)
         _ = registry.listenerOpened(ConnectionID(3), challenge: Self.challenge(3), now: Self.at(1))
         #expect(decline(tunnelID, from: 3) == [.close(ConnectionID(3), code: ListenerCloseCode.badMessage)])
-        #expect(decline(tunnelID, from: 2) == [.endContactRequest(ConnectionID(9), code: ListenerCloseCode.unknownContact)])
+        #expect(
+            decline(tunnelID, from: 2) == [.endContactRequest(ConnectionID(9), code: ListenerCloseCode.unknownContact)])
         #expect(!registry.isWaiting(ConnectionID(9)))
         // The contact itself stays: other links are still served.
         #expect(registry.contactRequested(contactID) == .known)
