@@ -62,6 +62,7 @@ enum WakeChannelTargets {
                     proof: ContactOwnership.proof(verifier: verifier, challenge: challenge(1), contactID: contactID)
                 ).bytes
             let heartbeat: [UInt8] = [1 << 4 | 1] + ListenerMessage.heartbeat.bytes
+            let declined: [UInt8] = [1 << 4 | 1] + ListenerMessage.declined(tunnelID: tunnelID).bytes
             let open1: [UInt8] = [0 << 4 | 1]
             let open2: [UInt8] = [0 << 4 | 2]
             let open3: [UInt8] = [0 << 4 | 3]
@@ -70,6 +71,7 @@ enum WakeChannelTargets {
             let close1: [UInt8] = [2 << 4 | 1]
             return [
                 FuzzInput.chunks([open1, listen1, contact, heartbeat, tick, close1]),
+                FuzzInput.chunks([open1, listen1, contact, declined, contact, tick]),
                 FuzzInput.chunks([contact, open1, open2, forged, listen1, tick, tick, tick]),
                 FuzzInput.chunks([open3, register, open1, revoke, contact]),
                 ListenerMessage.wake(routingID: routingID, tunnelID: tunnelID, clientPayload: [0xA0]).bytes,
