@@ -155,7 +155,7 @@ let package = Package(
         .target(
             name: "ClientAuthenticators",
             dependencies: [
-                "CBOR", "CTAP2", "Hybrid", "HybridLink", "HybridTransport", "Proximity", "SecurityKey",
+                "Basics", "CBOR", "CTAP2", "Hybrid", "HybridLink", "HybridTransport", "Proximity", "SecurityKey",
                 "WebAuthnClient",
             ],
             swiftSettings: strictSettings

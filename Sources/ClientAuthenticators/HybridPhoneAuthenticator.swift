@@ -4,6 +4,7 @@ import Hybrid
 import HybridLink
 import HybridTransport
 import Proximity
+import Synchronization
 import WebAuthnClient
 
 /// A phone or tablet over hybrid, as a `ClientAuthenticator`: opening it shows the QR code, listens for the phone's
@@ -18,22 +19,28 @@ public struct HybridPhoneAuthenticator: ClientAuthenticator {
     private let timeouts: HybridTimeouts
     private let environment: HybridEnvironment
     private let progress: @Sendable (HybridClientProgress) -> Void
+    private let onLinking: (@Sendable (LinkingInfo, TunnelServerBaseURL) -> Void)?
 
     /// - Parameters:
     ///   - makeScanner: opens the radio when a session opens (the Bluetooth adapter, or the simulated radio); it is
     ///     closed when the session ends.
     ///   - tunnelServer: replaces the relay the phone names (a self-hosted relay).
     ///   - progress: each step of the session, the QR code to show first.
+    ///   - onLinking: when set, the QR code says this computer can store linking information (key 4), and the
+    ///     linking information the phone sends (verified) is passed here when the session ends, with the relay the
+    ///     phone was reached through.
     public init(
         makeScanner: @escaping @Sendable () async throws(ProximityError) -> any ProximityScanner,
         tunnelServer: TunnelServerBaseURL? = nil, timeouts: HybridTimeouts = HybridTimeouts(),
-        environment: HybridEnvironment, progress: @escaping @Sendable (HybridClientProgress) -> Void
+        environment: HybridEnvironment, progress: @escaping @Sendable (HybridClientProgress) -> Void,
+        onLinking: (@Sendable (LinkingInfo, TunnelServerBaseURL) -> Void)? = nil
     ) {
         self.makeScanner = makeScanner
         self.tunnelServer = tunnelServer
         self.timeouts = timeouts
         self.environment = environment
         self.progress = progress
+        self.onLinking = onLinking
     }
 
     /// A phone lists nothing before it is reached.
@@ -48,10 +55,22 @@ public struct HybridPhoneAuthenticator: ClientAuthenticator {
             throw AuthenticatorTransportError("the Bluetooth radio: \(error)")
         }
         let link: HybridClientLink
+        // The relay the phone was reached through: the override, or the domain its advert named.
+        let relay = Mutex<TunnelServerBaseURL?>(tunnelServer)
+        let progress = progress
         do {
             link = try await HybridClientLink.connect(
                 requestType: ceremony == .create ? .makeCredential : .getAssertion, scanner: scanner,
-                tunnelServer: tunnelServer, timeouts: timeouts, environment: environment, progress: progress)
+                tunnelServer: tunnelServer, timeouts: timeouts, offersLinking: onLinking != nil,
+                environment: environment,
+                progress: { event in
+                    if case .advertSeen(_, let domain) = event,
+                        let base = try? TunnelServerBaseURL(string: "wss://" + domain.host)
+                    {
+                        relay.withLock { $0 = $0 ?? base }
+                    }
+                    progress(event)
+                })
         } catch {
             await scanner.close()
             throw AuthenticatorTransportError("\(error)")
@@ -64,25 +83,27 @@ public struct HybridPhoneAuthenticator: ClientAuthenticator {
             await scanner.close()
             throw AuthenticatorTransportError("the phone's getInfo could not be read: \(error)")
         }
-        return Session(link: link, scanner: scanner, info: info)
+        return Session(
+            session: LinkedSession(link: link, scanner: scanner, info: info), relay: relay.withLock { $0 },
+            onLinking: onLinking)
     }
 
     private struct Session: AuthenticatorSession {
-        let link: HybridClientLink
-        let scanner: any ProximityScanner
-        let info: AuthenticatorInfo
+        let session: LinkedSession
+        let relay: TunnelServerBaseURL?
+        let onLinking: (@Sendable (LinkingInfo, TunnelServerBaseURL) -> Void)?
+
+        var info: AuthenticatorInfo { session.info }
 
         func send(_ message: [UInt8]) async throws(AuthenticatorTransportError) -> [UInt8] {
-            do {
-                return try await link.request(message)
-            } catch {
-                throw AuthenticatorTransportError("\(error)")
-            }
+            try await session.send(message)
         }
 
         func close() async {
-            await link.close()
-            await scanner.close()
+            let link = session.link
+            let offered = await link.updatedLinking ?? link.linking
+            await session.close()
+            if let onLinking, let offered, let relay { onLinking(offered, relay) }
         }
     }
 }

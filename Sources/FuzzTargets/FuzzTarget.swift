@@ -43,6 +43,8 @@ public enum FuzzTargets {
         HybridTargets.tunnelFrames,
         HybridTargets.linking,
         HybridTargets.clientSession,
+        WakeChannelTargets.clientPayload,
+        WakeChannelTargets.listenerMessages,
         RelayTargets.http,
         RelayTargets.webSocket,
         ImageTargets.png,

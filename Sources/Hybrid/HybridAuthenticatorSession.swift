@@ -1,8 +1,8 @@
 import Crypto
 
-/// The authenticator role of a QR-initiated hybrid session, as a state machine: from "QR scanned"
-/// through "routing ID received, advert built" to "handshake answered, post-handshake sent", then
-/// CTAP requests in and responses out (Chromium: v2_authenticator.cc). It makes every decision: which timer runs
+/// The authenticator role of a hybrid session, as a state machine: from "QR scanned" (or, linked, "woken by the
+/// relay") through "tunnel open, advert built" to "handshake answered, post-handshake sent", then CTAP requests in
+/// and responses out (Chromium: v2_authenticator.cc). It makes every decision: which timer runs
 /// and what its expiry means, whether the session stays open after a request, what to report. A driver
 /// (`HybridAuthenticatorLink`) carries out its actions.
 ///
@@ -44,8 +44,20 @@ public struct HybridAuthenticatorSession: ~Copyable {
         case closed
     }
 
-    /// The scanned QR code.
-    public let qrCode: QRCodePayload
+    /// How the session was started.
+    private enum Mode {
+        /// A scanned QR code, and the linking information to offer when the client can store it.
+        case qrCode(QRCodePayload, offer: LinkingOffer?)
+        /// A wake for a linked client: the link's secret, the phone's identity key, the client payload and the
+        /// 15 random bytes the advert carries.
+        case linked(linkSecret: [UInt8], identityKey: P256.KeyAgreement.PrivateKey, payload: ClientPayload, url: String)
+    }
+
+    /// The scanned QR code; nil in a linked session.
+    public let qrCode: QRCodePayload?
+    /// Whether linking information went to the client in the post-handshake message.
+    public private(set) var sentLinking = false
+    private let mode: Mode
     /// The tunnel server domain this authenticator uses and advertises.
     public let domain: TunnelDomain
     /// The session's time limits.
@@ -71,16 +83,54 @@ public struct HybridAuthenticatorSession: ~Copyable {
         domain: TunnelDomain = .google,
         tunnelServer: TunnelServerBaseURL? = nil,
         keepOpen: Bool = false,
-        timeouts: HybridTimeouts = HybridTimeouts()
+        timeouts: HybridTimeouts = HybridTimeouts(),
+        linkingOffer: LinkingOffer? = nil
     ) throws(AdvertError) {
         guard advertNonce.count == AdvertPlaintext.nonceByteCount else {
             throw .invalidNonceLength(advertNonce.count)
         }
         self.qrCode = qrCode
+        mode = .qrCode(qrCode, offer: linkingOffer)
         self.getInfo = getInfo
         self.ephemeralKey = ephemeralKey
         self.advertNonce = advertNonce
         self.domain = domain
+        self.tunnelServer = tunnelServer
+        self.keepOpen = keepOpen
+        self.timeouts = timeouts
+    }
+
+    /// A session for a linked client, after the relay woke this phone with `routingID`, `tunnelID` and the client's
+    /// payload: join `/cable/connect/{ROUTING_ID}/{TUNNEL_ID}`, advert `0x00 ‖ advertRandom` (15 bytes) under
+    /// `Derive(link secret, client nonce, kEIDKey)`, then answer the NKpsk0 handshake with `identityKey`
+    /// (Chromium v2_authenticator.cc, the linked flow). `tunnelServer` is the relay that sent the wake.
+    public init(
+        linkedWake routingID: RoutingID,
+        tunnelID: TunnelID,
+        clientPayload: ClientPayload,
+        linkSecret: [UInt8],
+        identityKey: P256.KeyAgreement.PrivateKey,
+        getInfo: [UInt8],
+        ephemeralKey: P256.KeyAgreement.PrivateKey,
+        advertRandom: [UInt8],
+        tunnelServer: TunnelServerBaseURL?,
+        keepOpen: Bool = false,
+        timeouts: HybridTimeouts = HybridTimeouts()
+    ) throws(AdvertError) {
+        guard advertRandom.count == AdvertPlaintext.byteCount - 1 else { throw .wrongLength(advertRandom.count + 1) }
+        let endpoint = tunnelServer.map(TunnelServerEndpoint.override) ?? .domain(.google)
+        qrCode = nil
+        mode = .linked(
+            linkSecret: linkSecret, identityKey: identityKey, payload: clientPayload,
+            url: endpoint.url(for: .connect(routingID, tunnelID)))
+        self.getInfo = getInfo
+        self.ephemeralKey = ephemeralKey
+        // The linked advert carries no routing information (Chromium sends 0x00 ‖ 15 random bytes), but Chromium's
+        // decryption still checks the domain bytes, so they are kept out of 2–255.
+        var plaintext = [0] + advertRandom
+        if !TunnelDomain.isValid(UInt16(plaintext[14]) | UInt16(plaintext[15]) << 8) { plaintext[15] |= 1 }
+        advertNonce = plaintext
+        domain = .google
         self.tunnelServer = tunnelServer
         self.keepOpen = keepOpen
         self.timeouts = timeouts
@@ -97,17 +147,24 @@ public struct HybridAuthenticatorSession: ~Copyable {
         }
     }
 
-    /// Connects to the tunnel server under the tunnel ID derived from the QR secret.
+    /// Connects to the tunnel server under the tunnel ID derived from the QR secret (linked: joins the tunnel the
+    /// wake named).
     public mutating func start() -> [Action] {
         guard case .qrScanned = state else { return [] }
         state = .connecting
-        let endpoint = tunnelServer.map(TunnelServerEndpoint.override) ?? .domain(domain)
-        let url = endpoint.url(for: .new(KeyDerivation.tunnelID(qrSecret: qrCode.secret)))
-        return [.report(.connecting(url: url)), .connect(url: url)]
+        switch mode {
+        case .qrCode(let qrCode, _):
+            let endpoint = tunnelServer.map(TunnelServerEndpoint.override) ?? .domain(domain)
+            let url = endpoint.url(for: .new(KeyDerivation.tunnelID(qrSecret: qrCode.secret)))
+            return [.report(.connecting(url: url)), .connect(url: url)]
+        case .linked(_, _, _, let url):
+            return [.report(.connecting(url: url)), .connect(url: url)]
+        }
     }
 
     /// The tunnel server accepted the tunnel with this `X-caBLE-Routing-ID` header (`nil` when it sent none).
     public mutating func tunnelConnected(routingIDHeader header: String?) -> [Action] {
+        if case .linked = mode { return linkedTunnelConnected() }
         guard let header else { return fail(.badRoutingID(nil)) }
         do throws(TunnelIdentifierError) {
             return tunnelConnected(routingID: try RoutingID(hex: header))
@@ -119,7 +176,7 @@ public struct HybridAuthenticatorSession: ~Copyable {
     /// The tunnel server accepted the tunnel and named its routing ID: build and advertise the EID, and give a
     /// client `timeouts.handshake` to start the handshake.
     public mutating func tunnelConnected(routingID: RoutingID) -> [Action] {
-        guard case .connecting = state else {
+        guard case .connecting = state, case .qrCode(let qrCode, _) = mode else {
             return fail(.protocolViolation(.tunnelOpenedTwice))
         }
         let plaintext: AdvertPlaintext
@@ -140,17 +197,31 @@ public struct HybridAuthenticatorSession: ~Copyable {
         switch state {
         case .advertising(let psk):
             let response: HandshakeResponse
+            let kind: HandshakeResponder.Kind =
+                switch mode {
+                case .qrCode(let qrCode, _): .qrInitiated(qrPublicKey: qrCode.publicKey)
+                case .linked(_, let identityKey, _, _): .stateAssisted(identityKey: identityKey)
+                }
             do throws(NoiseError) {
-                response = try HandshakeResponder.respond(
-                    to: message, kind: .qrInitiated(qrPublicKey: qrCode.publicKey), psk: psk,
-                    ephemeralKey: ephemeralKey)
+                response = try HandshakeResponder.respond(to: message, kind: kind, psk: psk, ephemeralKey: ephemeralKey)
             } catch {
                 return fail(.handshake(error))
             }
             let handshakeMessage = response.message
+            let handshakeHash = response.result.handshakeHash
             channel.establish(response.result.crypter)
+            // Linking information goes with getInfo when the QR code says the client can store it (key 4), the
+            // way older phones sent it (key 2 of the post-handshake message).
+            var linking: LinkingInfo? = nil
+            if case .qrCode(let qrCode, let offer?) = mode, qrCode.stateAssisted == true {
+                do throws(LinkingError) {
+                    linking = try offer.linkingInfo(clientQRPublicKey: qrCode.publicKey, handshakeHash: handshakeHash)
+                } catch {
+                    return fail(.linking(error))
+                }
+            }
             // The post-handshake message carries getInfo; revision 1 (unpadded, with type bytes after it).
-            let postHandshake = PostHandshakeMessage(getInfo: getInfo).plaintext(revision: .one)
+            let postHandshake = PostHandshakeMessage(getInfo: getInfo, linking: linking).plaintext(revision: .one)
             let encrypted: [UInt8]
             do throws(HybridSessionError) {
                 encrypted = try channel.seal(postHandshake)
@@ -158,6 +229,7 @@ public struct HybridAuthenticatorSession: ~Copyable {
                 return fail(error)
             }
             state = .ready
+            sentLinking = linking != nil
             return [
                 .stopAdvertising, .send(handshakeMessage), .send(encrypted), .report(.handshakeDone),
                 .armTimer(timeouts.request),
@@ -243,6 +315,25 @@ public struct HybridAuthenticatorSession: ~Copyable {
         }
     }
 
+    /// Linked: the tunnel the wake named is joined; advertise the 16 random bytes under the link's advert key.
+    private mutating func linkedTunnelConnected() -> [Action] {
+        guard case .connecting = state, case .linked(let linkSecret, _, let payload, _) = mode else {
+            return fail(.protocolViolation(.tunnelOpenedTwice))
+        }
+        let plaintext: AdvertPlaintext
+        do throws(AdvertError) {
+            plaintext = try AdvertPlaintext(bytes: advertNonce)
+        } catch {
+            return fail(.protocolViolation(.unbuildableAdvert(error)))
+        }
+        state = .advertising(psk: KeyDerivation.psk(secret: linkSecret, advert: plaintext))
+        let eidKey = KeyDerivation.eidKey(linkSecret: linkSecret, clientNonce: payload.clientNonce)
+        return [
+            .advertise(serviceData: eidKey.encrypt(plaintext)), .report(.advertising(routingID: plaintext.routingID)),
+            .armTimer(timeouts.handshake),
+        ]
+    }
+
     private mutating func fail(_ error: HybridSessionError) -> [Action] {
         guard case .closed = state else {
             let wasAdvertising: Bool
@@ -252,5 +343,36 @@ public struct HybridAuthenticatorSession: ~Copyable {
             return (wasAdvertising ? [.stopAdvertising] : []) + [.close(error)]
         }
         return []
+    }
+}
+
+/// What a phone offers a client that can store linking information (QR key 4): its contact ID at its relay, a link
+/// ID and secret made for this client, its identity key and its name. The session signs it over the handshake hash
+/// (``LinkingInfo``) and sends it in the post-handshake message.
+public struct LinkingOffer: Sendable {
+    public var contactID: [UInt8]
+    public var linkID: [UInt8]
+    public var linkSecret: [UInt8]
+    public var identityKey: P256.KeyAgreement.PrivateKey
+    public var name: String
+
+    public init(
+        contactID: [UInt8], linkID: [UInt8], linkSecret: [UInt8], identityKey: P256.KeyAgreement.PrivateKey,
+        name: String
+    ) {
+        self.contactID = contactID
+        self.linkID = linkID
+        self.linkSecret = linkSecret
+        self.identityKey = identityKey
+        self.name = name
+    }
+
+    /// The signed linking information for one session.
+    func linkingInfo(clientQRPublicKey: P256.KeyAgreement.PublicKey, handshakeHash: [UInt8]) throws(LinkingError)
+        -> LinkingInfo
+    {
+        try LinkingInfo(
+            contactID: contactID, linkID: linkID, linkSecret: linkSecret, identityKey: identityKey, name: name,
+            clientQRPublicKey: clientQRPublicKey, handshakeHash: handshakeHash)
     }
 }

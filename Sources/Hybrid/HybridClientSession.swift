@@ -1,9 +1,11 @@
 import Crypto
 
-/// The client role of a QR-initiated hybrid session, as a state machine: events in, actions out, no I/O. It goes
-/// from "QR shown" through "advert matched" and "handshake sent" to "ready for CTAP" (Chromium:
-/// fido_tunnel_device.cc, v2_discovery.cc). It makes every decision: which timer runs and what its expiry means,
-/// when the handshake is done, what to report. A driver (`HybridClientLink`) carries out its actions.
+/// The client role of a hybrid session, as a state machine: events in, actions out, no I/O. A QR-initiated session
+/// goes from "QR shown" through "advert matched" and "handshake sent" to "ready for CTAP"; a linked
+/// (state-assisted) one from "contacting" (the relay wakes the phone) through "awaiting the advert" to the same
+/// handshake, with the phone's identity key instead of the QR key (Chromium: fido_tunnel_device.cc,
+/// v2_discovery.cc). It makes every decision: which timer runs and what its expiry means, when the handshake is
+/// done, what to report. A driver (`HybridClientLink`) carries out its actions.
 ///
 /// Noncopyable, because it owns the session's `Crypter`: a copy could reuse its nonces.
 public struct HybridClientSession: ~Copyable {
@@ -16,6 +18,10 @@ public struct HybridClientSession: ~Copyable {
         case stopScanning
         /// Open the WebSocket tunnel (subprotocol `fido.cable`) and call `tunnelConnected()`.
         case connect(url: String)
+        /// Linked sessions: open the tunnel at `url` (`/cable/contact/…`) with the request header
+        /// `X-caBLE-Client-Payload: clientPayload`, and call `tunnelConnected()`. A 410 answer means the phone revoked
+        /// the link: forget it.
+        case contact(url: String, clientPayload: String)
         /// Send one binary WebSocket message.
         case send([UInt8])
         /// Start the session's one timer, replacing any running one; at expiry call `timerExpired()`.
@@ -35,12 +41,17 @@ public struct HybridClientSession: ~Copyable {
 
     /// Where the session is, for status lines.
     public enum Phase: Hashable, Sendable {
-        case qrShown, advertMatched, handshakeSent, awaitingPostHandshake, ready, awaitingResponse, closed
+        case qrShown, advertMatched, contacting, awaitingAdvert, handshakeSent, awaitingPostHandshake, ready
+        case awaitingResponse, closed
     }
 
     private enum State {
         case qrShown
         case advertMatched(psk: [UInt8], url: String)
+        /// Linked: the contact request is on its way.
+        case contacting(url: String)
+        /// Linked: the tunnel is open and the relay is waking the phone; its advert has not been seen yet.
+        case awaitingAdvert
         case handshakeSent(HandshakeInitiatorWaiting)
         case awaitingPostHandshake(handshakeHash: [UInt8])
         case ready(ProtocolRevision, handshakeHash: [UInt8])
@@ -48,16 +59,24 @@ public struct HybridClientSession: ~Copyable {
         case closed
     }
 
-    /// The payload shown as the QR code.
-    public let qrCode: QRCodePayload
+    /// How the session finds its authenticator.
+    private enum Mode {
+        /// A QR code: its key (the KN handshake's static key) and the tunnel ID derived from its secret.
+        case qrCode(qrKey: P256.KeyAgreement.PrivateKey, tunnelID: TunnelID)
+        /// A linked phone: its identity key (the NK handshake's static key), the link secret, and the contact
+        /// request's URL and payload.
+        case linked(identity: P256.KeyAgreement.PublicKey, linkSecret: [UInt8], url: String, payload: ClientPayload)
+    }
+
+    /// The payload shown as the QR code; nil in a linked session.
+    public let qrCode: QRCodePayload?
     /// The session's time limits.
     public let timeouts: HybridTimeouts
-    private let qrKey: P256.KeyAgreement.PrivateKey
+    private let mode: Mode
     private let ephemeralKey: P256.KeyAgreement.PrivateKey
     private let eidKey: EIDKey
-    private let tunnelID: TunnelID
     private let tunnelServer: TunnelServerBaseURL?
-    private var state = State.qrShown
+    private var state: State
     private var channel = SessionChannel()
     /// The advert that was accepted, once one was.
     public private(set) var matchedAdvert: AdvertPlaintext?
@@ -72,21 +91,62 @@ public struct HybridClientSession: ~Copyable {
         requestType: HybridRequestType,
         timestamp: UInt64,
         tunnelServer: TunnelServerBaseURL? = nil,
-        timeouts: HybridTimeouts = HybridTimeouts()
+        timeouts: HybridTimeouts = HybridTimeouts(),
+        offersLinking: Bool = false
     ) throws(QRCodeError) {
-        qrCode = try QRCodePayload(clientKey: qrKey, secret: secret, requestType: requestType, timestamp: timestamp)
-        self.qrKey = qrKey
+        qrCode = try QRCodePayload(
+            clientKey: qrKey, secret: secret, requestType: requestType, timestamp: timestamp,
+            offersLinking: offersLinking)
+        mode = .qrCode(qrKey: qrKey, tunnelID: KeyDerivation.tunnelID(qrSecret: secret))
         self.ephemeralKey = ephemeralKey
         self.eidKey = KeyDerivation.eidKey(qrSecret: secret)
-        self.tunnelID = KeyDerivation.tunnelID(qrSecret: secret)
         self.tunnelServer = tunnelServer
         self.timeouts = timeouts
+        state = .qrShown
+    }
+
+    /// A linked (state-assisted) session with a phone that sent `link` earlier: the client asks the relay at
+    /// `endpoint` to wake the phone (`/cable/contact/{CONTACT_ID}` with the client payload), waits for its advert
+    /// (keys from the link secret and the 16-byte `clientNonce`, fresh for every session), then runs the NKpsk0
+    /// handshake with the phone's identity key (write-up §7, "Linked").
+    public init(
+        link: LinkingInfo,
+        clientNonce: [UInt8],
+        ephemeralKey: P256.KeyAgreement.PrivateKey,
+        requestType: HybridRequestType,
+        endpoint: TunnelServerEndpoint,
+        timeouts: HybridTimeouts = HybridTimeouts()
+    ) throws(LinkedSessionError) {
+        let identity: P256.KeyAgreement.PublicKey
+        do throws(LinkingError) {
+            identity = try link.identityKey()
+        } catch {
+            throw .linking(error)
+        }
+        let payload: ClientPayload
+        do throws(ClientPayloadError) {
+            payload = try ClientPayload(linkID: link.linkID, clientNonce: clientNonce, requestType: requestType)
+        } catch {
+            throw .clientPayload(error)
+        }
+        guard !link.contactID.isEmpty else { throw .linking(.invalidField(1)) }
+        qrCode = nil
+        mode = .linked(
+            identity: identity, linkSecret: link.linkSecret, url: endpoint.url(for: .contact(link.contactID)),
+            payload: payload)
+        self.ephemeralKey = ephemeralKey
+        eidKey = KeyDerivation.eidKey(linkSecret: link.linkSecret, clientNonce: clientNonce)
+        tunnelServer = nil
+        self.timeouts = timeouts
+        state = .contacting(url: endpoint.url(for: .contact(link.contactID)))
     }
 
     public var phase: Phase {
         switch state {
         case .qrShown: .qrShown
         case .advertMatched: .advertMatched
+        case .contacting: .contacting
+        case .awaitingAdvert: .awaitingAdvert
         case .handshakeSent: .handshakeSent
         case .awaitingPostHandshake: .awaitingPostHandshake
         case .ready: .ready
@@ -95,16 +155,28 @@ public struct HybridClientSession: ~Copyable {
         }
     }
 
-    /// Shows the QR code, starts scanning and gives the advert `timeouts.advert` to arrive.
+    /// Shows the QR code, starts scanning and gives the advert `timeouts.advert` to arrive; a linked session first
+    /// sends the contact request.
     public mutating func start() -> [Action] {
-        guard case .qrShown = state else { return [] }
-        return [.report(.showQRCode(url: qrCode.url)), .startScanning, .armTimer(timeouts.advert)]
+        switch state {
+        case .qrShown:
+            guard let qrCode else { return [] }
+            return [.report(.showQRCode(url: qrCode.url)), .startScanning, .armTimer(timeouts.advert)]
+        case .contacting(let url):
+            guard case .linked(_, _, _, let payload) = mode else { return [] }
+            return [.report(.contacting(url: url)), .contact(url: url, clientPayload: payload.headerValue)]
+        default:
+            return []
+        }
     }
 
     /// One caBLE service data seen by the scanner. Adverts for other sessions are ignored, and so is
     /// everything after the first match (Chromium accepts one device per QR code).
     public mutating func advertReceived(_ serviceData: [UInt8]) -> [Action] {
-        guard case .qrShown = state, let plaintext = try? eidKey.decrypt(serviceData) else { return [] }
+        if case .awaitingAdvert = state { return linkedAdvertReceived(serviceData) }
+        guard case .qrShown = state, case .qrCode(_, let tunnelID) = mode, let qrCode,
+            let plaintext = try? eidKey.decrypt(serviceData)
+        else { return [] }
         matchedAdvert = plaintext
         let endpoint = tunnelServer.map(TunnelServerEndpoint.override) ?? .domain(plaintext.domain)
         let url = endpoint.url(for: .connect(plaintext.routingID, tunnelID))
@@ -116,9 +188,14 @@ public struct HybridClientSession: ~Copyable {
     }
 
     /// The tunnel is open: send Noise message 1 at once, as Chromium does, and give the authenticator
-    /// `timeouts.handshake` to answer.
+    /// `timeouts.handshake` to answer. In a linked session the relay is now waking the phone: scan for its advert
+    /// for `timeouts.advert`.
     public mutating func tunnelConnected() -> [Action] {
-        guard case .advertMatched(let psk, let url) = state else {
+        if case .contacting(let url) = state {
+            state = .awaitingAdvert
+            return [.report(.tunnelConnected(url: url)), .startScanning, .armTimer(timeouts.advert)]
+        }
+        guard case .advertMatched(let psk, let url) = state, case .qrCode(let qrKey, _) = mode else {
             return fail(.protocolViolation(.tunnelOpenedBeforeAdvert))
         }
         do throws(NoiseError) {
@@ -150,7 +227,7 @@ public struct HybridClientSession: ~Copyable {
             return receivedFrame(message, revision: revision, handshakeHash: handshakeHash, awaiting: false)
         case .awaitingResponse(let revision, let handshakeHash):
             return receivedFrame(message, revision: revision, handshakeHash: handshakeHash, awaiting: true)
-        case .qrShown, .advertMatched:
+        case .qrShown, .advertMatched, .contacting, .awaitingAdvert:
             return fail(.protocolViolation(.messageBeforeHandshake))
         case .closed:
             return []
@@ -177,9 +254,10 @@ public struct HybridClientSession: ~Copyable {
     public mutating func timerExpired() -> [Action] {
         switch state {
         case .qrShown: fail(.noNearbyAuthenticator(timeout: timeouts.advert))
+        case .awaitingAdvert: fail(.linkedPhoneNotNear(timeout: timeouts.advert))
         case .handshakeSent, .awaitingPostHandshake: fail(.timedOut(.handshake, timeout: timeouts.handshake))
         case .awaitingResponse: fail(.timedOut(.response, timeout: timeouts.request))
-        case .advertMatched, .ready, .closed: []
+        case .advertMatched, .contacting, .ready, .closed: []
         }
     }
 
@@ -214,6 +292,26 @@ public struct HybridClientSession: ~Copyable {
 
     // MARK: Helpers
 
+    /// Linked: the phone's advert (keys from the link secret and the client nonce) → message 1 of the NK handshake.
+    /// Adverts that are not this phone's are ignored.
+    private mutating func linkedAdvertReceived(_ serviceData: [UInt8]) -> [Action] {
+        guard case .linked(let identity, let linkSecret, _, _) = mode, let plaintext = try? eidKey.decrypt(serviceData)
+        else { return [] }
+        matchedAdvert = plaintext
+        do throws(NoiseError) {
+            let (message, waiting) = try HandshakeInitiator(
+                kind: .stateAssisted(peerIdentity: identity),
+                psk: KeyDerivation.psk(secret: linkSecret, advert: plaintext), ephemeralKey: ephemeralKey
+            ).makeMessage()
+            state = .handshakeSent(waiting)
+            return [
+                .stopScanning, .cancelTimer, .report(.linkedPhoneNear), .send(message), .armTimer(timeouts.handshake),
+            ]
+        } catch {
+            return fail(.handshake(error))
+        }
+    }
+
     private mutating func receivedPostHandshake(_ message: [UInt8], handshakeHash: [UInt8]) -> [Action] {
         let plaintext: [UInt8]
         do throws(HybridSessionError) {
@@ -227,7 +325,8 @@ public struct HybridClientSession: ~Copyable {
                 return fail(.protocolViolation(.noCTAP))
             }
             var linking: LinkingInfo? = nil
-            if let offered = postHandshake.linking {
+            // A linked session has no QR key to check a signature with; like Chromium, it ignores key 2 then.
+            if let offered = postHandshake.linking, case .qrCode(let qrKey, _) = mode {
                 do throws(LinkingError) {
                     try offered.verifySignature(qrKey: qrKey, handshakeHash: handshakeHash)
                     linking = offered
@@ -266,7 +365,9 @@ public struct HybridClientSession: ~Copyable {
             ]
         case .update:
             do throws(PostHandshakeError) {
-                guard let linking = try UpdateMessage(payload: framed.payload).linking else { return [] }
+                guard let linking = try UpdateMessage(payload: framed.payload).linking,
+                    case .qrCode(let qrKey, _) = mode
+                else { return [] }
                 do throws(LinkingError) {
                     try linking.verifySignature(qrKey: qrKey, handshakeHash: handshakeHash)
                 } catch {

@@ -20,6 +20,9 @@ public enum HybridSessionError: Error, Hashable, Sendable, CustomStringConvertib
     /// The client showed its QR code but no advert for it arrived in time: no authenticator nearby scanned it.
     /// The client never contacts the relay in this case (a QR code seen from afar must not work).
     case noNearbyAuthenticator(timeout: Duration)
+    /// Linked: the relay took the contact request, but the phone's advert did not arrive in time (it was not woken,
+    /// or it is not near).
+    case linkedPhoneNotNear(timeout: Duration)
     /// The authenticator advertised but no client started the handshake in time.
     case clientNeverConnected(timeout: Duration)
     /// The peer did not send what the session waited for in time.
@@ -39,10 +42,28 @@ public enum HybridSessionError: Error, Hashable, Sendable, CustomStringConvertib
         case .noNearbyAuthenticator(let timeout):
             "no nearby authenticator answered within \(timeout.secondsDescription) (scan the QR code with a phone "
                 + "or `passkey scan` that can reach this computer's Bluetooth radio)"
+        case .linkedPhoneNotNear(let timeout):
+            "the linked phone did not come near within \(timeout.secondsDescription) (it must be woken through its "
+                + "relay, by `passkey listen`, and reach this computer's Bluetooth radio)"
         case .clientNeverConnected(let timeout):
             "no client connected through the relay within \(timeout.secondsDescription) of advertising"
         case .timedOut(let wait, let timeout): "timed out \(wait) (\(timeout.secondsDescription))"
         case .tunnelClosed: "the tunnel closed before the hybrid session finished"
+        }
+    }
+}
+
+/// Why a linked (state-assisted) client session could not be made from stored linking information.
+public enum LinkedSessionError: Error, Hashable, Sendable, CustomStringConvertible {
+    /// The stored linking information is unusable (its identity key, or an empty contact ID).
+    case linking(LinkingError)
+    /// The client payload could not be built (a link ID or nonce of the wrong size).
+    case clientPayload(ClientPayloadError)
+
+    public var description: String {
+        switch self {
+        case .linking(let error): "the stored link is unusable: \(error)"
+        case .clientPayload(let error): "the stored link is unusable: \(error)"
         }
     }
 }

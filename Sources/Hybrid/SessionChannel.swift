@@ -59,6 +59,11 @@ public enum HybridClientProgress: Hashable, Sendable {
     case requestSent(command: UInt8)
     /// Its answer came back (CTAP status byte given).
     case responseReceived(status: UInt8)
+    /// Linked: asking the relay at `url` (`/cable/contact/…`: show only its host, the path names the phone) to
+    /// wake the phone.
+    case contacting(url: String)
+    /// Linked: the phone's advert arrived; it is near, and the handshake starts.
+    case linkedPhoneNear
 }
 
 /// Where an authenticator-side hybrid session is, for status lines.

@@ -1,4 +1,5 @@
 import CTAP2
+import Crypto
 import Hybrid
 import HybridTransport
 import Proximity
@@ -54,21 +55,68 @@ public struct HybridAuthenticatorLink: Sendable {
     public func serve(
         qrCode: QRCodePayload, getInfo: [UInt8], handle: @Sendable ([UInt8]) async -> [UInt8]
     ) async throws(HybridLinkError) -> Int {
-        var session: HybridAuthenticatorSession
+        try await serve(qrCode: qrCode, getInfo: getInfo, linkingOffer: nil, handle: handle).answered
+    }
+
+    /// Serves a scanned QR code's session and, when the QR code says the client can store linking information
+    /// (key 4), offers `linkingOffer` in the post-handshake message. Returns how many requests were answered and
+    /// whether the linking information was sent (the phone keeps the link only then).
+    public func serve(qrCode: QRCodePayload, authenticator: Authenticator, linkingOffer: LinkingOffer?)
+        async throws(HybridLinkError) -> (answered: Int, sentLinking: Bool)
+    {
+        let getInfo = Array(await authenticator.handle([CTAPCommand.getInfo.rawValue]).dropFirst())
+        return try await serve(qrCode: qrCode, getInfo: getInfo, linkingOffer: linkingOffer) { request in
+            await authenticator.handle(request)
+        }
+    }
+
+    func serve(
+        qrCode: QRCodePayload, getInfo: [UInt8], linkingOffer: LinkingOffer?,
+        handle: @Sendable ([UInt8]) async -> [UInt8]
+    ) async throws(HybridLinkError) -> (answered: Int, sentLinking: Bool) {
+        let session: HybridAuthenticatorSession
         do throws(AdvertError) {
             session = try HybridAuthenticatorSession(
                 qrCode: qrCode, getInfo: getInfo, ephemeralKey: environment.sessionKey(),
                 advertNonce: environment.randomBytes(AdvertPlaintext.nonceByteCount), domain: domain,
-                tunnelServer: tunnelServer, keepOpen: keepOpen, timeouts: timeouts)
+                tunnelServer: tunnelServer, keepOpen: keepOpen, timeouts: timeouts, linkingOffer: linkingOffer)
         } catch {
             throw .session(.protocolViolation(.unbuildableAdvert(error)))
         }
+        return try await run(session, handle: handle)
+    }
+
+    /// Serves a linked client after the relay woke this phone (`passkey listen`): joins the tunnel the wake names
+    /// on `tunnelServer`, advertises under the link's keys, answers the NKpsk0 handshake with `identityKey`, then
+    /// CTAP requests with `authenticator`. Returns how many requests were answered.
+    public func serveLinked(
+        routingID: RoutingID, tunnelID: TunnelID, clientPayload: ClientPayload, linkSecret: [UInt8],
+        identityKey: P256.KeyAgreement.PrivateKey, authenticator: Authenticator
+    ) async throws(HybridLinkError) -> Int {
+        let getInfo = Array(await authenticator.handle([CTAPCommand.getInfo.rawValue]).dropFirst())
+        let session: HybridAuthenticatorSession
+        do throws(AdvertError) {
+            session = try HybridAuthenticatorSession(
+                linkedWake: routingID, tunnelID: tunnelID, clientPayload: clientPayload, linkSecret: linkSecret,
+                identityKey: identityKey, getInfo: getInfo, ephemeralKey: environment.sessionKey(),
+                advertRandom: environment.randomBytes(AdvertPlaintext.byteCount - 1), tunnelServer: tunnelServer,
+                keepOpen: keepOpen, timeouts: timeouts)
+        } catch {
+            throw .session(.protocolViolation(.unbuildableAdvert(error)))
+        }
+        return try await run(session) { request in await authenticator.handle(request) }.answered
+    }
+
+    private func run(_ session: consuming HybridAuthenticatorSession, handle: @Sendable ([UInt8]) async -> [UInt8])
+        async throws(HybridLinkError) -> (answered: Int, sentLinking: Bool)
+    {
+        var session = session
         var run = AuthenticatorRun(advertiser: advertiser, environment: environment, progress: progress)
         var actions = session.start()
         while let next = try await run.perform(actions, on: &session, handle: handle) {
             actions = next
         }
-        return session.answeredRequests
+        return (session.answeredRequests, session.sentLinking)
     }
 }
 

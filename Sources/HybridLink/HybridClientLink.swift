@@ -2,6 +2,7 @@ import Foundation
 import Hybrid
 import HybridTransport
 import Proximity
+import Synchronization
 
 /// The computer's side of a QR-initiated hybrid session, over a radio and the environment's tunnels: it carries
 /// out what its `HybridClientSession` decides (show the QR code, scan, open the tunnel the advert names, send,
@@ -31,6 +32,7 @@ public actor HybridClientLink {
         scanner: any ProximityScanner,
         tunnelServer: TunnelServerBaseURL? = nil,
         timeouts: HybridTimeouts = HybridTimeouts(),
+        offersLinking: Bool = false,
         environment: HybridEnvironment,
         progress: @escaping @Sendable (HybridClientProgress) -> Void = { _ in }
     ) async throws(HybridLinkError) -> HybridClientLink {
@@ -40,10 +42,43 @@ public actor HybridClientLink {
                 qrKey: environment.sessionKey(), secret: environment.randomBytes(16),
                 ephemeralKey: environment.sessionKey(), requestType: requestType,
                 timestamp: UInt64(max(0, environment.currentDate().timeIntervalSince1970)),
-                tunnelServer: tunnelServer, timeouts: timeouts)
+                tunnelServer: tunnelServer, timeouts: timeouts, offersLinking: offersLinking)
         } catch {
             throw .qrCode(error)
         }
+        return try await run(session, scanner: scanner, environment: environment, progress: progress)
+    }
+
+    /// Runs a linked session with a phone that sent `link` in an earlier session, up to the point where CTAP
+    /// requests can be sent: the relay at `endpoint` wakes the phone (`/cable/contact`), its advert is matched with
+    /// keys from the link secret and a fresh client nonce, and the NKpsk0 handshake uses its identity key. A relay
+    /// that answers 410 throws `.tunnel(.refused(status: 410))`: the phone revoked the link.
+    public static func connect(
+        link: LinkingInfo,
+        requestType: HybridRequestType,
+        scanner: any ProximityScanner,
+        endpoint: TunnelServerEndpoint,
+        timeouts: HybridTimeouts = HybridTimeouts(),
+        environment: HybridEnvironment,
+        progress: @escaping @Sendable (HybridClientProgress) -> Void = { _ in }
+    ) async throws(HybridLinkError) -> HybridClientLink {
+        let session: HybridClientSession
+        do throws(LinkedSessionError) {
+            session = try HybridClientSession(
+                link: link, clientNonce: environment.randomBytes(ClientPayload.clientNonceLength),
+                ephemeralKey: environment.sessionKey(), requestType: requestType, endpoint: endpoint,
+                timeouts: timeouts)
+        } catch {
+            throw .linkedSession(error)
+        }
+        return try await run(session, scanner: scanner, environment: environment, progress: progress)
+    }
+
+    private static func run(
+        _ session: consuming sending HybridClientSession, scanner: any ProximityScanner,
+        environment: HybridEnvironment,
+        progress: @escaping @Sendable (HybridClientProgress) -> Void
+    ) async throws(HybridLinkError) -> HybridClientLink {
         let driver = ClientDriver(
             session: session, scanner: scanner, environment: environment, progress: progress)
         guard case .ready(let getInfo, let linking) = try await driver.run(driver.start()) else {
@@ -83,7 +118,19 @@ final class ClientDriver {
     private enum ScanEvent: Sendable {
         case advert([UInt8])
         case timerExpired(generation: Int)
+        /// The tunnel pump has an event: take it from the pump's task.
+        case tunnelEvent
     }
+
+    /// What the tunnel pump read: an event, or the error that ended the tunnel.
+    private typealias Pumped = Result<TunnelEvent, TunnelError>
+
+    /// Reads the tunnel while the radio scans (a linked session waits for the phone's advert with its contact tunnel
+    /// open, and the relay may close it): short receives, so that it can be stopped between them without
+    /// cancelling a receive, which would end the tunnel.
+    private var pump: (task: Task<Pumped?, Never>, stop: StopFlag)?
+    /// An event the pump read after the scan stopped, handed to the next tunnel read.
+    private var pumped: Pumped?
 
     private var session: HybridClientSession
     private let scanner: any ProximityScanner
@@ -144,6 +191,15 @@ final class ClientDriver {
                     throw .tunnel(error)
                 }
                 pending.append(contentsOf: session.tunnelConnected())
+            case .contact(let url, let clientPayload):
+                do throws(TunnelError) {
+                    tunnel = try await environment.openTunnel(
+                        url, headers: [(ClientPayload.headerName, clientPayload)], timeout: session.timeouts.connect)
+                } catch {
+                    await tearDown()
+                    throw .tunnel(error)
+                }
+                pending.append(contentsOf: session.tunnelConnected())
             case .send(let message):
                 do throws(TunnelError) {
                     try await tunnel?.send(message)
@@ -190,6 +246,48 @@ final class ClientDriver {
         self.scan = nil
         scan.sink.finish()
         await scanner.stopScanning()
+        if let pump {
+            self.pump = nil
+            pump.stop.set()
+            if let event = await pump.task.value { pumped = event }
+        }
+    }
+
+    /// Starts reading `tunnel` into the scan's events.
+    private func startPump(_ tunnel: any HybridTunnel, sink: AsyncStream<ScanEvent>.Continuation) {
+        let stop = StopFlag()
+        let task = Task<Pumped?, Never> {
+            while !stop.isSet {
+                do throws(TunnelError) {
+                    guard let message = try await tunnel.receive(timeout: .milliseconds(100)) else {
+                        sink.yield(.tunnelEvent)
+                        return .success(.closed)
+                    }
+                    sink.yield(.tunnelEvent)
+                    return .success(.message(message))
+                } catch {
+                    if case .timedOut = error { continue }
+                    sink.yield(.tunnelEvent)
+                    return .failure(error)
+                }
+            }
+            return nil
+        }
+        pump = (task, stop)
+    }
+
+    /// The session's answer to what the tunnel gave.
+    private nonisolated(nonsending) func handle(_ pumped: Pumped) async throws(HybridLinkError)
+        -> [HybridClientSession.Action]
+    {
+        switch pumped {
+        case .success(.message(let message)): return session.received(message)
+        case .success(.closed): return session.tunnelClosed()
+        case .success(.timerExpired): return session.timerExpired()
+        case .failure(let error):
+            await tearDown()
+            throw .tunnel(error)
+        }
     }
 
     private func arm(_ duration: Duration) {
@@ -218,6 +316,7 @@ final class ClientDriver {
         await stopScanning()
         await tunnel?.close()
         tunnel = nil
+        pumped = nil
     }
 
     // MARK: Events
@@ -225,7 +324,15 @@ final class ClientDriver {
     /// Waits for what happens next and returns the session's answer to it; `nil` when nothing can happen any more
     /// (the session closed its tunnel and radio).
     private nonisolated(nonsending) func nextEvent() async throws(HybridLinkError) -> [HybridClientSession.Action]? {
-        if let tunnel {
+        if let event = pumped {
+            pumped = nil
+            return try await handle(event)
+        }
+        if let tunnel, let sink = scan?.sink, pump == nil {
+            // Scanning with the tunnel open (linked): the tunnel is read into the scan's events.
+            startPump(tunnel, sink: sink)
+        }
+        if let tunnel, scan == nil {
             let event: TunnelEvent
             do throws(TunnelError) {
                 event = try await tunnel.nextEvent(deadline: timer?.deadline, now: environment.now())
@@ -248,8 +355,21 @@ final class ClientDriver {
                 return session.timerExpired()
             case .timerExpired:
                 continue  // a timer that was replaced or cancelled
+            case .tunnelEvent:
+                guard let pump else { continue }
+                self.pump = nil
+                guard let event = await pump.task.value else { continue }
+                return try await handle(event)
             }
         }
         return nil
     }
+}
+
+/// A flag one task sets and another polls.
+final class StopFlag: Sendable {
+    private let value = Mutex(false)
+
+    var isSet: Bool { value.withLock { $0 } }
+    func set() { value.withLock { $0 = true } }
 }

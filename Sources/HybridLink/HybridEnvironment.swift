@@ -34,6 +34,13 @@ public struct HybridEnvironment: Sendable {
     public var now: @Sendable () -> ContinuousClock.Instant
     /// Sleeps for a duration: the client's advert timer. Throws when cancelled.
     public var sleep: @Sendable (Duration) async throws -> Void
+    /// Opens a tunnel with extra request headers (`/cable/contact` and its `X-caBLE-Client-Payload`); nil uses
+    /// ``openTunnel`` and drops the headers (in-memory tunnels in tests).
+    public var openTunnelWithHeaders:
+        (
+            @Sendable (_ url: String, _ headers: [(name: String, value: String)], _ timeout: Duration)
+                async throws(TunnelError) -> any HybridTunnel
+        )?
 
     public init(
         openTunnel:
@@ -42,9 +49,15 @@ public struct HybridEnvironment: Sendable {
         randomBytes: @escaping @Sendable (Int) -> [UInt8] = AuthenticatorEnvironment.systemRandomBytes,
         currentDate: @escaping @Sendable () -> Date = { Date() },
         now: @escaping @Sendable () -> ContinuousClock.Instant = { .now },
-        sleep: @escaping @Sendable (Duration) async throws -> Void = { try await Task.sleep(for: $0) }
+        sleep: @escaping @Sendable (Duration) async throws -> Void = { try await Task.sleep(for: $0) },
+        openTunnelWithHeaders:
+            (
+                @Sendable (_ url: String, _ headers: [(name: String, value: String)], _ timeout: Duration)
+                    async throws(TunnelError) -> any HybridTunnel
+            )? = nil
     ) {
         self.openTunnel = openTunnel
+        self.openTunnelWithHeaders = openTunnelWithHeaders
         self.randomBytes = randomBytes
         self.currentDate = currentDate
         self.now = now
@@ -54,9 +67,21 @@ public struct HybridEnvironment: Sendable {
     /// Real WebSockets (with `tls` for `wss://` relays; `nil` trusts the system's roots), the system's random
     /// source and clocks.
     public static func system(tls: TLSConfiguration? = nil) -> HybridEnvironment {
-        HybridEnvironment(openTunnel: { (url, timeout) async throws(TunnelError) -> any HybridTunnel in
-            try await TunnelConnection.connect(to: url, timeout: timeout, tls: tls)
-        })
+        HybridEnvironment(
+            openTunnel: { (url, timeout) async throws(TunnelError) -> any HybridTunnel in
+                try await TunnelConnection.connect(to: url, timeout: timeout, tls: tls)
+            },
+            openTunnelWithHeaders: { (url, headers, timeout) async throws(TunnelError) -> any HybridTunnel in
+                try await TunnelConnection.connect(to: url, timeout: timeout, tls: tls, headers: headers)
+            })
+    }
+
+    /// Opens a tunnel with `headers`: through ``openTunnelWithHeaders`` when set, else ``openTunnel``.
+    func openTunnel(_ url: String, headers: [(name: String, value: String)], timeout: Duration)
+        async throws(TunnelError) -> any HybridTunnel
+    {
+        if let openTunnelWithHeaders { return try await openTunnelWithHeaders(url, headers, timeout) }
+        return try await openTunnel(url, timeout)
     }
 
     /// A fresh P-256 key for one session, from `randomBytes`.

@@ -13,6 +13,8 @@ public enum HybridLinkError: Error, Hashable, Sendable, CustomStringConvertible 
     case session(HybridSessionError)
     /// The QR code could not be made or read.
     case qrCode(QRCodeError)
+    /// A linked session could not be made from the stored link.
+    case linkedSession(LinkedSessionError)
 
     public var description: String {
         switch self {
@@ -20,6 +22,7 @@ public enum HybridLinkError: Error, Hashable, Sendable, CustomStringConvertible 
         case .tunnel(let error): error.description
         case .session(let error): error.description
         case .qrCode(let error): "QR code: \(error)"
+        case .linkedSession(let error): error.description
         }
     }
 }

@@ -76,11 +76,13 @@ public final class TunnelConnection: Sendable {
     }
 
     /// Opens a tunnel to `url` and waits for the upgrade. `tls` replaces the system trust store for `wss://`
-    /// (self-hosted relays with their own certificate authority).
+    /// (self-hosted relays with their own certificate authority); `headers` go with the upgrade request
+    /// (`X-caBLE-Client-Payload` on `/cable/contact`).
     public static func connect(
         to url: String,
         timeout: Duration = .seconds(10),
         tls: TLSConfiguration? = nil,
+        headers extraHeaders: [(name: String, value: String)] = [],
         group: any EventLoopGroup = MultiThreadedEventLoopGroup.singleton
     ) async throws(TunnelError) -> TunnelConnection {
         guard let components = URLComponents(string: url), let scheme = components.scheme?.lowercased(),
@@ -107,6 +109,7 @@ public final class TunnelConnection: Sendable {
         headers.add(name: "Host", value: components.port.map { "\(host):\($0)" } ?? host)
         headers.add(name: "Sec-WebSocket-Protocol", value: TunnelServerProtocol.webSocketSubprotocol)
         headers.add(name: "Content-Length", value: "0")
+        for header in extraHeaders { headers.add(name: header.name, value: header.value) }
         let requestHead = HTTPRequestHead(version: .http1_1, method: .GET, uri: path, headers: headers)
         let tlsHostname = host.first == "[" || host.allSatisfy({ $0.isNumber || $0 == "." }) ? nil : host
 

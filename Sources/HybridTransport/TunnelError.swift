@@ -1,3 +1,4 @@
+import Hybrid
 import WebSocketMessages
 
 /// Why a tunnel could not be opened or used. Each case names its reason; the prose is in ``description``.
@@ -26,6 +27,9 @@ public enum TunnelError: Error, Hashable, Sendable, CustomStringConvertible {
     case tooManyUnreadMessages
     /// ``TunnelConnection/receive(timeout:waitingFor:)`` was called while another call on the same tunnel waited.
     case concurrentReceive
+    /// The relay closed the tunnel with one of the wake channel's codes (`ListenerCloseCode`, for example 4404: no
+    /// phone answered a wake).
+    case closedByRelay(code: UInt16)
 
     public var description: String {
         switch self {
@@ -41,6 +45,9 @@ public enum TunnelError: Error, Hashable, Sendable, CustomStringConvertible {
             "the peer sent more than \(TunnelConnection.maximumQueuedMessages) messages or "
                 + "\(TunnelConnection.maximumQueuedBytes) bytes that were not read yet; tunnel closed"
         case .concurrentReceive: "two readers on one tunnel"
+        case .closedByRelay(let code):
+            "the relay closed the tunnel with code \(code)"
+                + (ListenerCloseCode.describe(code).map { ": \($0)" } ?? "")
         }
     }
 }

@@ -1,3 +1,4 @@
+import Hybrid
 import NIOCore
 import NIOPosix
 import NIOSSL
@@ -97,8 +98,13 @@ final class TunnelFrameHandler: ChannelDuplexHandler {
             context.writeAndFlush(Self.wrapOutboundOut(pong), promise: nil)
         case .fragment, .pong:
             break
-        case .close:
-            // The relay or the peer ended the tunnel: answer, then close; the stream ends when the channel does.
+        case .close(let code):
+            // The relay or the peer ended the tunnel: answer, then close; the stream ends when the channel does. A
+            // code of the wake channel's (`ListenerCloseCode`) is the relay's reason, which the reader gets as an
+            // error; any other code ends the tunnel cleanly.
+            if let code, ListenerCloseCode.describe(code) != nil {
+                context.fireErrorCaught(TunnelError.closedByRelay(code: code))
+            }
             sendClose(.normalClosure, context: context, promise: nil)
         }
     }

@@ -56,12 +56,17 @@ public enum RelayRejection: String, Hashable, Sendable, CaseIterable {
     case unknownRoutingID
     /// `/cable/new` while the relay drains before it stops: another instance should take the tunnel.
     case draining
+    /// `/cable/contact` for a contact ID the relay does not know (revoked, expired, never registered): 410.
+    case contactGone
+    /// `/cable/contact` without a valid `X-caBLE-Client-Payload` header: 400.
+    case badClientPayload
 
     /// The HTTP status code of the refusal.
     public var status: Int {
         switch self {
         case .unknownPath, .unknownTunnel, .unknownRoutingID: 404
-        case .badHex, .missingSubprotocol: 400
+        case .badHex, .missingSubprotocol, .badClientPayload: 400
+        case .contactGone: 410
         case .duplicateTunnel, .tunnelAlreadyJoined: 409
         case .tooManyTunnels, .tooManyConnectionsFromAddress, .tooManyTunnelsFromAddress: 429
         case .draining: 503

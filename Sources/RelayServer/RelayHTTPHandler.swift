@@ -36,7 +36,10 @@ final class RelayHTTPHandler: ChannelInboundHandler, RemovableChannelHandler {
         }
         let subprotocols = head.headers[canonicalForm: "Sec-WebSocket-Protocol"].map(String.init)
         let forwardedFor = head.headers["X-Forwarded-For"]
-        switch state.upgrade(connection, path: head.uri, subprotocols: subprotocols, forwardedFor: forwardedFor) {
+        let decision =
+            state.contactUpgrade(connection, head: head, subprotocols: subprotocols, forwardedFor: forwardedFor)
+            ?? state.upgrade(connection, path: head.uri, subprotocols: subprotocols, forwardedFor: forwardedFor)
+        switch decision {
         case .accept(_, let routingIDHeader):
             connection.upgradeAccepted()
             var headers = HTTPHeaders([("Sec-WebSocket-Protocol", TunnelServerProtocol.webSocketSubprotocol)])

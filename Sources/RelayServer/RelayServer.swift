@@ -72,10 +72,17 @@ public final class RelayServer: Sendable {
         guard configuration.writeBufferWaterMark.low <= configuration.writeBufferWaterMark.high else {
             throw .invalidConfiguration("the low write buffer water mark is above the high one")
         }
+        let routingID = configuration.routingID ?? Self.randomRoutingID()
+        let contacts: RelayContacts
+        do throws(ContactFileError) {
+            contacts = try RelayContacts.load(configuration: configuration.contacts, routingID: routingID, logger: logger)
+        } catch {
+            throw .invalidConfiguration(error.description)
+        }
         let state = RelayState(
             limits: limits, addressRules: configuration.addressRules,
-            routingID: configuration.routingID ?? Self.randomRoutingID(),
-            metrics: configuration.metrics ?? PrometheusCollectorRegistry(), logger: logger)
+            routingID: routingID,
+            metrics: configuration.metrics ?? PrometheusCollectorRegistry(), logger: logger, contacts: contacts)
         let group = MultiThreadedEventLoopGroup(numberOfThreads: configuration.threads)
         let bootstrap = ServerBootstrap(group: group)
             .serverChannelOption(.backlog, value: 4096)

@@ -44,6 +44,8 @@ public struct RelayServerConfiguration: Sendable {
     public var tickInterval: Duration?
     /// Event loop threads (default: one per core).
     public var threads = System.coreCount
+    /// The wake channel for linked phones: `/cable/listen` and `/cable/contact` (Docs/Relay.md).
+    public var contacts = RelayContactConfiguration()
 
     /// The defaults: `127.0.0.1:8080`, plain `ws`, ``RelayLimits``' defaults.
     public init() {}

@@ -22,7 +22,7 @@ enum Effect {
 /// then runs ``perform(_:)`` outside the lock. Order is kept because one connection's frames are handled in
 /// order on its own event loop, and a delivery to another loop is queued behind whatever that loop is doing.
 final class RelayState: Sendable {
-    private struct Entry {
+    struct Entry {
         let connection: RelayConnection
         /// Still in the HTTP stage: counted against the limits of pending connections.
         var isPending: Bool
@@ -34,7 +34,7 @@ final class RelayState: Sendable {
     /// The registry relays views of the buffers the frames arrived in: a message is never copied on its way.
     typealias Registry = RelayRegistry<ByteBufferView>
 
-    private struct Locked {
+    struct Locked {
         var registry: Registry
         var connections: [ConnectionID: Entry] = [:]
         var pendingPerAddress: [String: Int] = [:]
@@ -91,18 +91,21 @@ final class RelayState: Sendable {
     /// This instance's routing ID, handed out on every `/cable/new`.
     let routingID: RoutingID
     let metrics: RelayMetrics
-    private let locked: Mutex<Locked>
+    let locked: Mutex<Locked>
     private let logger: Logger
+    /// The wake channel for linked phones (`RelayState+Contacts.swift`).
+    let contacts: RelayContacts
 
     /// The time now: the monotonic clock, or a test's manual one.
-    private let now: @Sendable () -> ContinuousClock.Instant
+    let now: @Sendable () -> ContinuousClock.Instant
 
     init(
         limits: RelayLimits, addressRules: AddressRules = AddressRules(), routingID: RoutingID,
         metrics: PrometheusCollectorRegistry = PrometheusCollectorRegistry(), logger: Logger,
-        now: @escaping @Sendable () -> ContinuousClock.Instant = { .now }
+        now: @escaping @Sendable () -> ContinuousClock.Instant = { .now }, contacts: RelayContacts? = nil
     ) {
         self.now = now
+        self.contacts = contacts ?? RelayContacts(routingID: routingID, logger: logger, now: now)
         self.limits = limits
         self.addressRules = addressRules
         self.routingID = routingID
@@ -164,11 +167,14 @@ final class RelayState: Sendable {
 
     /// The upgraded connection is ready for frames.
     func joined(_ connection: RelayConnection) -> [Effect] {
-        locked.withLock { state in state.resolve(state.registry.joined(connection.id), metrics: metrics) }
+        limits: RelayLimits, addressRules: AddressRules = AddressRules(), routingID: RoutingID,
+        metrics: PrometheusCollectorRegistry = PrometheusCollectorRegistry(), logger: Logger,
+        now: @escaping @Sendable () -> ContinuousClock.Instant = { .now }, contacts: RelayContacts? = nil
     }
 
     /// A whole binary message arrived on `connection`.
     func message(_ bytes: ByteBufferView, from connection: RelayConnection) -> [Effect] {
+        if contacts.message(bytes, from: connection, state: self) { return [] }
         let now = self.now()
         return locked.withLock { state in
             state.resolve(state.registry.message(bytes, from: connection.id, now: now), metrics: metrics)
@@ -186,6 +192,7 @@ final class RelayState: Sendable {
 
     /// The TCP connection is gone.
     func disconnected(_ connection: RelayConnection) -> [Effect] {
+        contacts.disconnected(connection)
         let now = self.now()
         return locked.withLock { state in
             state.endPending(connection.id)
@@ -197,6 +204,7 @@ final class RelayState: Sendable {
 
     /// Ends tunnels past their lifetime or idle timeout.
     func tick() -> [Effect] {
+        contacts.tick(state: self)
         let now = self.now()
         return locked.withLock { state in state.resolve(state.registry.tick(now: now), metrics: metrics) }
     }

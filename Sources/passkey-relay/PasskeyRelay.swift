@@ -63,6 +63,19 @@ struct PasskeyRelay: AsyncParsableCommand {
     @Option(help: "Seconds a connection may take for its TLS handshake and upgrade request.")
     var requestTimeout: Double = 10
     @Option(help: "Event loop threads (default: one per core).") var threads: Int?
+    @Option(
+        help: ArgumentHelp(
+            "Keep linked phones' contacts in this file (JSON, 0600: hashes and sealed verifiers only); without it a "
+                + "restart forgets them.", valueName: "file"))
+    var contacts: String?
+    @Flag(help: "Do not serve /cable/listen and /cable/contact (linked phones).") var noContacts = false
+    @Option(help: "Days a contact may go unused (no listener, no request) before it is forgotten.")
+    var contactExpiryDays: Double = 90
+    @Option(help: "Seconds a /cable/contact request waits for the phone to join before closing with 4404.")
+    var wakeWait: Double = 30
+    @Option(help: "Seconds between heartbeats to listeners (a listener silent for three is closed).")
+    var heartbeatInterval: Double = 30
+    @Option(help: "Contacts kept at once.") var maxContacts = 100_000
     @Option(help: "Log level: trace, debug, info, notice, warning, error, critical.") var logLevel = "info"
 
     func validate() throws {
@@ -92,6 +105,15 @@ struct PasskeyRelay: AsyncParsableCommand {
             guard value > 0 else { throw ValidationError("\(name) must be at least 1") }
         }
         guard maxMessageBytes <= Int(UInt32.max) else { throw ValidationError("--max-message-bytes is too large") }
+        guard contactExpiryDays > 0, contactExpiryDays <= 3650 else {
+            throw ValidationError("--contact-expiry-days must be between 0 and 3650")
+        }
+        for (name, value) in [("--wake-wait", wakeWait), ("--heartbeat-interval", heartbeatInterval)] {
+            guard value >= 0.1, value <= 3600 else {
+                throw ValidationError("\(name) must be between 0.1 and 3600 seconds")
+            }
+        }
+        guard maxContacts > 0 else { throw ValidationError("--max-contacts must be at least 1") }
         if let threads, threads < 1 { throw ValidationError("--threads must be at least 1") }
         guard Logger.Level(rawValue: logLevel) != nil else { throw ValidationError("unknown --log-level \(logLevel)") }
     }
@@ -131,6 +153,12 @@ struct PasskeyRelay: AsyncParsableCommand {
         configuration.addressRules.trustedProxies = try parsedTrustedProxies()
         configuration.requestTimeout = .seconds(requestTimeout)
         if let threads { configuration.threads = threads }
+        configuration.contacts.isEnabled = !noContacts
+        configuration.contacts.file = contacts
+        configuration.contacts.limits.idleExpiry = .seconds(contactExpiryDays * 86_400)
+        configuration.contacts.limits.wakeWait = .seconds(wakeWait)
+        configuration.contacts.limits.heartbeatInterval = .seconds(heartbeatInterval)
+        configuration.contacts.limits.maximumContacts = maxContacts
         if let tlsCert, let tlsKey {
             configuration.tls = try RelayServerConfiguration.makeTLSContext(
                 certificateChainFile: tlsCert, privateKeyFile: tlsKey)

@@ -28,7 +28,7 @@ extension Passkey {
                 same client with this package's own relying party and a phone, which keep the public keys in a \
                 relying party state file.
                 """,
-            subcommands: [Create.self, Get.self, Register.self, SignIn.self]
+            subcommands: [Create.self, Get.self, Register.self, SignIn.self, Links.self]
         )
     }
 }
@@ -47,6 +47,7 @@ struct ClientOptions: ParsableArguments {
     @Flag(help: "Print the outcome as one JSON object on standard output (progress goes to standard error).")
     var json = false
     @OptionGroup var hybrid: HybridOptions
+    @OptionGroup var linking: ClientLinkOptions
 
     var stateURL: URL {
         if let rpState { return URL(fileURLWithPath: rpState) }
@@ -72,9 +73,16 @@ struct ClientOptions: ParsableArguments {
 
     /// The engine with a phone as its only authenticator: the QR code, the advert, the relay, then one request.
     func phoneEngine() throws -> ClientEngine {
-        ClientEngine(
+        let book = linking.book(besides: stateURL)
+        let phone: any ClientAuthenticator =
+            if let name = linking.linked {
+                try hybrid.linkedPhone(named: name, book: book)
+            } else {
+                try hybrid.phone(json: json, qrPNG: qrPNG, rememberIn: linking.link ? book : nil)
+            }
+        return ClientEngine(
             environment: ClientEnvironment(
-                authenticators: [try hybrid.phone(json: json, qrPNG: qrPNG)],
+                authenticators: [phone],
                 userInterface: TerminalClientInterface(
                     unattended: false, pin: ClientPINSource.provider(environment: ProcessInfo.processInfo.environment)),
                 relyingPartyIDChecker: try SuffixListRelyingPartyIDChecker.fromSystemList(relatedOrigins: nil)))

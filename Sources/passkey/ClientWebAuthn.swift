@@ -46,6 +46,8 @@ struct WebAuthnClientOptions: ParsableArguments {
     @Flag(help: "Do not offer a phone (hybrid): only this computer's passkeys and a security key.")
     var noPhone = false
 
+    @OptionGroup var linking: ClientLinkOptions
+
     @Flag(help: "Print exactly the credential's toJSON() on one line, and nothing else on standard output.")
     var json = false
 
@@ -60,6 +62,9 @@ struct WebAuthnClientOptions: ParsableArguments {
     static let maximumOptionsBytes = 1 << 20
 
     func validate() throws {
+        if noPhone && (linking.link || linking.linked != nil) {
+            throw ValidationError("--link and --linked need a phone: drop --no-phone.")
+        }
         if let securityKey {
             do {
                 _ = try SecurityKeySpec(parsing: securityKey)
@@ -100,7 +105,12 @@ struct WebAuthnClientOptions: ParsableArguments {
             authenticators.append(LocalPasskeys.authenticator(store: store, approval: approval, holder: holder))
         }
         if !noPhone {
-            authenticators.append(try hybrid.phone(json: json, qrPNG: qrPNG))
+            let book = linking.book(store: store)
+            if let name = linking.linked {
+                authenticators.append(try hybrid.linkedPhone(named: name, book: book))
+            } else {
+                authenticators.append(try hybrid.phone(json: json, qrPNG: qrPNG, rememberIn: linking.link ? book : nil))
+            }
         }
         if let securityKey, let spec = try? SecurityKeySpec(parsing: securityKey) {
             var options = SecurityKeyOptions()
@@ -150,9 +160,13 @@ struct WebAuthnClientOptions: ParsableArguments {
 extension HybridOptions {
     /// A phone over hybrid as these options reach it: the QR code on standard output (standard error when the output
     /// is JSON, and also into `qrPNG`), and each step of the session on standard error.
-    func phone(json: Bool, qrPNG: String?) throws -> HybridPhoneAuthenticator {
+    func phone(json: Bool, qrPNG: String?, rememberIn book: LinkedPhoneBook? = nil) throws -> HybridPhoneAuthenticator {
         let mode = mode
         let status = StatusLine(enabled: true)
+        var onLinking: (@Sendable (LinkingInfo, TunnelServerBaseURL) -> Void)? = nil
+        if let book {
+            onLinking = { linking, relay in ClientLinking.remember(linking, relay: relay, book: book) }
+        }
         return HybridPhoneAuthenticator(
             makeScanner: { () async throws(ProximityError) -> any ProximityScanner in
                 try await Radio.scanner(for: mode)
@@ -173,8 +187,64 @@ extension HybridOptions {
                     status.say("request sent: \(CTAPCommandName.name(command))")
                 case .responseReceived(let code):
                     status.say("answer received\(code == 0 ? "" : " (CTAP status 0x\(String(code, radix: 16)))")")
+                case .contacting, .linkedPhoneNear:
+                    break  // linked sessions only
                 }
-            })
+            },
+            onLinking: onLinking)
+    }
+
+    /// The phone called `name` in `book`, reached without a QR code through its relay (or --relay); a 410 from the
+    /// relay forgets it.
+    func linkedPhone(named name: String, book: LinkedPhoneBook) throws -> LinkedPhoneAuthenticator {
+        let phones: [LinkedPhone]
+        do {
+            phones = try book.load()
+        } catch {
+            throw CommandFailure("\(error)")
+        }
+        guard let phone = phones.first(where: { $0.name == name }) else {
+            throw CommandFailure(
+                "no linked phone called \(name.terminalSafe) in \(book.url.path)",
+                hint: phones.isEmpty
+                    ? "Link one: a QR session with --link, answered by `passkey scan --link`."
+                    : "Linked phones: " + phones.map(\.name.terminalSafe).joined(separator: ", "))
+        }
+        let mode = mode
+        let status = StatusLine(enabled: true)
+        return LinkedPhoneAuthenticator(
+            phone: phone, endpoint: tunnelServer.map(TunnelServerEndpoint.override),
+            makeScanner: { () async throws(ProximityError) -> any ProximityScanner in
+                try await Radio.scanner(for: mode)
+            },
+            timeouts: timeouts, environment: .system(tls: try tlsConfiguration()),
+            progress: { event in
+                switch event {
+                case .contacting(let url):
+                    status.say(
+                        "asking the relay \(Passkey.Scan.host(of: url)) to wake the phone \"\(name.terminalSafe)\" "
+                            + "(Bluetooth: \(mode))")
+                case .tunnelConnected:
+                    status.say("relay reached: waiting for the phone to come near")
+                case .linkedPhoneNear:
+                    status.say("the phone is near: handshake")
+                case .handshakeDone:
+                    status.say("handshake done: end-to-end encrypted")
+                case .requestSent(let command):
+                    status.say("request sent: \(CTAPCommandName.name(command))")
+                case .responseReceived(let code):
+                    status.say("answer received\(code == 0 ? "" : " (CTAP status 0x\(String(code, radix: 16)))")")
+                case .showQRCode, .advertSeen:
+                    break  // QR sessions only
+                }
+            },
+            onGone: {
+                _ = try? book.forget(name)
+                Terminal.shared.write(
+                    "passkey: the phone \"\(name.terminalSafe)\" revoked this link (the relay says it is gone); "
+                        + "forgot it (\(book.url.path))\n")
+            },
+            onUsed: { try? book.used(name, now: Date()) })
     }
 }
 
@@ -387,5 +457,38 @@ extension Passkey.Client {
                     ])
             }
         }
+    }
+}
+
+/// `--link` and `--linked NAME`: remembering a phone after a QR session, and reaching it later without one.
+struct ClientLinkOptions: ParsableArguments {
+    @Flag(
+        help: """
+            Offer the phone to remember this computer (QR code key 4): the link it sends is kept in links.json \
+            beside the store, and `--linked NAME` reaches it later without a QR code.
+            """)
+    var link = false
+
+    @Option(
+        help: ArgumentHelp(
+            "Reach the linked phone with this name through its relay instead of showing a QR code "
+                + "(`passkey client links` lists them).", valueName: "name"))
+    var linked: String?
+
+    @Option(help: ArgumentHelp("The links file (default: links.json beside the store).", valueName: "file"))
+    var links: String?
+
+    func validate() throws {
+        if link && linked != nil {
+            throw ValidationError("--link (a QR session) and --linked (no QR code) exclude each other.")
+        }
+    }
+
+    func book(store: StoreOptions) -> LinkedPhoneBook {
+        LinkedPhoneBook(url: links.map { URL(fileURLWithPath: $0) } ?? ClientLinking.bookURL(store: store))
+    }
+
+    func book(besides stateURL: URL) -> LinkedPhoneBook {
+        LinkedPhoneBook(url: links.map { URL(fileURLWithPath: $0) } ?? LinkedPhoneBook.defaultURL(storeURL: stateURL))
     }
 }

@@ -152,6 +152,8 @@ extension Passkey {
                         clock.step("computer: → \(CTAPCommandName.name(command)) with a browser-built clientDataJSON")
                     case .hybrid(.responseReceived):
                         clock.step("computer: ← answer received")
+                    case .hybrid(.contacting), .hybrid(.linkedPhoneNear):
+                        break  // linked sessions only
                     case .verified:
                         clock.step("relying party: response verified (WebAuthn L3 §7)")
                     }

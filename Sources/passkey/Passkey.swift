@@ -19,7 +19,8 @@ struct Passkey: AsyncParsableCommand {
             """,
         version: "0.1.0",
         subcommands: [
-            Init.self, Serve.self, Scan.self, Client.self, RP.self, List.self, Delete.self, Info.self, Demo.self,
+            Init.self, Serve.self, Scan.self, Listen.self, Linked.self, Client.self, RP.self, List.self, Delete.self,
+            Info.self, Demo.self,
             Inspect.self, Debug.self,
         ]
     )

@@ -35,9 +35,22 @@ extension Passkey {
             help: ArgumentHelp(
                 "Tunnel server domain ID to advertise (0 Google, 1 Apple, 256+ hashed).", valueName: "id"))
         var domain: UInt16 = 0
+        @Flag(
+            help: """
+                Remember the computer: when its QR code says it can store linking information, send it, so that it                 can reach this phone later without a QR code through --relay while `passkey listen` runs.
+                """)
+        var link = false
+        @Option(help: ArgumentHelp("The name the computer shows for this phone (with --link).", valueName: "name"))
+        var name: String?
 
         func validate() throws {
             if url != nil && image != nil { throw ValidationError("Give the FIDO:/ URL or --image, not both.") }
+            if link && hybrid.relay == nil {
+                throw ValidationError(
+                    "--link needs --relay: a self-hosted passkey-relay wakes this phone (the public tunnel servers wake "
+                        + "phones through their vendors' push services).")
+            }
+            if name != nil && !link { throw ValidationError("--name goes with --link.") }
             guard TunnelDomain.isValid(domain) else {
                 throw ValidationError("--domain: \(TunnelDomainError.unassigned(domain))")
             }
@@ -63,18 +76,69 @@ extension Passkey {
                 environment: AuthenticatorEnvironment(
                     store: store, userInteraction: approval.makeUserInteraction(store: store),
                     reportError: { error in Terminal.shared.write("passkey: store error: \(error)\n") }))
+            let environment = HybridEnvironment.system(tls: tls)
             let service = HybridAuthenticatorLink(
                 advertiser: advertiser, domain: try TunnelDomain(id: domain), tunnelServer: hybrid.tunnelServer,
-                timeouts: hybrid.timeouts, keepOpen: keepOpen, environment: .system(tls: tls),
+                timeouts: hybrid.timeouts, keepOpen: keepOpen, environment: environment,
                 progress: { event in status.say(Self.describe(event, mode: mode)) })
+            var linking: (offer: LinkingOffer, state: PhoneLinkState, relay: String)? = nil
+            if link, let relay = hybrid.tunnelServer {
+                if payload.stateAssisted == true {
+                    do {
+                        linking = try await Self.prepareLink(
+                            relay: relay, name: name ?? PhoneLinking.defaultName, store: store,
+                            environment: environment, status: status)
+                    } catch {
+                        await advertiser.close()
+                        throw error
+                    }
+                } else {
+                    status.say("the computer cannot store linking information (its QR code says so): not linking")
+                }
+            }
+            let answered: Int
+            let sentLinking: Bool
             do {
-                let answered = try await service.serve(qrCode: payload, authenticator: authenticator)
+                (answered, sentLinking) = try await service.serve(
+                    qrCode: payload, authenticator: authenticator, linkingOffer: linking?.offer)
                 await advertiser.close()
-                status.say("done: answered \(answered) request\(answered == 1 ? "" : "s")")
             } catch {
                 await advertiser.close()
                 throw CommandFailure("\(error)")
             }
+            if sentLinking, let linking {
+                var state = linking.state
+                state.links.append(
+                    PhoneLink(
+                        linkID: linking.offer.linkID, secret: linking.offer.linkSecret, relay: linking.relay,
+                        created: Date()))
+                try PhoneLinkFile.save(state, for: store)
+                status.say(
+                    "linked: the computer can reach this phone through \(linking.relay) while `passkey listen` runs "
+                        + "(link \(linking.offer.linkID.hexString))")
+            }
+            status.say("done: answered \(answered) request\(answered == 1 ? "" : "s")")
+        }
+
+        /// A new link for the computer: the phone's contact at `relay` (registered now if need be), a fresh link ID
+        /// and secret, the identity key.
+        static func prepareLink(
+            relay: TunnelServerBaseURL, name: String, store: SQLiteCredentialStore, environment: HybridEnvironment,
+            status: StatusLine
+        ) async throws -> (offer: LinkingOffer, state: PhoneLinkState, relay: String) {
+            var state = try PhoneLinking.load(store)
+            let contact = try await PhoneLinking.contact(
+                at: relay, state: &state, store: store, environment: environment, status: status)
+            guard let identityKey = state.identityPrivateKey else {
+                throw CommandFailure(
+                    "the phone's identity key in \(PhoneLinkFile.url(forStore: store.url).path) is invalid")
+            }
+            let offer = LinkingOffer(
+                contactID: contact.contactID,
+                linkID: AuthenticatorEnvironment.systemRandomBytes(LinkingInfo.linkIDLength),
+                linkSecret: AuthenticatorEnvironment.systemRandomBytes(LinkingInfo.linkSecretLength),
+                identityKey: identityKey, name: name)
+            return (offer, state, contact.relay)
         }
 
         /// The payload from the argument, the image or standard input, checked before anything is opened.

@@ -205,6 +205,25 @@ struct HybridLinkTests {
             qrKey: P256.KeyAgreement.PrivateKey(), secret: [UInt8](repeating: 3, count: 16),
             ephemeralKey: P256.KeyAgreement.PrivateKey(),
             requestType: .getAssertion, timestamp: 0)
-        return session.qrCode
+        guard let qrCode = session.qrCode else { throw QRCodeError.missingPrefix }
+        return qrCode
+    }
+}
+
+/// The listener's reconnection waits: exponential, capped, jittered within [d/2, d], reset after a success.
+struct ReconnectBackoffTests {
+    @Test func waitsGrowDoubleAreCappedAndJittered() {
+        var backoff = ReconnectBackoff(initial: .seconds(1), maximum: .seconds(8))
+        let lows = (0..<6).map { _ in backoff.next(unitRandom: 0) }
+        #expect(lows == [.milliseconds(500), .seconds(1), .seconds(2), .seconds(4), .seconds(4), .seconds(4)])
+        backoff.reset()
+        let highs = (0..<5).map { _ in backoff.next(unitRandom: 0.999_999) }
+        for (wait, ceiling) in zip(highs, [1, 2, 4, 8, 8]) {
+            #expect(wait <= .seconds(ceiling) && wait > .seconds(ceiling) * 0.99)
+        }
+        // Out-of-range draws are clamped.
+        backoff.reset()
+        #expect(backoff.next(unitRandom: -3) == .milliseconds(500))
+        #expect(backoff.next(unitRandom: 7) == .seconds(2))
     }
 }

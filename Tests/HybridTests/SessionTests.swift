@@ -24,17 +24,17 @@ struct SessionTests {
         var client = try HybridClientSession(
             qrKey: P256.KeyAgreement.PrivateKey(), secret: random(16), ephemeralKey: P256.KeyAgreement.PrivateKey(),
             requestType: requestType, timestamp: 1_800_000_000, tunnelServer: relay)
-        #expect(
-            client.start() == [.report(.showQRCode(url: client.qrCode.url)), .startScanning, .armTimer(.seconds(120))])
+        let shown = try client.requireQRCode()
+        #expect(client.start() == [.report(.showQRCode(url: shown.url)), .startScanning, .armTimer(.seconds(120))])
         #expect(client.phase == .qrShown)
 
         // The phone scans the QR code as text, as a camera would read it.
-        let scanned = try QRCodePayload(url: client.qrCode.url)
+        let scanned = try QRCodePayload(url: shown.url)
         #expect(scanned.requestType == requestType)
         var phone = try HybridAuthenticatorSession(
             qrCode: scanned, getInfo: getInfo, ephemeralKey: P256.KeyAgreement.PrivateKey(), advertNonce: random(10),
             tunnelServer: relay, keepOpen: true)
-        let tunnelID = KeyDerivation.tunnelID(qrSecret: client.qrCode.secret)
+        let tunnelID = KeyDerivation.tunnelID(qrSecret: shown.secret)
         let newURL = "ws://127.0.0.1:8080/cable/new/\(tunnelID.hex)"
         #expect(phone.start() == [.report(.connecting(url: newURL)), .connect(url: newURL)])
         let routingID = try RoutingID(bytes: [0x0A, 0x0B, 0x0C])
@@ -172,7 +172,8 @@ struct SessionTests {
             ])
 
         var phone = try HybridAuthenticatorSession(
-            qrCode: client.qrCode, getInfo: [0xA0], ephemeralKey: P256.KeyAgreement.PrivateKey(), advertNonce: nonce)
+            qrCode: try client.requireQRCode(), getInfo: [0xA0], ephemeralKey: P256.KeyAgreement.PrivateKey(),
+            advertNonce: nonce)
         _ = phone.start()
         #expect(
             phone.tunnelConnected(routingID: routingID) == [
@@ -188,7 +189,7 @@ struct SessionTests {
             ephemeralKey: P256.KeyAgreement.PrivateKey(),
             requestType: .getAssertion, timestamp: 0)
         var phone = try HybridAuthenticatorSession(
-            qrCode: client.qrCode, getInfo: [0xA0], ephemeralKey: P256.KeyAgreement.PrivateKey(),
+            qrCode: try client.requireQRCode(), getInfo: [0xA0], ephemeralKey: P256.KeyAgreement.PrivateKey(),
             advertNonce: Self.random(10))
         _ = phone.start()
         guard case .advertise(let serviceData) = phone.tunnelConnected(routingID: try RoutingID(bytes: [1, 2, 3]))[0]
@@ -211,7 +212,7 @@ struct SessionTests {
             ephemeralKey: P256.KeyAgreement.PrivateKey(),
             requestType: .getAssertion, timestamp: 0)
         var impostor = try HybridAuthenticatorSession(
-            qrCode: pair.client.qrCode, getInfo: [0xA0], ephemeralKey: P256.KeyAgreement.PrivateKey(),
+            qrCode: try pair.client.requireQRCode(), getInfo: [0xA0], ephemeralKey: P256.KeyAgreement.PrivateKey(),
             advertNonce: Self.random(10))
         _ = impostor.start()
         guard
@@ -283,7 +284,7 @@ struct SessionDecisionTests {
 
     static func phone(for client: borrowing HybridClientSession, keepOpen: Bool) throws -> HybridAuthenticatorSession {
         try HybridAuthenticatorSession(
-            qrCode: client.qrCode, getInfo: [0xA0], ephemeralKey: P256.KeyAgreement.PrivateKey(),
+            qrCode: try client.requireQRCode(), getInfo: [0xA0], ephemeralKey: P256.KeyAgreement.PrivateKey(),
             advertNonce: SessionTests.random(10), tunnelServer: SessionTests.relay, keepOpen: keepOpen,
             timeouts: timeouts)
     }

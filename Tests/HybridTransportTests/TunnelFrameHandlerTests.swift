@@ -202,6 +202,17 @@ struct TunnelFrameHandlerTests {
         await #expect(throws: TunnelError.connectionFailed(.closed)) { try await embedded.tunnel.send([1]) }
     }
 
+    @Test func aWakeChannelCloseCodeReachesTheReaderAfterTheMessages() async throws {
+        // 4404 (0x1134): the relay's "no phone answered the wake"; other codes end the tunnel cleanly (above).
+        let embedded = try await EmbeddedTunnel()
+        await embedded.relaySends(
+            RawFrame.server(opcode: 2, [1]) + RawFrame.server(opcode: 8, [0x11, 0x34]))
+        let answer = try await embedded.clientFrame()
+        #expect(answer.opcode == 0x8 && answer.payload == [0x03, 0xE8])
+        #expect(try await embedded.receive() == [1])
+        await #expect(throws: TunnelError.closedByRelay(code: 4404)) { try await embedded.receive() }
+    }
+
     @Test func aHalfCloseEndsReceivingAfterTheMessagesBeforeIt() async throws {
         let embedded = try await EmbeddedTunnel()
         await embedded.relaySends(RawFrame.server(opcode: 2, [5]))

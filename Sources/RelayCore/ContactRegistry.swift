@@ -1,0 +1,332 @@
+import Hybrid
+
+/// Settings of the relay's wake channel (`/cable/listen`, `/cable/contact`).
+public struct ContactLimits: Hashable, Sendable {
+    /// Contacts kept at once; a registration past it is refused (close code 4429).
+    public var maximumContacts = 100_000
+    /// A contact with no listener connected and no contact request for this long is forgotten (default 90 days):
+    /// its contact requests then get 410, and the phone's listener 4410.
+    public var idleExpiry = Duration.seconds(90 * 86_400)
+    /// How long a contact request waits for the phone to join its tunnel, listener or not; then the tunnel closes
+    /// with 4404 (``ListenerCloseCode/phoneUnreachable``).
+    public var wakeWait = Duration.seconds(30)
+    /// How often the relay sends a heartbeat to each listener; a listener silent for three intervals is closed
+    /// (4408). Listeners answer every heartbeat.
+    public var heartbeatInterval = Duration.seconds(30)
+    /// How long a new listener connection has to answer the challenge (4408 after).
+    public var challengeTimeout = Duration.seconds(10)
+    /// Listener connections one contact may hold at once; a further one replaces the oldest.
+    public var maximumListenersPerContact = 4
+
+    public init() {}
+}
+
+/// What the relay keeps of one contact: never the contact ID, only its SHA-256, and the verifier sealed under a key
+/// derived from the contact ID (``ContactOwnership``). Times are UNIX seconds (they outlive the process).
+public struct ContactRecord: Hashable, Sendable, Codable {
+    /// `SHA-256(contact ID)`.
+    public var hash: [UInt8]
+    /// The listener verifier, sealed with the contact ID.
+    public var sealedVerifier: [UInt8]
+    /// When it was registered.
+    public var created: Int64
+    /// When a listener last proved ownership (or stayed connected), or a client last asked for it.
+    public var lastUsed: Int64
+
+    public init(hash: [UInt8], sealedVerifier: [UInt8], created: Int64, lastUsed: Int64) {
+        self.hash = hash
+        self.sealedVerifier = sealedVerifier
+        self.created = created
+        self.lastUsed = lastUsed
+    }
+}
+
+/// The relay's wake channel as a pure state machine: listener connections (challenge, registration, ownership
+/// proof, heartbeats, revocation) and contact requests (wake the listeners, wait for the phone) in; messages,
+/// closes and "persist the contacts" out. Time, wall-clock dates and randomness are parameters; the I/O layer
+/// (`RelayContacts`) carries out the actions and owns the tunnels themselves (``RelayRegistry``).
+///
+/// A contact request's wake goes to every listener of the contact that has proved ownership, and to each one that
+/// does so later while the request waits (a listener reconnecting mid-wait still gets it).
+public struct ContactRegistry: Sendable {
+    /// What the I/O layer must do.
+    public enum Action: Hashable, Sendable {
+        /// Send this message to that listener connection.
+        case send(ListenerMessage, to: ConnectionID)
+        /// Close that listener connection with this code.
+        case close(ConnectionID, code: UInt16)
+        /// End the contact request on that connection: close its tunnel with `code` unless the phone has joined it
+        /// (4404 after ``ContactLimits/wakeWait``; 4410 when the phone declined the wake or revoked its contact).
+        case endContactRequest(ConnectionID, code: UInt16)
+        /// The contacts changed: write them to the contact file.
+        case persist
+    }
+
+    /// The answer to `/cable/contact/{CONTACT_ID}`.
+    public enum ContactDecision: Hashable, Sendable {
+        /// The contact is known: open the tunnel, then call ``contactTunnelOpened(_:contactID:routingID:tunnelID:clientPayload:now:date:)``.
+        case known
+        /// Unknown, revoked or expired: answer 410.
+        case gone
+    }
+
+    private enum ListenerState: Hashable, Sendable {
+        /// Connected, sent the challenge; the answer is due by `deadline`.
+        case challenged(challenge: [UInt8], deadline: ContinuousClock.Instant)
+        /// Proved ownership of the contact with this hash.
+        case listening(hash: [UInt8], since: ContinuousClock.Instant, lastHeard: ContinuousClock.Instant)
+        /// Done (registered or revoked, or refused): its close is on the way.
+        case finished
+    }
+
+    private struct PendingWake: Sendable {
+        var hash: [UInt8]
+        var wake: ListenerMessage
+        var deadline: ContinuousClock.Instant
+        var deliveredTo: Set<ConnectionID>
+    }
+
+    public let limits: ContactLimits
+    private var records: [[UInt8]: ContactRecord] = [:]
+    private var listeners: [ConnectionID: ListenerState] = [:]
+    private var listenersByContact: [[UInt8]: [ConnectionID]] = [:]
+    private var pending: [ConnectionID: PendingWake] = [:]
+    private var lastHeartbeat: ContinuousClock.Instant?
+
+    /// A registry holding `records` (read from the contact file).
+    public init(limits: ContactLimits = ContactLimits(), records: [ContactRecord] = []) {
+        self.limits = limits
+        for record in records { self.records[record.hash] = record }
+    }
+
+    /// Contacts kept now, listener connections open now (proved or not), contact requests waiting.
+    public var counts: (contacts: Int, listeners: Int, waiting: Int) { (records.count, listeners.count, pending.count) }
+
+    /// The contacts, for the contact file.
+    public var allRecords: [ContactRecord] {
+        records.values.sorted {
+            $0.created != $1.created ? $0.created < $1.created : $0.hash.lexicographicallyPrecedes($1.hash)
+        }
+    }
+
+    /// Whether `connection` is a listener connection.
+    public func isListener(_ connection: ConnectionID) -> Bool { listeners[connection] != nil }
+
+    /// Whether `connection` is a contact request still waiting for its phone.
+    public func isWaiting(_ connection: ConnectionID) -> Bool { pending[connection] != nil }
+
+    // MARK: Listeners
+
+    /// A listener connection's WebSocket is open: send it `challenge` (32 random bytes).
+    public mutating func listenerOpened(_ connection: ConnectionID, challenge: [UInt8], now: ContinuousClock.Instant)
+        -> [Action]
+    {
+        listeners[connection] = .challenged(challenge: challenge, deadline: now + limits.challengeTimeout)
+        let seconds = Int(max(1, min(86_400, limits.heartbeatInterval.components.seconds)))
+        return [.send(.challenge(challenge, heartbeatSeconds: seconds), to: connection)]
+    }
+
+    /// A whole binary message on a listener connection.
+    ///
+    /// - Parameters:
+    ///   - routingID: this relay's routing ID, the first 3 bytes of a new contact ID.
+    ///   - randomBytes: the 29 random bytes of a new contact ID.
+    ///   - date: the wall clock, UNIX seconds.
+    public mutating func listenerMessage(
+        _ bytes: [UInt8], from connection: ConnectionID, routingID: RoutingID, now: ContinuousClock.Instant,
+        date: Int64, randomBytes: (Int) -> [UInt8]
+    ) -> [Action] {
+        guard let state = listeners[connection] else { return [] }
+        let message: ListenerMessage
+        do throws(ListenerMessageError) {
+            message = try ListenerMessage(bytes: bytes)
+        } catch {
+            return refuse(connection, code: ListenerCloseCode.badMessage)
+        }
+        switch (state, message) {
+        case (.challenged, .register(let verifier)):
+            guard records.count < limits.maximumContacts else {
+                return refuse(connection, code: ListenerCloseCode.tooManyContacts)
+            }
+            var contactID: [UInt8]
+            var hash: [UInt8]
+            repeat {
+                contactID = routingID.bytes + randomBytes(ContactOwnership.randomLength)
+                hash = ContactOwnership.hash(contactID: contactID)
+            } while records[hash] != nil
+            guard contactID.count == ContactOwnership.contactIDLength,
+                let sealed = ContactOwnership.seal(verifier: verifier, contactID: contactID)
+            else { return refuse(connection, code: ListenerCloseCode.badMessage) }
+            records[hash] = ContactRecord(hash: hash, sealedVerifier: sealed, created: date, lastUsed: date)
+            listeners[connection] = .finished
+            // Written before the answer goes out: a phone told "registered" finds its contact after a restart.
+            return [.persist, .send(.registered(contactID: contactID), to: connection), .close(connection, code: 1000)]
+        case (.challenged(let challenge, _), .listen(let contactID, let proof)):
+            let hash = ContactOwnership.hash(contactID: contactID)
+            switch verify(contactID: contactID, hash: hash, proof: proof, challenge: challenge) {
+            case .unknown: return refuse(connection, code: ListenerCloseCode.unknownContact)
+            case .forged: return refuse(connection, code: ListenerCloseCode.forgedProof)
+            case .valid: break
+            }
+            var actions: [Action] = [.send(.listening, to: connection)]
+            var held = listenersByContact[hash, default: []]
+            if held.count >= limits.maximumListenersPerContact, let oldest = held.first {
+                held.removeFirst()
+                listeners[oldest] = .finished
+                actions.append(.close(oldest, code: 1000))
+            }
+            held.append(connection)
+            listenersByContact[hash] = held
+            listeners[connection] = .listening(hash: hash, since: now, lastHeard: now)
+            actions += touch(hash, date: date)
+            // Wakes that wait for this contact go to the new listener too.
+            for (requester, wake) in pending where wake.hash == hash && !wake.deliveredTo.contains(connection) {
+                pending[requester]?.deliveredTo.insert(connection)
+                actions.append(.send(wake.wake, to: connection))
+            }
+            return actions
+        case (.challenged(let challenge, _), .revoke(let contactID, let proof)):
+            let hash = ContactOwnership.hash(contactID: contactID)
+            switch verify(contactID: contactID, hash: hash, proof: proof, challenge: challenge) {
+            case .unknown: return refuse(connection, code: ListenerCloseCode.unknownContact)
+            case .forged: return refuse(connection, code: ListenerCloseCode.forgedProof)
+            case .valid: break
+            }
+            records[hash] = nil
+            listeners[connection] = .finished
+            var actions: [Action] = [.persist, .send(.revoked, to: connection), .close(connection, code: 1000)]
+            for other in listenersByContact.removeValue(forKey: hash) ?? [] {
+                listeners[other] = .finished
+                actions.append(.close(other, code: ListenerCloseCode.unknownContact))
+            }
+            for (requester, wake) in pending where wake.hash == hash {
+                pending[requester] = nil
+                actions.append(.endContactRequest(requester, code: ListenerCloseCode.unknownContact))
+            }
+            return actions
+        case (.listening(let hash, let since, _), .heartbeat):
+            listeners[connection] = .listening(hash: hash, since: since, lastHeard: now)
+            return []
+        case (.listening(let hash, _, _), .declined(let tunnelID)):
+            // Only a wake this listener was sent, for its own contact, can be declined.
+            guard
+                let requester = pending.first(where: { _, wake in
+                    guard case .wake(_, tunnelID, _) = wake.wake else { return false }
+                    return wake.hash == hash && wake.deliveredTo.contains(connection)
+                })?.key
+            else { return [] }
+            pending[requester] = nil
+            return [.endContactRequest(requester, code: ListenerCloseCode.unknownContact)]
+        case (.finished, _):
+            return []
+        default:
+            return refuse(connection, code: ListenerCloseCode.badMessage)
+        }
+    }
+
+    /// A listener connection is gone.
+    public mutating func listenerClosed(_ connection: ConnectionID) {
+        guard let state = listeners.removeValue(forKey: connection) else { return }
+        if case .listening(let hash, _, _) = state {
+            listenersByContact[hash]?.removeAll { $0 == connection }
+            if listenersByContact[hash]?.isEmpty == true { listenersByContact[hash] = nil }
+        }
+    }
+
+    // MARK: Contact requests
+
+    /// `/cable/contact/{CONTACT_ID}`: whether the contact is known (the request's tunnel may open) or gone (410).
+    public func contactRequested(_ contactID: [UInt8]) -> ContactDecision {
+        records[ContactOwnership.hash(contactID: contactID)] == nil ? .gone : .known
+    }
+
+    /// The contact request's tunnel is open (registered as `tunnelID` under this relay's `routingID`): wake the
+    /// contact's listeners, and give the phone ``ContactLimits/wakeWait`` to join.
+    public mutating func contactTunnelOpened(
+        _ connection: ConnectionID, contactID: [UInt8], routingID: RoutingID, tunnelID: TunnelID,
+        clientPayload: [UInt8], now: ContinuousClock.Instant, date: Int64
+    ) -> [Action] {
+        let hash = ContactOwnership.hash(contactID: contactID)
+        guard records[hash] != nil else {
+            return [.endContactRequest(connection, code: ListenerCloseCode.unknownContact)]
+        }
+        let wake = ListenerMessage.wake(routingID: routingID, tunnelID: tunnelID, clientPayload: clientPayload)
+        let targets = listenersByContact[hash] ?? []
+        pending[connection] = PendingWake(
+            hash: hash, wake: wake, deadline: now + limits.wakeWait, deliveredTo: Set(targets))
+        return targets.map { .send(wake, to: $0) } + touch(hash, date: date)
+    }
+
+    /// The phone joined the tunnel of the contact request on `connection`, or the tunnel ended: stop waiting.
+    public mutating func contactRequestEnded(_ connection: ConnectionID) {
+        pending[connection] = nil
+    }
+
+    // MARK: Time
+
+    /// Expired waits and challenges, silent listeners, heartbeats due, idle contacts.
+    public mutating func tick(now: ContinuousClock.Instant, date: Int64) -> [Action] {
+        var actions: [Action] = []
+        for (requester, wake) in pending where now >= wake.deadline {
+            pending[requester] = nil
+            actions.append(.endContactRequest(requester, code: ListenerCloseCode.phoneUnreachable))
+        }
+        let silence = limits.heartbeatInterval * 3
+        for (connection, state) in listeners {
+            switch state {
+            case .challenged(_, let deadline) where now >= deadline:
+                actions += refuse(connection, code: ListenerCloseCode.timedOut)
+            case .listening(_, _, let lastHeard) where now - lastHeard >= silence:
+                actions += refuse(connection, code: ListenerCloseCode.timedOut)
+            default:
+                break
+            }
+        }
+        if lastHeartbeat.map({ now - $0 >= limits.heartbeatInterval }) ?? true {
+            lastHeartbeat = now
+            for (connection, state) in listeners {
+                if case .listening = state { actions.append(.send(.heartbeat, to: connection)) }
+            }
+        }
+        var changed = false
+        let expiry = Int64(limits.idleExpiry.components.seconds)
+        for (hash, record) in records {
+            if listenersByContact[hash] != nil {
+                // A listener that stays connected keeps its contact alive; the date is refreshed once a day.
+                if date - record.lastUsed >= 86_400 {
+                    records[hash]?.lastUsed = date
+                    changed = true
+                }
+            } else if date - record.lastUsed >= expiry {
+                records[hash] = nil
+                changed = true
+            }
+        }
+        return changed ? actions + [.persist] : actions
+    }
+
+    // MARK: Helpers
+
+    private enum Verification { case unknown, forged, valid }
+
+    private func verify(contactID: [UInt8], hash: [UInt8], proof: [UInt8], challenge: [UInt8]) -> Verification {
+        guard let record = records[hash],
+            let verifier = ContactOwnership.unseal(record.sealedVerifier, contactID: contactID)
+        else { return .unknown }
+        return ContactOwnership.verify(proof: proof, verifier: verifier, challenge: challenge, contactID: contactID)
+            ? .valid : .forged
+    }
+
+    /// Marks a contact used; persisting is asked for at most once an hour per contact.
+    private mutating func touch(_ hash: [UInt8], date: Int64) -> [Action] {
+        guard let record = records[hash], date - record.lastUsed >= 3600 else { return [] }
+        records[hash]?.lastUsed = date
+        return [.persist]
+    }
+
+    private mutating func refuse(_ connection: ConnectionID, code: UInt16) -> [Action] {
+        listenerClosed(connection)
+        listeners[connection] = .finished
+        return [.close(connection, code: code)]
+    }
+}

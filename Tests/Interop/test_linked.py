@@ -1,0 +1,427 @@
+"""Linked phones end to end, with the real binaries: `passkey-relay`, `passkey scan --link`, `passkey listen`,
+`passkey client create --link` and `passkey client get --linked NAME`, over the simulated radio.
+
+A QR session links the phone once; after that the computer reaches it through the relay's wake channel
+(`/cable/contact` → the listener on `/cable/listen`) without a QR code. Then revocation (410 and the link
+forgotten), a listener that reconnects while a request waits, a forged ownership proof, a wrong link secret, and the
+wake channel spoken by an independent Python client (websocket-client, cbor2, hmac).
+"""
+
+import base64
+import hashlib
+import hmac
+import json
+import os
+import signal
+import socket
+import stat
+import subprocess
+import tempfile
+import time
+
+import cbor2
+import pytest
+import websocket
+
+from conftest import PASSKEY_BIN, PASSPHRASE, stop_process
+from test_webauthn_client import ORIGIN, RelyingParty, env, new_store
+
+RELAY_BIN = os.environ.get("PASSKEY_RELAY_BIN", os.path.join(os.path.dirname(PASSKEY_BIN), "passkey-relay"))
+PHONE_NAME = "test phone"
+
+
+def free_port(kind=socket.SOCK_DGRAM):
+    with socket.socket(socket.AF_INET, kind) as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def b64url_decode(text):
+    return base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
+
+
+class Relay:
+    """A `passkey-relay` with a contact file, on a fixed port so that it can be restarted in place."""
+
+    def __init__(self, directory, port=None, extra=()):
+        self.contacts = os.path.join(directory, "contacts.json")
+        self.port = port or free_port(socket.SOCK_STREAM)
+        self.extra = list(extra)
+        self.start()
+
+    def start(self):
+        self.process = subprocess.Popen(
+            [RELAY_BIN, "--listen", f"127.0.0.1:{self.port}", "--contacts", self.contacts, *self.extra],
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        line = self.process.stdout.readline()
+        assert line.startswith("listening on "), line + self.process.stderr.read()
+        self.url = line.split()[-1]
+
+    def stop(self):
+        return stop_process(self.process)
+
+
+@pytest.fixture
+def directory():
+    with tempfile.TemporaryDirectory() as path:
+        yield path
+
+
+@pytest.fixture
+def relay(directory):
+    running = Relay(directory, extra=["--wake-wait", "20"])
+    yield running
+    stderr = running.stop()
+    # The relay never logs a contact ID (nor its hash).
+    for contact in contact_ids(directory):
+        assert base64.urlsafe_b64encode(contact).decode().rstrip("=") not in stderr
+        assert contact.hex() not in stderr.lower()
+
+
+def contact_ids(directory):
+    path = os.path.join(directory, "links.json")
+    if not os.path.exists(path):
+        return []
+    with open(path) as file:
+        return [b64url_decode(link["contactID"]) for link in json.load(file)["links"]]
+
+
+def client(directory, relay_url, radio, command, *extra, timeout=90):
+    """`passkey client COMMAND` with the phone as its only authenticator."""
+    return subprocess.Popen(
+        [PASSKEY_BIN, "client", command, "--options", "-", "--origin", ORIGIN, "--hint", "hybrid",
+         "--store", os.path.join(directory, "computer.sqlite"), "--relay", relay_url, "--ble", radio, "--yes",
+         "--json", "--timeout", str(timeout), *extra],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env())
+
+
+def link_by_qr(directory, relay, phone_store, rp):
+    """Registers a passkey through a QR session in which the computer offers linking and the phone links."""
+    radio = f"sim:127.0.0.1:{free_port()}"
+    process = client(directory, relay.url, radio, "create", "--link")
+    process.stdin.write(rp.registration_options())
+    process.stdin.close()
+    process.stdin = None
+    shown, url = [], None
+    while url is None:
+        line = process.stderr.readline()
+        assert line, "the client ended before showing a QR code: " + "".join(shown)
+        shown.append(line)
+        if line.startswith("FIDO:/"):
+            url = line.strip()
+    phone = subprocess.run(
+        [PASSKEY_BIN, "scan", url, "--link", "--name", PHONE_NAME, "--store", phone_store, "--relay", relay.url,
+         "--ble", radio, "--yes", "--timeout", "60"],
+        capture_output=True, text=True, timeout=120, env=env())
+    output, rest = process.communicate(timeout=120)
+    assert process.returncode == 0, "".join(shown) + rest + phone.stderr
+    assert phone.returncode == 0, phone.stderr
+    assert "linked: the computer can reach this phone" in phone.stderr
+    assert f'remembered the phone "{PHONE_NAME}"' in rest
+    rp.verify_registration(output)
+    return output
+
+
+class Listener:
+    """A running `passkey listen`, with its standard error collected line by line."""
+
+    def __init__(self, phone_store, relay_url, radio):
+        self.process = subprocess.Popen(
+            [PASSKEY_BIN, "listen", "--store", phone_store, "--relay", relay_url, "--ble", radio, "--yes",
+             "--timeout", "30"],
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env())
+        self.lines = []
+        self.wait_for("listening:")
+
+    def wait_for(self, text, timeout=30):
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            line = self.process.stderr.readline()
+            if not line:
+                break
+            self.lines.append(line)
+            if text in line:
+                return line
+        raise AssertionError(f"passkey listen never said {text!r}: " + "".join(self.lines))
+
+    def stop(self):
+        rest = stop_process(self.process)
+        return "".join(self.lines) + (rest or "")
+
+
+def get_linked(directory, relay_url, radio, rp, timeout=60):
+    process = client(directory, relay_url, radio, "get", "--linked", PHONE_NAME, timeout=timeout)
+    output, errors = process.communicate(rp.authentication_options(), timeout=timeout + 60)
+    return process.returncode, output, errors
+
+
+def test_a_linked_phone_signs_in_without_a_qr_code(directory, relay):
+    phone_store = new_store(directory, "phone.sqlite")
+    rp = RelyingParty()
+    link_by_qr(directory, relay, phone_store, rp)
+
+    # The computer's links file: owner-only, named by the phone's name.
+    links_path = os.path.join(directory, "links.json")
+    assert stat.S_IMODE(os.stat(links_path).st_mode) == 0o600
+    with open(links_path) as file:
+        links = json.load(file)["links"]
+    assert [link["name"] for link in links] == [PHONE_NAME]
+    secret = b64url_decode(links[0]["linkSecret"])
+    contact_id = b64url_decode(links[0]["contactID"])
+    assert len(secret) == 32 and len(contact_id) == 32
+
+    # The phone's secrets are sealed beside its store, never in clear.
+    sealed_path = os.path.join(directory, "phone.phone-links.sealed")
+    assert stat.S_IMODE(os.stat(sealed_path).st_mode) == 0o600
+    with open(sealed_path, "rb") as file:
+        sealed = file.read()
+    for needle in (secret, contact_id, secret.hex().encode(), links[0]["linkSecret"].encode()):
+        assert needle not in sealed
+
+    # The relay keeps only the hash of the contact ID and a sealed verifier.
+    with open(relay.contacts) as file:
+        text = file.read()
+    stored = json.loads(text)["contacts"]
+    assert len(stored) == 1
+    assert b64url_decode(stored[0]["hash"]) == hashlib.sha256(contact_id).digest()
+    assert links[0]["contactID"] not in text and contact_id.hex() not in text
+    assert stat.S_IMODE(os.stat(relay.contacts).st_mode) == 0o600
+
+    radio = f"sim:127.0.0.1:{free_port()}"
+    listener = Listener(phone_store, relay.url, radio)
+    try:
+        for _ in range(2):
+            code, output, errors = get_linked(directory, relay.url, radio, rp)
+            assert code == 0, errors + "".join(listener.lines)
+            assert "FIDO:/" not in errors and "FIDO:/" not in output
+            assert "the phone is near" in errors
+            assert rp.verify_authentication(output).user_verified
+            listener.wait_for("listening again")
+    finally:
+        phone_log = listener.stop()
+    assert "woken: a linked computer asks for this phone" in phone_log
+
+    listed = subprocess.run(
+        [PASSKEY_BIN, "client", "links", "--links", links_path, "--json"], capture_output=True, text=True,
+        env=env(), timeout=30)
+    assert listed.returncode == 0, listed.stderr
+    [entry] = json.loads(listed.stdout)["links"]
+    assert entry["name"] == PHONE_NAME and "lastUsed" in entry and "linkSecret" not in entry
+
+
+def test_a_revoked_phone_answers_410_and_the_computer_forgets_it(directory, relay):
+    phone_store = new_store(directory, "phone.sqlite")
+    rp = RelyingParty()
+    link_by_qr(directory, relay, phone_store, rp)
+    contacts = contact_ids(directory)
+
+    revoked = subprocess.run(
+        [PASSKEY_BIN, "linked", "revoke", "--store", phone_store], capture_output=True, text=True, env=env(),
+        timeout=60)
+    assert revoked.returncode == 0, revoked.stderr
+    assert "revoked 1 link" in revoked.stdout
+    with open(relay.contacts) as file:
+        assert json.load(file)["contacts"] == []
+
+    code, output, errors = get_linked(directory, relay.url, f"sim:127.0.0.1:{free_port()}", rp, timeout=20)
+    assert code == 10, errors  # NotAllowedError
+    assert "410" in errors and "forgot it" in errors
+    with open(os.path.join(directory, "links.json")) as file:
+        assert json.load(file)["links"] == []
+
+    # The raw relay answer, for the record: 410 Gone.
+    with pytest.raises(websocket.WebSocketBadStatusException) as refused:
+        contact(relay.url, contacts[0], payload_hex())
+    assert refused.value.status_code == 410
+
+    # And the phone can no longer listen there.
+    listen = subprocess.run(
+        [PASSKEY_BIN, "listen", "--store", phone_store, "--ble", "sim:127.0.0.1:1", "--yes"], capture_output=True,
+        text=True, env=env(), timeout=60)
+    assert listen.returncode != 0 and "registered with no relay" in listen.stderr
+
+
+def test_a_link_removed_on_the_phone_is_declined_and_forgotten_by_that_computer(directory, relay):
+    phone_store = new_store(directory, "phone.sqlite")
+    rp = RelyingParty()
+    link_by_qr(directory, relay, phone_store, rp)
+    listed = subprocess.run(
+        [PASSKEY_BIN, "linked", "list", "--store", phone_store, "--json"], capture_output=True, text=True, env=env(),
+        timeout=60)
+    assert listed.returncode == 0, listed.stderr
+    [link] = json.loads(listed.stdout)["links"]
+    assert "secret" not in listed.stdout.lower()
+    removed = subprocess.run(
+        [PASSKEY_BIN, "linked", "remove", link["linkID"], "--store", phone_store], capture_output=True, text=True,
+        env=env(), timeout=60)
+    assert removed.returncode == 0, removed.stderr
+
+    radio = f"sim:127.0.0.1:{free_port()}"
+    listener = Listener(phone_store, relay.url, radio)
+    try:
+        code, output, errors = get_linked(directory, relay.url, radio, rp, timeout=20)
+        listener.wait_for("declined a wake")
+    finally:
+        phone_log = listener.stop()
+    assert code == 10, errors
+    assert "4410" in errors and "forgot it" in errors
+    assert "request received" not in phone_log
+    with open(os.path.join(directory, "links.json")) as file:
+        assert json.load(file)["links"] == []
+    # The contact itself stays: the relay still knows the phone.
+    with open(relay.contacts) as file:
+        assert len(json.load(file)["contacts"]) == 1
+
+
+def test_a_listener_that_reconnects_while_the_computer_waits_still_serves(directory, relay):
+    phone_store = new_store(directory, "phone.sqlite")
+    rp = RelyingParty()
+    link_by_qr(directory, relay, phone_store, rp)
+    radio = f"sim:127.0.0.1:{free_port()}"
+    listener = Listener(phone_store, relay.url, radio)
+    try:
+        # The relay restarts (contacts kept in its file): the listener is cut off and backs off.
+        relay.stop()
+        listener.wait_for("disconnected from the relay")
+        relay.start()
+        # The computer asks at once, before the listener is back: the relay holds the wake for it.
+        code, output, errors = get_linked(directory, relay.url, radio, rp)
+        assert code == 0, errors + "".join(listener.lines)
+        assert rp.verify_authentication(output).user_verified
+    finally:
+        phone_log = listener.stop()
+    assert "attempt" in phone_log and phone_log.count("listening:") >= 2
+
+
+def test_a_wrong_link_secret_never_reaches_the_phone(directory, relay):
+    phone_store = new_store(directory, "phone.sqlite")
+    rp = RelyingParty()
+    link_by_qr(directory, relay, phone_store, rp)
+    links_path = os.path.join(directory, "links.json")
+    with open(links_path) as file:
+        links = json.load(file)
+    links["links"][0]["linkSecret"] = base64.urlsafe_b64encode(os.urandom(32)).decode().rstrip("=")
+    with open(links_path, "w") as file:
+        json.dump(links, file)
+
+    radio = f"sim:127.0.0.1:{free_port()}"
+    listener = Listener(phone_store, relay.url, radio)
+    try:
+        code, output, errors = get_linked(directory, relay.url, radio, rp, timeout=6)
+    finally:
+        phone_log = listener.stop()
+    assert code != 0 and output == ""
+    # The phone was woken and advertised, but the computer's keys do not match its advert: no handshake message
+    # and no request ever reached it.
+    assert "woken" in phone_log
+    assert "request received" not in phone_log and "handshake done" not in phone_log
+    assert "the linked phone did not come near" in errors or "4404" in errors
+
+
+# MARK: The wake channel from an independent client
+
+
+def payload_hex(link_id=b"\x01" * 8, nonce=b"\x02" * 16):
+    return cbor2.dumps({1: link_id, 2: nonce, 3: "ga"}, canonical=True).hex().upper()
+
+
+def contact(relay_url, contact_id, payload):
+    path = "/cable/contact/" + base64.urlsafe_b64encode(contact_id).decode().rstrip("=")
+    return websocket.create_connection(
+        relay_url + path, subprotocols=["fido.cable"], header=[f"X-caBLE-Client-Payload: {payload}"], timeout=10)
+
+
+def listen_socket(relay_url):
+    ws = websocket.create_connection(relay_url + "/cable/listen", subprotocols=["fido.cable"], timeout=10)
+    message = cbor2.loads(ws.recv())
+    assert message[0] == 1 and len(message[1]) == 32 and message[2] >= 1
+    return ws, message[1]
+
+
+def close_code(ws):
+    while True:
+        opcode, data = ws.recv_data(control_frame=True)
+        if opcode == websocket.ABNF.OPCODE_CLOSE:
+            return int.from_bytes(data[:2], "big")
+
+
+def verifier(secret):
+    return hmac.new(secret, b"passkey listener verifier v1", hashlib.sha256).digest()
+
+
+def proof(secret, challenge, contact_id):
+    return hmac.new(verifier(secret), b"passkey listener proof v1" + challenge + contact_id, hashlib.sha256).digest()
+
+
+def register(relay_url, secret):
+    ws, _ = listen_socket(relay_url)
+    ws.send_binary(cbor2.dumps({0: 2, 7: verifier(secret)}, canonical=True))
+    answer = cbor2.loads(ws.recv())
+    assert answer[0] == 3 and len(answer[3]) == 32
+    ws.close()
+    return answer[3]
+
+
+def test_the_wake_channel_proves_ownership_and_refuses_forgeries(directory, relay):
+    secret = os.urandom(32)
+    contact_id = register(relay.url, secret)
+
+    # A forged proof: closed with 4401.
+    ws, challenge = listen_socket(relay.url)
+    ws.send_binary(cbor2.dumps({0: 4, 3: contact_id, 8: os.urandom(32)}, canonical=True))
+    assert close_code(ws) == 4401
+    # A proof for another challenge (replayed): 4401 too.
+    ws, challenge = listen_socket(relay.url)
+    ws.send_binary(cbor2.dumps({0: 4, 3: contact_id, 8: proof(secret, os.urandom(32), contact_id)}, canonical=True))
+    assert close_code(ws) == 4401
+    # An unknown contact: 4410.
+    ws, challenge = listen_socket(relay.url)
+    unknown = contact_id[:3] + os.urandom(29)
+    ws.send_binary(cbor2.dumps({0: 4, 3: unknown, 8: proof(secret, challenge, unknown)}, canonical=True))
+    assert close_code(ws) == 4410
+    # Garbage: 4400.
+    ws, challenge = listen_socket(relay.url)
+    ws.send_binary(b"\xff\x00")
+    assert close_code(ws) == 4400
+
+    # The right proof: listening, and a contact request wakes this listener with the payload unchanged.
+    ws, challenge = listen_socket(relay.url)
+    ws.send_binary(cbor2.dumps({0: 4, 3: contact_id, 8: proof(secret, challenge, contact_id)}, canonical=True))
+    assert cbor2.loads(ws.recv()) == {0: 5}
+    computer = contact(relay.url, contact_id, payload_hex())
+    wake = cbor2.loads(ws.recv())
+    assert wake[0] == 7 and len(wake[4]) == 3 and len(wake[5]) == 16
+    assert cbor2.loads(wake[6]) == {1: b"\x01" * 8, 2: b"\x02" * 16, 3: "ga"}
+    # The contact ID starts with the relay's routing ID, under which the tunnel was opened.
+    assert wake[4] == contact_id[:3]
+    # The phone joins the tunnel the wake names, and bytes flow both ways.
+    phone = websocket.create_connection(
+        relay.url + f"/cable/connect/{wake[4].hex().upper()}/{wake[5].hex().upper()}", subprotocols=["fido.cable"],
+        timeout=10)
+    computer.send_binary(b"hello phone")
+    assert phone.recv() == b"hello phone"
+    phone.send_binary(b"hello computer")
+    assert computer.recv() == b"hello computer"
+    for sock in (phone, computer, ws):
+        sock.close()
+
+    # Bad payloads are 400 and never wake anyone; an unknown contact is 410.
+    for payload in ("zz", payload_hex()[:-2], cbor2.dumps({1: b"x", 2: b"\x02" * 16, 3: "ga"}).hex()):
+        with pytest.raises(websocket.WebSocketBadStatusException) as refused:
+            contact(relay.url, contact_id, payload)
+        assert refused.value.status_code == 400
+    with pytest.raises(websocket.WebSocketBadStatusException) as refused:
+        contact(relay.url, contact_id[:3] + os.urandom(29), payload_hex())
+    assert refused.value.status_code == 410
+
+
+def test_a_contact_nobody_answers_closes_with_4404(directory):
+    relay = Relay(directory, extra=["--wake-wait", "1"])
+    try:
+        contact_id = register(relay.url, os.urandom(32))
+        computer = contact(relay.url, contact_id, payload_hex())
+        started = time.monotonic()
+        assert close_code(computer) == 4404
+        assert time.monotonic() - started < 10
+    finally:
+        relay.stop()
