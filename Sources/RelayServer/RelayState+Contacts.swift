@@ -1,3 +1,4 @@
+import CoreMetrics
 import Hybrid
 import NIOCore
 import NIOHTTP1
@@ -49,7 +50,7 @@ extension RelayState {
                 now: now)
             if case .accept = decision {
                 state.endPending(connection.id)
-                state.metrics.tunnelsOpened += 1
+                metrics.tunnelsOpened.increment()
             }
             return decision
         }
@@ -66,7 +67,7 @@ extension RelayState {
         let now = self.now()
         perform(
             locked.withLock { state in
-                state.resolve(state.registry.expireContactTunnel(connection.id, code: code, now: now))
+                state.resolve(state.registry.expireContactTunnel(connection.id, code: code, now: now), metrics: metrics)
             })
     }
 }

@@ -167,9 +167,8 @@ final class RelayState: Sendable {
 
     /// The upgraded connection is ready for frames.
     func joined(_ connection: RelayConnection) -> [Effect] {
-        limits: RelayLimits, addressRules: AddressRules = AddressRules(), routingID: RoutingID,
-        metrics: PrometheusCollectorRegistry = PrometheusCollectorRegistry(), logger: Logger,
-        now: @escaping @Sendable () -> ContinuousClock.Instant = { .now }, contacts: RelayContacts? = nil
+        if contacts.joined(connection, state: self) { return [] }
+        return locked.withLock { state in state.resolve(state.registry.joined(connection.id), metrics: metrics) }
     }
 
     /// A whole binary message arrived on `connection`.
