@@ -2,12 +2,12 @@ import Hybrid
 
 extension RelayRegistry {
     /// `/cable/contact/{CONTACT_ID}` of a known contact: the client's connection opens a tunnel under `tunnelID`
-    /// (random, chosen by the relay) and this relay's `routingID`, which the woken phone joins with
+    /// (random, chosen by the relay) under this relay's routing ID, which the woken phone joins with
     /// `/cable/connect/{ROUTING_ID}/{TUNNEL_ID}`. The client holds the side that opened the tunnel (the one
     /// `/cable/new` opens in the QR flow, logged as `authenticator`), the phone the joining side; the limits are those
     /// of `/cable/new`.
     public mutating func openContactTunnel(
-        _ tunnelID: TunnelID, routingID: RoutingID, subprotocols: [String], from address: String,
+        _ tunnelID: TunnelID, subprotocols: [String], from address: String,
         connection: ConnectionID, now: ContinuousClock.Instant
     ) -> UpgradeDecision {
         guard subprotocols.contains(TunnelServerProtocol.webSocketSubprotocol) else {
@@ -22,8 +22,6 @@ extension RelayRegistry {
         guard tunnels.count < limits.maximumTunnels - reserved || tunnelsPerAddress[address, default: 0] == 0 else {
             return .reject(.tooManyTunnelsFromAddress)
         }
-        // Tunnels are this instance's alone, under its one routing ID: the contact's routing ID is checked by the caller.
-        _ = routingID
         tunnels[tunnelID] = Tunnel(authenticator: connection, address: address, opened: now, lastActivity: now)
         tunnelsPerAddress[address, default: 0] += 1
         connections[connection] = (tunnelID, .authenticator, address)

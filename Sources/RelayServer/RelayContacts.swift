@@ -1,4 +1,5 @@
 import Basics
+import CoreMetrics
 import Foundation
 import Hybrid
 import Logging
@@ -17,17 +18,6 @@ public struct RelayContactConfiguration: Sendable {
     public var file: String?
 
     public init() {}
-}
-
-/// This relay instance's routing ID: contact IDs start with it and contact tunnels are registered under it. The
-/// configured prefix (or a random byte) and two random bytes, fixed for the instance's life.
-///
-/// The clustering work gives every instance its own routing ID; that replaces this function.
-func instanceRoutingID(prefix: UInt8?) -> RoutingID {
-    var bytes = (0..<RoutingID.byteCount).map { _ in UInt8.random(in: 0...255) }
-    if let prefix { bytes[0] = prefix }
-    guard let routingID = try? RoutingID(bytes: bytes) else { preconditionFailure("three bytes make a routing ID") }
-    return routingID
 }
 
 /// Why the contact file could not be read or written.
@@ -56,7 +46,7 @@ final class RelayContacts: Sendable {
     }
 
     let configuration: RelayContactConfiguration
-    /// See ``instanceRoutingID(prefix:)``.
+    /// This instance's routing ID (`--routing-id` or `--instance`): every contact ID it issues starts with it.
     let routingID: RoutingID
     private let locked: Mutex<Locked>
     /// Listener connections and staged contact requests: while there are none, a tunnel's frames and joins do not
@@ -209,11 +199,15 @@ final class RelayContacts: Sendable {
             case .send(let message, let id):
                 let connection = locked.withLock { $0.listeners[id] }
                 connection?.deliver(ByteBuffer(bytes: message.bytes))
-                if case .wake = message { logger.debug("wake sent to a listener") }
+                if case .wake = message, connection != nil {
+                    relay.metrics.wakesSent.increment()
+                    logger.debug("wake sent to a listener")
+                }
             case .close(let id, let code):
                 locked.withLock { $0.listeners[id] }?.close(code: code)
             case .endContactRequest(let id, let code):
                 guard let connection = locked.withLock({ $0.requests.removeValue(forKey: id) }) else { continue }
+                if code == ListenerCloseCode.phoneUnreachable { relay.metrics.contactRequestsUnanswered.increment() }
                 relay.expireContactTunnel(connection, code: code)
             case .persist:
                 persist()

@@ -83,6 +83,17 @@ final class RelayMetrics: Sendable {
     let connectionsOpen: CoreMetrics.Gauge
     /// 1 while the relay drains before it stops (`/healthz` answers 503), else 0.
     let draining: CoreMetrics.Gauge
+    /// The wake channel: contacts kept, listeners connected, contact requests waiting for their phone.
+    let contactsKept: CoreMetrics.Gauge
+    let listenersConnected: CoreMetrics.Gauge
+    let contactRequestsWaiting: CoreMetrics.Gauge
+    /// `/cable/contact/…` requests by `result`: `known` (a tunnel opened) or `gone` (410).
+    let contactRequestsKnown: CoreMetrics.Counter
+    let contactRequestsGone: CoreMetrics.Counter
+    /// Wake messages sent to listeners.
+    let wakesSent: CoreMetrics.Counter
+    /// Contact requests closed because no phone joined within the wake wait (close code 4404).
+    let contactRequestsUnanswered: CoreMetrics.Counter
 
     init(registry: PrometheusCollectorRegistry) {
         self.registry = registry
@@ -106,14 +117,30 @@ final class RelayMetrics: Sendable {
         tunnelsPairedNow = gauge("relay_tunnels_paired")
         connectionsOpen = gauge("relay_connections_open")
         draining = gauge("relay_draining")
-        for gauge in [tunnelsOpen, tunnelsPairedNow, connectionsOpen, draining] { gauge.record(0) }
+        contactsKept = gauge("relay_contacts")
+        listenersConnected = gauge("relay_listeners_connected")
+        contactRequestsWaiting = gauge("relay_contact_requests_waiting")
+        contactRequestsKnown = counter("relay_contact_requests_total", [("result", "known")])
+        contactRequestsGone = counter("relay_contact_requests_total", [("result", "gone")])
+        wakesSent = counter("relay_wakes_sent_total")
+        contactRequestsUnanswered = counter("relay_contact_requests_unanswered_total")
+        for gauge in [
+            tunnelsOpen, tunnelsPairedNow, connectionsOpen, draining, contactsKept, listenersConnected,
+            contactRequestsWaiting,
+        ] { gauge.record(0) }
     }
 
     /// Counts a refusal.
     func refused(_ refusal: Refusal) { rejections[refusal]?.increment() }
 
     /// The Prometheus text (format 0.0.4), with the gauges set to what the relay holds now.
-    func text(openTunnels: Int, pairedTunnels: Int, openConnections: Int, isDraining: Bool) -> String {
+    func text(
+        openTunnels: Int, pairedTunnels: Int, openConnections: Int, isDraining: Bool,
+        wakeChannel: (contacts: Int, listeners: Int, waiting: Int)
+    ) -> String {
+        contactsKept.record(wakeChannel.contacts)
+        listenersConnected.record(wakeChannel.listeners)
+        contactRequestsWaiting.record(wakeChannel.waiting)
         tunnelsOpen.record(openTunnels)
         tunnelsPairedNow.record(pairedTunnels)
         connectionsOpen.record(openConnections)

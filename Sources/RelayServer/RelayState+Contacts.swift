@@ -35,7 +35,11 @@ extension RelayState {
         guard values.count == 1, let payload = try? ClientPayload(headerValue: values[0]) else {
             return .reject(.badClientPayload)
         }
-        guard contacts.isKnown(contactID) else { return .reject(.contactGone) }
+        guard contacts.isKnown(contactID) else {
+            metrics.contactRequestsGone.increment()
+            return .reject(.contactGone)
+        }
+        metrics.contactRequestsKnown.increment()
         let tunnelID: TunnelID
         do throws(TunnelIdentifierError) {
             tunnelID = try TunnelID(bytes: (0..<TunnelID.byteCount).map { _ in UInt8.random(in: 0...255) })
@@ -43,10 +47,9 @@ extension RelayState {
             return .reject(.badHex)
         }
         let now = self.now()
-        let routingID = contacts.routingID
         let decision = locked.withLock { state in
             let decision = state.registry.openContactTunnel(
-                tunnelID, routingID: routingID, subprotocols: subprotocols, from: key, connection: connection.id,
+                tunnelID, subprotocols: subprotocols, from: key, connection: connection.id,
                 now: now)
             if case .accept = decision {
                 state.endPending(connection.id)

@@ -257,7 +257,7 @@ final class RelayState: Sendable {
         }
         return metrics.text(
             openTunnels: openTunnels, pairedTunnels: pairedTunnels, openConnections: connections,
-            isDraining: isDraining)
+            isDraining: isDraining, wakeChannel: contacts.counts)
     }
 
     // MARK: Effects

@@ -18,6 +18,7 @@ import stat
 import subprocess
 import tempfile
 import time
+import urllib.request
 
 import cbor2
 import pytest
@@ -59,6 +60,18 @@ class Relay:
 
     def stop(self):
         return stop_process(self.process)
+
+    def metrics(self):
+        """`GET /metrics` as {sample name with labels: value}."""
+        http_url = self.url.replace("wss://", "https://").replace("ws://", "http://")
+        with urllib.request.urlopen(http_url + "/metrics", timeout=10) as answer:
+            text = answer.read().decode()
+        samples = {}
+        for line in text.splitlines():
+            if line and not line.startswith("#"):
+                name, value = line.rsplit(" ", 1)
+                samples[name] = float(value)
+        return samples
 
 
 @pytest.fixture
@@ -197,6 +210,12 @@ def test_a_linked_phone_signs_in_without_a_qr_code(directory, relay):
             assert "the phone is near" in errors
             assert rp.verify_authentication(output).user_verified
             listener.wait_for("listening again")
+        # The wake channel's metrics: one contact, one listener, two contact requests answered by two wakes.
+        metrics = relay.metrics()
+        assert metrics["relay_contacts"] == 1 and metrics["relay_listeners_connected"] == 1, metrics
+        assert metrics['relay_contact_requests_total{result="known"}'] == 2, metrics
+        assert metrics["relay_wakes_sent_total"] == 2, metrics
+        assert metrics["relay_contact_requests_unanswered_total"] == 0, metrics
     finally:
         phone_log = listener.stop()
     assert "woken: a linked computer asks for this phone" in phone_log
@@ -233,6 +252,9 @@ def test_a_revoked_phone_answers_410_and_the_computer_forgets_it(directory, rela
     with pytest.raises(websocket.WebSocketBadStatusException) as refused:
         contact(relay.url, contacts[0], payload_hex())
     assert refused.value.status_code == 410
+    metrics = relay.metrics()
+    assert metrics['relay_contact_requests_total{result="gone"}'] == 2, metrics
+    assert metrics["relay_contacts"] == 0, metrics
 
     # And the phone can no longer listen there.
     listen = subprocess.run(
@@ -423,5 +445,6 @@ def test_a_contact_nobody_answers_closes_with_4404(directory):
         started = time.monotonic()
         assert close_code(computer) == 4404
         assert time.monotonic() - started < 10
+        assert relay.metrics()["relay_contact_requests_unanswered_total"] == 1
     finally:
         relay.stop()
