@@ -301,25 +301,29 @@ enum IndexFiles {
         guard descriptor >= 0 else {
             throw IndexDocument.Problem(reason: "cannot create \(temporary): \(StoreFiles.describe(errno))")
         }
-        var written = 0
-        var failure: Int32 = 0
-        // O_CREAT applies the umask, which can only remove bits; set the exact mode anyway.
-        if fchmod(descriptor, 0o600) != 0 { failure = errno }
-        while failure == 0, written < bytes.count {
-            let count = bytes.withUnsafeBytes { write(descriptor, $0.baseAddress! + written, $0.count - written) }
-            if count < 0 {
-                if errno == EINTR { continue }
-                failure = errno
-            } else {
-                written += count
-            }
-        }
+        var failure = ownerOnlyWrite(descriptor, bytes)
         close(descriptor)
         if failure == 0, rename(temporary, path) != 0 { failure = errno }
         guard failure == 0 else {
             _ = unlink(temporary)
             throw IndexDocument.Problem(reason: "cannot write \(path): \(StoreFiles.describe(failure))")
         }
+    }
+
+    /// Sets the open file's mode to exactly 0600 (O_CREAT applies the umask, which can only remove bits) and writes
+    /// all of `bytes`, retrying after EINTR; 0, or the errno that stopped it.
+    private static func ownerOnlyWrite(_ descriptor: Int32, _ bytes: [UInt8]) -> Int32 {
+        guard fchmod(descriptor, 0o600) == 0 else { return errno }
+        var written = 0
+        while written < bytes.count {
+            let count = bytes.withUnsafeBytes { write(descriptor, $0.baseAddress! + written, $0.count - written) }
+            if count < 0 {
+                if errno == EINTR { continue }
+                return errno
+            }
+            written += count
+        }
+        return 0
     }
 
     /// Appends `bytes` to the file at `path` in one write (O_APPEND), creating it owner-only (0600).
@@ -329,18 +333,7 @@ enum IndexFiles {
             throw IndexDocument.Problem(reason: "cannot open \(path): \(StoreFiles.describe(errno))")
         }
         defer { close(descriptor) }
-        var failure: Int32 = 0
-        if fchmod(descriptor, 0o600) != 0 { failure = errno }
-        var written = 0
-        while failure == 0, written < bytes.count {
-            let count = bytes.withUnsafeBytes { write(descriptor, $0.baseAddress! + written, $0.count - written) }
-            if count < 0 {
-                if errno == EINTR { continue }
-                failure = errno
-            } else {
-                written += count
-            }
-        }
+        let failure = ownerOnlyWrite(descriptor, bytes)
         guard failure == 0 else {
             throw IndexDocument.Problem(reason: "cannot write \(path): \(StoreFiles.describe(failure))")
         }

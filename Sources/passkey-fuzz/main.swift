@@ -24,10 +24,13 @@ func fail(_ message: String) -> Never {
     exit(2)
 }
 
+/// The names' column: as wide as the longest name and a space.
+let nameWidth = (FuzzTargets.all.map(\.name.count).max() ?? 0) + 1
+
 let usage = """
     usage: passkey-fuzz --list | seeds DIR | TARGET [ARGUMENT…]
     targets:
-    \(FuzzTargets.all.map { "  \($0.name.padding(toLength: 16, withPad: " ", startingAt: 0))\($0.summary)" }.joined(separator: "\n"))
+    \(FuzzTargets.all.map { "  \($0.name.padding(toLength: nameWidth, withPad: " ", startingAt: 0))\($0.summary)" }.joined(separator: "\n"))
     """
 
 /// Writes each seed as `seed-<first 8 bytes of its SHA-256 in hex>`, the way libFuzzer names corpus files.
