@@ -206,10 +206,12 @@ public enum TunnelPath: Hashable, Sendable {
     /// opaque bytes from the linking information, written as unpadded base64url.
     case contact([UInt8])
 
-    /// Parses a request path. Hex may be in either case; nothing may follow the last segment (no query,
-    /// no trailing slash).
+    /// Parses a request target. Hex may be in either case; a query (`?…`, which a proxy or a client library may
+    /// add) is ignored; nothing else may follow the last segment (no trailing slash).
     public init(path: some StringProtocol) throws(TunnelPathError) {
-        let segments = path.utf8.split(separator: UInt8(ascii: "/"), omittingEmptySubsequences: false)
+        let target = path.utf8
+        let withoutQuery = target[..<(target.firstIndex(of: UInt8(ascii: "?")) ?? target.endIndex)]
+        let segments = withoutQuery.split(separator: UInt8(ascii: "/"), omittingEmptySubsequences: false)
         guard segments.count >= 4, segments[0].isEmpty, segments[1].elementsEqual("cable".utf8) else {
             throw .unknownPath
         }

@@ -17,7 +17,10 @@
 ///   unanswered pings is answered (RFC 6455 §5.5.3), once the batch is done and the connection is writable, so a
 ///   peer that pings without reading makes the relay hold one pong. Frames that are not a whole non-empty message
 ///   in one frame cost work but are neither messages nor activity; past `maximumOverheadFrames` of them the
-///   connection fails with 1008.
+///   connection fails with 1008. When the relay's writes to this side pile up above the high water mark (the peer
+///   does not read), the other side of the tunnel is paused (nothing more is read from it, so the relay holds a
+///   bounded number of bytes for this side) and the stall timer runs; once this side is writable again the other
+///   side resumes. If the timer fires first, the tunnel ends with 1008 (`peerNotReading`).
 /// - **closing**: a close frame was sent or the connection is closing: nothing more is written or read.
 ///
 /// `Bytes` is what messages and pongs carry; the machine only passes it on. The events of every frame and message
@@ -51,6 +54,14 @@ public struct RelayConnectionStateMachine<Bytes: Sendable>: Sendable {
         case relay(Bytes)
         /// Tell the registry this side broke a rule: its tunnel ends with this outcome and close code.
         case fail(TunnelOutcome, code: UInt16)
+        /// Stop reading from the other side of the tunnel: this side does not keep up.
+        case pausePeer
+        /// Read from the other side of the tunnel again.
+        case resumePeer
+        /// Call ``stallTimerFired()`` after ``RelayLimits/stalledPeerTimeout``.
+        case armStallTimer
+        /// Stop the stall timer.
+        case cancelStallTimer
     }
 
     /// What a frame from the peer amounted to.
@@ -94,6 +105,9 @@ public struct RelayConnectionStateMachine<Bytes: Sendable>: Sendable {
     /// The payload of the latest ping not answered yet.
     @usableFromInline
     var pendingPong: Bytes?
+    /// Writes to this side are above the high water mark: the other side is paused and the stall timer runs.
+    @usableFromInline
+    var isStalled = false
 
     @inlinable
     public init(maximumOverheadFrames: Int) {
@@ -255,6 +269,29 @@ public struct RelayConnectionStateMachine<Bytes: Sendable>: Sendable {
         guard writable, let payload = pendingPong else { return nil }
         pendingPong = nil
         return .sendPong(payload)
+    }
+
+    /// The connection became writable or stopped being writable (NIO's high water mark): pause or resume the
+    /// other side, arm or cancel the stall timer, and let a held pong go out.
+    @inlinable
+    public mutating func writabilityChanged(writable: Bool) -> [Action] {
+        var actions: [Action] = []
+        if case .open = state, !writable, !isStalled {
+            isStalled = true
+            actions = [.pausePeer, .armStallTimer]
+        } else if writable, isStalled {
+            isStalled = false
+            actions = [.resumePeer, .cancelStallTimer]
+        }
+        if let pong = pongTurn(writable: writable) { actions.append(pong) }
+        return actions
+    }
+
+    /// The stall timer fired: a side that is still not reading ends its tunnel.
+    @inlinable
+    public mutating func stallTimerFired() -> Action? {
+        guard case .open = state, isStalled, !failed else { return nil }
+        return fail(.peerNotReading, code: 1008)
     }
 
     // MARK: Helpers

@@ -26,6 +26,11 @@ public struct RelayLimits: Hashable, Sendable {
     /// Frames one WebSocket connection may send that are not a whole non-empty message in one frame: pings,
     /// pongs, fragments and empty frames. Past it the tunnel is closed with 1008.
     public var maximumOverheadFrames = 1024
+    /// A side that does not read what the relay writes to it: once the relay's writes to it pile up above the
+    /// connection's high water mark, the relay stops reading from the other side (so it holds a bounded number of
+    /// bytes for it); if the side is still not reading after this long, the tunnel ends with 1008 (outcome
+    /// `peerNotReading`).
+    public var stalledPeerTimeout = Duration.seconds(10)
 
     public init() {}
 }
@@ -81,6 +86,8 @@ public enum TunnelOutcome: String, Hashable, Sendable {
     case protocolError
     /// A side sent more than ``RelayLimits/maximumOverheadFrames`` pings, pongs, fragments or empty frames.
     case tooManyOverheadFrames
+    /// A side did not read what the relay wrote to it for ``RelayLimits/stalledPeerTimeout``.
+    case peerNotReading
 }
 
 /// What the relay did over one tunnel's life. Never holds message contents.
@@ -208,6 +215,13 @@ public struct RelayRegistry<Message: Collection<UInt8> & Sendable>: Sendable {
 
     /// Tunnels open now, and how many of them have both sides.
     @inlinable public var openTunnels: Int { tunnels.count }
+
+    /// The other side of `connection`'s tunnel, once both sides are there.
+    @inlinable
+    public func peer(of connection: ConnectionID) -> ConnectionID? {
+        guard let entry = connections[connection], let tunnel = tunnels[entry.tunnel] else { return nil }
+        return entry.side == .authenticator ? tunnel.client : tunnel.authenticator
+    }
     @inlinable public var pairedTunnels: Int { pairedCount }
 
     /// An upgrade request for `path` from `address`.

@@ -25,6 +25,7 @@ final class RelayConnection: Sendable {
     private struct LoopState {
         var machine: StateMachine
         var requestTimer: Scheduled<Void>?
+        var stallTimer: Scheduled<Void>?
     }
 
     /// Made on the channel's event loop, in the child channel initializer.
@@ -78,9 +79,10 @@ final class RelayConnection: Sendable {
         perform(loopState.value.machine.frameReceived(frame, isOverhead: isOverhead))
     }
 
-    /// The channel's writability changed: a pong held back while it was not writable may go out now.
+    /// The channel's writability changed: the other side of the tunnel pauses or resumes, and a pong held back
+    /// while it was not writable may go out now.
     func writabilityChanged() {
-        perform(loopState.value.machine.pongTurn(writable: channel.isWritable))
+        perform(loopState.value.machine.writabilityChanged(writable: channel.isWritable))
     }
 
     // MARK: Events from any thread
@@ -91,6 +93,16 @@ final class RelayConnection: Sendable {
             perform(loopState.value.machine.deliver(message))
         } else {
             channel.eventLoop.execute { [self] in perform(loopState.value.machine.deliver(message)) }
+        }
+    }
+
+    /// Stops or resumes reading from this side (its peer does not keep up, or keeps up again).
+    func setReading(_ reading: Bool) {
+        let channel = channel
+        if channel.eventLoop.inEventLoop {
+            try? channel.syncOptions?.setOption(.autoRead, value: reading)
+        } else {
+            channel.eventLoop.execute { try? channel.syncOptions?.setOption(.autoRead, value: reading) }
         }
     }
 
@@ -144,6 +156,19 @@ final class RelayConnection: Sendable {
             state.perform(state.message(message.readableBytesView, from: self))
         case .fail(let outcome, let code):
             state.perform(state.failed(self, outcome: outcome, code: code))
+        case .pausePeer:
+            state.peer(of: self)?.setReading(false)
+        case .resumePeer:
+            state.peer(of: self)?.setReading(true)
+        case .armStallTimer:
+            loopState.value.stallTimer = channel.eventLoop.scheduleTask(
+                in: TimeAmount(state.limits.stalledPeerTimeout)
+            ) { [self] in
+                perform(loopState.value.machine.stallTimerFired())
+            }
+        case .cancelStallTimer:
+            loopState.value.stallTimer?.cancel()
+            loopState.value.stallTimer = nil
         }
     }
 

@@ -66,7 +66,7 @@ enum Refusal: Hashable, Sendable {
 final class RelayMetrics: Sendable {
     static let outcomes: [TunnelOutcome] = [
         .completed, .neverJoined, .lifetimeExpired, .idle, .messageTooLarge, .tooManyMessages, .bufferFull,
-        .textFrame, .protocolError, .tooManyOverheadFrames,
+        .textFrame, .protocolError, .tooManyOverheadFrames, .peerNotReading,
     ]
 
     /// The registry the metrics are in, which renders them.

@@ -243,6 +243,13 @@ final class RelayState: Sendable {
         }
     }
 
+    /// The other side of `connection`'s tunnel, once both sides are there.
+    func peer(of connection: RelayConnection) -> RelayConnection? {
+        locked.withLock { state in
+            state.registry.peer(of: connection.id).flatMap { state.connections[$0]?.connection }
+        }
+    }
+
     // MARK: Reading
 
     /// Connections, open tunnels and paired tunnels held now.

@@ -51,6 +51,11 @@ struct PasskeyRelay: AsyncParsableCommand {
     var maxPendingConnections = 1024
     @Option(help: "Pings, pongs, fragments and empty frames one WebSocket connection may send.")
     var maxOverheadFrames = 1024
+    @Option(
+        help: ArgumentHelp(
+            "Seconds a side may leave unread what the relay writes to it (the other side is paused meanwhile) "
+                + "before the tunnel is closed with 1008."))
+    var stalledPeerTimeout: Double = 10
     @Option(help: "Leading bits of an IPv4 source address counted as one client by the per-address limits.")
     var ipv4PrefixLength = 24
     @Option(help: "Leading bits of an IPv6 source address counted as one client by the per-address limits.")
@@ -90,7 +95,7 @@ struct PasskeyRelay: AsyncParsableCommand {
         guard (tlsCert == nil) == (tlsKey == nil) else { throw ValidationError("--tls-cert and --tls-key go together") }
         for (name, value) in [
             ("--tunnel-lifetime", tunnelLifetime), ("--idle-timeout", idleTimeout),
-            ("--request-timeout", requestTimeout),
+            ("--request-timeout", requestTimeout), ("--stalled-peer-timeout", stalledPeerTimeout),
         ] {
             guard value > 0, value <= 86400 else {
                 throw ValidationError("\(name) must be between 0 and 86400 seconds")
@@ -148,6 +153,7 @@ struct PasskeyRelay: AsyncParsableCommand {
         configuration.limits.reservedTunnelPercent = reservedTunnelPercent
         configuration.limits.maximumPendingConnections = maxPendingConnections
         configuration.limits.maximumOverheadFrames = maxOverheadFrames
+        configuration.limits.stalledPeerTimeout = .seconds(stalledPeerTimeout)
         configuration.addressRules.ipv4PrefixLength = ipv4PrefixLength
         configuration.addressRules.ipv6PrefixLength = ipv6PrefixLength
         configuration.addressRules.trustedProxies = try parsedTrustedProxies()

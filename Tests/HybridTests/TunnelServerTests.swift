@@ -104,6 +104,13 @@ struct TunnelServerTests {
         }
         #expect(
             try TunnelPath(path: "/cable/connect/090a0b/3eef97097986413b059eaa2a30d653d4") == .connect(routing, tunnel))
+        // A query is ignored, whatever it holds.
+        #expect(try TunnelPath(path: "/cable/new/3EEF97097986413B059EAA2A30D653D4?x=1") == .new(tunnel))
+        #expect(try TunnelPath(path: "/cable/new/3EEF97097986413B059EAA2A30D653D4?") == .new(tunnel))
+        #expect(
+            try TunnelPath(path: "/cable/connect/090A0B/3EEF97097986413B059EAA2A30D653D4?a=/b?c")
+                == .connect(routing, tunnel))
+        #expect(try TunnelPath(path: "/cable/contact/_-4?v=2") == .contact([0xFF, 0xEE]))
     }
 
     @Test(arguments: [
@@ -114,7 +121,8 @@ struct TunnelServerTests {
         ("/cable/old/3EEF97097986413B059EAA2A30D653D4", .unknownPath),
         ("//cable/new/3EEF97097986413B059EAA2A30D653D4", .unknownPath),
         ("/cable/new/3EEF97097986413B059EAA2A30D653D", .invalidTunnelID),
-        ("/cable/new/3EEF97097986413B059EAA2A30D653D4?x=1", .invalidTunnelID),
+        ("/cable/new/3EEF97097986413B059EAA2A30D653D4/?x=1", .unknownPath),
+        ("/cable/new/3EEF97097986413B059EAA2A30D653D?x=1", .invalidTunnelID),
         ("/cable/new/", .invalidTunnelID),
         ("/cable/connect/090A0B", .unknownPath),
         ("/cable/connect/090A0/3EEF97097986413B059EAA2A30D653D4", .invalidRoutingID),

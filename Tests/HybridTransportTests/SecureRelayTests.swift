@@ -39,7 +39,7 @@ struct SecureRelayTests {
                 relyingParty: RelyingPartyEntity(id: "example.com"), scanner: scanner, tunnelServer: relayURL,
                 environment: .system(tls: clientTLS), timeouts: HybridTimeouts(all: .seconds(10)))
             let service = HybridAuthenticatorLink(
-                advertiser: advertiser, tunnelServer: relayURL, timeouts: HybridTimeouts(all: .seconds(2)),
+                advertiser: advertiser, tunnelServer: relayURL, timeouts: HybridTimeouts(all: .seconds(10)),
                 environment: .system(tls: trusting))
             return (client, service)
         }

@@ -112,6 +112,37 @@ struct RelayConnectionStateMachineTests {
         #expect(machine.pongTurn(writable: true) == nil)
     }
 
+    @Test func aSideThatStopsReadingPausesItsPeerUntilItReadsAgain() {
+        var machine = Self.open()
+        #expect(machine.writabilityChanged(writable: false) == [.pausePeer, .armStallTimer])
+        #expect(machine.writabilityChanged(writable: false) == [])
+        #expect(machine.frameReceived(.ping([1]), isOverhead: true) == .schedulePong)
+        #expect(machine.pongTurn(writable: false) == nil)
+        // Writable again: the peer resumes, the timer stops, and the held pong goes out.
+        #expect(machine.writabilityChanged(writable: true) == [.resumePeer, .cancelStallTimer, .sendPong([1])])
+        #expect(machine.writabilityChanged(writable: true) == [])
+        #expect(machine.stallTimerFired() == nil)
+    }
+
+    @Test func aSideStillNotReadingWhenTheStallTimerFiresEndsTheTunnel() {
+        var machine = Self.open()
+        _ = machine.writabilityChanged(writable: false)
+        #expect(machine.stallTimerFired() == .fail(.peerNotReading, code: 1008))
+        #expect(machine.stallTimerFired() == nil)
+        #expect(!machine.isReadingFrames)
+    }
+
+    @Test func writabilityBeforeTheUpgradeOrWhileClosingPausesNothing() {
+        var upgrading = RelayConnectionStateMachine<[UInt8]>(maximumOverheadFrames: 4)
+        upgrading.upgradeAccepted()
+        #expect(upgrading.writabilityChanged(writable: false) == [])
+        #expect(upgrading.stallTimerFired() == nil)
+        var closing = Self.open()
+        _ = closing.close(code: 1000)
+        #expect(closing.writabilityChanged(writable: false) == [])
+        #expect(closing.stallTimerFired() == nil)
+    }
+
     @Test func pongsAndFragmentsAreOverheadOnly() {
         var machine = Self.open()
         #expect(machine.frameReceived(.pong, isOverhead: true) == nil)

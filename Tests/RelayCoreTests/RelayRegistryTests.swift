@@ -143,6 +143,17 @@ struct RelayRegistryTests {
         #expect(registry.openTunnels == 0)
     }
 
+    @Test mutating func eachSideKnowsItsPeerOnceBothAreThere() {
+        var registry = registered()
+        #expect(registry.peer(of: authenticator) == nil)
+        _ = join(&registry)
+        #expect(registry.peer(of: authenticator) == client)
+        #expect(registry.peer(of: client) == authenticator)
+        #expect(registry.peer(of: ConnectionID(99)) == nil)
+        _ = registry.closed(client, now: Self.at(2))
+        #expect(registry.peer(of: authenticator) == nil)
+    }
+
     @Test func messageCountAndBufferLimits() {
         var limits = RelayLimits()
         limits.maximumMessagesPerSide = 2

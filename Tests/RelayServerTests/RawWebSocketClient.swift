@@ -106,6 +106,9 @@ struct RawClient {
 
     func send(_ text: String) async throws { try await send(Array(text.utf8)) }
 
+    /// Stops reading from the socket: what the server sends stays in the kernel's buffers, which fill up.
+    func stopReading() async throws { try await channel.setOption(ChannelOptions.autoRead, value: false).get() }
+
     func close() async { try? await channel.close() }
 
     /// Shuts the sending half of the TCP connection (FIN) and keeps reading.

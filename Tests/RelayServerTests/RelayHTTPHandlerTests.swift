@@ -25,7 +25,6 @@ struct RelayHTTPHandlerTests {
 
     static let refusals: [RefusalCase] = [
         RefusalCase("unknown path", 404, "unknownPath") { _ in WebSocketUpgrade.request(path: "/cable/other/00") },
-        RefusalCase("query string", 400, "badHex") { WebSocketUpgrade.request(path: "/cable/new/\($0)?x=1") },
         RefusalCase("bad hex", 400, "badHex") { _ in WebSocketUpgrade.request(path: "/cable/new/XYZ") },
         RefusalCase("duplicate", 409, "duplicateTunnel") { WebSocketUpgrade.request(path: "/cable/new/\($0)") },
         RefusalCase("unknown tunnel", 404, "unknownTunnel") { _ in

@@ -40,6 +40,48 @@ struct RelayServerTests {
         #expect(line["duration_ms"] != nil && line["pair_ms"] != nil)
     }
 
+    @Test func aQueryStringIsAcceptedAndIgnored() async throws {
+        let relay = try await Relay.start()
+        defer { Task { await relay.server.shutdown() } }
+        let tunnelID = Relay.randomTunnelID()
+        let (authenticator, response) = try await relay.request(
+            WebSocketUpgrade.request(path: "/cable/new/\(tunnelID)?client=chrome&v=2"))
+        #expect(response.status == 101)
+        let routingID = try #require(response.header("X-caBLE-Routing-ID"))
+        let client = try await relay.connect(routingID: routingID, tunnelID: "\(tunnelID)?x")
+        try await client.send(RawFrame.clientBinary([4, 2]))
+        #expect(try await authenticator.readFrame()?.payload == [4, 2])
+        #expect(relay.metric("relay_tunnels_paired_total") == 1)
+    }
+
+    /// The computer never reads while the phone sends 64 MiB: the relay stops reading from the phone once its writes
+    /// to the computer pile up, takes a bounded share of the 64 MiB, and after the stall timeout ends the tunnel with
+    /// 1008. Without the pause the relay would read all of it and buffer it for the computer.
+    @Test func aPeerThatNeverReadsPausesTheSenderThenEndsTheTunnel() async throws {
+        let relay = try await Relay.start {
+            $0.limits.stalledPeerTimeout = .seconds(3)
+            $0.limits.maximumMessagesPerSide = 1_000_000
+        }
+        defer { Task { await relay.server.shutdown() } }
+        let (authenticator, client) = try await relay.pair()
+        try await client.stopReading()
+        let frame = RawFrame.clientBinary([UInt8](repeating: 0x5A, count: 16 * 1024))
+        let attempted = 4096 * frame.count
+        let sender = Task {
+            for _ in 0..<4096 { try await authenticator.send(frame) }
+        }
+        defer { sender.cancel() }
+        #expect(try await authenticator.expectClose(timeout: .seconds(30)) == 1008)
+        try await Relay.eventually("the tunnel log line") { relay.log.tunnelLines.count == 1 }
+        let line = relay.log.tunnelLines[0]
+        #expect(line["outcome"] == "peerNotReading")
+        // What the relay took from the phone: what the kernel's socket buffers toward the computer hold (a few MiB on
+        // loopback) and the connection's high water mark, far below what the phone tried to send.
+        let taken = try #require(line["bytes_from_authenticator"].flatMap { Int($0) })
+        #expect(taken < attempted / 4, "the relay read \(taken) of \(attempted) bytes")
+        #expect(relay.metric("relay_tunnels_closed_total{outcome=\"peerNotReading\"}") == 1)
+    }
+
     @Test func aHalfCloseRelaysWhatCameBeforeItThenClosesThePeer() async throws {
         let relay = try await Relay.start()
         defer { Task { await relay.server.shutdown() } }
