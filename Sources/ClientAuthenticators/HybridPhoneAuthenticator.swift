@@ -48,44 +48,29 @@ public struct HybridPhoneAuthenticator: ClientAuthenticator {
 
     public func open(for ceremony: ClientCeremony) async throws(AuthenticatorTransportError) -> any AuthenticatorSession
     {
-        let scanner: any ProximityScanner
-        do {
-            scanner = try await makeScanner()
-        } catch {
-            throw AuthenticatorTransportError("the Bluetooth radio: \(error)")
-        }
-        let link: HybridClientLink
         // The relay the phone was reached through: the override, or the domain its advert named.
         let relay = Mutex<TunnelServerBaseURL?>(tunnelServer)
         let progress = progress
-        do {
-            link = try await HybridClientLink.connect(
-                requestType: ceremony == .create ? .makeCredential : .getAssertion, scanner: scanner,
-                tunnelServer: tunnelServer, timeouts: timeouts, offersLinking: onLinking != nil,
-                environment: environment,
-                progress: { event in
-                    if case .advertSeen(_, let domain) = event,
-                        let base = try? TunnelServerBaseURL(string: "wss://" + domain.host)
-                    {
-                        relay.withLock { $0 = $0 ?? base }
-                    }
-                    progress(event)
-                })
-        } catch {
-            await scanner.close()
-            throw AuthenticatorTransportError("\(error)")
+        let session = try await LinkedSession.open(makeScanner: makeScanner) {
+            scanner throws(AuthenticatorTransportError) in
+            do {
+                return try await HybridClientLink.connect(
+                    requestType: ceremony == .create ? .makeCredential : .getAssertion, scanner: scanner,
+                    tunnelServer: tunnelServer, timeouts: timeouts, offersLinking: onLinking != nil,
+                    environment: environment,
+                    progress: { event in
+                        if case .advertSeen(_, let domain) = event,
+                            let base = try? TunnelServerBaseURL(string: "wss://" + domain.host)
+                        {
+                            relay.withLock { $0 = $0 ?? base }
+                        }
+                        progress(event)
+                    })
+            } catch {
+                throw AuthenticatorTransportError("\(error)")
+            }
         }
-        let info: AuthenticatorInfo
-        do {
-            info = try AuthenticatorInfo(cbor: try CBORDecoder(requiresCanonicalForm: false).decode(link.getInfo))
-        } catch {
-            await link.close()
-            await scanner.close()
-            throw AuthenticatorTransportError("the phone's getInfo could not be read: \(error)")
-        }
-        return Session(
-            session: LinkedSession(link: link, scanner: scanner, info: info), relay: relay.withLock { $0 },
-            onLinking: onLinking)
+        return Session(session: session, relay: relay.withLock { $0 }, onLinking: onLinking)
     }
 
     private struct Session: AuthenticatorSession {

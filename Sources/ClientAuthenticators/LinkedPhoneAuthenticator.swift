@@ -52,20 +52,20 @@ public struct LinkedPhoneAuthenticator: ClientAuthenticator {
 
     public func open(for ceremony: ClientCeremony) async throws(AuthenticatorTransportError) -> any AuthenticatorSession
     {
-        let scanner: any ProximityScanner
-        do {
-            scanner = try await makeScanner()
-        } catch {
-            throw AuthenticatorTransportError("the Bluetooth radio: \(error)")
+        try await LinkedSession.open(makeScanner: makeScanner) { scanner throws(AuthenticatorTransportError) in
+            try await connect(scanner, requestType: ceremony == .create ? .makeCredential : .getAssertion)
         }
+    }
+
+    private func connect(_ scanner: any ProximityScanner, requestType: HybridRequestType)
+        async throws(AuthenticatorTransportError) -> HybridClientLink
+    {
         let link: HybridClientLink
         do {
             link = try await HybridClientLink.connect(
-                link: phone.linking, requestType: ceremony == .create ? .makeCredential : .getAssertion,
-                scanner: scanner, endpoint: endpoint, timeouts: timeouts, environment: environment,
-                progress: progress)
+                link: phone.linking, requestType: requestType, scanner: scanner, endpoint: endpoint,
+                timeouts: timeouts, environment: environment, progress: progress)
         } catch {
-            await scanner.close()
             switch error {
             case .tunnel(.refused(status: 410)), .tunnel(.closedByRelay(code: ListenerCloseCode.unknownContact)):
                 onGone()
@@ -79,15 +79,7 @@ public struct LinkedPhoneAuthenticator: ClientAuthenticator {
             throw AuthenticatorTransportError("the linked phone \"\(phone.name)\": \(error)")
         }
         onUsed()
-        let info: AuthenticatorInfo
-        do {
-            info = try AuthenticatorInfo(cbor: try CBORDecoder(requiresCanonicalForm: false).decode(link.getInfo))
-        } catch {
-            await link.close()
-            await scanner.close()
-            throw AuthenticatorTransportError("the phone's getInfo could not be read: \(error)")
-        }
-        return LinkedSession(link: link, scanner: scanner, info: info)
+        return link
     }
 }
 
@@ -96,6 +88,35 @@ struct LinkedSession: AuthenticatorSession {
     let link: HybridClientLink
     let scanner: any ProximityScanner
     let info: AuthenticatorInfo
+
+    /// Opens the radio, reaches the phone with `connect` and reads its getInfo; whatever was opened is closed again
+    /// when a step fails.
+    static func open(
+        makeScanner: @Sendable () async throws(ProximityError) -> any ProximityScanner,
+        connect: (any ProximityScanner) async throws(AuthenticatorTransportError) -> HybridClientLink
+    ) async throws(AuthenticatorTransportError) -> LinkedSession {
+        let scanner: any ProximityScanner
+        do {
+            scanner = try await makeScanner()
+        } catch {
+            throw AuthenticatorTransportError("the Bluetooth radio: \(error)")
+        }
+        let link: HybridClientLink
+        do {
+            link = try await connect(scanner)
+        } catch {
+            await scanner.close()
+            throw error
+        }
+        do {
+            let info = try AuthenticatorInfo(cbor: try CBORDecoder(requiresCanonicalForm: false).decode(link.getInfo))
+            return LinkedSession(link: link, scanner: scanner, info: info)
+        } catch {
+            await link.close()
+            await scanner.close()
+            throw AuthenticatorTransportError("the phone's getInfo could not be read: \(error)")
+        }
+    }
 
     func send(_ message: [UInt8]) async throws(AuthenticatorTransportError) -> [UInt8] {
         do {

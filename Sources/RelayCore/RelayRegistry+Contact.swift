@@ -16,16 +16,9 @@ extension RelayRegistry {
         guard connectionsPerAddress[address, default: 0] < limits.maximumConnectionsPerAddress else {
             return .reject(.tooManyConnectionsFromAddress)
         }
-        guard tunnels[tunnelID] == nil else { return .reject(.duplicateTunnel) }
-        guard tunnels.count < limits.maximumTunnels else { return .reject(.tooManyTunnels) }
-        let reserved = limits.maximumTunnels * min(max(limits.reservedTunnelPercent, 0), 100) / 100
-        guard tunnels.count < limits.maximumTunnels - reserved || tunnelsPerAddress[address, default: 0] == 0 else {
-            return .reject(.tooManyTunnelsFromAddress)
+        if let refusal = openTunnel(tunnelID, from: address, connection: connection, now: now) {
+            return .reject(refusal)
         }
-        tunnels[tunnelID] = Tunnel(authenticator: connection, address: address, opened: now, lastActivity: now)
-        tunnelsPerAddress[address, default: 0] += 1
-        connections[connection] = (tunnelID, .authenticator, address)
-        connectionsPerAddress[address, default: 0] += 1
         return .accept(side: .authenticator, routingIDHeader: nil)
     }
 

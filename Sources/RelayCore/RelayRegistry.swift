@@ -247,15 +247,9 @@ public struct RelayRegistry<Message: Collection<UInt8> & Sendable>: Sendable {
         switch parsed {
         case .new(let tunnelID):
             guard !isDraining else { return .reject(.draining) }
-            guard tunnels[tunnelID] == nil else { return .reject(.duplicateTunnel) }
-            guard tunnels.count < limits.maximumTunnels else { return .reject(.tooManyTunnels) }
-            let reserved = limits.maximumTunnels * min(max(limits.reservedTunnelPercent, 0), 100) / 100
-            guard tunnels.count < limits.maximumTunnels - reserved || tunnelsPerAddress[address, default: 0] == 0 else {
-                return .reject(.tooManyTunnelsFromAddress)
+            if let refusal = openTunnel(tunnelID, from: address, connection: connection, now: now) {
+                return .reject(refusal)
             }
-            tunnels[tunnelID] = Tunnel(authenticator: connection, address: address, opened: now, lastActivity: now)
-            tunnelsPerAddress[address, default: 0] += 1
-            register(connection, tunnel: tunnelID, side: .authenticator, address: address)
             return .accept(side: .authenticator, routingIDHeader: routingID.hex)
         case .connect(let routingID, let tunnelID):
             guard routingID == self.routingID else { return .reject(.unknownRoutingID) }
@@ -269,7 +263,8 @@ public struct RelayRegistry<Message: Collection<UInt8> & Sendable>: Sendable {
             register(connection, tunnel: tunnelID, side: .client, address: address)
             return .accept(side: .client, routingIDHeader: nil)
         case .contact:
-            // State-assisted contact needs a push service to wake the phone; this relay has none.
+            // The wake channel decides `/cable/contact` before the registry is asked; without it (`--no-contacts`)
+            // the path is unknown.
             return .reject(.unknownPath)
         }
     }
@@ -351,6 +346,24 @@ public struct RelayRegistry<Message: Collection<UInt8> & Sendable>: Sendable {
     }
 
     // MARK: Bookkeeping
+
+    /// Registers a tunnel whose opening side (the phone's, or a linked client's) is `connection`, unless the limits
+    /// refuse it: the tunnel ID is taken, the relay holds its most tunnels, or only the reserve is left and
+    /// `address` holds a tunnel already.
+    mutating func openTunnel(
+        _ tunnelID: TunnelID, from address: String, connection: ConnectionID, now: ContinuousClock.Instant
+    ) -> RelayRejection? {
+        guard tunnels[tunnelID] == nil else { return .duplicateTunnel }
+        guard tunnels.count < limits.maximumTunnels else { return .tooManyTunnels }
+        let reserved = limits.maximumTunnels * min(max(limits.reservedTunnelPercent, 0), 100) / 100
+        guard tunnels.count < limits.maximumTunnels - reserved || tunnelsPerAddress[address, default: 0] == 0 else {
+            return .tooManyTunnelsFromAddress
+        }
+        tunnels[tunnelID] = Tunnel(authenticator: connection, address: address, opened: now, lastActivity: now)
+        tunnelsPerAddress[address, default: 0] += 1
+        register(connection, tunnel: tunnelID, side: .authenticator, address: address)
+        return nil
+    }
 
     private mutating func register(_ connection: ConnectionID, tunnel: TunnelID, side: RelaySide, address: String) {
         connections[connection] = (tunnel, side, address)

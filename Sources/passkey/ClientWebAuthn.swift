@@ -181,12 +181,8 @@ extension HybridOptions {
                     status.say("advert seen: the phone is near; relay \(domain.host), routing ID \(routingID)")
                 case .tunnelConnected(let url):
                     status.say("tunnel connected: \(Passkey.Scan.host(of: url))")
-                case .handshakeDone:
-                    status.say("handshake done: end-to-end encrypted")
-                case .requestSent(let command):
-                    status.say("request sent: \(CTAPCommandName.name(command))")
-                case .responseReceived(let code):
-                    status.say("answer received\(code == 0 ? "" : " (CTAP status 0x\(String(code, radix: 16)))")")
+                case .handshakeDone, .requestSent, .responseReceived:
+                    Self.sayTunnelStep(event, on: status)
                 case .contacting, .linkedPhoneNear:
                     break  // linked sessions only
                 }
@@ -196,6 +192,20 @@ extension HybridOptions {
 
     /// The phone called `name` in `book`, reached without a QR code through its relay (or --relay); a 410 from the
     /// relay forgets it.
+    /// The steps a QR session and a linked session share, once the tunnel is up.
+    static func sayTunnelStep(_ event: HybridClientProgress, on status: StatusLine) {
+        switch event {
+        case .handshakeDone:
+            status.say("handshake done: end-to-end encrypted")
+        case .requestSent(let command):
+            status.say("request sent: \(CTAPCommandName.name(command))")
+        case .responseReceived(let code):
+            status.say("answer received\(code == 0 ? "" : " (CTAP status 0x\(String(code, radix: 16)))")")
+        default:
+            break
+        }
+    }
+
     func linkedPhone(named name: String, book: LinkedPhoneBook) throws -> LinkedPhoneAuthenticator {
         let phones: [LinkedPhone]
         do {
@@ -228,12 +238,8 @@ extension HybridOptions {
                     status.say("relay reached: waiting for the phone to come near")
                 case .linkedPhoneNear:
                     status.say("the phone is near: handshake")
-                case .handshakeDone:
-                    status.say("handshake done: end-to-end encrypted")
-                case .requestSent(let command):
-                    status.say("request sent: \(CTAPCommandName.name(command))")
-                case .responseReceived(let code):
-                    status.say("answer received\(code == 0 ? "" : " (CTAP status 0x\(String(code, radix: 16)))")")
+                case .handshakeDone, .requestSent, .responseReceived:
+                    Self.sayTunnelStep(event, on: status)
                 case .showQRCode, .advertSeen:
                     break  // QR sessions only
                 }
