@@ -47,9 +47,14 @@ public struct RelayConnectionStateMachine<Bytes: Sendable>: Sendable {
         case schedulePong
         /// Write and flush a pong carrying these bytes.
         case sendPong(Bytes)
-        /// Write and flush a close frame (with this code, if any), then close the connection once it is out, or
-        /// after a grace period if the peer does not read it.
+        /// Write and flush a close frame (with this code, if any) that starts the closing handshake; the connection
+        /// is closed when the peer answers (``closeReplyReceived()``), or after a grace period. A peer that reads
+        /// the frame together with the end of the stream could lose it (a client still in its upgrade drops what
+        /// follows the 101 answer when the stream ends in the same read), so the relay waits for the answer.
         case sendClose(code: UInt16?)
+        /// Write and flush a close frame answering the peer's (with this code, if any), then close the connection
+        /// once it is out, or after a grace period if the peer does not read it.
+        case answerClose(code: UInt16?)
         /// Hand the registry a whole message from this side.
         case relay(Bytes)
         /// Tell the registry this side broke a rule: its tunnel ends with this outcome and close code.
@@ -108,6 +113,9 @@ public struct RelayConnectionStateMachine<Bytes: Sendable>: Sendable {
     /// Writes to this side are above the high water mark: the other side is paused and the stall timer runs.
     @usableFromInline
     var isStalled = false
+    /// The relay sent a close frame first and waits for the peer's.
+    @usableFromInline
+    var awaitingCloseReply = false
 
     @inlinable
     public init(maximumOverheadFrames: Int) {
@@ -215,10 +223,19 @@ public struct RelayConnectionStateMachine<Bytes: Sendable>: Sendable {
             return nil
         case .open:
             state = .closing
+            awaitingCloseReply = true
             return .sendClose(code: code)
         case .closing:
             return nil
         }
+    }
+
+    /// A close frame arrived after the relay sent its own: the closing handshake is complete.
+    @inlinable
+    public mutating func closeReplyReceived() -> Action? {
+        guard case .closing = state, awaitingCloseReply else { return nil }
+        awaitingCloseReply = false
+        return .closeConnection
     }
 
     // MARK: From the peer
@@ -243,7 +260,7 @@ public struct RelayConnectionStateMachine<Bytes: Sendable>: Sendable {
         case .close(let code):
             // Echo the peer's code, then close.
             state = .closing
-            return .sendClose(code: code)
+            return .answerClose(code: code)
         case .violation(let outcome, let code):
             return fail(outcome, code: code)
         }

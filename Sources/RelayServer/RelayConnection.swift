@@ -151,7 +151,9 @@ final class RelayConnection: Sendable {
             let frame = WebSocketFrame(fin: true, opcode: .pong, data: payload)
             channel.pipeline.syncOperations.writeAndFlush(NIOAny(frame), promise: nil)
         case .sendClose(let code):
-            sendCloseFrame(code: code)
+            sendCloseFrame(code: code, closeWhenWritten: false)
+        case .answerClose(let code):
+            sendCloseFrame(code: code, closeWhenWritten: true)
         case .relay(let message):
             state.perform(state.message(message.readableBytesView, from: self))
         case .fail(let outcome, let code):
@@ -172,15 +174,20 @@ final class RelayConnection: Sendable {
         }
     }
 
-    private func sendCloseFrame(code: UInt16?) {
+    private func sendCloseFrame(code: UInt16?, closeWhenWritten: Bool) {
         var buffer = channel.allocator.buffer(capacity: 2)
         if let code { buffer.writeInteger(code) }
         let frame = WebSocketFrame(fin: true, opcode: .connectionClose, data: buffer)
         let channel = channel
-        // Close once the frame is out; a peer that never reads is cut off after the grace period.
-        channel.pipeline.syncOperations.writeAndFlush(NIOAny(frame)).whenComplete { _ in
-            channel.close(promise: nil)
-        }
+        // An answer closes once it is out; a close the relay starts waits for the peer's answer. Either way a peer
+        // that never reads or answers is cut off after the grace period.
+        let written = channel.pipeline.syncOperations.writeAndFlush(NIOAny(frame))
+        if closeWhenWritten { written.whenComplete { _ in channel.close(promise: nil) } }
         channel.eventLoop.scheduleTask(in: Self.closeGrace) { channel.close(promise: nil) }
+    }
+
+    /// The peer's close frame arrived after the relay's.
+    func closeReplyReceived() {
+        perform(loopState.value.machine.closeReplyReceived())
     }
 }

@@ -21,9 +21,13 @@ final class RelayWebSocketHandler: ChannelInboundHandler {
     }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
-        // Nothing is unmasked for a connection that is closing or has failed.
-        guard connection.isReadingFrames else { return }
         let frame = Self.unwrapInboundIn(data)
+        // Nothing is unmasked for a connection that is closing or has failed; a close frame answering the relay's
+        // ends the closing handshake.
+        guard connection.isReadingFrames else {
+            if frame.opcode == .connectionClose { connection.closeReplyReceived() }
+            return
+        }
         let event: WebSocketMessageAssembler.Event
         do throws(WebSocketViolation) {
             event = try assembler.receive(frame)

@@ -145,6 +145,20 @@ struct TunnelConnectionTests {
         }
     }
 
+    /// A relay that closes a tunnel with a wake-channel code right behind its 101 answer, in the same write (the
+    /// computer's contact request that the phone declines at once): the code reaches the reader. (Had the relay also
+    /// ended the stream in that write, NIO's HTTP decoder would drop the frame: the relay waits for the answer.)
+    @Test func aCloseCodeRightBehindThe101IsReported() async throws {
+        var script = Script()
+        script.afterUpgrade = RawFrame.server(opcode: 8, [0x11, 0x3A])  // 4410
+        try await withServer(script) { server in
+            let tunnel = try await TunnelConnection.connect(to: server.url + "/x", timeout: .seconds(5))
+            await #expect(throws: TunnelError.closedByRelay(code: 4410)) {
+                try await tunnel.receive(timeout: .seconds(5), waitingFor: "test")
+            }
+        }
+    }
+
     @Test func silentServerTimesOutWithTheGivenReason() async throws {
         try await withServer(Script()) { server in
             let tunnel = try await TunnelConnection.connect(to: server.url + "/x", timeout: .seconds(5))

@@ -286,7 +286,7 @@ def test_a_link_removed_on_the_phone_is_declined_and_forgotten_by_that_computer(
     finally:
         phone_log = listener.stop()
     assert code == 10, errors
-    assert "4410" in errors and "forgot it" in errors
+    assert "4410" in errors and "forgot it" in errors, errors + phone_log
     assert "request received" not in phone_log
     with open(os.path.join(directory, "links.json")) as file:
         assert json.load(file)["links"] == []

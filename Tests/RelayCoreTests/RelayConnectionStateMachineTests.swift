@@ -167,14 +167,30 @@ struct RelayConnectionStateMachineTests {
 
     @Test func aCloseFrameIsEchoedAndEndsReading() {
         var machine = Self.open()
-        #expect(machine.frameReceived(.close(code: 4000), isOverhead: false) == .sendClose(code: 4000))
+        #expect(machine.frameReceived(.close(code: 4000), isOverhead: false) == .answerClose(code: 4000))
         #expect(machine.phase == .closing && !machine.isReadingFrames)
         #expect(machine.frameReceived(.message([1]), isOverhead: false) == nil)
         #expect(machine.deliver([1]) == nil)
         #expect(machine.close(code: 1000) == nil)
 
         var codeless = Self.open()
-        #expect(codeless.frameReceived(.close(code: nil), isOverhead: false) == .sendClose(code: nil))
+        #expect(codeless.frameReceived(.close(code: nil), isOverhead: false) == .answerClose(code: nil))
+        // An answered close waits for nothing.
+        #expect(machine.closeReplyReceived() == nil)
+    }
+
+    @Test func aCloseTheRelayStartsWaitsForThePeersAnswer() {
+        var machine = Self.open()
+        #expect(machine.closeReplyReceived() == nil)
+        #expect(machine.close(code: 4410) == .sendClose(code: 4410))
+        #expect(machine.closeReplyReceived() == .closeConnection)
+        #expect(machine.closeReplyReceived() == nil)
+        // A close held during the upgrade waits for the answer too.
+        var upgrading = Machine(maximumOverheadFrames: 4)
+        upgrading.upgradeAccepted()
+        #expect(upgrading.close(code: 1001) == nil)
+        #expect(upgrading.upgradeCompleted().last == .sendClose(code: 1001))
+        #expect(upgrading.closeReplyReceived() == .closeConnection)
     }
 
     @Test(arguments: [

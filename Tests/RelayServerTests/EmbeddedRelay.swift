@@ -144,9 +144,11 @@ final class EmbeddedConnection {
         return frames
     }
 
-    /// The close code of the close frame the relay wrote, once it wrote one and closed the connection.
+    /// The close code of the close frame the relay wrote. A close the relay started is answered, as a client
+    /// does, and the relay must then have closed the connection; an answer to the peer's close closes it at once.
     func closeCode() throws -> UInt16? {
         let close = try frames().first { $0.opcode == 0x8 }
+        if let close, !isClosed { try send(RawFrame.client(opcode: 0x8, close.payload)) }
         #expect(isClosed, "a close frame without closing the connection")
         return close?.closeCode
     }

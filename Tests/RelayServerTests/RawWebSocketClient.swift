@@ -151,6 +151,8 @@ struct RawClient {
     func expectClose(timeout: Duration = timeout) async throws -> UInt16? {
         while let frame = try await readFrame(timeout: timeout) {
             if frame.opcode == 0x8 {
+                // Answer it, as a client does (RFC 6455 §5.5.1): the relay then closes the TCP connection.
+                try? await send(RawFrame.client(opcode: 0x8, frame.payload))
                 try await expectEOF(timeout: timeout)
                 return frame.closeCode
             }

@@ -25,6 +25,13 @@ final class WriteRecorder: ChannelOutboundHandler {
     }
 
     func flush(context: ChannelHandlerContext) { flushes += 1 }
+
+    /// Writes held when the connection closes fail, as a socket's pending writes do.
+    func close(context: ChannelHandlerContext, mode: CloseMode, promise: EventLoopPromise<Void>?) {
+        for promise in held { promise.fail(ChannelError.ioOnClosedChannel) }
+        held = []
+        context.close(mode: mode, promise: promise)
+    }
 }
 
 /// The connection adapter in `EmbeddedChannel`: what it writes, when it flushes and closes, for the actions of its
@@ -76,6 +83,9 @@ struct RelayConnectionTests {
         connection.upgradeCompleted()
         #expect(recorder.frames.map(\.opcode) == [.binary, .connectionClose])
         #expect(Array(buffer: recorder.frames[1].data) == [0x03, 0xE9])
+        // The relay started the close: the connection ends when the peer answers.
+        #expect(channel.isActive)
+        connection.closeReplyReceived()
         #expect(!channel.isActive)
     }
 

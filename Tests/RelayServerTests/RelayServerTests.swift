@@ -82,6 +82,20 @@ struct RelayServerTests {
         #expect(relay.metric("relay_tunnels_closed_total{outcome=\"peerNotReading\"}") == 1)
     }
 
+    /// RFC 6455 §5.5.1: the side the relay closes gets the close frame and keeps its TCP connection until it
+    /// answers, so that the frame never arrives together with the end of the stream.
+    @Test func theRelayEndsTheConnectionWhenThePeerAnswersItsClose() async throws {
+        let relay = try await Relay.start()
+        defer { Task { await relay.server.shutdown() } }
+        let (authenticator, client) = try await relay.pair()
+        await authenticator.close()
+        let close = try #require(try await client.readFrame())
+        #expect(close.opcode == 8 && close.closeCode == 1000)
+        await #expect(throws: (any Error).self) { try await client.expectEOF(timeout: .milliseconds(300)) }
+        try await client.send(RawFrame.client(opcode: 0x8, close.payload))
+        try await client.expectEOF(timeout: .milliseconds(500))
+    }
+
     @Test func aHalfCloseRelaysWhatCameBeforeItThenClosesThePeer() async throws {
         let relay = try await Relay.start()
         defer { Task { await relay.server.shutdown() } }

@@ -158,6 +158,9 @@ struct RelayWebSocketHandlerTests {
         try client.send(RawFrame.clientBinary([1]) + RawFrame.clientBinary([2]) + RawFrame.clientBinary([3]))
         let frames = try authenticator.frames()
         #expect(frames.map(\.payload) == [[1], [2], [0x03, 0xF0]])
+        // The relay started the close: the authenticator's side ends when it answers.
+        #expect(!authenticator.isClosed)
+        try authenticator.send(RawFrame.client(opcode: 0x8, [0x03, 0xF0]))
         #expect(authenticator.isClosed)
         #expect(try client.closeCode() == 1008)
         #expect(relay.log.tunnelLines.first?["outcome"] == "tooManyMessages")
