@@ -26,9 +26,10 @@ struct HybridSignInBench: AsyncParsableCommand {
             + "simulated radio (advert interval 0), through an in-process relay or --relay.",
         discussion: """
             Without --count or --duration: the benchmark, sequential sign-ins then --seconds of concurrent ones. \
-            With --count N or --duration S: a load run, N sign-ins (or as many as start within S seconds) with \
-            --concurrency in flight; it counts failures by reason and sign-ins by the routing ID the relay handed \
-            the phone on /cable/new (which instance of a cluster served them), and exits 1 if any failed. Point \
+            With --count N or --duration S: a load run, N sign-ins (or as many as start within S seconds; \
+            SIGINT or SIGTERM also stops it after the sign-ins in flight) with --concurrency in flight; it counts \
+            failures by reason and sign-ins by the routing ID the relay handed the phone on /cable/new (which \
+            instance of a cluster served them), and exits 1 if any failed. Point \
             --relay at a cluster's balancer to load-test it (Docs/Relay.md, "Load-testing a cluster").
             """
     )
@@ -64,16 +65,26 @@ struct HybridSignInBench: AsyncParsableCommand {
         }
     }
 
-    /// Records the routing ID the relay handed the phone in its current session.
-    final class RoutingIDRecorder: Sendable {
-        private let value = Mutex<RoutingID?>(nil)
+    /// What the phone of a worker saw in its current session: the routing ID the relay handed it, and why it
+    /// failed (the computer then only sees that no phone came near).
+    final class PhoneRecorder: Sendable {
+        private let value = Mutex<(routingID: RoutingID?, failure: String?)>((nil, nil))
 
         func record(_ event: HybridAuthenticatorProgress) {
-            if case .advertising(let routingID) = event { value.withLock { $0 = routingID } }
+            if case .advertising(let routingID) = event { value.withLock { $0.routingID = routingID } }
         }
 
-        /// The routing ID recorded since the last call, and forgets it.
-        func take() -> RoutingID? { value.withLock { $0.take() } }
+        func failed(_ error: any Error) {
+            value.withLock { $0.failure = String(describing: error) }
+        }
+
+        /// What was recorded since the last call; forgets it.
+        func take() -> (routingID: RoutingID?, failure: String?) {
+            value.withLock { recorded in
+                defer { recorded = (nil, nil) }
+                return recorded
+            }
+        }
     }
 
     /// One computer and one phone that know each other: a registered passkey, a scanner and an advertiser.
@@ -82,7 +93,7 @@ struct HybridSignInBench: AsyncParsableCommand {
         let phone: HybridAuthenticatorLink
         let authenticator: Authenticator
         let state: RelyingPartyState
-        let routingIDs: RoutingIDRecorder
+        let recorder: PhoneRecorder
 
         static func make(relay: TunnelServerBaseURL, timeout: Duration = .seconds(10)) async throws -> Worker {
             let scanner = try await SimulatedRadio.scanner(host: "127.0.0.1", port: 0)
@@ -93,10 +104,10 @@ struct HybridSignInBench: AsyncParsableCommand {
                 configuration: configuration,
                 environment: AuthenticatorEnvironment(
                     store: InMemoryCredentialStore(), userInteraction: UnattendedApproval()))
-            let routingIDs = RoutingIDRecorder()
+            let recorder = PhoneRecorder()
             let phone = HybridAuthenticatorLink(
                 advertiser: advertiser, tunnelServer: relay, timeouts: HybridTimeouts(all: timeout),
-                environment: .system(), progress: { routingIDs.record($0) })
+                environment: .system(), progress: { recorder.record($0) })
             let client = try CrossDeviceClient(
                 relyingParty: RelyingPartyEntity(id: "example.com"), scanner: scanner, tunnelServer: relay,
                 timeouts: HybridTimeouts(all: timeout))
@@ -105,17 +116,19 @@ struct HybridSignInBench: AsyncParsableCommand {
                 client, state throws(CrossDeviceError) in
                 try await client.register(userName: "alice", state: &state)
             }
-            _ = routingIDs.take()
+            _ = recorder.take()
             return Worker(
-                client: client, phone: phone, authenticator: authenticator, state: state, routingIDs: routingIDs)
+                client: client, phone: phone, authenticator: authenticator, state: state, recorder: recorder)
         }
 
         /// One verified sign-in; returns its duration.
         func signIn() async throws -> Duration {
             var state = state
             let started = ContinuousClock.now
-            let result = try await client.withNearbyPhone(phone, authenticator: authenticator, state: &state) {
-                client, state throws(CrossDeviceError) in
+            let recorder = recorder
+            let result = try await client.withNearbyPhone(
+                phone, authenticator: authenticator, phoneFailed: { recorder.failed($0) }, state: &state
+            ) { client, state throws(CrossDeviceError) in
                 try await client.signIn(state: &state)
             }
             guard result.userName == "alice" else { throw ValidationError("signed in as the wrong account") }

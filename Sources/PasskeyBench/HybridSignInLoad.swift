@@ -1,12 +1,13 @@
 import Basics
+import Dispatch
 import Foundation
 import Hybrid
 import Synchronization
 
 /// A load run of `passkey-bench hybrid --count N | --duration S`: `concurrency` computer-and-phone pairs sign in
-/// back to back through `relay` until `count` sign-ins have started or `duration` has passed. Nothing stops at the
-/// first failure: each is counted with its reason and the routing ID the phone got, so a run against a cluster
-/// shows which instance failed what.
+/// back to back through `relay` until `count` sign-ins have started, `duration` has passed, or SIGINT or SIGTERM
+/// came. Nothing stops at the first failure: each is counted with its reason and the routing ID the phone got, so a
+/// run against a cluster shows which instance failed what.
 struct HybridSignInLoad: Sendable {
     var relay: TunnelServerBaseURL
     var count: Int?
@@ -25,6 +26,9 @@ struct HybridSignInLoad: Sendable {
     }
 
     func run() async throws -> Result {
+        let tickets = Tickets(count: count)
+        let signals = Self.stopOnSignal(tickets)
+        defer { signals.forEach { $0.cancel() } }
         let workerCount = min(concurrency, count ?? concurrency)
         // Each worker registers its passkey through the relay first; a failure there ends the run.
         let timeout = timeout
@@ -39,7 +43,6 @@ struct HybridSignInLoad: Sendable {
         }
         let started = ContinuousClock.now
         let deadline = duration.map { started + $0 }
-        let tickets = Tickets(count: count)
         let samples = await withTaskGroup(of: [Sample].self) { group in
             for worker in workers {
                 group.addTask {
@@ -49,10 +52,11 @@ struct HybridSignInLoad: Sendable {
                         guard tickets.take() else { break }
                         do {
                             let latency = try await worker.signIn()
-                            mine.append(Sample(latency: latency, routingID: worker.routingIDs.take()))
+                            mine.append(Sample(latency: latency, routingID: worker.recorder.take().routingID))
                         } catch {
-                            mine.append(
-                                Sample(routingID: worker.routingIDs.take(), failure: String(describing: error)))
+                            let phone = worker.recorder.take()
+                            let reason = String(describing: error) + (phone.failure.map { "; the phone: \($0)" } ?? "")
+                            mine.append(Sample(routingID: phone.routingID, failure: reason))
                         }
                     }
                     return mine
@@ -67,17 +71,34 @@ struct HybridSignInLoad: Sendable {
             elapsed: ContinuousClock.now - started)
     }
 
-    /// Hands out at most `count` sign-ins to the workers (any number without one).
+    /// Hands out at most `count` sign-ins to the workers (any number without one), none once stopped.
     final class Tickets: Sendable {
         private let count: Int?
         private let issued = Atomic<Int>(0)
+        private let stopped = Atomic<Bool>(false)
 
         init(count: Int?) { self.count = count }
 
         /// Whether one more sign-in may start.
         func take() -> Bool {
+            guard !stopped.load(ordering: .relaxed) else { return false }
             guard let count else { return true }
             return issued.wrappingAdd(1, ordering: .relaxed).oldValue < count
+        }
+
+        /// No sign-in starts from now on; those in flight finish.
+        func stop() { stopped.store(true, ordering: .relaxed) }
+    }
+
+    /// On SIGINT or SIGTERM, `tickets` stops: the run ends once the sign-ins in flight have, and reports. Cancel the
+    /// returned sources when done.
+    private static func stopOnSignal(_ tickets: Tickets) -> [any DispatchSourceSignal] {
+        [SIGINT, SIGTERM].map { number in
+            signal(number, SIG_IGN)
+            let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
+            source.setEventHandler { tickets.stop() }
+            source.resume()
+            return source
         }
     }
 
@@ -109,7 +130,7 @@ struct HybridSignInLoad: Sendable {
         /// Sign-ins by the routing ID the relay handed the phone (upper-case hex); "none" for failures before the
         /// phone got one.
         var routingIDs: [String: Tally]
-        /// Failures by reason.
+        /// Failures by reason: the computer's, and the phone's when it failed too.
         var failures: [String: Int]
 
         init(relay: String, concurrency: Int, samples: [Sample], elapsed: Duration) {
