@@ -172,6 +172,53 @@ extension ListenerMessage: CustomStringConvertible {
     }
 }
 
+/// The path of a listener connection. `/cable/listen` serves every message and is where a phone registers: in a
+/// cluster the balancer sends it to any instance, which issues a contact ID starting with its own routing ID.
+/// `/cable/listen/{ROUTING_ID}` (6 hex digits, either case) names the instance that issued the contact, so that a
+/// balancer routes it there as it routes `/cable/connect/{ROUTING_ID}/…` (path field 4); the phone listens and
+/// revokes there. An instance with a configured routing ID refuses another one with 404 (`unknownRoutingID`).
+public struct ListenerPath: Hashable, Sendable, CustomStringConvertible {
+    /// The path without a routing ID.
+    public static let registration = "/cable/listen"
+
+    /// The instance named in the path; nil for `/cable/listen`.
+    public var routingID: RoutingID?
+
+    /// `/cable/listen`, or `/cable/listen/{ROUTING_ID}` when `routingID` is given.
+    public init(routingID: RoutingID? = nil) {
+        self.routingID = routingID
+    }
+
+    /// The path for listening and revoking with `contactID`: the routing ID it starts with, or `/cable/listen`
+    /// when it has not the length of a contact ID.
+    public init(contactID: [UInt8]) {
+        routingID = ContactOwnership.routingID(of: contactID)
+    }
+
+    /// Parses a request path: `/cable/listen` or `/cable/listen/{ROUTING_ID}`, nothing after (no query, no trailing
+    /// slash). Throws ``TunnelPathError/unknownPath`` for any other path, ``TunnelPathError/invalidRoutingID`` when
+    /// the segment after `/cable/listen/` is not 6 hex digits.
+    public init(path: some StringProtocol) throws(TunnelPathError) {
+        let utf8 = path.utf8
+        let base = Self.registration.utf8
+        guard utf8.starts(with: base) else { throw .unknownPath }
+        let rest = utf8.dropFirst(base.count)
+        if rest.isEmpty {
+            routingID = nil
+            return
+        }
+        guard rest.first == UInt8(ascii: "/") else { throw .unknownPath }
+        let segment = String(decoding: rest.dropFirst(), as: UTF8.self)
+        guard let routingID = try? RoutingID(hex: segment) else { throw .invalidRoutingID }
+        self.routingID = routingID
+    }
+
+    /// The path, with upper-case hex.
+    public var path: String { Self.registration + (routingID.map { "/\($0.hex)" } ?? "") }
+
+    public var description: String { path }
+}
+
 /// The WebSocket close codes of `/cable/listen` and `/cable/contact` (private-use range 4000–4999, RFC 6455 §7.4.2),
 /// each 4000 plus the HTTP status it resembles.
 public enum ListenerCloseCode {

@@ -100,7 +100,9 @@ public struct ReconnectBackoff: Hashable, Sendable {
 }
 
 /// The phone's end of a self-hosted relay's wake channel (`/cable/listen`, Docs/Relay.md): registration, ownership
-/// proofs, and the long-lived listener that reconnects with back-off and hands each wake to the caller.
+/// proofs, and the long-lived listener that reconnects with back-off and hands each wake to the caller. It
+/// registers on `/cable/listen` and listens and revokes on `/cable/listen/{ROUTING_ID}`, the routing ID its contact
+/// ID starts with (``ListenerPath``), so that a cluster's balancer reaches the instance that keeps the contact.
 public struct ContactListener: Sendable {
     /// The relay's base URL.
     public var relay: TunnelServerBaseURL
@@ -114,11 +116,13 @@ public struct ContactListener: Sendable {
         self.timeout = timeout
     }
 
-    var url: String { relay.string + "/cable/listen" }
+    /// The URL of `path` on the relay: ``ListenerPath/registration`` to register, the contact's routing ID to listen
+    /// and revoke (a cluster's balancer sends that to the instance that issued the contact).
+    func url(_ path: ListenerPath) -> String { relay.string + path.path }
 
     /// Registers a contact for the listener secret's verifier; returns the contact ID the relay made.
     public func register(listenerSecret: [UInt8]) async throws(ContactListenerError) -> [UInt8] {
-        try await withTunnel { tunnel throws(ContactListenerError) in
+        try await withTunnel(ListenerPath()) { tunnel throws(ContactListenerError) in
             _ = try await challenge(on: tunnel)
             try await send(.register(verifier: ContactOwnership.verifier(listenerSecret: listenerSecret)), on: tunnel)
             guard case .registered(let contactID) = try await receive(on: tunnel, timeout: timeout) else {
@@ -131,7 +135,7 @@ public struct ContactListener: Sendable {
     /// Revokes the contact: from now on the relay answers its contact requests with 410 (the computers forget their
     /// links) and refuses its listeners.
     public func revoke(contactID: [UInt8], listenerSecret: [UInt8]) async throws(ContactListenerError) {
-        try await withTunnel { tunnel throws(ContactListenerError) in
+        try await withTunnel(ListenerPath(contactID: contactID)) { tunnel throws(ContactListenerError) in
             let challenge = try await challenge(on: tunnel)
             let verifier = ContactOwnership.verifier(listenerSecret: listenerSecret)
             try await send(
@@ -145,11 +149,11 @@ public struct ContactListener: Sendable {
         }
     }
 
-    /// Runs `body` on a fresh connection, closing it afterwards whatever happened.
-    private func withTunnel<T>(_ body: (any HybridTunnel) async throws(ContactListenerError) -> T)
-        async throws(ContactListenerError) -> T
-    {
-        let tunnel = try await open()
+    /// Runs `body` on a fresh connection to `path`, closing it afterwards whatever happened.
+    private func withTunnel<T>(
+        _ path: ListenerPath, _ body: (any HybridTunnel) async throws(ContactListenerError) -> T
+    ) async throws(ContactListenerError) -> T {
+        let tunnel = try await open(path)
         let result: Result<T, ContactListenerError>
         do throws(ContactListenerError) {
             result = .success(try await body(tunnel))
@@ -205,7 +209,7 @@ public struct ContactListener: Sendable {
         contactID: [UInt8], verifier: [UInt8], onListening: () -> Void,
         onEvent: @Sendable (ContactListenerEvent) -> Void, onWake: @Sendable (ContactWake) -> Bool
     ) async throws(ContactListenerError) {
-        try await withTunnel { tunnel throws(ContactListenerError) in
+        try await withTunnel(ListenerPath(contactID: contactID)) { tunnel throws(ContactListenerError) in
             let (challenge, heartbeat) = try await self.challenge(on: tunnel)
             try await send(
                 .listen(
@@ -252,9 +256,9 @@ public struct ContactListener: Sendable {
 
     // MARK: Helpers
 
-    private func open() async throws(ContactListenerError) -> any HybridTunnel {
+    private func open(_ path: ListenerPath) async throws(ContactListenerError) -> any HybridTunnel {
         do throws(TunnelError) {
-            return try await environment.openTunnel(url, timeout)
+            return try await environment.openTunnel(url(path), timeout)
         } catch {
             throw ContactListenerError(error)
         }

@@ -48,6 +48,10 @@ final class RelayContacts: Sendable {
     let configuration: RelayContactConfiguration
     /// This instance's routing ID (`--routing-id` or `--instance`): every contact ID it issues starts with it.
     let routingID: RoutingID
+    /// Whether `/cable/listen/{ROUTING_ID}` must name ``routingID`` (404 `unknownRoutingID` otherwise): true when it
+    /// was configured (`--routing-id`, `--instance`), as in a cluster. A random routing ID changes at every start
+    /// while the contact file keeps the contacts issued under earlier ones, so such a relay takes any.
+    let routingIDIsConfigured: Bool
     private let locked: Mutex<Locked>
     /// Listener connections and staged contact requests: while there are none, a tunnel's frames and joins do not
     /// take the lock above.
@@ -57,10 +61,10 @@ final class RelayContacts: Sendable {
     private let now: @Sendable () -> ContinuousClock.Instant
     private let date: @Sendable () -> Int64
 
-    /// The wake channel with `records` (read from the contact file by ``load(configuration:routingID:logger:)``).
+    /// The wake channel with `records` (read from the contact file by ``load(configuration:routingID:routingIDIsConfigured:logger:)``).
     init(
         configuration: RelayContactConfiguration = RelayContactConfiguration(), routingID: RoutingID,
-        logger: Logger, records: [ContactRecord] = [],
+        routingIDIsConfigured: Bool = true, logger: Logger, records: [ContactRecord] = [],
         now: @escaping @Sendable () -> ContinuousClock.Instant = { .now },
         date: @escaping @Sendable () -> Int64 = { Int64(Date().timeIntervalSince1970) }
     ) {
@@ -69,16 +73,25 @@ final class RelayContacts: Sendable {
         self.now = now
         self.date = date
         self.routingID = routingID
+        self.routingIDIsConfigured = routingIDIsConfigured
         locked = Mutex(Locked(registry: ContactRegistry(limits: configuration.limits, records: records)))
     }
 
     /// Reads the contact file, when one is configured and exists.
-    static func load(configuration: RelayContactConfiguration, routingID: RoutingID, logger: Logger)
-        throws(ContactFileError) -> RelayContacts
-    {
+    static func load(
+        configuration: RelayContactConfiguration, routingID: RoutingID, routingIDIsConfigured: Bool, logger: Logger
+    ) throws(ContactFileError) -> RelayContacts {
         let records = try configuration.file.map(read) ?? []
         return RelayContacts(
-            configuration: configuration, routingID: routingID, logger: logger, records: records)
+            configuration: configuration, routingID: routingID, routingIDIsConfigured: routingIDIsConfigured,
+            logger: logger, records: records)
+    }
+
+    /// Whether a listener connection on `path` belongs here: no routing ID, this instance's, or any when the routing
+    /// ID is random (``routingIDIsConfigured``).
+    func accepts(_ path: ListenerPath) -> Bool {
+        guard let named = path.routingID, routingIDIsConfigured else { return true }
+        return named == routingID
     }
 
     var isEnabled: Bool { configuration.isEnabled }

@@ -86,8 +86,12 @@ final class RelayHTTPHandler: ChannelInboundHandler, RemovableChannelHandler {
         } else {
             let refusal: Refusal
             do throws(TunnelPathError) {
-                _ = try TunnelPath(path: head.uri)
-                refusal = .upgradeRequired
+                if state.contacts.isEnabled, (try? ListenerPath(path: head.uri)) != nil {
+                    refusal = .upgradeRequired
+                } else {
+                    _ = try TunnelPath(path: head.uri)
+                    refusal = .upgradeRequired
+                }
             } catch {
                 refusal = .registry(error == .unknownPath ? .unknownPath : .badHex)
             }

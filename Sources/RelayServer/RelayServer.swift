@@ -75,7 +75,9 @@ public final class RelayServer: Sendable {
         let routingID = configuration.routingID ?? Self.randomRoutingID()
         let contacts: RelayContacts
         do throws(ContactFileError) {
-            contacts = try RelayContacts.load(configuration: configuration.contacts, routingID: routingID, logger: logger)
+            contacts = try RelayContacts.load(
+                configuration: configuration.contacts, routingID: routingID,
+                routingIDIsConfigured: configuration.routingID != nil, logger: logger)
         } catch {
             throw .invalidConfiguration(error.description)
         }

@@ -8,21 +8,28 @@ import Synchronization
 /// The wake channel's requests and the tunnels of contact requests, on the relay's state (Docs/Relay.md,
 /// "/cable/contact and listeners").
 extension RelayState {
-    /// The path of a listener connection.
-    static let listenPath = "/cable/listen"
-
-    /// The decision for `/cable/listen` and `/cable/contact/…` upgrades; nil for every other path (the registry
-    /// decides those) or when the wake channel is off.
+    /// The decision for `/cable/listen[/{ROUTING_ID}]` and `/cable/contact/…` upgrades; nil for every other path
+    /// (the registry decides those) or when the wake channel is off.
     func contactUpgrade(
         _ connection: RelayConnection, head: HTTPRequestHead, subprotocols: [String], forwardedFor: [String]
     ) -> RelayUpgradeDecision? {
         guard contacts.isEnabled else { return nil }
         let client = addressRules.clientAddress(peer: connection.address, forwardedFor: forwardedFor)
         let key = addressRules.limitKey(for: client)
-        if head.uri == Self.listenPath {
+        let listenerPath: ListenerPath?
+        do throws(TunnelPathError) {
+            listenerPath = try ListenerPath(path: head.uri)
+        } catch {
+            guard error == .unknownPath else { return .reject(.badHex) }
+            listenerPath = nil
+        }
+        if let listenerPath {
             guard subprotocols.contains(TunnelServerProtocol.webSocketSubprotocol) else {
                 return .reject(.missingSubprotocol)
             }
+            // Another instance's contact: a misrouted listener fails at once, without a 4410 that would make the
+            // phone drop a contact its own instance still keeps.
+            guard contacts.accepts(listenerPath) else { return .reject(.unknownRoutingID) }
             guard
                 contacts.acceptListener(
                     connection, address: key, maximumConnections: limits.maximumConnectionsPerAddress)

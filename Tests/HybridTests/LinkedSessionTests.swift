@@ -283,6 +283,21 @@ struct WakeChannelProtocolTests {
         #expect(throws: ListenerMessageError.invalidField(0)) { _ = try ListenerMessage(bytes: Self.random(3000)) }
     }
 
+    @Test func listenerPathsNameTheInstanceThatIssuedTheContact() throws {
+        let contactID: [UInt8] = [0x00, 0x01, 0x2C] + Self.random(29)
+        #expect(ListenerPath(contactID: contactID).path == "/cable/listen/00012C")
+        #expect(ListenerPath(contactID: Self.random(31)).path == "/cable/listen")
+        #expect(ListenerPath().path == ListenerPath.registration)
+        #expect(try ListenerPath(path: "/cable/listen") == ListenerPath())
+        #expect(try ListenerPath(path: "/cable/listen/00012c").routingID == RoutingID(bytes: [0x00, 0x01, 0x2C]))
+        for path in ["/cable/listen/", "/cable/listen/00012", "/cable/listen/00012G", "/cable/listen/00012C/x"] {
+            #expect(throws: TunnelPathError.invalidRoutingID) { _ = try ListenerPath(path: path) }
+        }
+        for path in ["/cable/listenx", "/cable/listen?x=1", "/cable/new/00", "", "/cable"] {
+            #expect(throws: TunnelPathError.unknownPath) { _ = try ListenerPath(path: path) }
+        }
+    }
+
     @Test func ownershipProofsBindTheChallengeAndTheContactID() {
         let secret = Self.random(32)
         let verifier = ContactOwnership.verifier(listenerSecret: secret)

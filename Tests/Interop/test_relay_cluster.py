@@ -1,17 +1,21 @@
 """Three `passkey-relay` instances behind HAProxy, and separately nginx, as `Tools/relay-cluster` runs them.
 
-Through the balancer: many tunnel pairings (`/cable/new` spread by least connections, `/cable/connect` routed by the
-routing ID in path field 4) with a small WebSocket client of its own, and full sign-ins with `passkey client` and
-`passkey scan`; `kill -9` of one instance fails only the tunnels on that instance; a rolling restart (SIGTERM, drain,
-start again) fails none, and `/cable/new` refused (503) by a draining instance is retried on another; an unknown
-routing ID gets 404.
+Through the balancer: many full hybrid sign-ins (`passkey-bench hybrid --relay FRONT --count N`: QR contents, advert
+over the simulated radio, tunnel, Noise handshake, getAssertion, RP verification) spread by least connections over
+the instances; many bare tunnel pairings (`/cable/new` spread by least connections, `/cable/connect` routed by the
+routing ID in path field 4) with a small WebSocket client of its own; sign-ins with `passkey client` and
+`passkey scan`; `kill -9` of one instance fails only the tunnels (and the sign-ins) on that instance; a rolling
+restart (SIGTERM, drain, start again) fails none, and `/cable/new` refused (503) by a draining instance is retried on
+another; an unknown routing ID gets 404. Linked phones through the cluster: test_relay_cluster_linked.py.
 
-RELAY_CLUSTER_PAIRINGS sets the number of pairings (default 1000, about 1.5 s per balancer here, 100 at a time).
-Skipped when haproxy or nginx is not installed (Tools/lib/setup.sh installs both).
+RELAY_CLUSTER_SIGN_INS sets the number of sign-ins (default 1000) and RELAY_CLUSTER_SIGN_IN_CONCURRENCY how many are
+in flight at once; RELAY_CLUSTER_PAIRINGS the number of pairings (default 1000, about 1.5 s per balancer here, 100
+at a time). Skipped when haproxy or nginx is not installed (Tools/lib/setup.sh installs both).
 """
 
 import asyncio
 import base64
+import json
 import os
 import random
 import re
@@ -32,9 +36,13 @@ from test_webauthn_client import RelyingParty, new_store, through_phone
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 RELAY_BIN = os.path.abspath(
     os.environ.get("PASSKEY_RELAY_BIN", os.path.join(os.path.dirname(PASSKEY_BIN), "passkey-relay")))
+BENCH_BIN = os.path.abspath(
+    os.environ.get("PASSKEY_BENCH_BIN", os.path.join(os.path.dirname(PASSKEY_BIN), "passkey-bench")))
 CLUSTER = os.path.join(ROOT, "Tools", "relay-cluster")
 INSTANCES = 3
 PAIRINGS = int(os.environ.get("RELAY_CLUSTER_PAIRINGS", "1000"))
+SIGN_INS = int(os.environ.get("RELAY_CLUSTER_SIGN_INS", "1000"))
+SIGN_IN_CONCURRENCY = int(os.environ.get("RELAY_CLUSTER_SIGN_IN_CONCURRENCY", "16"))
 TIMEOUT = 15
 
 
@@ -211,6 +219,15 @@ class Cluster:
         with open(os.path.join(self.directory, "cluster", f"relay-{instance}.pid")) as file:
             return int(file.read())
 
+    def balancer_log(self, lines=30):
+        """The end of the balancer's own log (HAProxy: servers going down and up)."""
+        name = "haproxy.log" if self.balancer == "haproxy" else "nginx-error.log"
+        try:
+            with open(os.path.join(self.directory, "cluster", name)) as file:
+                return "".join(file.readlines()[-lines:])
+        except OSError:
+            return ""
+
     def relay_port(self, instance):
         return self.port + instance
 
@@ -237,7 +254,76 @@ def cluster(request):
         assert cluster.stop() == 0, cluster.said()
 
 
+# MARK: Sign-ins with passkey-bench
+
+
+def start_bench(cluster, *arguments):
+    """`passkey-bench hybrid --relay FRONT --json`: full sign-ins, SIGN_IN_CONCURRENCY in flight."""
+    return subprocess.Popen(
+        [BENCH_BIN, "hybrid", "--relay", cluster.url, "--json", "--concurrency", str(SIGN_IN_CONCURRENCY),
+         *arguments],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def bench_result(process, timeout):
+    """The run's JSON result: succeeded, failed, failures by reason, routingIDs {hex: {succeeded, failed}}."""
+    try:
+        output, errors = process.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        output, errors = process.communicate()
+        pytest.fail(f"passkey-bench ran over {timeout} s: {errors[-2000:]}")
+    assert output, f"passkey-bench printed nothing (status {process.returncode}): {errors[-2000:]}"
+    return json.loads(output)
+
+
+def describe(result):
+    return (f"{result['succeeded']} sign-ins in {result['seconds']:.1f} s ({result['signInsPerSecond']:.0f}/s, "
+            f"{result['concurrency']} at a time), per routing ID {result['routingIDs']}")
+
+
 # MARK: Tests
+
+
+def test_many_sign_ins_through_the_balancer_all_succeed_and_spread(cluster):
+    result = bench_result(start_bench(cluster, "--count", str(SIGN_INS)), timeout=600)
+    print(f"{cluster.balancer}: {describe(result)}")
+    assert result["failed"] == 0 and result["succeeded"] == SIGN_INS, (result["failures"], cluster.balancer_log())
+    assert set(result["routingIDs"]) == {routing_id(i) for i in range(1, INSTANCES + 1)}, result["routingIDs"]
+
+
+def test_kill_9_mid_run_fails_only_the_sign_ins_on_that_instance(cluster):
+    bench = start_bench(cluster, "--duration", "4")
+    time.sleep(2)
+    os.kill(cluster.pid(2), signal.SIGKILL)
+    result = bench_result(bench, timeout=120)
+    print(f"{cluster.balancer}: {describe(result)}, failures {result['failures']}")
+    tallies = result["routingIDs"]
+    # Only sign-ins whose tunnel was on instance 2 failed, at most one per worker (those in flight), and sign-ins
+    # went on on the others.
+    assert {routing for routing, tally in tallies.items() if tally["failed"]} <= {routing_id(2)}, (
+        tallies, result["failures"], cluster.balancer_log())
+    assert tallies.get(routing_id(2), {}).get("failed", 0) <= SIGN_IN_CONCURRENCY, tallies
+    assert tallies[routing_id(1)]["succeeded"] > 0 and tallies[routing_id(3)]["succeeded"] > 0, tallies
+
+
+def test_a_rolling_restart_fails_no_sign_in(cluster):
+    pids = [cluster.pid(i) for i in range(1, INSTANCES + 1)]
+    bench = start_bench(cluster, "--duration", "300")
+    time.sleep(1)
+    cluster.process.send_signal(signal.SIGHUP)
+    deadline = time.monotonic() + 90
+    while "rolling restart done" not in cluster.said():
+        assert time.monotonic() < deadline, cluster.said()
+        assert bench.poll() is None, bench.stderr.read()
+        time.sleep(0.2)
+    time.sleep(1)
+    bench.send_signal(signal.SIGTERM)  # no new sign-in; those in flight finish, then the result
+    result = bench_result(bench, timeout=120)
+    print(f"{cluster.balancer}: {describe(result)}")
+    assert result["failed"] == 0, (result["failures"], cluster.balancer_log())
+    assert all(cluster.pid(i) != pids[i - 1] for i in range(1, INSTANCES + 1))
+    assert all(result["routingIDs"][routing_id(i)]["succeeded"] > 0 for i in range(1, INSTANCES + 1))
 
 
 def test_many_pairings_through_the_balancer_all_succeed_and_spread(cluster):
@@ -266,9 +352,21 @@ def test_an_unknown_routing_id_gets_404(cluster):
         contact = base64.urlsafe_b64encode(bytes.fromhex("ABCDEF") + os.urandom(29)).decode().rstrip("=")
         with pytest.raises(Refused) as unknown_contact:
             await upgrade(cluster.port, f"/cable/contact/{contact}")
-        return unknown.value.status, no_tunnel.value.status, unknown_contact.value.status
+        # A listener for a contact of no instance: the balancer answers.
+        with pytest.raises(Refused) as unknown_listener:
+            await upgrade(cluster.port, "/cable/listen/ABCDEF")
+        # Instance 1 refuses a listener for instance 2's contacts, which the balancer would have sent to 2.
+        with pytest.raises(Refused) as misrouted_listener:
+            await upgrade(cluster.relay_port(1), f"/cable/listen/{routing_id(2)}")
+        # Through the balancer, instance 2 takes it (lower-case hex too), and sends its challenge.
+        listener = await upgrade(cluster.port, f"/cable/listen/{routing_id(2).lower()}")
+        challenge = await listener.receive()
+        listener.close()
+        assert challenge[:3] == bytes([0xA3, 0x00, 0x01])  # CBOR {0: 1 (challenge), 1: …, 2: …}
+        return (unknown.value.status, no_tunnel.value.status, unknown_contact.value.status,
+                unknown_listener.value.status, misrouted_listener.value.status)
 
-    assert asyncio.run(run()) == (404, 404, 404)
+    assert asyncio.run(run()) == (404, 404, 404, 404, 404)
 
 
 def test_kill_9_of_one_instance_fails_only_its_tunnels(cluster):

@@ -21,14 +21,20 @@ final class EmbeddedRelay {
     /// The routing ID of an embedded relay whose configuration names none.
     static let routingID = try! RoutingID(hex: "0A0B0C")
 
-    init(_ configure: (inout RelayServerConfiguration) -> Void = { _ in }) {
+    /// - Parameter routingIDIsConfigured: false for a relay whose routing ID is random, as `RelayServer` makes one
+    ///   when its configuration names none.
+    init(routingIDIsConfigured: Bool = true, _ configure: (inout RelayServerConfiguration) -> Void = { _ in }) {
         var configuration = RelayServerConfiguration()
         configure(&configuration)
         self.configuration = configuration
         let clock = clock
+        let routingID = configuration.routingID ?? Self.routingID
         state = RelayState(
-            limits: configuration.limits, addressRules: configuration.addressRules,
-            routingID: configuration.routingID ?? Self.routingID, logger: log.logger, now: { clock.now })
+            limits: configuration.limits, addressRules: configuration.addressRules, routingID: routingID,
+            logger: log.logger, now: { clock.now },
+            contacts: RelayContacts(
+                configuration: configuration.contacts, routingID: routingID,
+                routingIDIsConfigured: routingIDIsConfigured, logger: log.logger, now: { clock.now }))
     }
 
     /// An accepted TCP connection from `address`; `nil` when the relay closes it at once (its limits).

@@ -33,6 +33,15 @@ struct RelayHTTPHandlerTests {
         RefusalCase("another instance's routing ID", 404, "unknownRoutingID") {
             WebSocketUpgrade.request(path: "/cable/connect/0A0B0D/\($0)")
         },
+        RefusalCase("a listener for another instance's contacts", 404, "unknownRoutingID") { _ in
+            WebSocketUpgrade.request(path: "/cable/listen/0A0B0D")
+        },
+        RefusalCase("a listener routing ID that is not hex", 400, "badHex") { _ in
+            WebSocketUpgrade.request(path: "/cable/listen/0A0B0")
+        },
+        RefusalCase("a listener without upgrade", 426, "upgradeRequired") { _ in
+            "GET /cable/listen/0A0B0C HTTP/1.1\r\nHost: x\r\n\r\n"
+        },
         RefusalCase("no subprotocol", 400, "missingSubprotocol") {
             WebSocketUpgrade.request(path: "/cable/connect/0A0B0C/\($0)", protocols: nil)
         },
@@ -96,6 +105,34 @@ struct RelayHTTPHandlerTests {
         #expect(routingID == "C3D4E5")
         #expect(!side.isClosed)
         #expect(relay.metric("relay_tunnels_opened_total") == 1)
+    }
+
+    /// `/cable/listen` (registration) goes to any instance; `/cable/listen/{ROUTING_ID}` only to the one whose
+    /// routing ID it names (the embedded relay's is 0A0B0C), unless the routing ID is random: the contact file then
+    /// keeps contacts issued under earlier ones.
+    static let listenerPaths: [(configured: Bool, path: String, status: Int)] = [
+        (true, "/cable/listen", 101), (true, "/cable/listen/0A0B0C", 101), (true, "/cable/listen/0a0b0c", 101),
+        (true, "/cable/listen/0A0B0D", 404), (false, "/cable/listen/0A0B0D", 101), (false, "/cable/listen", 101),
+    ]
+
+    @Test(arguments: listenerPaths)
+    func listenersAreTakenForThisInstancesContacts(configured: Bool, path: String, status: Int) throws {
+        let relay = EmbeddedRelay(routingIDIsConfigured: configured)
+        let side = try #require(try relay.connect())
+        try side.send(WebSocketUpgrade.request(path: path))
+        let response = try #require(try side.response())
+        #expect(response.status == status)
+        guard status == 101 else {
+            #expect(response.body == "404 unknownRoutingID\n")
+            return
+        }
+        #expect(response.header("X-caBLE-Routing-ID") == nil)
+        let frame = try #require(try side.frames().first)
+        guard case .challenge = try ListenerMessage(bytes: frame.payload) else {
+            Issue.record("the first message is not the challenge")
+            return
+        }
+        #expect(relay.metric("relay_listeners_connected") == 1)
     }
 
     static let malformed: [(String, [UInt8])] = [
