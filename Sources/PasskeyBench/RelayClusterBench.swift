@@ -1,4 +1,5 @@
 import ArgumentParser
+import Basics
 import Foundation
 
 /// `Tools/bench relay --cluster N`: N `passkey-relay` instances behind HAProxy, and in the same run the same load
@@ -49,6 +50,8 @@ struct RelayClusterBench {
         var throughput: Double?
         var latency: LatencySummary?
         var sentRate: Double?
+        /// Share of one core each tier used during the throughput phase (its warm-up and opening included).
+        var throughputCPU: (servers: Double, balancers: Double, generators: Double)?
     }
 
     /// Which CPUs the load generators and the loaded processes run on (`taskset -c`), or nil for no pinning.
@@ -65,23 +68,23 @@ struct RelayClusterBench {
         let relayFigures: Figures
         let ceilingFigures: Figures
         do {
-            print("")
-            print("relay cluster: \(instances) passkey-relay instances behind \(balancerProcesses) HAProxy processes")
+            writeLine("")
+            writeLine("relay cluster: \(instances) passkey-relay instances behind \(balancerProcesses) HAProxy processes")
             relayFigures = try await measureRelayCluster(script: script, directory: directory.path)
             ChildProcess.forgetStopped()
-            print("")
-            print("TCP-splice ceiling: \(instances) echo-pair servers behind \(balancerProcesses) HAProxy processes")
+            writeLine("")
+            writeLine("TCP-splice ceiling: \(instances) echo-pair servers behind \(balancerProcesses) HAProxy processes")
             ceilingFigures = try await measureCeiling(directory: directory.path)
         } catch {
             ChildProcess.stopAll()
-            print("logs kept in \(directory.path)")
+            writeLine("logs kept in \(directory.path)")
             throw error
         }
         ChildProcess.stopAll()
         let missed = report(relay: relayFigures, ceiling: ceilingFigures)
         try? FileManager.default.removeItem(at: directory)
         if !missed.isEmpty {
-            print("targets not met: \(missed.joined(separator: ", "))")
+            writeLine("targets not met: \(missed.joined(separator: ", "))")
             throw ExitCode(2)
         }
     }
@@ -117,7 +120,7 @@ struct RelayClusterBench {
         let balancerPIDs = try (1...balancerProcesses).map {
             try Self.pid(in: "\(directory)/relay-cluster/haproxy-\($0).pid")
         }
-        print(
+        writeLine(
             "  Tools/relay-cluster pid \(cluster.pid): relays \(Self.list(relayPIDs)), HAProxy \(Self.list(balancerPIDs))"
         )
         let figures = try await measure(kind: .relay, port: port, servers: relayPIDs, balancers: balancerPIDs)
@@ -161,7 +164,7 @@ struct RelayClusterBench {
             try await Task.sleep(for: .milliseconds(100))
         }
         try await Task.sleep(for: .milliseconds(500))  // every process listening
-        print(
+        writeLine(
             "  echo-pair servers \(Self.list(servers.map(\.pid))) on ports \(Self.list(serverPorts)), "
                 + "HAProxy \(Self.list(balancers.map(\.pid))) on port \(ceilingPort)")
         let figures = try await measure(
@@ -251,23 +254,31 @@ struct RelayClusterBench {
         figures.serverFiles = servers.map(Self.openFiles).max() ?? 0
         figures.balancerFiles = balancers.map(Self.openFiles).max() ?? 0
         figures.generatorFiles = workers.map { Self.openFiles($0.pid) }.max() ?? 0
-        print(
+        writeLine(
             "  held: \(Self.format(Double(figures.paired))) of \(Self.format(Double(tunnels))) tunnels paired in "
                 + String(format: "%.1f s", figures.openSeconds) + ", \(figures.failed) failed"
                 + (figures.errors.first.map { " (first: \($0))" } ?? ""))
-        print(
+        writeLine(
             "  spread: "
                 + figures.spread.sorted { $0.key < $1.key }.map { "\($0.key): \(Self.format(Double($0.value)))" }
                 .joined(separator: ", "))
-        print(
+        writeLine(
             "  VmRSS: servers \(serversBefore / 1024) → \(serversAfter / 1024) MiB, HAProxy \(balancersBefore / 1024) → "
                 + "\(balancersAfter / 1024) MiB; most open files in one process: server \(figures.serverFiles), "
                 + "HAProxy \(figures.balancerFiles), generator \(figures.generatorFiles)")
 
         // 2. Throughput.
         let throughputShares = Self.shares(of: throughputTunnels, over: workers.count)
+        let generators = workers.map(\.pid)
+        let cpuBefore = [servers, balancers, generators].map(Self.cpuTicks)
+        let throughputStart = ContinuousClock.now
         let counted = try await ask(
             workers, throughputShares.map { .throughput(tunnels: $0, window: window, seconds: seconds) })
+        let wall = (ContinuousClock.now - throughputStart).inSeconds
+        let cpu = zip([servers, balancers, generators].map(Self.cpuTicks), cpuBefore).map {
+            Double($0 - $1) / Self.ticksPerSecond / wall
+        }
+        figures.throughputCPU = (cpu[0], cpu[1], cpu[2])
         var messages = 0
         var elapsed = 0.0
         for reply in counted {
@@ -281,7 +292,9 @@ struct RelayClusterBench {
         }
         if counted.allSatisfy({ if case .throughput = $0 { true } else { false } }), elapsed > 0 {
             figures.throughput = Double(messages) / elapsed
-            print("  throughput: \(Self.format(Double(messages) / elapsed)) messages/s")
+            writeLine(
+                "  throughput: \(Self.format(Double(messages) / elapsed)) messages/s; CPU (share of one core): "
+                    + String(format: "servers %.2f, HAProxy %.2f, generators %.2f", cpu[0], cpu[1], cpu[2]))
         }
 
         // 3. Latency.
@@ -308,7 +321,7 @@ struct RelayClusterBench {
             figures.latency = LatencySummary(nanoseconds: samples)
             figures.sentRate = Double(sent) / (seconds + 0.5)
             if let latency = figures.latency {
-                print(
+                writeLine(
                     String(
                         format:
                             "  latency: %d samples, p50 %.0f µs, p90 %.0f µs, p99 %.0f µs, p99.9 %.0f µs, max %.0f µs",
@@ -361,47 +374,48 @@ struct RelayClusterBench {
                 memory(ceiling.balancerBytesPerTunnel), ""
             ),
         ]
-        print("")
-        print(
+        writeLine("")
+        writeLine(
             "\(instances) relays, \(balancerProcesses) HAProxy processes, \(generatorProcesses) generator processes; "
                 + (pinning.map { "generators on CPU \($0.generators), HAProxy and servers on CPU \($0.cluster)" }
                     ?? "no pinning (one core)"))
-        print(
+        writeLine(
             "latency at \(Self.format(Double(rate))) messages/s in all (sent: relay \(perSecond(relay.sentRate))/s, "
                 + "ceiling \(perSecond(ceiling.sentRate))/s)")
-        print("")
+        writeLine("")
         let widths = [36, 18, 20, 6]
         func line(_ cells: [String]) {
-            print(
-                zip(cells, widths).map { $0.padding(toLength: $1, withPad: " ", startingAt: 0) }.joined(separator: " ")
-                    .trimmingCharacters(in: .whitespaces))
+            var text = zip(cells, widths).map { $0.padding(toLength: $1, withPad: " ", startingAt: 0) }
+                .joined(separator: " ")
+            while text.last == " " { text.removeLast() }
+            writeLine(text)
         }
         line(["", "relay via HAProxy", "TCP-splice ceiling", "ratio"])
         for row in rows { line([row.0, row.1, row.2, row.3]) }
         for (label, figures) in [("relay", relay), ("ceiling", ceiling)] where !figures.errors.isEmpty {
-            print("\(label) errors: \(figures.errors.joined(separator: "; "))")
+            writeLine("\(label) errors: \(figures.errors.joined(separator: "; "))")
         }
 
-        print("")
+        writeLine("")
         var missed: [String] = []
         let heldMet = relay.paired >= 20_000
-        print("held tunnels ≥ 20,000 through the relay cluster: \(heldMet ? "met" : "NOT MET") (\(count(relay)))")
+        writeLine("held tunnels ≥ 20,000 through the relay cluster: \(heldMet ? "met" : "NOT MET") (\(count(relay)))")
         if !heldMet { missed.append("held tunnels") }
         let throughputMet = (throughputRatio ?? 0) >= 0.5
-        print(
+        writeLine(
             "throughput ≥ 0.5 × the TCP-splice ceiling: \(throughputMet ? "met" : "NOT MET") ("
                 + (throughputRatio.map { String(format: "%.2f", $0) } ?? "no figure") + ")")
         if !throughputMet { missed.append("throughput ratio") }
         if let relayP99 = relay.latency?.p99, let ceilingP99 = ceiling.latency?.p99 {
             let added = relayP99 - ceilingP99
             let latencyMet = added <= 2000
-            print(
+            writeLine(
                 String(
                     format: "added p99 latency ≤ 2 ms at %@ messages/s: %@ (%.0f µs − %.0f µs = %.0f µs)",
                     Self.format(Double(rate)), latencyMet ? "met" : "NOT MET", relayP99, ceilingP99, added))
             if !latencyMet { missed.append("added p99 latency") }
         } else {
-            print("added p99 latency ≤ 2 ms: NOT MET (no figure)")
+            writeLine("added p99 latency ≤ 2 ms: NOT MET (no figure)")
             missed.append("added p99 latency")
         }
         return missed
@@ -414,23 +428,23 @@ struct RelayClusterBench {
         let perBalancer = 4 * tunnels / balancerProcesses
         let perGenerator = 2 * tunnels / generatorProcesses
         let perServer = 2 * tunnels / instances
-        print(
+        writeLine(
             "passkey-bench relay --cluster \(instances): \(Self.format(Double(tunnels))) tunnels held, files per process"
         )
-        print(
+        writeLine(
             "  limited to \(limit): HAProxy 4 per tunnel / \(balancerProcesses) processes ≈ \(perBalancer) each, "
                 + "generators 2 / \(generatorProcesses) ≈ \(perGenerator), servers 2 / \(instances) ≈ \(perServer)")
         if max(perBalancer, perGenerator, perServer) > limit - 500 || 2 * tunnels / balancerProcesses > 7_500 {
-            print("  (that does not fit: raise --balancer-processes or --generator-processes)")
+            writeLine("  (that does not fit: raise --balancer-processes or --generator-processes)")
         }
         if let pinning {
-            print(
+            writeLine(
                 "  taskset: generators on CPU \(pinning.generators), HAProxy and relays (or echo-pair servers) on CPU "
                     + "\(pinning.cluster); \(relayThreads) event loop thread per relay, one per generator")
         } else {
-            print("  one core: no pinning")
+            writeLine("  one core: no pinning")
         }
-        print("  logs in \(directory)")
+        writeLine("  logs in \(directory)")
     }
 
     private func pinned(to cpus: String?) -> [String] {
@@ -468,6 +482,20 @@ struct RelayClusterBench {
         }
         return pid
     }
+
+    /// User and system CPU time of the processes, in clock ticks (/proc/PID/stat fields 14 and 15).
+    static func cpuTicks(_ pids: [pid_t]) -> Int {
+        pids.reduce(0) { total, pid in
+            guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
+                let end = stat.lastIndex(of: ")")
+            else { return total }
+            // Fields after the command name, which may hold spaces: state is field 3, utime 14, stime 15.
+            let fields = stat[stat.index(after: end)...].split(separator: " ")
+            return total + (Int(fields[11]) ?? 0) + (Int(fields[12]) ?? 0)
+        }
+    }
+
+    static let ticksPerSecond = Double(sysconf(Int32(_SC_CLK_TCK)))
 
     static func openFiles(_ pid: pid_t) -> Int {
         (try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/fd").count) ?? 0
