@@ -69,11 +69,11 @@ struct RelayClusterBench {
         let ceilingFigures: Figures
         do {
             writeLine("")
-            writeLine("relay cluster: \(instances) passkey-relay instances behind \(balancerProcesses) HAProxy processes")
+            writeLine("relay cluster: \(instances) passkey-relay instances behind \(balancerProcesses) HAProxies")
             relayFigures = try await measureRelayCluster(script: script, directory: directory.path)
             ChildProcess.forgetStopped()
             writeLine("")
-            writeLine("TCP-splice ceiling: \(instances) echo-pair servers behind \(balancerProcesses) HAProxy processes")
+            writeLine("TCP-splice ceiling: \(instances) echo-pair servers behind \(balancerProcesses) HAProxies")
             ceilingFigures = try await measureCeiling(directory: directory.path)
         } catch {
             ChildProcess.stopAll()
