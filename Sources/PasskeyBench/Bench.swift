@@ -16,7 +16,7 @@ struct PasskeyBench: AsyncParsableCommand {
         abstract: "Benchmarks that print figures; targets are checked here, never in unit tests.",
         subcommands: [
             AuthenticatorBench.self, HybridCoreBench.self, HybridSignInBench.self, RelayBench.self,
-            RelayFloodBench.self, ClientBench.self,
+            RelayFloodBench.self, ClientBench.self, RelayClusterWorker.self, EchoPairServer.self,
         ]
     )
 }

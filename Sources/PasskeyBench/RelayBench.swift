@@ -15,31 +15,66 @@ import Synchronization
 ///    from writing a message to reading it on the other side (one way, through the relay, as measured).
 ///
 /// Frames are pre-encoded and masked; the load generator reads server frames by their fixed size.
+///
+/// With `--cluster N`, the same three figures for N instances behind HAProxy, beside a TCP-splice ceiling
+/// (`RelayClusterBench`).
 struct RelayBench: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "relay",
         abstract: "Idle-tunnel memory, relayed messages/s and added latency of passkey-relay."
     )
 
-    @Option(help: "Paired idle tunnels for the memory figure.") var tunnels = 10_000
+    @Option(help: "Paired idle tunnels for the memory figure (default 10,000; with --cluster 20,000, held throughout).")
+    var tunnels: Int?
     @Option(help: "Tunnels for the throughput figure.") var throughputTunnels = 64
     @Option(help: "Messages in flight per throughput tunnel.") var window = 16
     @Option(help: "Seconds per throughput and latency run.") var seconds: Double = 5
     @Option(help: "Messages per second in the paced latency run.") var rate = 10_000
     @Option(help: "Tunnels for the latency run.") var latencyTunnels = 100
-    @Option(help: "Event loop threads of the relay.") var relayThreads = 2
+    @Option(help: "Event loop threads of the relay (default 2; with --cluster 1 per instance).") var relayThreads: Int?
     @Option(help: "Event loop threads of the load generator.") var clientThreads = 2
     @Option(help: "Path of passkey-relay (default: next to passkey-bench).") var relay: String?
+    @Option(
+        help: ArgumentHelp(
+            "Measure N passkey-relay instances behind HAProxy (Tools/relay-cluster) beside a TCP-splice ceiling.",
+            valueName: "n"))
+    var cluster: Int?
+    @Option(help: "With --cluster: HAProxy processes sharing the balancer's port (SO_REUSEPORT).")
+    var balancerProcesses = 8
+    @Option(help: "With --cluster: load-generator processes.") var generatorProcesses = 5
+    @Option(
+        help: "With --cluster: the balancer's port; the relays take the next N, the ceiling's HAProxy the one after.")
+    var clusterPort = 28080
+    @Option(help: "With --cluster: Tools/relay-cluster (default: found from the working directory or this executable).")
+    var clusterScript: String?
 
     static let payloadSize = 256
     /// A server frame of a 256-byte message: 2 header bytes, a 16-bit length, the payload.
     static let serverFrameSize = 4 + payloadSize
     static let maskKey: [UInt8] = [0x12, 0x34, 0x56, 0x78]
 
+    func validate() throws {
+        if let cluster, cluster < 1 { throw ValidationError("--cluster must be at least 1") }
+        guard balancerProcesses >= 1, generatorProcesses >= 1 else {
+            throw ValidationError("--balancer-processes and --generator-processes must be at least 1")
+        }
+    }
+
     func run() async throws {
-        let fileLimit = raiseOpenFileLimit(to: 1_048_576)
+        if let cluster {
+            let bench = RelayClusterBench(
+                instances: cluster, tunnels: tunnels ?? 20_000, balancerProcesses: balancerProcesses,
+                generatorProcesses: generatorProcesses, throughputTunnels: throughputTunnels, window: window,
+                seconds: seconds, rate: rate, latencyTunnels: latencyTunnels, relayThreads: relayThreads ?? 1,
+                relay: try RelayProcess.executable(relay), clusterScript: clusterScript, port: clusterPort)
+            try await bench.run()
+            return
+        }
+        let relayThreads = self.relayThreads ?? 2
+        let fileLimit = Self.raiseOpenFileLimit(to: 1_048_576)
         // Each tunnel is two sockets in the relay and two here; keep room for the rest of the descriptors.
-        let tunnels = min(self.tunnels, (fileLimit - 100) / 2)
+        let wanted = self.tunnels ?? 10_000
+        let tunnels = min(wanted, (fileLimit - 100) / 2)
         let relayProcess = try RelayProcess(
             path: try RelayProcess.executable(relay),
             arguments: [
@@ -52,10 +87,10 @@ struct RelayBench: AsyncParsableCommand {
         let pid = relayProcess.pid
         print("passkey-bench relay: passkey-relay pid \(pid) on port \(port), \(relayThreads) relay threads,")
         print("  \(clientThreads) load-generator threads, \(ProcessInfo.processInfo.activeProcessorCount) cores")
-        if tunnels < self.tunnels {
+        if tunnels < wanted {
             print(
                 "  open files are limited to \(fileLimit) per process (no CAP_SYS_RESOURCE to raise the hard limit),"
-                    + " so \(tunnels) of the \(self.tunnels) idle tunnels asked for")
+                    + " so \(tunnels) of the \(wanted) idle tunnels asked for")
         }
 
         let group = MultiThreadedEventLoopGroup(numberOfThreads: clientThreads)
@@ -175,7 +210,7 @@ struct RelayBench: AsyncParsableCommand {
     /// Sets the soft and hard limits on open files (as root with CAP_SYS_RESOURCE the hard limit can go up
     /// to `nr_open`; without it, the soft limit goes up to the hard one) and returns the soft limit in force.
     /// passkey-relay, started afterwards, inherits it.
-    func raiseOpenFileLimit(to wanted: rlim_t) -> Int {
+    static func raiseOpenFileLimit(to wanted: rlim_t) -> Int {
         var limit = rlimit()
         guard getrlimit(openFilesResource, &limit) == 0 else { return 1024 }
         var raised = rlimit(rlim_cur: max(limit.rlim_cur, wanted), rlim_max: max(limit.rlim_max, wanted))

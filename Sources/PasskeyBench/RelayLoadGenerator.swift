@@ -27,16 +27,99 @@ func monotonicNanoseconds() -> UInt64 {
     return UInt64(time.tv_sec) * 1_000_000_000 + UInt64(time.tv_nsec)
 }
 
+/// What the load generator's tunnels go through.
+enum TunnelKind: String, Sendable {
+    /// passkey-relay, alone or behind a balancer: `/cable/new/{tunnel}`, then `/cable/connect/{routing ID}/{tunnel}`
+    /// (WebSocket upgrades); the relay unmasks the frames it forwards.
+    case relay
+    /// The echo-pair server behind HAProxy in TCP mode (`Tools/bench relay --cluster`'s ceiling): each side sends
+    /// the line `{tunnel}A` or `{tunnel}C` and gets `ok {server}`; the frames then arrive byte for byte, still masked.
+    case echoPair = "echo-pair"
+
+    /// The request that opens the authenticator's side.
+    func authenticatorRequest(tunnelID: String) -> String {
+        switch self {
+        case .relay: Self.upgrade(path: "/cable/new/\(tunnelID)")
+        case .echoPair: tunnelID + "A\n"
+        }
+    }
+
+    /// The request that joins the client's side to the tunnel the authenticator's side opened on `server`.
+    func clientRequest(tunnelID: String, server: String) -> String {
+        switch self {
+        case .relay: Self.upgrade(path: "/cable/connect/\(server)/\(tunnelID)")
+        case .echoPair: tunnelID + "C\n"
+        }
+    }
+
+    private static func upgrade(path: String) -> String {
+        "GET \(path) HTTP/1.1\r\nHost: relay\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+            + "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n"
+            + "Sec-WebSocket-Protocol: fido.cable\r\n\r\n"
+    }
+
+    /// The bytes that end the server's answer to a request.
+    var answerEnd: [UInt8] { self == .relay ? [13, 10, 13, 10] : [10] }
+
+    /// Whether the server's answer (without `answerEnd`) accepts the request, and the server that holds the tunnel.
+    func read(answer head: String) -> (accepted: Bool, server: String?) {
+        switch self {
+        case .relay:
+            guard head.hasPrefix("HTTP/1.1 101") else { return (false, nil) }
+            let routingID = head.split(separator: "\r\n").first { $0.lowercased().hasPrefix("x-cable-routing-id:") }
+                .map { String($0.split(separator: ":")[1].trimmingCharacters(in: .whitespaces)) }
+            return (true, routingID)
+        case .echoPair:
+            guard head.hasPrefix("ok ") else { return (false, nil) }
+            return (true, String(head.dropFirst(3)))
+        }
+    }
+
+    /// The size of one 256-byte message as it arrives: a server frame from the relay, the client's masked frame
+    /// from the echo pair.
+    var inboundFrameSize: Int { self == .relay ? RelayBench.serverFrameSize : LoadGenerator.frame.count }
+
+    /// The send time a latency message carries (big-endian nanoseconds, the first 8 payload bytes).
+    func sendTime(in frame: ArraySlice<UInt8>) -> UInt64 {
+        let start = frame.startIndex
+        var sent: UInt64 = 0
+        for index in 0..<8 {
+            switch self {
+            case .relay: sent = sent << 8 | UInt64(frame[start + 4 + index])
+            case .echoPair: sent = sent << 8 | UInt64(frame[start + 8 + index] ^ RelayBench.maskKey[index & 3])
+            }
+        }
+        return sent
+    }
+}
+
+/// Tunnels opened by `LoadGenerator.openTunnelsCountingFailures(_:role:)`.
+struct TunnelOpening {
+    var pairs: [LoadGenerator.Pair] = []
+    var failures = 0
+    var firstError: String?
+    /// Paired tunnels per server (routing ID of the relay instance, or echo-pair server number).
+    var spread: [String: Int] = [:]
+}
+
 /// Opens and closes tunnels against the relay.
 struct LoadGenerator {
     let group: MultiThreadedEventLoopGroup
     let port: Int
+    var kind = TunnelKind.relay
+    /// Tunnels being opened at once.
+    var lanes = 256
     /// Source addresses, so that 20,000 connections do not run out of ephemeral ports.
     static let sources = (2...9).map { "127.0.0.\($0)" }
+    /// IP_BIND_ADDRESS_NO_PORT (linux/in.h): a bound source address gets its port at connect, by the whole address
+    /// pair, as an unbound socket does, instead of one port per bound socket from the whole machine's range.
+    static let bindAddressNoPort = NIOBSDSocket.Option(rawValue: 24)
 
     struct Pair {
         let authenticator: any Channel
         let client: any Channel
+        /// The routing ID of the relay instance, or the number of the echo-pair server, that holds the tunnel.
+        let server: String
     }
 
     /// A pre-encoded masked binary frame with a 256-byte payload.
@@ -55,7 +138,7 @@ struct LoadGenerator {
 
     func openTunnels(_ count: Int, role: BenchHandler.Role) async throws -> [Pair] {
         try await withThrowingTaskGroup(of: [Pair].self) { tasks in
-            let lanes = min(256, count)
+            let lanes = min(self.lanes, count)
             for lane in 0..<lanes {
                 tasks.addTask {
                     var pairs: [Pair] = []
@@ -71,39 +154,92 @@ struct LoadGenerator {
         }
     }
 
+    /// Opens `count` tunnels, `lanes` at a time, and goes on past failures: the tunnels opened, the failures
+    /// counted.
+    func openTunnelsCountingFailures(_ count: Int, role: BenchHandler.Role) async -> TunnelOpening {
+        await withTaskGroup(of: TunnelOpening.self) { tasks in
+            let lanes = min(self.lanes, count)
+            for lane in 0..<lanes {
+                tasks.addTask {
+                    var opening = TunnelOpening()
+                    for index in stride(from: lane, to: count, by: lanes) {
+                        do {
+                            let pair = try await openTunnel(index: index, role: role)
+                            opening.pairs.append(pair)
+                            opening.spread[pair.server, default: 0] += 1
+                        } catch {
+                            opening.failures += 1
+                            if opening.firstError == nil { opening.firstError = "\(error)" }
+                        }
+                    }
+                    return opening
+                }
+            }
+            var all = TunnelOpening()
+            for await opening in tasks {
+                all.pairs += opening.pairs
+                all.failures += opening.failures
+                all.firstError = all.firstError ?? opening.firstError
+                all.spread.merge(opening.spread, uniquingKeysWith: +)
+            }
+            return all
+        }
+    }
+
     private func openTunnel(index: Int, role: BenchHandler.Role) async throws -> Pair {
         let tunnelID = (0..<16).map { _ in String(format: "%02X", UInt8.random(in: 0...255)) }.joined()
         let source = Self.sources[index % Self.sources.count]
-        let (authenticator, routingID) = try await connect(
-            path: "/cable/new/\(tunnelID)", source: source, role: role.authenticatorRole)
-        guard let routingID else { throw BenchError("no routing ID from /cable/new") }
-        let (client, _) = try await connect(
-            path: "/cable/connect/\(routingID)/\(tunnelID)", source: source, role: role.clientRole)
-        return Pair(authenticator: authenticator, client: client)
+        let (authenticator, server) = try await connect(
+            request: kind.authenticatorRequest(tunnelID: tunnelID), source: source, role: role.authenticatorRole)
+        do {
+            guard let server else { throw BenchError("no routing ID from /cable/new") }
+            let (client, clientServer) = try await connect(
+                request: kind.clientRequest(tunnelID: tunnelID, server: server), source: source,
+                role: role.clientRole)
+            if kind == .echoPair && clientServer != server {
+                client.close(promise: nil)
+                throw BenchError("the sides reached echo-pair servers \(server) and \(clientServer ?? "?")")
+            }
+            return Pair(authenticator: authenticator, client: client, server: server)
+        } catch {
+            authenticator.close(promise: nil)
+            throw error
+        }
     }
 
-    private func connect(path: String, source: String, role: BenchHandler.Role) async throws -> (any Channel, String?) {
-        let request =
-            "GET \(path) HTTP/1.1\r\nHost: relay\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
-            + "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n"
-            + "Sec-WebSocket-Protocol: fido.cable\r\n\r\n"
+    private func connect(request: String, source: String, role: BenchHandler.Role) async throws -> (
+        any Channel, String?
+    ) {
+        let kind = self.kind
         let channel = try await ClientBootstrap(group: group)
             .channelOption(.tcpOption(.tcp_nodelay), value: 1)
+            .channelOption(.ipOption(Self.bindAddressNoPort), value: 1)
             .bind(to: try SocketAddress(ipAddress: source, port: 0))
             .channelInitializer { channel in
                 channel.eventLoop.makeCompletedFuture {
-                    try channel.pipeline.syncOperations.addHandler(BenchHandler(role: role))
+                    try channel.pipeline.syncOperations.addHandler(BenchHandler(role: role, kind: kind))
                 }
             }
             .connect(host: "127.0.0.1", port: port)
             .get()
-        let handshake = channel.eventLoop.makePromise(of: String?.self)
-        try await channel.eventLoop.submit {
-            let handler = try channel.pipeline.syncOperations.handler(type: BenchHandler.self)
-            handler.handshake = handshake
-        }.get()
-        try await channel.writeAndFlush(channel.allocator.buffer(string: request))
-        return (channel, try await handshake.futureResult.get())
+        do {
+            let handshake = channel.eventLoop.makePromise(of: String?.self)
+            try await channel.eventLoop.submit {
+                let handler = try channel.pipeline.syncOperations.handler(type: BenchHandler.self)
+                handler.handshake = handshake
+                let waiting = NIOLoopBound(handler, eventLoop: channel.eventLoop)
+                channel.eventLoop.scheduleTask(in: .seconds(10)) {
+                    guard let handshake = waiting.value.handshake else { return }
+                    waiting.value.handshake = nil
+                    handshake.fail(BenchError("no answer within 10 s"))
+                }
+            }.get()
+            try await channel.writeAndFlush(channel.allocator.buffer(string: request))
+            return (channel, try await handshake.futureResult.get())
+        } catch {
+            channel.close(promise: nil)
+            throw error
+        }
     }
 
     func close(_ pairs: [Pair]) async throws {
@@ -195,27 +331,32 @@ final class BenchHandler: ChannelInboundHandler {
     }
 
     let role: Role
+    let kind: TunnelKind
+    let frameSize: Int
     var handshake: EventLoopPromise<String?>?
     private var response: [UInt8] = []
     private var partial: [UInt8] = []
     private var pendingFrameBytes = 0
 
-    init(role: Role) { self.role = role }
+    init(role: Role, kind: TunnelKind = .relay) {
+        self.role = role
+        self.kind = kind
+        frameSize = kind.inboundFrameSize
+    }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         var buffer = Self.unwrapInboundIn(data)
         if let handshake {
             response += buffer.readableBytesView
-            guard let end = response.firstRange(of: [13, 10, 13, 10]) else { return }
+            guard let end = response.firstRange(of: kind.answerEnd) else { return }
             let head = String(decoding: response[..<end.lowerBound], as: UTF8.self)
             self.handshake = nil
-            guard head.hasPrefix("HTTP/1.1 101") else {
-                handshake.fail(BenchError("upgrade refused: \(head.prefix(40))"))
+            let answer = kind.read(answer: head)
+            guard answer.accepted else {
+                handshake.fail(BenchError("refused: \(head.prefix(40))"))
                 return
             }
-            let routingID = head.split(separator: "\r\n").first { $0.lowercased().hasPrefix("x-cable-routing-id:") }
-                .map { String($0.split(separator: ":")[1].trimmingCharacters(in: .whitespaces)) }
-            handshake.succeed(routingID)
+            handshake.succeed(answer.server)
             buffer = context.channel.allocator.buffer(bytes: response[end.upperBound...])
             response = []
         }
@@ -234,11 +375,9 @@ final class BenchHandler: ChannelInboundHandler {
             let now = monotonicNanoseconds()
             partial += buffer.readableBytesView
             var offset = 0
-            while partial.count - offset >= RelayBench.serverFrameSize {
-                var sent: UInt64 = 0
-                for index in 0..<8 { sent = sent << 8 | UInt64(partial[offset + 4 + index]) }
-                samples.append(now &- sent)
-                offset += RelayBench.serverFrameSize
+            while partial.count - offset >= frameSize {
+                samples.append(now &- kind.sendTime(in: partial[offset..<offset + frameSize]))
+                offset += frameSize
             }
             partial.removeFirst(offset)
         }
@@ -246,8 +385,8 @@ final class BenchHandler: ChannelInboundHandler {
 
     private func countFrames(_ bytes: Int) -> Int {
         pendingFrameBytes += bytes
-        let frames = pendingFrameBytes / RelayBench.serverFrameSize
-        pendingFrameBytes -= frames * RelayBench.serverFrameSize
+        let frames = pendingFrameBytes / frameSize
+        pendingFrameBytes -= frames * frameSize
         return frames
     }
 }
