@@ -49,6 +49,7 @@ let package = Package(
         .library(name: "WebAuthnClient", targets: ["WebAuthnClient"]),
         .library(name: "WebAuthnClientIO", targets: ["WebAuthnClientIO"]),
         .library(name: "ClientAuthenticators", targets: ["ClientAuthenticators"]),
+        .library(name: "CredentialExchange", targets: ["CredentialExchange"]),
         .executable(name: "passkey-fuzz", targets: ["passkey-fuzz"]),
     ],
     dependencies: [
@@ -85,6 +86,12 @@ let package = Package(
         // (Docs/Client.md).
         .target(
             name: "WebAuthnClient", dependencies: ["PublicSuffix", "Basics", "CBOR", "CTAP2", "WebAuthn", crypto],
+            swiftSettings: strictSettings),
+        // Moving passkeys between providers: the FIDO Credential Exchange Format (CXF) and the CXP ExportResponse
+        // sealed with HPKE, the passphrase archive, and the Bitwarden and KeePassXC files read for import
+        // (Docs/Exchange.md). JSON comes through WebAuthnClient's strict reader.
+        .target(
+            name: "CredentialExchange", dependencies: ["Basics", "CTAP2", "WebAuthnClient", crypto, cryptoExtras],
             swiftSettings: strictSettings),
 
         // MARK: NIO values, no I/O.
@@ -148,7 +155,8 @@ let package = Package(
         .target(
             name: "ClientAuthenticators",
             dependencies: [
-                "CBOR", "CTAP2", "Hybrid", "HybridLink", "HybridTransport", "Proximity", "SecurityKey", "WebAuthnClient",
+                "CBOR", "CTAP2", "Hybrid", "HybridLink", "HybridTransport", "Proximity", "SecurityKey",
+                "WebAuthnClient",
             ],
             swiftSettings: strictSettings
         ),
