@@ -180,7 +180,9 @@ let package = Package(
                 "Basics", "CBOR", "WebAuthn", "CTAP2", "CTAPHID", "RelyingParty", "PasskeyStore", "CTAPHIDTransport",
                 "SecurityKey", "Hybrid", "QRImage", "Proximity", "HybridTransport", "HybridLink", "CrossDevice",
                 "RelayServer", "UHID", "WebRelyingParty", "RelyingPartyServer", "PublicSuffix", "WebAuthnClient",
-                "WebAuthnClientIO", "ClientAuthenticators", argumentParser, logging, crypto, nioCore, nioSSL,
+                "WebAuthnClientIO", "ClientAuthenticators", "CredentialExchange", argumentParser, logging, crypto,
+                nioCore,
+                nioSSL,
             ],
             swiftSettings: strictSettings
         ),

@@ -184,7 +184,7 @@ public enum ImportFile: Sendable {
             self = .archive(try PassphraseArchive(json: json))
         } else if json["exporterRpId"] != nil, json["accounts"] != nil {
             self = .clearText(try CXF.Header(json: json).importContents(source: "CXF document", wasClearText: true))
-        } else if json["items"] != nil {
+        } else if json["items"] != nil || json["encrypted"] != nil {
             self = .clearText(try BitwardenExport.read(json))
         } else {
             throw ExchangeError(
