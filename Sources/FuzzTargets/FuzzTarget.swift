@@ -52,6 +52,8 @@ public enum FuzzTargets {
         ClientTargets.rpID,
         ClientOptionsTargets.clientOptions,
         ClientResponsesTarget.clientResponses,
+        ShareTargets.qr,
+        ShareTargets.messages,
     ]
 
     /// The target called `name`, if there is one.

@@ -54,6 +54,9 @@ public struct HybridAuthenticatorSession: ~Copyable {
     public let keepOpen: Bool
     /// How many requests were answered.
     public private(set) var answeredRequests = 0
+    /// The Noise handshake hash once the handshake is answered: the client holds the same 32 bytes, so a protocol
+    /// carried in the tunnel can bind its own messages to this session.
+    public private(set) var handshakeHash: [UInt8]?
     private let tunnelServer: TunnelServerBaseURL?
     private let ephemeralKey: P256.KeyAgreement.PrivateKey
     private let advertNonce: [UInt8]
@@ -148,6 +151,7 @@ public struct HybridAuthenticatorSession: ~Copyable {
                 return fail(.handshake(error))
             }
             let handshakeMessage = response.message
+            handshakeHash = response.result.handshakeHash
             channel.establish(response.result.crypter)
             // The post-handshake message carries getInfo; revision 1 (unpadded, with type bytes after it).
             let postHandshake = PostHandshakeMessage(getInfo: getInfo).plaintext(revision: .one)

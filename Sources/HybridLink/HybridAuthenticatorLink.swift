@@ -54,6 +54,16 @@ public struct HybridAuthenticatorLink: Sendable {
     public func serve(
         qrCode: QRCodePayload, getInfo: [UInt8], handle: @Sendable ([UInt8]) async -> [UInt8]
     ) async throws(HybridLinkError) -> Int {
+        try await serve(qrCode: qrCode, getInfo: getInfo, answer: { request, _ in await handle(request) })
+    }
+
+    /// As `serve(qrCode:getInfo:handle:)`, for a protocol carried in the tunnel instead of CTAP: `answer` also gets
+    /// the session's Noise handshake hash (32 bytes, the client holds the same), so that the protocol can bind its
+    /// own messages to this session.
+    public func serve(
+        qrCode: QRCodePayload, getInfo: [UInt8],
+        answer: @Sendable (_ request: [UInt8], _ handshakeHash: [UInt8]) async -> [UInt8]
+    ) async throws(HybridLinkError) -> Int {
         var session: HybridAuthenticatorSession
         do throws(AdvertError) {
             session = try HybridAuthenticatorSession(
@@ -65,7 +75,7 @@ public struct HybridAuthenticatorLink: Sendable {
         }
         var run = AuthenticatorRun(advertiser: advertiser, environment: environment, progress: progress)
         var actions = session.start()
-        while let next = try await run.perform(actions, on: &session, handle: handle) {
+        while let next = try await run.perform(actions, on: &session, answer: answer) {
             actions = next
         }
         return session.answeredRequests
@@ -96,7 +106,7 @@ struct AuthenticatorRun {
     /// the session has closed.
     mutating func perform(
         _ actions: [HybridAuthenticatorSession.Action], on session: inout HybridAuthenticatorSession,
-        handle: @Sendable ([UInt8]) async -> [UInt8]
+        answer: @Sendable (_ request: [UInt8], _ handshakeHash: [UInt8]) async -> [UInt8]
     ) async throws(HybridLinkError) -> [HybridAuthenticatorSession.Action]? {
         var pending = actions[...]
         while let action = pending.popFirst() {
@@ -140,7 +150,8 @@ struct AuthenticatorRun {
             case .cancelTimer:
                 deadline = nil
             case .deliverCTAPRequest(let request):
-                pending.append(contentsOf: session.ctapResponse(await handle(request)))
+                let handshakeHash = session.handshakeHash ?? []
+                pending.append(contentsOf: session.ctapResponse(await answer(request, handshakeHash)))
             case .close(let error):
                 await tearDown()
                 if let error { throw .session(error) }
