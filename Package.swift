@@ -207,7 +207,7 @@ let package = Package(
             name: "FuzzTargets",
             dependencies: [
                 "CBOR", "CTAP2", "CTAPHID", "UHID", "Hybrid", "QRImage", "RelayServer", "RelayCore", "PasskeyStore",
-                "PublicSuffix", "WebAuthnClient", crypto, nioCore, nioEmbedded, logging,
+                "PublicSuffix", "WebAuthnClient", "CredentialExchange", crypto, nioCore, nioEmbedded, logging,
             ],
             swiftSettings: strictSettings
         ),
@@ -249,6 +249,9 @@ let package = Package(
             ],
             swiftSettings: strictSettings
         ),
+        .testTarget(
+            name: "CredentialExchangeTests", dependencies: ["CredentialExchange", "CTAP2", "WebAuthnClient", crypto],
+            swiftSettings: strictSettings),
         .testTarget(name: "FuzzTargetsTests", dependencies: ["FuzzTargets"], swiftSettings: strictSettings),
         .testTarget(
             name: "HybridTransportTests",
