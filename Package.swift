@@ -221,7 +221,8 @@ let package = Package(
             name: "FuzzTargets",
             dependencies: [
                 "CBOR", "CTAP2", "CTAPHID", "UHID", "Hybrid", "QRImage", "RelayServer", "RelayCore", "PasskeyStore",
-                "PublicSuffix", "WebAuthnClient", "NearbyShare", crypto, nioCore, nioEmbedded, logging,
+                "PublicSuffix", "WebAuthnClient", "CredentialExchange", "NearbyShare", crypto, nioCore, nioEmbedded,
+                logging,
             ],
             swiftSettings: strictSettings
         ),
@@ -263,6 +264,9 @@ let package = Package(
             ],
             swiftSettings: strictSettings
         ),
+        .testTarget(
+            name: "CredentialExchangeTests", dependencies: ["CredentialExchange", "CTAP2", "WebAuthnClient", crypto],
+            swiftSettings: strictSettings),
         .testTarget(name: "FuzzTargetsTests", dependencies: ["FuzzTargets"], swiftSettings: strictSettings),
         .testTarget(
             name: "HybridTransportTests",

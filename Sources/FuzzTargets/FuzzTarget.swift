@@ -52,6 +52,9 @@ public enum FuzzTargets {
         ClientTargets.rpID,
         ClientOptionsTargets.clientOptions,
         ClientResponsesTarget.clientResponses,
+        ExchangeTargets.cxf,
+        ExchangeTargets.archive,
+        ExchangeTargets.importFile,
         ShareTargets.qr,
         ShareTargets.messages,
     ]
