@@ -27,8 +27,9 @@ enum ShareTargets {
             + "a share code and a hybrid code",
         seeds: {
             guard let qrCode else { return [] }
-            let hybrid = (try? QRCodePayload(
-                clientKey: handshakeKey, secret: secret, requestType: .getAssertion, timestamp: 1))?.url ?? ""
+            let hybrid =
+                (try? QRCodePayload(
+                    clientKey: handshakeKey, secret: secret, requestType: .getAssertion, timestamp: 1))?.url ?? ""
             return [
                 Array(qrCode.url.utf8), Array(qrCode.url.lowercased().utf8), qrCode.cborBytes,
                 Array(hybrid.utf8), Array(("PASSKEY-SHARE:/" + hybrid.dropFirst(6)).utf8),

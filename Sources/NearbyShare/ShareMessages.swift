@@ -161,7 +161,9 @@ public struct ShareOffer: Hashable, Sendable {
 }
 
 extension ShareError {
-    static func malformed(_ what: String) -> ShareError { ShareError(.malformedMessage, "the other device sent \(what)") }
+    static func malformed(_ what: String) -> ShareError {
+        ShareError(.malformedMessage, "the other device sent \(what)")
+    }
 }
 
 func hex(_ byte: UInt8) -> String { [byte].upperHexString }

@@ -38,9 +38,10 @@ public struct ShareSender: Sendable {
         guard CXF.Header.exportable([credential]).exported.count == 1 else {
             throw ShareError(.singleDevice, "this passkey is single-device (not backup eligible): it may not be shared")
         }
-        document = CXF.Header(
-            exporting: [credential], exporterRpId: "passkey.local", exporterDisplayName: "passkey share", at: date
-        ).jsonBytes
+        document =
+            CXF.Header(
+                exporting: [credential], exporterRpId: "passkey.local", exporterDisplayName: "passkey share", at: date
+            ).jsonBytes
         self.recipient = recipient
     }
 
@@ -66,7 +67,8 @@ public struct ShareSender: Sendable {
                 phase = .offered
                 return ShareOffer(sealed: sealed).response
             } catch {
-                return fail(ShareError(.sealingFailed, "the passkey could not be sealed: \(error.message)"), status: 0x7F)
+                return fail(
+                    ShareError(.sealingFailed, "the passkey could not be sealed: \(error.message)"), status: 0x7F)
             }
         case (.offered, .acknowledge(let outcome)):
             phase = .acknowledged(outcome)

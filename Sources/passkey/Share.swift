@@ -156,7 +156,9 @@ extension Passkey {
             guard CredentialIDText(credentialID) != nil else {
                 throw ValidationError("'\(credentialID)' is not a base64url or hex credential ID.")
             }
-            if url != nil && image != nil { throw ValidationError("Give the PASSKEY-SHARE:/ URL or --image, not both.") }
+            if url != nil && image != nil {
+                throw ValidationError("Give the PASSKEY-SHARE:/ URL or --image, not both.")
+            }
             guard TunnelDomain.isValid(domain) else {
                 throw ValidationError("--domain: \(TunnelDomainError.unassigned(domain))")
             }
@@ -201,7 +203,8 @@ extension Passkey {
                 throw CommandFailure("\(error)", hint: "The passkey was not shared.")
             }
             await advertiser.close()
-            let account = "\((credential.userName ?? "no name").siteChosen) at \(credential.relyingPartyID.terminalSafe)"
+            let account =
+                "\((credential.userName ?? "no name").siteChosen) at \(credential.relyingPartyID.terminalSafe)"
             switch outcome {
             case .added: print("Shared the passkey for \(account): the receiver added it.")
             case .alreadyPresent: print("The receiver already had the passkey for \(account); nothing changed.")
@@ -289,7 +292,8 @@ extension Passkey {
             case .requestReceived(let command):
                 command == ShareCommand.request.rawValue
                     ? "the receiver asks for the passkey" : "the receiver acknowledges"
-            case .responseSent(let status): status == 0 ? "answer sent" : "refused (status 0x\([status].upperHexString))"
+            case .responseSent(let status):
+                status == 0 ? "answer sent" : "refused (status 0x\([status].upperHexString))"
             }
         }
     }

@@ -72,7 +72,8 @@ struct ShareTests {
         #expect(refuses { $0[1] = "1" } == .wrongType(key: 1))
         #expect(refuses { $0[2] = nil } == .missingKey(2))
         #expect(refuses { $0[3] = .bytes([1, 2]) } == .secretWrongLength(2))
-        #expect(refuses { $0[4] = .bytes([2] + [UInt8](repeating: 0, count: 31)) } == .keyWrongLength(key: 4, count: 32))
+        #expect(
+            refuses { $0[4] = .bytes([2] + [UInt8](repeating: 0, count: 31)) } == .keyWrongLength(key: 4, count: 32))
         #expect(refuses { $0[4] = .bytes([5] + [UInt8](repeating: 1, count: 32)) } == .keyNotOnCurve(key: 4))
         #expect(refuses { $0[4] = $0[2] } == .keysNotDistinct)
         #expect(refuses { $0[5] = -1 } == .wrongType(key: 5))
@@ -360,6 +361,8 @@ final class FlippingTunnel: HybridTunnel {
         try await wrapped.send(message)
     }
 
-    func receive(timeout: Duration?) async throws(TunnelError) -> [UInt8]? { try await wrapped.receive(timeout: timeout) }
+    func receive(timeout: Duration?) async throws(TunnelError) -> [UInt8]? {
+        try await wrapped.receive(timeout: timeout)
+    }
     func close() async { await wrapped.close() }
 }
