@@ -153,7 +153,10 @@ class HostileRelay:
         def need(count):
             nonlocal buffer
             while len(buffer) < count:
-                chunk = connection.recv(65536)
+                try:
+                    chunk = connection.recv(65536)
+                except OSError:  # the process at that end closed with data unread
+                    return False
                 if not chunk:
                     return False
                 buffer += chunk
