@@ -1,5 +1,6 @@
 import CBOR
 import CTAP2
+import CredentialExchange
 import Crypto
 import Foundation
 import Hybrid

@@ -32,6 +32,8 @@ public enum ShareReceiverProgress: Hashable, Sendable {
     case passkeyReceived
     /// The acknowledgement went out and the sender took it.
     case acknowledged(ShareOutcome)
+    /// The acknowledgement could not be delivered (the tunnel failed after the decision). What `decide` did stands.
+    case acknowledgementFailed(String)
 }
 
 /// The receiving side, `passkey receive`: the hybrid client role (QR code, BLE scan, relay, Noise initiator) through
@@ -54,7 +56,7 @@ public struct ShareReceiverLink: Sendable {
 
     /// Shows a share QR code, waits for a sender to come near and send its passkey, and passes the passkey, opened
     /// and checked, to `decide`, which asks the person and stores it (or not) and returns what it did. Returns that
-    /// outcome once the sender has it. Nothing reaches `decide` unless the handshake, the tunnel's encryption and
+    /// outcome after telling the sender (`.acknowledgementFailed` when that fails: the outcome still stands). Nothing reaches `decide` unless the handshake, the tunnel's encryption and
     /// the HPKE seal bound to this session all check.
     public func receive(
         progress: @escaping @Sendable (ShareReceiverProgress) -> Void,
@@ -97,9 +99,15 @@ public struct ShareReceiverLink: Sendable {
             }
             progress(.passkeyReceived)
             let outcome = try await decide(passkey)
-            try ShareReceiver.checkAcknowledgementAnswer(
-                try await Self.request(state.acknowledgement(outcome), on: link))
-            progress(.acknowledged(outcome))
+            // From here on the decision stands: a failure to tell the sender is reported, not thrown, since the
+            // passkey may be in the store already.
+            do {
+                try ShareReceiver.checkAcknowledgementAnswer(
+                    try await Self.request(state.acknowledgement(outcome), on: link))
+                progress(.acknowledged(outcome))
+            } catch {
+                progress(.acknowledgementFailed("\(error)"))
+            }
             await link.close()
             return outcome
         } catch let error as ShareError {

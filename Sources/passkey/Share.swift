@@ -118,6 +118,8 @@ extension Passkey {
                 status.say("passkey received: sealed to this QR code and this session, and checked")
             case .acknowledged(let outcome):
                 status.say("the sender was told: \(outcome)")
+            case .acknowledgementFailed(let reason):
+                status.say("the sender could not be told what was done here: \(reason)")
             }
         }
     }
