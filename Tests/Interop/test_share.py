@@ -210,10 +210,12 @@ def start_receive(store, relay_url, radio, timeout=30, extra=()):
     pytest.fail("passkey receive showed no share URL: " + stop_process(process))
 
 
-def share(store, credential_id, url, relay_url, radio, timeout=30):
+def share(store, credential_id, url, relay_url, radio, timeout=30, image=None):
+    """Runs `passkey share` with the URL as text, or with `image` (a PNG of the QR code) instead."""
+    code = ["--image", image, "--", credential_id] if image else ["--", credential_id, url]
     return subprocess.run(
         [PASSKEY_BIN, "share", "--store", store, "--relay", relay_url, "--ble", radio, "--timeout", str(timeout),
-         "--yes", "--", credential_id, url],
+         "--yes", *code],
         capture_output=True, text=True, timeout=120, env=env())
 
 
@@ -263,10 +265,12 @@ def test_a_shared_passkey_signs_in_at_the_relying_party_that_registered_the_send
     verified = rp.verify_authentication(signed.stdout)
     assert verified.user_verified
 
-    # Shared again: the receiver already has it, says so, and nothing changes.
+    # Shared again, the code read from the receiver's PNG this time: the receiver already has the passkey, says so,
+    # and nothing changes.
     before = digest(receiver_store)
-    receiver, url = start_receive(receiver_store, relay, radio)
-    again = share(sender_store, credential_id, url, relay, radio)
+    png = os.path.join(directory, "share.png")
+    receiver, url = start_receive(receiver_store, relay, radio, extra=("--qr-png", png))
+    again = share(sender_store, credential_id, None, relay, radio, image=png)
     status, stdout, stderr = finish(receiver)
     assert status == 0 and again.returncode == 0, stderr + again.stderr
     assert "already has that passkey" in stdout
