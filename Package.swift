@@ -53,6 +53,9 @@ let package = Package(
         .library(name: "WebAuthnClient", targets: ["WebAuthnClient"]),
         .library(name: "WebAuthnClientIO", targets: ["WebAuthnClientIO"]),
         .library(name: "ClientAuthenticators", targets: ["ClientAuthenticators"]),
+        .library(name: "CredentialExchange", targets: ["CredentialExchange"]),
+        .library(name: "NearbyShare", targets: ["NearbyShare"]),
+        .library(name: "NearbyShareLink", targets: ["NearbyShareLink"]),
         .executable(name: "passkey-fuzz", targets: ["passkey-fuzz"]),
     ],
     dependencies: [
@@ -92,6 +95,16 @@ let package = Package(
         // (Docs/Client.md).
         .target(
             name: "WebAuthnClient", dependencies: ["PublicSuffix", "Basics", "CBOR", "CTAP2", "WebAuthn", crypto],
+            swiftSettings: strictSettings),
+        // Moving passkeys between providers: the FIDO Credential Exchange Format (CXF) and the CXP ExportResponse
+        // sealed with HPKE, the passphrase archive, and the Bitwarden and KeePassXC files read for import
+        // (Docs/Exchange.md). JSON comes through WebAuthnClient's strict reader.
+        .target(
+            name: "CredentialExchange", dependencies: ["Basics", "CTAP2", "WebAuthnClient", crypto, cryptoExtras],
+            swiftSettings: strictSettings),
+        // Sharing one passkey with a person nearby: the share QR code, messages, sender and receiver (pure).
+        .target(
+            name: "NearbyShare", dependencies: ["Basics", "CBOR", "CTAP2", "Hybrid", "CredentialExchange", crypto],
             swiftSettings: strictSettings),
 
         // MARK: NIO values, no I/O.
@@ -168,6 +181,13 @@ let package = Package(
         ),
         // What a browser and a relying party add around the client role, and the in-process nearby phone.
         .target(
+            name: "NearbyShareLink",
+            dependencies: [
+                "NearbyShare", "CredentialExchange", "Hybrid", "HybridLink", "HybridTransport", "Proximity", crypto,
+            ],
+            swiftSettings: strictSettings
+        ),
+        .target(
             name: "CrossDevice",
             dependencies: ["HybridLink", "Hybrid", "Proximity", "CBOR", "CTAP2", "RelyingParty", "WebAuthn", crypto],
             swiftSettings: strictSettings
@@ -180,7 +200,10 @@ let package = Package(
                 "Basics", "CBOR", "WebAuthn", "CTAP2", "CTAPHID", "RelyingParty", "PasskeyStore", "CTAPHIDTransport",
                 "SecurityKey", "Hybrid", "QRImage", "Proximity", "HybridTransport", "HybridLink", "CrossDevice",
                 "RelayServer", "UHID", "WebRelyingParty", "RelyingPartyServer", "PublicSuffix", "WebAuthnClient",
-                "WebAuthnClientIO", "ClientAuthenticators", argumentParser, logging, crypto, nioCore, nioSSL,
+                "WebAuthnClientIO", "ClientAuthenticators", "CredentialExchange", "NearbyShare", "NearbyShareLink",
+                argumentParser, logging, crypto,
+                nioCore,
+                nioSSL,
             ],
             swiftSettings: strictSettings
         ),
@@ -207,7 +230,8 @@ let package = Package(
             name: "FuzzTargets",
             dependencies: [
                 "CBOR", "CTAP2", "CTAPHID", "UHID", "Hybrid", "QRImage", "RelayServer", "RelayCore", "PasskeyStore",
-                "PublicSuffix", "WebAuthnClient", crypto, nioCore, nioEmbedded, logging,
+                "PublicSuffix", "WebAuthnClient", "CredentialExchange", "NearbyShare", crypto, nioCore, nioEmbedded,
+                logging,
             ],
             swiftSettings: strictSettings
         ),
@@ -249,6 +273,9 @@ let package = Package(
             ],
             swiftSettings: strictSettings
         ),
+        .testTarget(
+            name: "CredentialExchangeTests", dependencies: ["CredentialExchange", "CTAP2", "WebAuthnClient", crypto],
+            swiftSettings: strictSettings),
         .testTarget(name: "FuzzTargetsTests", dependencies: ["FuzzTargets"], swiftSettings: strictSettings),
         .testTarget(
             name: "HybridTransportTests",
@@ -261,7 +288,10 @@ let package = Package(
         ),
         .testTarget(
             name: "HybridLinkTests",
-            dependencies: ["HybridLink", "HybridTransport", "Hybrid", "Proximity", "CTAP2", "TestSupport", crypto],
+            dependencies: [
+                "HybridLink", "HybridTransport", "Hybrid", "Proximity", "CTAP2", "NearbyShare", "NearbyShareLink",
+                "CredentialExchange", "TestSupport", crypto,
+            ],
             swiftSettings: strictSettings
         ),
         .testTarget(

@@ -186,3 +186,14 @@ extension Authenticator {
         ).withUnsafeBytes { Array($0) }
     }
 }
+
+extension StoredCredential {
+    /// hmac-secret's two CredRandoms (CTAP 2.1 §12.5), as `getAssertion` uses them: derived from the private key,
+    /// so a credential exported with its key carries them (CXF `hmacCredentials`) and an import can check them.
+    public var hmacSecretCredRandoms: (withUV: [UInt8], withoutUV: [UInt8]) {
+        (
+            Authenticator.derivedSecret(self, label: "hmac-secret CredRandomWithUV"),
+            Authenticator.derivedSecret(self, label: "hmac-secret CredRandomWithoutUV")
+        )
+    }
+}

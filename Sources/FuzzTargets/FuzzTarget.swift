@@ -54,6 +54,11 @@ public enum FuzzTargets {
         ClientTargets.rpID,
         ClientOptionsTargets.clientOptions,
         ClientResponsesTarget.clientResponses,
+        ExchangeTargets.cxf,
+        ExchangeTargets.archive,
+        ExchangeTargets.importFile,
+        ShareTargets.qr,
+        ShareTargets.messages,
     ]
 
     /// The target called `name`, if there is one.

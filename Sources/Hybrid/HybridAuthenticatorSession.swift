@@ -66,6 +66,9 @@ public struct HybridAuthenticatorSession: ~Copyable {
     public let keepOpen: Bool
     /// How many requests were answered.
     public private(set) var answeredRequests = 0
+    /// The Noise handshake hash once the handshake is answered: the client holds the same 32 bytes, so a protocol
+    /// carried in the tunnel can bind its own messages to this session.
+    public private(set) var handshakeHash: [UInt8]?
     private let tunnelServer: TunnelServerBaseURL?
     private let ephemeralKey: P256.KeyAgreement.PrivateKey
     private let advertNonce: [UInt8]
@@ -208,14 +211,15 @@ public struct HybridAuthenticatorSession: ~Copyable {
                 return fail(.handshake(error))
             }
             let handshakeMessage = response.message
-            let handshakeHash = response.result.handshakeHash
+            handshakeHash = response.result.handshakeHash
             channel.establish(response.result.crypter)
             // Linking information goes with getInfo when the QR code says the client can store it (key 4), the
             // way older phones sent it (key 2 of the post-handshake message).
             var linking: LinkingInfo? = nil
             if case .qrCode(let qrCode, let offer?) = mode, qrCode.stateAssisted == true {
                 do throws(LinkingError) {
-                    linking = try offer.linkingInfo(clientQRPublicKey: qrCode.publicKey, handshakeHash: handshakeHash)
+                    linking = try offer.linkingInfo(
+                        clientQRPublicKey: qrCode.publicKey, handshakeHash: response.result.handshakeHash)
                 } catch {
                     return fail(.linking(error))
                 }

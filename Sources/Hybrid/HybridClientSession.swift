@@ -155,6 +155,15 @@ public struct HybridClientSession: ~Copyable {
         }
     }
 
+    /// The Noise handshake hash once the handshake is done (`nil` before, and after the session closed). Both sides
+    /// hold the same 32 bytes, so a protocol carried in the tunnel can bind its own messages to this session.
+    public var handshakeHash: [UInt8]? {
+        switch state {
+        case .awaitingPostHandshake(let hash), .ready(_, let hash), .awaitingResponse(_, let hash): hash
+        case .qrShown, .advertMatched, .contacting, .awaitingAdvert, .handshakeSent, .closed: nil
+        }
+    }
+
     /// Shows the QR code, starts scanning and gives the advert `timeouts.advert` to arrive; a linked session first
     /// sends the contact request.
     public mutating func start() -> [Action] {

@@ -55,7 +55,18 @@ public struct HybridAuthenticatorLink: Sendable {
     public func serve(
         qrCode: QRCodePayload, getInfo: [UInt8], handle: @Sendable ([UInt8]) async -> [UInt8]
     ) async throws(HybridLinkError) -> Int {
-        try await serve(qrCode: qrCode, getInfo: getInfo, linkingOffer: nil, handle: handle).answered
+        try await serve(qrCode: qrCode, getInfo: getInfo, linkingOffer: nil) { request, _ in await handle(request) }
+            .answered
+    }
+
+    /// As `serve(qrCode:getInfo:handle:)`, for a protocol carried in the tunnel instead of CTAP: `answer` also gets
+    /// the session's Noise handshake hash (32 bytes, the client holds the same), so that the protocol can bind its
+    /// own messages to this session.
+    public func serve(
+        qrCode: QRCodePayload, getInfo: [UInt8],
+        answer: @Sendable (_ request: [UInt8], _ handshakeHash: [UInt8]) async -> [UInt8]
+    ) async throws(HybridLinkError) -> Int {
+        try await serve(qrCode: qrCode, getInfo: getInfo, linkingOffer: nil, answer: answer).answered
     }
 
     /// Serves a scanned QR code's session and, when the QR code says the client can store linking information
@@ -65,14 +76,14 @@ public struct HybridAuthenticatorLink: Sendable {
         async throws(HybridLinkError) -> (answered: Int, sentLinking: Bool)
     {
         let getInfo = Array(await authenticator.handle([CTAPCommand.getInfo.rawValue]).dropFirst())
-        return try await serve(qrCode: qrCode, getInfo: getInfo, linkingOffer: linkingOffer) { request in
+        return try await serve(qrCode: qrCode, getInfo: getInfo, linkingOffer: linkingOffer) { request, _ in
             await authenticator.handle(request)
         }
     }
 
     func serve(
         qrCode: QRCodePayload, getInfo: [UInt8], linkingOffer: LinkingOffer?,
-        handle: @Sendable ([UInt8]) async -> [UInt8]
+        answer: @Sendable ([UInt8], [UInt8]) async -> [UInt8]
     ) async throws(HybridLinkError) -> (answered: Int, sentLinking: Bool) {
         let session: HybridAuthenticatorSession
         do throws(AdvertError) {
@@ -83,7 +94,7 @@ public struct HybridAuthenticatorLink: Sendable {
         } catch {
             throw .session(.protocolViolation(.unbuildableAdvert(error)))
         }
-        return try await run(session, handle: handle)
+        return try await run(session, answer: answer)
     }
 
     /// Serves a linked client after the relay woke this phone (`passkey listen`): joins the tunnel the wake names
@@ -104,16 +115,17 @@ public struct HybridAuthenticatorLink: Sendable {
         } catch {
             throw .session(.protocolViolation(.unbuildableAdvert(error)))
         }
-        return try await run(session) { request in await authenticator.handle(request) }.answered
+        return try await run(session) { request, _ in await authenticator.handle(request) }.answered
     }
 
-    private func run(_ session: consuming HybridAuthenticatorSession, handle: @Sendable ([UInt8]) async -> [UInt8])
-        async throws(HybridLinkError) -> (answered: Int, sentLinking: Bool)
+    private func run(
+        _ session: consuming HybridAuthenticatorSession, answer: @Sendable ([UInt8], [UInt8]) async -> [UInt8]
+    ) async throws(HybridLinkError) -> (answered: Int, sentLinking: Bool)
     {
         var session = session
         var run = AuthenticatorRun(advertiser: advertiser, environment: environment, progress: progress)
         var actions = session.start()
-        while let next = try await run.perform(actions, on: &session, handle: handle) {
+        while let next = try await run.perform(actions, on: &session, answer: answer) {
             actions = next
         }
         return (session.answeredRequests, session.sentLinking)
@@ -144,7 +156,7 @@ struct AuthenticatorRun {
     /// the session has closed.
     mutating func perform(
         _ actions: [HybridAuthenticatorSession.Action], on session: inout HybridAuthenticatorSession,
-        handle: @Sendable ([UInt8]) async -> [UInt8]
+        answer: @Sendable (_ request: [UInt8], _ handshakeHash: [UInt8]) async -> [UInt8]
     ) async throws(HybridLinkError) -> [HybridAuthenticatorSession.Action]? {
         var pending = actions[...]
         while let action = pending.popFirst() {
@@ -188,7 +200,8 @@ struct AuthenticatorRun {
             case .cancelTimer:
                 deadline = nil
             case .deliverCTAPRequest(let request):
-                pending.append(contentsOf: session.ctapResponse(await handle(request)))
+                let handshakeHash = session.handshakeHash ?? []
+                pending.append(contentsOf: session.ctapResponse(await answer(request, handshakeHash)))
             case .close(let error):
                 await tearDown()
                 if let error { throw .session(error) }

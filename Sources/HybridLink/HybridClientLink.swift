@@ -12,12 +12,16 @@ public actor HybridClientLink {
     public nonisolated let getInfo: [UInt8]
     /// Linking information the authenticator offered in its post-handshake message, verified.
     public nonisolated let linking: LinkingInfo?
+    /// The session's Noise handshake hash (32 bytes), which the authenticator's side holds too: for a protocol in
+    /// the tunnel that binds its messages to this session.
+    public nonisolated let handshakeHash: [UInt8]
     private let driver: ClientDriver
 
-    private init(driver: ClientDriver, getInfo: [UInt8], linking: LinkingInfo?) {
+    private init(driver: ClientDriver, getInfo: [UInt8], linking: LinkingInfo?, handshakeHash: [UInt8]) {
         self.driver = driver
         self.getInfo = getInfo
         self.linking = linking
+        self.handshakeHash = handshakeHash
     }
 
     /// Runs a session up to the point where CTAP requests can be sent.
@@ -81,10 +85,12 @@ public actor HybridClientLink {
     ) async throws(HybridLinkError) -> HybridClientLink {
         let driver = ClientDriver(
             session: session, scanner: scanner, environment: environment, progress: progress)
-        guard case .ready(let getInfo, let linking) = try await driver.run(driver.start()) else {
+        guard case .ready(let getInfo, let linking) = try await driver.run(driver.start()),
+            let handshakeHash = driver.handshakeHash
+        else {
             throw .session(.tunnelClosed)
         }
-        return HybridClientLink(driver: driver, getInfo: getInfo, linking: linking)
+        return HybridClientLink(driver: driver, getInfo: getInfo, linking: linking, handshakeHash: handshakeHash)
     }
 
     /// Sends one CTAP request (command byte and CBOR) and returns the answer (status byte and CBOR).
@@ -152,6 +158,7 @@ final class ClientDriver {
         self.progress = progress
     }
 
+    var handshakeHash: [UInt8]? { session.handshakeHash }
     func start() -> [HybridClientSession.Action] { session.start() }
     func sendCTAP(_ request: [UInt8]) -> [HybridClientSession.Action] { session.sendCTAP(request) }
     func shutdown() -> [HybridClientSession.Action] { session.shutdown() }

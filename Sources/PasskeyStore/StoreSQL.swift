@@ -109,6 +109,13 @@ enum SQL {
         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
         """
 
+    /// An import's insert: a credential ID already in the store is left as it is (0 changes).
+    static let insertUnlessPresent = """
+        INSERT INTO credentials (\(authenticatedColumns), sealed_private_key)
+        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+        ON CONFLICT (credential_id) DO NOTHING
+        """
+
     static let deleteDiscoverable =
         "DELETE FROM credentials WHERE discoverable = 1 AND rp_id = ? AND user_handle = ? RETURNING credential_id"
     static let deleteByID = "DELETE FROM credentials WHERE credential_id = ?"
@@ -120,7 +127,8 @@ enum SQL {
 
     /// The statements `open` prepares to prove the schema has every column they use.
     static let all = [
-        selectMeta, selectByID, selectByRelyingParty, selectAll, insert, deleteDiscoverable, deleteByID, deleteAll,
+        selectMeta, selectByID, selectByRelyingParty, selectAll, insert, insertUnlessPresent, deleteDiscoverable,
+        deleteByID, deleteAll,
         selectSettings, upsertSettings, updateUser, updateSealedKey, selectLargeBlobArray, upsertLargeBlobArray,
         deleteLargeBlobArray,
     ]

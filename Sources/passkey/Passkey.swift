@@ -13,14 +13,15 @@ struct Passkey: AsyncParsableCommand {
             the credential JSON it verifies, using this computer's passkeys, a phone or a security key.
 
             `list` shows the passkeys without the passphrase (from an index of their names beside the store), \
-            `delete` removes one and `info` describes the authenticator and the store. `rp` serves a local web \
-            site to try passkeys in a browser, `demo` plays a cross-device sign-in on this machine, and `inspect` \
-            decodes QR codes and adverts and checks origins.
+            `delete` removes one, `export` and `import` move passkeys between stores and from Bitwarden or \
+            KeePassXC, `share` gives one passkey to a person nearby who runs `receive`, and `info` describes the \
+            authenticator and the store. `rp` serves a local web site to try passkeys in a browser, `demo` plays a \
+            cross-device sign-in on this machine, and `inspect` decodes QR codes and adverts and checks origins.
             """,
         version: "0.1.0",
         subcommands: [
             Init.self, Serve.self, Scan.self, Listen.self, Linked.self, Client.self, RP.self, List.self, Delete.self,
-            Info.self, Demo.self,
+            Export.self, Import.self, ImportKey.self, Share.self, Receive.self, Info.self, Demo.self,
             Inspect.self, Debug.self,
         ]
     )

@@ -7,8 +7,9 @@ ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 # their system services are not started (see ensure_apt_packages), the cluster runs them as its own processes.
 APT_PACKAGES=(libssl-dev libqrencode-dev libbluetooth-dev libsqlite3-dev libzbar-dev libpng-dev pkg-config python3-venv
     publicsuffix haproxy nginx)
+# pyhpke and cryptography: independent HPKE and key checks for Tests/Interop/test_exchange.py.
 PIP_PACKAGES=(fido2==2.2.1 webauthn==3.0.1 cbor2==6.2.1 pytest==8.3.4 segno==1.6.6 selenium==4.45.0
-    publicsuffixlist==1.1.2.20261023)
+    publicsuffixlist==1.1.2.20261023 pyhpke==0.6.5 cryptography==50.0.2)
 
 say() { printf '==> %s\n' "$*" >&2; }
 
@@ -51,7 +52,7 @@ ensure_venv() {
     local installed
     installed="$("$venv/bin/python" -m pip freeze 2>/dev/null || true)"
     if ! grep -qx "fido2==2.2.1" <<<"$installed" \
-        || ! "$venv/bin/python" -c "import webauthn, cbor2, pytest, segno, selenium, publicsuffixlist" 2>/dev/null; then
+        || ! "$venv/bin/python" -c "import webauthn, cbor2, pytest, segno, selenium, publicsuffixlist, pyhpke" 2>/dev/null; then
         say "installing Python packages: ${PIP_PACKAGES[*]}"
         "$venv/bin/python" -m pip install -q --disable-pip-version-check "${PIP_PACKAGES[@]}"
     fi

@@ -1,0 +1,136 @@
+import CTAP2
+import CredentialExchange
+import Crypto
+import Foundation
+import WebAuthnClient
+
+/// The credential exchange readers: CXF documents and CXP export responses, passphrase archives, and the Bitwarden
+/// and KeePassXC files `passkey import` reads. Whatever a reader accepts must write back to what it read, and every
+/// passkey it hands to the store must fit the store.
+enum ExchangeTargets {
+    private static let random = SeededBytes(seed: 0x45)
+
+    private static func signingKey() -> P256.Signing.PrivateKey {
+        while true {
+            if let key = try? P256.Signing.PrivateKey(rawRepresentation: random.bytes(32)) { return key }
+        }
+    }
+
+    private static func passkey(_ name: String) -> CXF.Passkey {
+        CXF.Passkey(
+            credentialID: random.bytes(16), rpID: "example.com", username: name, userDisplayName: name.capitalized,
+            userHandle: Array(name.utf8), key: Array(signingKey().derRepresentation),
+            fido2Extensions: CXF.FIDO2Extensions(credBlob: [1, 2, 3]))
+    }
+
+    private static func document() -> CXF.Header {
+        let note = CXF.Credential.other(type: "note", .object([.init("type", .string("note"))]))
+        return CXF.Header(
+            exporterRpId: "fuzz.test", exporterDisplayName: "fuzz", timestamp: 1_700_000_000,
+            accounts: [
+                CXF.Account(
+                    id: [1], username: "u", email: "e",
+                    items: [
+                        CXF.Item(id: [2], creationAt: 1, title: "a", credentials: [.passkey(passkey("alice")), note]),
+                        CXF.Item(id: [3], title: "b", credentials: [.passkey(passkey("bob"))]),
+                    ])
+            ])
+    }
+
+    /// The checks every accepted import makes: sizes the store holds, BE and BS set.
+    private static func checkImported(_ contents: ImportContents) {
+        for imported in contents.passkeys {
+            let credential = imported.credential
+            expect((1...1023).contains(credential.id.count), "imported credential ID of \(credential.id.count) bytes")
+            expect(credential.userHandle.count <= 64, "imported user handle of \(credential.userHandle.count) bytes")
+            expect((credential.credentialBlob?.count ?? 0) <= 32, "imported credBlob over 32 bytes")
+            expect(credential.backupEligible && credential.backupState, "imported passkey without BE and BS")
+        }
+    }
+
+    static let cxf = FuzzTarget(
+        name: "cxf",
+        summary: "CXF JSON and CXP ExportResponse JSON: accepted input re-encodes to JSON that reads back the same",
+        seeds: {
+            let key = random.keyAgreementKey()
+            return [
+                document().jsonBytes,
+                (try? ExportResponse(sealing: document(), to: key.publicKey).jsonBytes) ?? [],
+                Array(
+                    #"{"version":{"major":1,"minor":0},"exporterRpId":"x","exporterDisplayName":"x","timestamp":0,"accounts":[{"id":"AA","username":"","email":"","items":[{"id":"AA","title":"t","credentials":[{}]}]}]}"#
+                        .utf8),
+            ]
+        },
+        run: { input in
+            if let header = try? CXF.Header(jsonBytes: input) {
+                let again = header.jsonBytes
+                let reread = try? CXF.Header(jsonBytes: again)
+                expect(reread?.jsonBytes == again, "a CXF document did not read back as it was written")
+                if let contents = try? header.importContents(source: "fuzz", wasClearText: true) {
+                    checkImported(contents)
+                }
+            }
+            if let response = try? ExportResponse(jsonBytes: input) {
+                let again = response.jsonBytes
+                expect((try? ExportResponse(jsonBytes: again))?.jsonBytes == again, "an ExportResponse changed")
+            }
+        })
+
+    static let archive = FuzzTarget(
+        name: "passkey-archive",
+        summary: "passkey archive JSON: accepted headers have bounded scrypt parameters and re-encode the same",
+        seeds: {
+            let sealed = try? PassphraseArchive(
+                sealing: document(), passphrase: "fuzz",
+                kdf: PassphraseArchive.KDF(rounds: 1 << 14, blockSize: 8, parallelism: 1))
+            return [sealed?.jsonBytes ?? []]
+        },
+        run: { input in
+            guard let archive = try? PassphraseArchive(jsonBytes: input) else { return }
+            let kdf = archive.kdf
+            expect(
+                PassphraseArchive.KDF.problem(
+                    rounds: kdf.rounds, blockSize: kdf.blockSize, parallelism: kdf.parallelism)
+                    == nil && kdf.memoryByteCount <= 256 << 20, "an archive with unbounded scrypt parameters was read")
+            let again = archive.jsonBytes
+            expect((try? PassphraseArchive(jsonBytes: again))?.jsonBytes == again, "an archive changed when re-read")
+        })
+
+    static let importFile = FuzzTarget(
+        name: "import-file",
+        summary: "any file passkey import reads (Bitwarden, KeePassXC, CXF): accepted passkeys fit the store",
+        seeds: {
+            let key = signingKey()
+            let bitwarden = """
+                {"encrypted":false,"items":[{"type":1,"name":"x","login":{"fido2Credentials":[{
+                "credentialId":"0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0","keyType":"public-key","keyAlgorithm":"ECDSA",
+                "keyCurve":"P-256","keyValue":"\(Array(key.derRepresentation).base64URL)","rpId":"example.com",
+                "userHandle":"dXNlcg","userName":"u","counter":"3","rpName":"E","userDisplayName":"U",
+                "discoverable":"true","creationDate":"2024-03-05T10:11:12.345Z"}]}}]}
+                """
+            let keepass = """
+                {"relyingParty":"example.com","url":"https://example.com","username":"u","credentialId":"AAECAw",
+                "userHandle":"dXNlcg","privateKey":\(String(decoding: JSONEncoder.string(key.pemRepresentation), as: UTF8.self))}
+                """
+            return [Array(bitwarden.utf8), Array(keepass.utf8), Array("[\(keepass)]".utf8), document().jsonBytes]
+        },
+        run: { input in
+            guard case .clearText(let contents)? = try? ImportFile(bytes: input, now: Date(timeIntervalSince1970: 0))
+            else { return }
+            checkImported(contents)
+        })
+}
+
+extension Array where Element == UInt8 {
+    fileprivate var base64URL: String {
+        Data(self).base64EncodedString().replacingOccurrences(of: "+", with: "-").replacingOccurrences(
+            of: "/", with: "_"
+        )
+        .replacingOccurrences(of: "=", with: "")
+    }
+}
+
+extension JSONEncoder {
+    /// A JSON string literal for `text`.
+    fileprivate static func string(_ text: String) -> [UInt8] { Array((try? JSONEncoder().encode(text)) ?? Data()) }
+}

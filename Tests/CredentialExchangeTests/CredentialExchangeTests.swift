@@ -1,0 +1,242 @@
+import CTAP2
+import CredentialExchange
+import Crypto
+import Foundation
+import Testing
+import WebAuthnClient
+
+/// A passkey credential with a fresh key.
+func makeCredential(hmacSecret: Bool = false, backupEligible: Bool = true) -> StoredCredential {
+    StoredCredential(
+        id: (0..<16).map { _ in UInt8.random(in: 0...255) }, relyingPartyID: "example.com", relyingPartyName: "Example",
+        userHandle: Array("alice".utf8), userName: "alice", userDisplayName: "Alice",
+        privateKey: P256.Signing.PrivateKey(), isDiscoverable: true, backupEligible: backupEligible,
+        backupState: backupEligible, creationDate: Date(timeIntervalSince1970: 1_700_000_000), credentialBlob: [1, 2],
+        hmacSecret: hmacSecret)
+}
+
+func json(_ text: String) -> [UInt8] { Array(text.utf8) }
+
+struct CXFTests {
+    @Test func aDocumentRoundTripsAndImportsWithItsExtensions() throws {
+        let credential = makeCredential(hmacSecret: true)
+        let document = CXF.Header(
+            exporting: [credential], exporterRpId: "passkey.local", exporterDisplayName: "passkey",
+            at: Date(timeIntervalSince1970: 1_700_000_500))
+        let bytes = document.jsonBytes
+        let read = try CXF.Header(jsonBytes: bytes)
+        #expect(read.jsonBytes == bytes)
+        #expect(read.version == CXF.Version(major: 1, minor: 0) && read.timestamp == 1_700_000_500)
+        let contents = try read.importContents(source: "test", wasClearText: false)
+        let imported = try #require(contents.passkeys.first).credential
+        #expect(imported.id == credential.id && imported.userHandle == credential.userHandle)
+        #expect(imported.privateKey.rawRepresentation == credential.privateKey.rawRepresentation)
+        #expect(imported.hmacSecret && imported.credentialBlob == [1, 2])
+        #expect(imported.backupEligible && imported.backupState)
+        #expect(imported.creationDate == credential.creationDate)
+        #expect(!"\(read.passkeys[0].passkey)".contains(Array(credential.privateKey.derRepresentation).base64URL))
+    }
+
+    @Test func singleDeviceCredentialsAreNotExported() {
+        let (exported, left) = CXF.Header.exportable([makeCredential(), makeCredential(backupEligible: false)])
+        #expect(exported.count == 1 && left == 1)
+    }
+
+    @Test func hmacValuesFromElsewhereAreNotKept() throws {
+        var passkey = CXF.Passkey(makeCredential())
+        passkey.fido2Extensions = CXF.FIDO2Extensions(
+            hmacCredentials: CXF.HMACCredentials(
+                credWithUV: [UInt8](repeating: 1, count: 32), credWithoutUV: [UInt8](repeating: 2, count: 32)))
+        let contents = try document([.passkey(passkey)]).importContents(source: "t", wasClearText: true)
+        #expect(contents.passkeys[0].credential.hmacSecret == false)
+        #expect(contents.passkeys[0].notes.contains { $0.contains("PRF") })
+    }
+
+    @Test func otherTypesAreKeptAndCountedAndAMissingTypeIsAnError() throws {
+        let other = CXF.Credential.other(type: "totp", .object([JSONMember("type", .string("totp"))]))
+        let read = try CXF.Header(jsonBytes: document([.passkey(CXF.Passkey(makeCredential())), other]).jsonBytes)
+        #expect(read.otherCredentialCounts == ["totp": 1])
+        #expect(try read.importContents(source: "t", wasClearText: true).passkeys.count == 1)
+
+        let missing = json(
+            #"{"version":{"major":1,"minor":0},"exporterRpId":"x","exporterDisplayName":"x","timestamp":0,"accounts":[{"id":"AA","username":"","email":"","items":[{"id":"AA","title":"t","credentials":[{"rpId":"x"}]}]}]}"#
+        )
+        let error = #expect(throws: ExchangeError.self) { try CXF.Header(jsonBytes: missing) }
+        #expect(error?.code == .missingField)
+        #expect(error?.message == "accounts[0].items[0].credentials[0].type is missing")
+    }
+
+    @Test(arguments: [
+        (
+            #"{"version":{"major":2,"minor":0},"exporterRpId":"x","exporterDisplayName":"x","timestamp":0,"accounts":[]}"#,
+            ExchangeError.Code.unsupportedVersion
+        ),
+        (
+            #"{"version":{"major":1,"minor":0},"exporterRpId":"x","exporterDisplayName":"x","timestamp":-1,"accounts":[]}"#,
+            .invalidValue
+        ),
+        (
+            #"{"version":{"major":1,"minor":0},"exporterRpId":"x","exporterDisplayName":"x","accounts":[]}"#,
+            .missingField
+        ),
+        (#"[1,2"#, .malformedJSON),
+    ])
+    func rejects(text: String, code: ExchangeError.Code) {
+        let error = #expect(throws: ExchangeError.self) { try CXF.Header(jsonBytes: json(text)) }
+        #expect(error?.code == code)
+    }
+
+    @Test func aBadKeyIsReportedByLocationAndNothingIsReturned() throws {
+        var bad = CXF.Passkey(makeCredential())
+        bad.key = Array(P384.Signing.PrivateKey().derRepresentation)
+        let error = #expect(throws: ExchangeError.self) {
+            try document([.passkey(CXF.Passkey(makeCredential())), .passkey(bad)]).importContents(
+                source: "t", wasClearText: true)
+        }
+        #expect(error?.code == .invalidEntries)
+        #expect(error?.problems.map(\.location) == ["accounts[0].items[0].credentials[1]"])
+        #expect(error?.problems.first?.reason.contains("P-256") == true)
+    }
+
+    func document(_ credentials: [CXF.Credential]) -> CXF.Header {
+        CXF.Header(
+            exporterRpId: "t", exporterDisplayName: "t", timestamp: 0,
+            accounts: [
+                CXF.Account(
+                    id: [1], username: "", email: "", items: [CXF.Item(id: [1], title: "t", credentials: credentials)])
+            ])
+    }
+}
+
+struct SealingTests {
+    @Test func hpkeRoundTripsAndRefusesTheWrongKeyInfoAndAnyFlippedByte() throws {
+        let key = P256.KeyAgreement.PrivateKey()
+        let sealed = try ExchangeHPKE.seal([1, 2, 3], to: key.publicKey, info: [9])
+        #expect(sealed.encapsulatedKey.count == 65 && sealed.ciphertext.count == 3 + 16)
+        #expect(try ExchangeHPKE.open(sealed, with: key, info: [9]) == [1, 2, 3])
+        #expect(throws: ExchangeError(.wrongKeyOrTampered, "")) {
+            try ExchangeHPKE.open(sealed, with: P256.KeyAgreement.PrivateKey(), info: [9])
+        }
+        #expect(throws: ExchangeError(.wrongKeyOrTampered, "")) { try ExchangeHPKE.open(sealed, with: key, info: [8]) }
+        for index in sealed.ciphertext.indices {
+            var flipped = sealed
+            flipped.ciphertext[index] ^= 0x80
+            #expect(throws: ExchangeError(.wrongKeyOrTampered, "")) {
+                try ExchangeHPKE.open(flipped, with: key, info: [9])
+            }
+        }
+    }
+
+    @Test func jwksRoundTripAndAPrivateKeyIsNotAPublicOne() throws {
+        let key = P256.KeyAgreement.PrivateKey()
+        let reread = try P256.KeyAgreement.PrivateKey(jwkRepresentation: key.jwkRepresentation)
+        #expect(reread.rawRepresentation == key.rawRepresentation)
+        let pub = try P256.KeyAgreement.PublicKey(jwkRepresentation: key.publicKey.jwkRepresentation)
+        #expect(pub.x963Representation == key.publicKey.x963Representation)
+        #expect(throws: ExchangeError(.invalidKey, "")) {
+            try P256.KeyAgreement.PublicKey(jwkRepresentation: key.jwkRepresentation)
+        }
+        #expect(throws: ExchangeError(.invalidKey, "")) {
+            try P256.KeyAgreement.PublicKey(
+                jwkRepresentation: json(#"{"kty":"EC","crv":"P-256","x":"AAAA","y":"AAAA"}"#))
+        }
+    }
+
+    @Test func anExportResponseRoundTrips() throws {
+        let key = P256.KeyAgreement.PrivateKey()
+        let document = CXF.Header(
+            exporting: [makeCredential()], exporterRpId: "passkey.local", exporterDisplayName: "p", at: Date())
+        let response = try ExportResponse(jsonBytes: ExportResponse(sealing: document, to: key.publicKey).jsonBytes)
+        #expect(try response.open(with: key).jsonBytes == document.jsonBytes)
+        #expect(throws: ExchangeError(.wrongKeyOrTampered, "")) {
+            try response.open(with: P256.KeyAgreement.PrivateKey())
+        }
+    }
+
+    static let cheap = PassphraseArchive.KDF(rounds: 1 << 14, blockSize: 8, parallelism: 1)
+
+    @Test func anArchiveRoundTripsAndRefusesTheWrongPassphraseTamperingAndHostileParameters() throws {
+        let document = CXF.Header(
+            exporting: [makeCredential()], exporterRpId: "passkey.local", exporterDisplayName: "p", at: Date())
+        let bytes = try PassphraseArchive(sealing: document, passphrase: "caf\u{E9}", kdf: Self.cheap).jsonBytes
+        let archive = try PassphraseArchive(jsonBytes: bytes)
+        // NFC: the decomposed spelling opens it too.
+        #expect(try archive.open(passphrase: "cafe\u{301}").jsonBytes == document.jsonBytes)
+        #expect(throws: ExchangeError(.wrongPassphraseOrTampered, "")) { try archive.open(passphrase: "cafe") }
+        var changed = archive
+        changed.kdf.parallelism = 2  // the parameters are authenticated
+        #expect(throws: ExchangeError(.wrongPassphraseOrTampered, "")) { try changed.open(passphrase: "caf\u{E9}") }
+        var text = String(decoding: bytes, as: UTF8.self)
+        text = text.replacingOccurrences(of: "\"N\": 16384", with: "\"N\": 1073741824")
+        #expect(throws: ExchangeError(.kdfParametersRefused, "")) { try PassphraseArchive(jsonBytes: Array(text.utf8)) }
+        #expect(throws: ExchangeError(.malformedJSON, "")) {
+            try PassphraseArchive(jsonBytes: Array(bytes.prefix(bytes.count / 2)))
+        }
+    }
+}
+
+struct OtherManagerTests {
+    static let key = P256.Signing.PrivateKey()
+
+    @Test func bitwardenIDsAreGUIDsInTextOrderOrB64() throws {
+        let text = """
+            {"encrypted":false,"items":[{"type":1,"login":{"fido2Credentials":[
+            {"credentialId":"0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0","keyType":"public-key","keyAlgorithm":"ECDSA",
+             "keyCurve":"P-256","keyValue":"\(Array(Self.key.derRepresentation).base64URL)","rpId":"example.com",
+             "userHandle":"dXNlcg","userName":"u","counter":"5","discoverable":"false","creationDate":"2024-03-05T10:11:12.345Z"},
+            {"credentialId":"b64.AAEC","keyValue":"\(Array(Self.key.derRepresentation).base64URL)","rpId":"example.com",
+             "userHandle":"dXNlcg","discoverable":"true","counter":"0"}]}}]}
+            """
+        guard case .clearText(let contents) = try ImportFile(bytes: json(text), now: Date()) else {
+            Issue.record("not read as clear text")
+            return
+        }
+        #expect(contents.source == BitwardenExport.source && contents.wasClearText)
+        let first = contents.passkeys[0]
+        #expect(
+            first.credential.id == [
+                0x0f, 0x1e, 0x2d, 0x3c, 0x4b, 0x5a, 0x69, 0x78, 0x87, 0x96, 0xa5, 0xb4, 0xc3, 0xd2, 0xe1, 0xf0,
+            ])
+        #expect(first.credential.isDiscoverable == false)
+        #expect(first.notes.contains { $0.contains("counter was 5") })
+        #expect(first.credential.creationDate == Date(timeIntervalSince1970: 1_709_633_472.345))
+        #expect(contents.passkeys[1].credential.id == [0, 1, 2])
+    }
+
+    @Test func encryptedBitwardenExportsAreRefused() {
+        let error = #expect(throws: ExchangeError.self) {
+            try ImportFile(bytes: json(#"{"encrypted":true,"passwordProtected":true,"data":"x"}"#), now: Date())
+        }
+        #expect(error?.code == .encryptedExport)
+    }
+
+    @Test func keePassXCFilesCarryPEM() throws {
+        let object = """
+            {"relyingParty":"example.com","url":"https://example.com","username":"u","credentialId":"AAECAw",
+             "userHandle":"dXNlcg","privateKey":\(String(decoding: try JSONEncoder().encode(Self.key.pemRepresentation), as: UTF8.self))}
+            """
+        guard case .clearText(let contents) = try ImportFile(bytes: json("[\(object),\(object)]"), now: Date()) else {
+            Issue.record("not read as clear text")
+            return
+        }
+        #expect(contents.passkeys.count == 2)
+        #expect(contents.passkeys[0].credential.privateKey.rawRepresentation == Self.key.rawRepresentation)
+        let noPEM = object.replacingOccurrences(of: "BEGIN PRIVATE KEY", with: "BEGIN EC PRIVATE KEY")
+        let error = #expect(throws: ExchangeError.self) { try ImportFile(bytes: json(noPEM), now: Date()) }
+        #expect(error?.problems.first?.location == "the passkey")
+    }
+
+    @Test func junkIsNotAFormat() {
+        #expect(throws: ExchangeError(.unknownFormat, "")) { try ImportFile(bytes: json(#"{"a":1}"#), now: Date()) }
+        #expect(throws: ExchangeError(.malformedJSON, "")) { try ImportFile(bytes: [0xFF, 0x00], now: Date()) }
+    }
+}
+
+extension Array where Element == UInt8 {
+    var base64URL: String {
+        Data(self).base64EncodedString().replacingOccurrences(of: "+", with: "-").replacingOccurrences(
+            of: "/", with: "_"
+        )
+        .replacingOccurrences(of: "=", with: "")
+    }
+}
