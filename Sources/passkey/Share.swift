@@ -112,8 +112,9 @@ extension Passkey {
                 status.say("tunnel connected: \(Passkey.Scan.host(of: url))")
             case .hybrid(.handshakeDone):
                 status.say("handshake done: end-to-end encrypted")
-            case .hybrid(.requestSent), .hybrid(.responseReceived), .hybrid(.showQRCode):
-                break
+            case .hybrid(.requestSent), .hybrid(.responseReceived), .hybrid(.showQRCode), .hybrid(.contacting),
+                .hybrid(.linkedPhoneNear):
+                break  // a share has its own QR code and no linked phone
             case .passkeyReceived:
                 status.say("passkey received: sealed to this QR code and this session, and checked")
             case .acknowledged(let outcome):
