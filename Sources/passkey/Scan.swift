@@ -143,33 +143,43 @@ extension Passkey {
 
         /// The payload from the argument, the image or standard input, checked before anything is opened.
         func readQRCode() throws -> QRCodePayload {
-            var text: String
-            if let url {
-                text = url
-            } else if let image {
-                let found = try QRImageReader.decode(contentsOf: image).filter {
-                    $0.uppercased().hasPrefix(QRCodePayload.prefix)
-                }
-                guard found.count == 1 else {
-                    throw CommandFailure(
-                        found.isEmpty
-                            ? "\(image) holds no FIDO:/ QR code"
-                            : "\(image) holds \(found.count) FIDO:/ QR codes; crop it to one")
-                }
-                text = found[0]
-            } else {
-                if isatty(STDIN_FILENO) == 1 { Terminal.shared.write("Paste the FIDO:/ URL and press Enter: ") }
-                guard let line = readLine(strippingNewline: true) else {
-                    throw CommandFailure("no FIDO:/ URL given (argument, --image or standard input)")
-                }
-                text = line
-            }
-            text = text.trimmingCharacters(in: .whitespacesAndNewlines)
+            let text = try Self.qrCodeText(url: url, image: image, prefix: QRCodePayload.prefix)
             do {
                 return try QRCodePayload(url: text)
             } catch {
                 throw CommandFailure("not a hybrid QR code: \(error)")
             }
+        }
+
+        /// A QR code's text, trimmed: `url` when given, else the one code in `image` that starts with `prefix`
+        /// (in any case), else a line of standard input (with a prompt on a terminal). A picture without such a
+        /// code gets `wrongKind(image)` when that names what it holds instead.
+        static func qrCodeText(
+            url: String?, image: String?, prefix: String,
+            wrongKind: (String, [String]) -> CommandFailure? = { _, _ in nil }
+        ) throws -> String {
+            var text: String
+            if let url {
+                text = url
+            } else if let image {
+                let codes = try QRImageReader.decode(contentsOf: image)
+                let found = codes.filter { $0.uppercased().hasPrefix(prefix) }
+                guard found.count == 1 else {
+                    if found.isEmpty, let failure = wrongKind(image, codes) { throw failure }
+                    throw CommandFailure(
+                        found.isEmpty
+                            ? "\(image) holds no \(prefix) QR code"
+                            : "\(image) holds \(found.count) \(prefix) QR codes; crop it to one")
+                }
+                text = found[0]
+            } else {
+                if isatty(STDIN_FILENO) == 1 { Terminal.shared.write("Paste the \(prefix) URL and press Enter: ") }
+                guard let line = readLine(strippingNewline: true) else {
+                    throw CommandFailure("no \(prefix) URL given (argument, --image or standard input)")
+                }
+                text = line
+            }
+            return text.trimmingCharacters(in: .whitespacesAndNewlines)
         }
 
         static func describe(_ event: HybridAuthenticatorProgress, mode: ProximityMode) -> String {

@@ -247,34 +247,13 @@ extension Passkey {
 
         /// The code from the argument, the image or standard input, checked before the store is opened.
         func readQRCode() throws -> ShareQRCode {
-            var text: String
-            if let url {
-                text = url
-            } else if let image {
-                let codes = try QRImageReader.decode(contentsOf: image)
-                let found = codes.filter { $0.uppercased().hasPrefix(ShareQRCode.prefix) }
-                guard found.count == 1 else {
-                    if found.isEmpty, codes.contains(where: { $0.uppercased().hasPrefix(QRCodePayload.prefix) }) {
-                        throw CommandFailure(
-                            "\(image) holds a sign-in QR code (FIDO:/), not a share code",
-                            hint: "Answer sign-in codes with `passkey scan`.")
-                    }
-                    throw CommandFailure(
-                        found.isEmpty
-                            ? "\(image) holds no PASSKEY-SHARE:/ QR code"
-                            : "\(image) holds \(found.count) PASSKEY-SHARE:/ QR codes; crop it to one")
-                }
-                text = found[0]
-            } else {
-                if isatty(STDIN_FILENO) == 1 {
-                    Terminal.shared.write("Paste the PASSKEY-SHARE:/ URL and press Enter: ")
-                }
-                guard let line = readLine(strippingNewline: true) else {
-                    throw CommandFailure("no PASSKEY-SHARE:/ URL given (argument, --image or standard input)")
-                }
-                text = line
+            let text = try Passkey.Scan.qrCodeText(url: url, image: image, prefix: ShareQRCode.prefix) {
+                image, codes in
+                guard codes.contains(where: { $0.uppercased().hasPrefix(QRCodePayload.prefix) }) else { return nil }
+                return CommandFailure(
+                    "\(image) holds a sign-in QR code (FIDO:/), not a share code",
+                    hint: "Answer sign-in codes with `passkey scan`.")
             }
-            text = text.trimmingCharacters(in: .whitespacesAndNewlines)
             do {
                 return try ShareQRCode(url: text)
             } catch {
