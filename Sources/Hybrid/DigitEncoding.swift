@@ -34,6 +34,21 @@ public enum DigitEncoding {
     /// Digits for a partial chunk of n bytes, indexed by n (Chromium's `kPartialChunkDigits = 0x0fda8530`).
     static let partialChunkDigits = [0, 3, 5, 8, 10, 13, 15]
 
+    /// What follows `prefix` in `url`, when `url` starts with it (ASCII letters compared without regard to case, as
+    /// Chromium's `qr::Parse` compares `FIDO:/`); nil otherwise. QR scanners may hand over the URL in either case.
+    public static func digits(of url: some StringProtocol, afterPrefix prefix: String) -> String? {
+        let utf8 = url.utf8
+        let prefix = prefix.utf8
+        guard utf8.count >= prefix.count,
+            zip(utf8.prefix(prefix.count), prefix).allSatisfy({ asciiLowercase($0) == asciiLowercase($1) })
+        else { return nil }
+        return String(decoding: utf8.dropFirst(prefix.count), as: UTF8.self)
+    }
+
+    private static func asciiLowercase(_ byte: UInt8) -> UInt8 {
+        (UInt8(ascii: "A")...UInt8(ascii: "Z")).contains(byte) ? byte + 32 : byte
+    }
+
     /// The digits for `bytes`; the empty input gives the empty string.
     public static func encode(_ bytes: [UInt8]) -> String {
         let partialWidth = partialChunkDigits[bytes.count % chunkSize]

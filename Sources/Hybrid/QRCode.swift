@@ -162,12 +162,7 @@ public struct QRCodePayload: Sendable {
 
     /// Parses a `FIDO:/…` URL (the prefix in any case).
     public init(url: some StringProtocol) throws(QRCodeError) {
-        let utf8 = url.utf8
-        let prefix = Self.prefix.utf8
-        guard utf8.count >= prefix.count,
-            zip(utf8.prefix(prefix.count), prefix).allSatisfy({ Self.asciiLowercase($0) == Self.asciiLowercase($1) })
-        else { throw .missingPrefix }
-        let digits = String(decoding: utf8.dropFirst(prefix.count), as: UTF8.self)
+        guard let digits = DigitEncoding.digits(of: url, afterPrefix: Self.prefix) else { throw .missingPrefix }
         let bytes: [UInt8]
         do {
             bytes = try DigitEncoding.decode(digits)
@@ -230,10 +225,6 @@ public struct QRCodePayload: Sendable {
 
     /// The `FIDO:/…` URL to put in the QR code.
     public var url: String { Self.prefix + DigitEncoding.encode(cborBytes) }
-
-    private static func asciiLowercase(_ byte: UInt8) -> UInt8 {
-        (UInt8(ascii: "A")...UInt8(ascii: "Z")).contains(byte) ? byte + 32 : byte
-    }
 }
 
 extension QRCodePayload: Hashable {

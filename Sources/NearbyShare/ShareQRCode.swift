@@ -99,14 +99,10 @@ public struct ShareQRCode: Sendable, Hashable {
 
     /// Parses a `PASSKEY-SHARE:/…` URL (the prefix in any case).
     public init(url: some StringProtocol) throws(ShareQRCodeError) {
-        let utf8 = Array(url.utf8)
-        let prefix = Array(Self.prefix.utf8)
-        guard utf8.count >= prefix.count,
-            zip(utf8.prefix(prefix.count), prefix).allSatisfy({ Self.upper($0) == $1 })
-        else { throw .missingPrefix }
+        guard let digits = DigitEncoding.digits(of: url, afterPrefix: Self.prefix) else { throw .missingPrefix }
         let bytes: [UInt8]
         do {
-            bytes = try DigitEncoding.decode(String(decoding: utf8.dropFirst(prefix.count), as: UTF8.self))
+            bytes = try DigitEncoding.decode(digits)
         } catch {
             throw .invalidDigits(error)
         }
@@ -174,9 +170,5 @@ public struct ShareQRCode: Sendable, Hashable {
             throw .keyNotOnCurve(key: key)
         }
         return publicKey
-    }
-
-    private static func upper(_ byte: UInt8) -> UInt8 {
-        (UInt8(ascii: "a")...UInt8(ascii: "z")).contains(byte) ? byte - 32 : byte
     }
 }
