@@ -72,7 +72,7 @@ let package = Package(
     targets: [
         // MARK: Pure code: no I/O, no NIO. Time, randomness and storage come in as values or protocols.
         // Hex, base64url, a digest's bytes and durations in seconds or milliseconds, for every module above.
-        .target(name: "Basics", dependencies: [crypto], swiftSettings: strictSettings),
+        .target(name: "Basics", dependencies: [crypto, cryptoExtras], swiftSettings: strictSettings),
         .target(name: "CBOR", swiftSettings: strictSettings),
         .target(name: "WebAuthn", dependencies: ["Basics", "CBOR", crypto], swiftSettings: strictSettings),
         .target(
@@ -100,7 +100,7 @@ let package = Package(
         // sealed with HPKE, the passphrase archive, and the Bitwarden and KeePassXC files read for import
         // (Docs/Exchange.md). JSON comes through WebAuthnClient's strict reader.
         .target(
-            name: "CredentialExchange", dependencies: ["Basics", "CTAP2", "WebAuthnClient", crypto, cryptoExtras],
+            name: "CredentialExchange", dependencies: ["Basics", "CTAP2", "WebAuthnClient", crypto],
             swiftSettings: strictSettings),
         // Sharing one passkey with a person nearby: the share QR code, messages, sender and receiver (pure).
         .target(
@@ -125,7 +125,7 @@ let package = Package(
         .systemLibrary(name: "CUHIDHeader", providers: [.apt(["linux-libc-dev"])]),
         .systemLibrary(name: "CSQLite", pkgConfig: "sqlite3", providers: [.apt(["libsqlite3-dev"])]),
         .target(
-            name: "PasskeyStore", dependencies: ["Basics", "CTAP2", "CSQLite", crypto, cryptoExtras],
+            name: "PasskeyStore", dependencies: ["Basics", "CTAP2", "CSQLite", crypto],
             swiftSettings: strictSettings),
         .target(
             name: "CTAPHIDTransport", dependencies: ["Basics", "CTAPHID", "UHID", nioCore, nioPosix, logging],

@@ -2,7 +2,6 @@ import Basics
 import Crypto
 import Foundation
 import WebAuthnClient
-import _CryptoExtras
 
 /// A passphrase-protected backup of a CXF document: JSON holding the scrypt parameters, the salt, the AES-256-GCM
 /// nonce and the ciphertext.
@@ -26,12 +25,10 @@ public struct PassphraseArchive: Sendable {
         /// N = 2^17, r = 8, p = 1: 128 MiB and about half a second per derivation, for a file that may sit on backup
         /// media for years (four times the store's own cost).
         public static let `default` = KDF(rounds: 1 << 17, blockSize: 8, parallelism: 1)
-        /// The least memory accepted: 16 MiB (N = 2^14, r = 8).
-        public static let minimumMemoryByteCount = 16 << 20
-        /// The most memory accepted: 256 MiB.
-        public static let maximumMemoryByteCount = 256 << 20
-        /// The most work accepted, N·r·p: 2^22 (a few seconds).
-        public static let maximumWork = 1 << 22
+        /// The bounds every passphrase file is held to (``ScryptCost``).
+        public static let minimumMemoryByteCount = ScryptCost.minimumMemoryByteCount
+        public static let maximumMemoryByteCount = ScryptCost.maximumMemoryByteCount
+        public static let maximumWork = ScryptCost.maximumWork
 
         public var rounds: Int
         public var blockSize: Int
@@ -45,41 +42,27 @@ public struct PassphraseArchive: Sendable {
 
         /// Why these parameters are refused, nil if they are accepted.
         public static func problem(rounds: Int, blockSize: Int, parallelism: Int) -> String? {
-            guard rounds >= 1 << 10, rounds <= 1 << 22, rounds & (rounds - 1) == 0 else {
-                return "N must be a power of two from 1024 to 4194304"
-            }
-            guard (1...32).contains(blockSize) else { return "r must be 1 to 32" }
-            guard (1...16).contains(parallelism) else { return "p must be 1 to 16" }
-            let memory = 128 * rounds * blockSize
-            guard memory >= minimumMemoryByteCount else {
-                return
-                    "they need \(memory >> 10) KiB of memory, below the minimum of \(minimumMemoryByteCount >> 20) MiB"
-            }
-            guard memory <= maximumMemoryByteCount else {
-                return
-                    "they need \(memory >> 20) MiB of memory, above the maximum of \(maximumMemoryByteCount >> 20) MiB"
-            }
-            guard rounds * blockSize * parallelism <= maximumWork else {
-                return "N·r·p is above the maximum of \(maximumWork)"
-            }
-            return nil
+            ScryptCost.problem(rounds: rounds, blockSize: blockSize, parallelism: parallelism)
         }
 
         /// The memory one derivation needs.
-        public var memoryByteCount: Int { 128 * rounds * blockSize }
+        public var memoryByteCount: Int { ScryptCost.memoryByteCount(rounds: rounds, blockSize: blockSize) }
 
-        public var description: String { "scrypt(N=\(rounds), r=\(blockSize), p=\(parallelism))" }
+        public var description: String {
+            ScryptCost.description(rounds: rounds, blockSize: blockSize, parallelism: parallelism)
+        }
 
         func deriveKey(passphrase: String, salt: [UInt8]) throws(ExchangeError) -> SymmetricKey {
-            let normalized = Array(passphrase.precomposedStringWithCanonicalMapping.utf8)
+            let normalized = ScryptCost.normalized(passphrase)
             guard !normalized.isEmpty else { throw ExchangeError(.invalidValue, "the passphrase must not be empty") }
-            do {
-                return try _CryptoExtras.KDF.Scrypt.deriveKey(
-                    from: normalized, salt: salt, outputByteCount: 32, rounds: rounds, blockSize: blockSize,
-                    parallelism: parallelism)
-            } catch {
+            guard
+                let key = ScryptCost.deriveKey(
+                    normalizedPassphrase: normalized, salt: salt, outputByteCount: 32, rounds: rounds,
+                    blockSize: blockSize, parallelism: parallelism)
+            else {
                 throw ExchangeError(.kdfParametersRefused, "could not derive the archive key with \(self)")
             }
+            return key
         }
     }
 

@@ -1,7 +1,6 @@
+import Basics
 import CTAP2
 import Crypto
-import Foundation
-import _CryptoExtras
 
 /// The cost of turning a store passphrase into the store key with scrypt (RFC 7914).
 ///
@@ -12,14 +11,13 @@ public struct KDFParameters: Sendable, Hashable, CustomStringConvertible {
     public static let scryptAlgorithm = "scrypt"
     /// The length of the derived key in bytes: an AES-256 key.
     public static let outputByteCount = 32
-    /// The least memory one derivation must need (16 MiB: N = 2^14 with r = 8, the scrypt paper's parameters for
-    /// interactive logins). A store file asking for less is refused, so a file cannot weaken its own passphrase.
-    public static let minimumMemoryByteCount = 16 << 20
+    /// The least memory one derivation must need (16 MiB). A store file asking for less is refused, so a file cannot
+    /// weaken its own passphrase.
+    public static let minimumMemoryByteCount = ScryptCost.minimumMemoryByteCount
     /// The most memory one derivation may need (256 MiB, eight times the default).
-    public static let maximumMemoryByteCount = 256 << 20
-    /// The most work one derivation may take, N·r·p (2^22: sixteen times the default, a few seconds), so a hostile
-    /// file cannot make opening take minutes through the parallelism.
-    public static let maximumWork = 1 << 22
+    public static let maximumMemoryByteCount = ScryptCost.maximumMemoryByteCount
+    /// The most work one derivation may take, N·r·p (2^22: sixteen times the default, a few seconds).
+    public static let maximumWork = ScryptCost.maximumWork
 
     /// scrypt's CPU/memory cost `N`, a power of two.
     public let rounds: Int
@@ -36,26 +34,9 @@ public struct KDFParameters: Sendable, Hashable, CustomStringConvertible {
         self.parallelism = parallelism
     }
 
-    /// Why these parameters are refused, or nil when they are accepted: `rounds` must be a power of two from 2^10 to
-    /// 2^22, `blockSize` 1...32 and `parallelism` 1...16; one derivation must need from `minimumMemoryByteCount` to
-    /// `maximumMemoryByteCount` of memory and at most `maximumWork`.
+    /// Why these parameters are refused, or nil when they are accepted (``ScryptCost/problem(rounds:blockSize:parallelism:)``).
     public static func problem(rounds: Int, blockSize: Int, parallelism: Int) -> String? {
-        guard rounds >= 1 << 10, rounds <= 1 << 22, rounds & (rounds - 1) == 0 else {
-            return "N must be a power of two from 1024 to 4194304"
-        }
-        guard (1...32).contains(blockSize) else { return "r must be 1 to 32" }
-        guard (1...16).contains(parallelism) else { return "p must be 1 to 16" }
-        let memory = 128 * rounds * blockSize
-        guard memory >= minimumMemoryByteCount else {
-            return "they need \(memory >> 10) KiB of memory, below the minimum of \(minimumMemoryByteCount >> 20) MiB"
-        }
-        guard memory <= maximumMemoryByteCount else {
-            return "they need \(memory >> 20) MiB of memory, above the maximum of \(maximumMemoryByteCount >> 20) MiB"
-        }
-        guard rounds * blockSize * parallelism <= maximumWork else {
-            return "N·r·p is above the maximum of \(maximumWork)"
-        }
-        return nil
+        ScryptCost.problem(rounds: rounds, blockSize: blockSize, parallelism: parallelism)
     }
 
     /// N = 2^15, r = 8, p = 1: 32 MiB of memory per derivation.
@@ -65,11 +46,11 @@ public struct KDFParameters: Sendable, Hashable, CustomStringConvertible {
     public static let testing = KDFParameters(rounds: 1 << 14, blockSize: 8, parallelism: 1)!
 
     /// The memory one derivation needs, in bytes.
-    public var memoryByteCount: Int { 128 * rounds * blockSize }
+    public var memoryByteCount: Int { ScryptCost.memoryByteCount(rounds: rounds, blockSize: blockSize) }
 
     /// The parameters in scrypt's notation, for example `scrypt(N=32768, r=8, p=1)`.
     public var description: String {
-        "scrypt(N=\(rounds), r=\(blockSize), p=\(parallelism))"
+        ScryptCost.description(rounds: rounds, blockSize: blockSize, parallelism: parallelism)
     }
 
     /// Derives the store key from `passphrase` and `salt`.
@@ -77,7 +58,7 @@ public struct KDFParameters: Sendable, Hashable, CustomStringConvertible {
     /// The passphrase is normalized to Unicode NFC first, so the same text typed through different input
     /// methods opens the store. Callers reject empty passphrases before calling.
     func deriveKey(passphrase: String, salt: [UInt8]) throws(CredentialStoreError) -> SymmetricKey {
-        let normalized = Array(passphrase.precomposedStringWithCanonicalMapping.utf8)
+        let normalized = ScryptCost.normalized(passphrase)
         // swift-crypto's scrypt needs a non-empty buffer for both.
         guard !normalized.isEmpty else {
             throw CredentialStoreError(.wrongPassphrase, "the passphrase must not be empty")
@@ -85,17 +66,13 @@ public struct KDFParameters: Sendable, Hashable, CustomStringConvertible {
         guard !salt.isEmpty else {
             throw CredentialStoreError(.corrupt, "the key derivation salt is empty")
         }
-        do {
-            return try KDF.Scrypt.deriveKey(
-                from: normalized,
-                salt: salt,
-                outputByteCount: Self.outputByteCount,
-                rounds: rounds,
-                blockSize: blockSize,
-                parallelism: parallelism
-            )
-        } catch {
+        guard
+            let key = ScryptCost.deriveKey(
+                normalizedPassphrase: normalized, salt: salt, outputByteCount: Self.outputByteCount, rounds: rounds,
+                blockSize: blockSize, parallelism: parallelism)
+        else {
             throw CredentialStoreError(.io, "could not derive the store key with \(self): out of memory?")
         }
+        return key
     }
 }
