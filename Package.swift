@@ -204,7 +204,7 @@ let package = Package(
                 "SecurityKey", "Hybrid", "QRImage", "Proximity", "HybridTransport", "HybridLink", "CrossDevice",
                 "RelayServer", "UHID", "WebRelyingParty", "RelyingPartyServer", "PublicSuffix", "WebAuthnClient",
                 "WebAuthnClientIO", "ClientAuthenticators", "CredentialExchange", "NearbyShare", "NearbyShareLink",
-                argumentParser, logging, crypto,
+                "AssociatedDomains", argumentParser, logging, crypto,
                 nioCore,
                 nioSSL,
             ],
@@ -233,7 +233,9 @@ let package = Package(
             name: "FuzzTargets",
             dependencies: [
                 "CBOR", "CTAP2", "CTAPHID", "UHID", "Hybrid", "QRImage", "RelayServer", "RelayCore", "PasskeyStore",
-                "PublicSuffix", "WebAuthnClient", "CredentialExchange", "NearbyShare", crypto, nioCore, nioEmbedded,
+                "PublicSuffix", "WebAuthnClient", "CredentialExchange", "NearbyShare", "AssociatedDomains", crypto,
+                nioCore,
+                nioEmbedded,
                 logging,
             ],
             swiftSettings: strictSettings
@@ -279,6 +281,8 @@ let package = Package(
         .testTarget(
             name: "CredentialExchangeTests", dependencies: ["CredentialExchange", "CTAP2", "WebAuthnClient", crypto],
             swiftSettings: strictSettings),
+        .testTarget(
+            name: "AssociatedDomainsTests", dependencies: ["AssociatedDomains"], swiftSettings: strictSettings),
         .testTarget(name: "FuzzTargetsTests", dependencies: ["FuzzTargets"], swiftSettings: strictSettings),
         .testTarget(
             name: "HybridTransportTests",
