@@ -8,8 +8,9 @@
 /// error naming the pattern's JSON path, so that a typo is reported rather than matched literally.
 ///
 /// Matching walks the text once per token, keeping the set of positions reachable so far (a Thompson-style
-/// simulation), so no pattern and URL can take more than `tokens × characters` steps; a file whose patterns
-/// would expand past `maximumCost` tokens is refused when it is read.
+/// simulation), so no pattern and URL can take more than `cost × characters` steps; a pattern whose cost is past
+/// `maximumCost`, or a file whose patterns together are past `AppLinks.maximumTotalCost`, is refused when the file
+/// is read.
 struct LinkPattern: Hashable, Sendable {
     /// A character, compared after case folding when the pattern is case-insensitive.
     enum Token: Hashable, Sendable {
@@ -24,17 +25,21 @@ struct LinkPattern: Hashable, Sendable {
         var literals: Set<[UInt32]> = []
         var lengths: [Int] = []
         var wildcards: [[Token]] = []
+
+        var cost: Int { lengths.reduce(0, +) + wildcards.reduce(0) { $0 + $1.count } }
     }
 
-    /// The most steps per character of text one pattern may take: a literal character costs 1, a variable 1 per
-    /// distinct literal length plus the tokens of its wildcard values.
+    /// The most steps per character of text one pattern may take: a literal character costs 1, a variable the sum
+    /// of its values' distinct lengths plus the tokens of its values with wildcards.
     static let maximumCost = 16_384
 
     let tokens: [Token]
     let text: String
+    /// The steps per character of text this pattern takes at most.
+    let cost: Int
 
     init(
-        _ pattern: String, variables: [String: [String]], caseSensitive: Bool, at path: String,
+        _ pattern: String, variables: VariableTable, caseSensitive: Bool, at path: String,
         variablesAllowed: Bool = true
     ) throws(AssociationFileError) {
         text = pattern
@@ -51,14 +56,13 @@ struct LinkPattern: Hashable, Sendable {
                 }
                 var name = ""
                 name.unicodeScalars.append(contentsOf: scalars[(index + 2)..<close])
-                guard let values = variables[name] ?? PredefinedVariables.values[name] else {
+                guard let choice = variables.choice(name, caseSensitive: caseSensitive) else {
                     throw AssociationFileError(
                         .wrongType, path: path,
                         "\(path) uses $(\(name.printable)), which is neither in applinks.substitutionVariables "
                             + "nor predefined")
                 }
-                let choice = Self.choice(values, caseSensitive: caseSensitive)
-                cost += choice.lengths.count + choice.wildcards.reduce(0) { $0 + $1.count }
+                cost += choice.cost
                 tokens.append(.choice(choice))
                 index = close + 1
             } else {
@@ -73,6 +77,7 @@ struct LinkPattern: Hashable, Sendable {
             }
         }
         self.tokens = tokens
+        self.cost = cost
     }
 
     private static func token(_ scalar: Unicode.Scalar, caseSensitive: Bool) -> Token {
@@ -83,7 +88,7 @@ struct LinkPattern: Hashable, Sendable {
         }
     }
 
-    private static func choice(_ values: [String], caseSensitive: Bool) -> Choice {
+    static func choice(_ values: [String], caseSensitive: Bool) -> Choice {
         var choice = Choice()
         for value in values {
             let scalars = value.unicodeScalars
@@ -159,5 +164,27 @@ struct LinkPattern: Hashable, Sendable {
             states = next
         }
         return states
+    }
+}
+
+/// Substitution variables compiled once per file, in both case settings: the file's own and the predefined ones
+/// (a file's variable of the same name wins).
+struct VariableTable: Hashable, Sendable {
+    private var sensitive: [String: LinkPattern.Choice] = [:]
+    private var folded: [String: LinkPattern.Choice] = [:]
+
+    static let none = VariableTable([:])
+    private static let predefined = VariableTable(PredefinedVariables.values)
+
+    init(_ variables: [String: [String]]) {
+        for (name, values) in variables {
+            sensitive[name] = LinkPattern.choice(values, caseSensitive: true)
+            folded[name] = LinkPattern.choice(values, caseSensitive: false)
+        }
+    }
+
+    func choice(_ name: String, caseSensitive: Bool) -> LinkPattern.Choice? {
+        if caseSensitive { return sensitive[name] ?? Self.predefined.sensitive[name] }
+        return folded[name] ?? Self.predefined.folded[name]
     }
 }
