@@ -185,7 +185,7 @@ extension AppLinkDetail {
                 return verdict(.open, index: index, pattern: pattern, "\(url.path.printable) matches \"\(pattern)\"")
             }
         case .paths:
-            let path = LinkPattern.subject(url.path, caseSensitive: true)
+            let path = LinkSubject(LinkPattern.subject(url.path, caseSensitive: true))
             for (index, entry) in paths.enumerated() {
                 let excluding = entry.hasPrefix("NOT ")
                 let text = excluding ? String(entry.dropFirst(4)) : entry
