@@ -102,6 +102,9 @@ let package = Package(
         .target(
             name: "CredentialExchange", dependencies: ["Basics", "CTAP2", "WebAuthnClient", crypto],
             swiftSettings: strictSettings),
+        // Associated domains: the apple-app-site-association file and its universal-link rules, Android's
+        // assetlinks.json and the Smart App Banner tag, read from bytes and text (Docs/Domains.md).
+        .target(name: "AssociatedDomains", dependencies: ["Basics", "WebAuthnClient"], swiftSettings: strictSettings),
         // Sharing one passkey with a person nearby: the share QR code, messages, sender and receiver (pure).
         .target(
             name: "NearbyShare", dependencies: ["Basics", "CBOR", "CTAP2", "Hybrid", "CredentialExchange", crypto],
@@ -201,7 +204,7 @@ let package = Package(
                 "SecurityKey", "Hybrid", "QRImage", "Proximity", "HybridTransport", "HybridLink", "CrossDevice",
                 "RelayServer", "UHID", "WebRelyingParty", "RelyingPartyServer", "PublicSuffix", "WebAuthnClient",
                 "WebAuthnClientIO", "ClientAuthenticators", "CredentialExchange", "NearbyShare", "NearbyShareLink",
-                argumentParser, logging, crypto,
+                "AssociatedDomains", argumentParser, logging, crypto,
                 nioCore,
                 nioSSL,
             ],
@@ -230,7 +233,9 @@ let package = Package(
             name: "FuzzTargets",
             dependencies: [
                 "CBOR", "CTAP2", "CTAPHID", "UHID", "Hybrid", "QRImage", "RelayServer", "RelayCore", "PasskeyStore",
-                "PublicSuffix", "WebAuthnClient", "CredentialExchange", "NearbyShare", crypto, nioCore, nioEmbedded,
+                "PublicSuffix", "WebAuthnClient", "CredentialExchange", "NearbyShare", "AssociatedDomains", crypto,
+                nioCore,
+                nioEmbedded,
                 logging,
             ],
             swiftSettings: strictSettings
@@ -276,6 +281,8 @@ let package = Package(
         .testTarget(
             name: "CredentialExchangeTests", dependencies: ["CredentialExchange", "CTAP2", "WebAuthnClient", crypto],
             swiftSettings: strictSettings),
+        .testTarget(
+            name: "AssociatedDomainsTests", dependencies: ["AssociatedDomains"], swiftSettings: strictSettings),
         .testTarget(name: "FuzzTargetsTests", dependencies: ["FuzzTargets"], swiftSettings: strictSettings),
         .testTarget(
             name: "HybridTransportTests",

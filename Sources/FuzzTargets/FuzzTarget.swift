@@ -59,6 +59,9 @@ public enum FuzzTargets {
         ExchangeTargets.importFile,
         ShareTargets.qr,
         ShareTargets.messages,
+        DomainsTargets.aasa,
+        DomainsTargets.assetLinks,
+        DomainsTargets.banner,
     ]
 
     /// The target called `name`, if there is one.
