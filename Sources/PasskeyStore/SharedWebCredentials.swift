@@ -148,6 +148,11 @@ public enum SharedWebCredentials {
             .sorted(by: SavedLogin.listedBefore)
     }
 
+    /// Whether `domain` (`host` or `host:port`) approved `app` for `webcredentials`.
+    public static func isApproved(app: String, domain: String, approvals: any DomainApprovals) -> Bool {
+        approvals.approvedDomains(app: app, service: service).contains { $0.lowercased() == domain.lowercased() }
+    }
+
     /// What adding (or, with no password, deleting) a login from an app does.
     public enum AddDecision: Hashable, Sendable {
         /// The domain did not approve the app: refused, nothing changes.
@@ -170,15 +175,14 @@ public enum SharedWebCredentials {
     public static func decideAdd(
         app: String, domain: String, approvals: any DomainApprovals, existing: PasswordCredential?, password: String?
     ) -> AddDecision {
-        let approved = approvals.approvedDomains(app: app, service: service).map { $0.lowercased() }
-        guard approved.contains(domain.lowercased()) else { return .notApproved }
+        guard isApproved(app: app, domain: domain, approvals: approvals) else { return .notApproved }
         guard let password else { return existing == nil ? .nothingToDelete : .askToDelete }
         guard let existing else { return .saveSilently }
         return existing.hasPassword(password) ? .unchanged : .askToChange
     }
 
     /// `host` or `host:port` with a host that is a domain name.
-    static func isDomain(_ text: String) -> Bool {
+    public static func isDomain(_ text: String) -> Bool {
         let parts = text.split(separator: ":", maxSplits: 1, omittingEmptySubsequences: false)
         guard let host = parts.first, PasswordService.isDomain(String(host).lowercased()) else { return false }
         guard parts.count == 2 else { return true }
