@@ -94,7 +94,9 @@ enum RowAuthentication {
 
     /// Seals a saved password's UTF-8 bytes with its row's other columns (`PasswordColumn` order) as associated data.
     static func sealPassword(_ password: String, row values: [SQLiteValue], with storeKey: SymmetricKey) -> [UInt8]? {
-        guard let box = try? AES.GCM.seal(Array(password.utf8), using: storeKey, authenticating: encode(passwordLabel, values))
+        guard
+            let box = try? AES.GCM.seal(
+                Array(password.utf8), using: storeKey, authenticating: encode(passwordLabel, values))
         else { return nil }
         return box.combined.map { Array($0) }
     }

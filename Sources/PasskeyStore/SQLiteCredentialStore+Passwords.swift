@@ -115,7 +115,8 @@ extension SQLiteCredentialStore {
                 guard case .intact(let credential) = passwordEntry(existing) else {
                     throw CredentialStoreError(
                         .corrupt,
-                        "cannot \(action): its row fails its integrity check (delete it with `passkey password delete`)")
+                        "cannot \(action): its row fails its integrity check (delete it with `passkey password delete`)"
+                    )
                 }
                 if credential.hasPassword(password) { return .unchanged }
                 login = credential.login
@@ -173,9 +174,10 @@ extension SQLiteCredentialStore {
             }.first
             guard let existing, case .intact(let credential) = passwordEntry(existing) else { return nil }
             var used = credential.login
-            let top = try sql(action) { () throws(SQLiteFailure) in
-                try connection.prepared(SQL.maximumPasswordRank).query([.text(used.service.text)]) { $0.integer(0) }
-            }.first.flatMap { $0 } ?? 0
+            let top =
+                try sql(action) { () throws(SQLiteFailure) in
+                    try connection.prepared(SQL.maximumPasswordRank).query([.text(used.service.text)]) { $0.integer(0) }
+                }.first.flatMap { $0 } ?? 0
             guard used.rank < Int(clamping: top) else { return used }
             used.rank = Int(clamping: top) + 1
             let sealed = try sealPassword(credential.password, values: Self.values(of: used))
@@ -196,9 +198,10 @@ extension SQLiteCredentialStore {
     private func nextRank(_ connection: SQLiteConnection, service: PasswordService, action: String)
         throws(CredentialStoreError) -> Int
     {
-        let top = try sql(action) { () throws(SQLiteFailure) in
-            try connection.prepared(SQL.maximumPasswordRank).query([.text(service.text)]) { $0.integer(0) }
-        }.first.flatMap { $0 } ?? 0
+        let top =
+            try sql(action) { () throws(SQLiteFailure) in
+                try connection.prepared(SQL.maximumPasswordRank).query([.text(service.text)]) { $0.integer(0) }
+            }.first.flatMap { $0 } ?? 0
         return Int(clamping: top) + 1
     }
 

@@ -272,7 +272,8 @@ extension Passkey.Password {
                 let domain = service.hostAndPort ?? service.text
                 guard SharedWebCredentials.isApproved(app: app, domain: domain, approvals: table) else {
                     throw CommandFailure(
-                        "\(app.siteChosen) is not approved for webcredentials at \(domain.terminalSafe); nothing deleted")
+                        "\(app.siteChosen) is not approved for webcredentials at \(domain.terminalSafe); nothing deleted"
+                    )
                 }
                 asker = "\(app.siteChosen) wants to delete your saved password for \(what)."
             }
