@@ -83,6 +83,7 @@ enum StoreTargets {
                 _ = try? store.allCredentials()
                 _ = try? store.settings()
                 _ = try? store.largeBlobArray()
+                _ = try? store.passwordEntries()
             } catch {
                 expect(contents(of: url.path) == input, "a refused store file was changed (\(error))")
             }

@@ -313,7 +313,10 @@ extension Passkey.Password {
         }
 
         func run() async throws {
-            // The store is unlocked before anything is decided, so both not-found cases ask the same questions.
+            // Whether the user can be asked is settled, and the store unlocked, before anything is decided: both
+            // not-found cases ask the same questions and end the same way.
+            let terminal = Terminal.shared
+            guard approval.unattended || terminal.isInteractive else { throw PasswordPrompts.needsConfirmation }
             let store = try await store.open(create: false)
             defer { store.close() }
             let table = try PasswordPrompts.approvalTable(approvals, store: self.store)
@@ -321,7 +324,6 @@ extension Passkey.Password {
             let offered = SharedWebCredentials.offered(
                 to: app, domain: domain, approvals: table, logins: saved.map(\.login))
             guard !offered.isEmpty else { throw PasswordPrompts.notFound }
-            let terminal = Terminal.shared
             terminal.write("\(app.siteChosen) wants to use one of your saved passwords:\n")
             for (index, login) in offered.enumerated() {
                 terminal.write("  \(index + 1)) \(login.userName.siteChosen) at \(login.service.text.terminalSafe)\n")
@@ -332,11 +334,13 @@ extension Passkey.Password {
                 terminal.write("passkey: auto-chose 1 (unattended approval)\n")
                 index = 0
             } else {
-                guard terminal.isInteractive else { throw PasswordPrompts.needsConfirmation }
                 terminal.write("Choose 1-\(offered.count), or press Enter to refuse: ")
                 guard case .line(let answer) = await terminal.readLine(timeout: .seconds(120)),
                     let number = Int(answer.trimmingCharacters(in: .whitespaces)), (1...offered.count).contains(number)
-                else { throw CommandFailure("refused: \(app.terminalSafe) gets nothing") }
+                else {
+                    // Refusing looks to the app as if nothing were saved.
+                    throw PasswordPrompts.notFound
+                }
                 index = number - 1
             }
             let login = offered[index]
