@@ -180,6 +180,54 @@ def test_a_wrong_passphrase_changes_nothing(store):
     assert run(store, "password", "get", "example.com").stdout == SECRET + "\n"
 
 
+def on_a_terminal(store, args, typed):
+    """Runs passkey with a pseudo-terminal as its only terminal (a new session, the pty on every standard stream),
+    typing each of `typed` after the prompt before it; returns the exit status and everything the terminal showed."""
+    import pty
+    import select
+    import time
+
+    leader, follower = pty.openpty()
+    environment = dict(os.environ, PASSKEY_STORE=store, PASSKEY_PASSPHRASE=PASSPHRASE)
+    environment.pop("PASSKEY_PASSWORD", None)
+    process = subprocess.Popen([PASSKEY_BIN, *args], stdin=follower, stdout=follower, stderr=follower,
+                               env=environment, start_new_session=True)
+    os.close(follower)
+    shown = b""
+    pending = list(typed)
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        ready, _, _ = select.select([leader], [], [], 1)
+        if ready:
+            try:
+                chunk = os.read(leader, 4096)
+            except OSError:
+                break
+            if not chunk:
+                break
+            shown += chunk
+            if pending and shown.rstrip().endswith(b":"):
+                os.write(leader, pending.pop(0).encode() + b"\n")
+        elif process.poll() is not None:
+            break
+    status = process.wait(timeout=60)
+    os.close(leader)
+    return status, shown.decode(errors="replace")
+
+
+def test_the_password_is_asked_twice_without_echo(store):
+    status, shown = on_a_terminal(store, ["password", "add", "example.com", "alice"], [SECRET, SECRET])
+    assert status == 0, shown
+    assert "Password:" in shown and "Repeat it:" in shown
+    assert SECRET not in shown  # echo was off
+    assert run(store, "password", "get", "example.com").stdout == SECRET + "\n"
+
+    before = digests(store)
+    status, shown = on_a_terminal(store, ["password", "add", "example.com", "bob"], [SECRET, SECRET + "x"])
+    assert status == 1 and "do not match" in shown
+    assert digests(store) == before
+
+
 def test_bad_arguments_are_refused_before_anything_is_opened(store):
     before = digests(store)
     for service in ["http://example.com", "https://example.com/login", "exa mple.com", ""]:
