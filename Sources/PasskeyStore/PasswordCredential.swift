@@ -148,7 +148,12 @@ public struct PasswordCredential: Sendable, CustomStringConvertible, CustomRefle
 
     /// Whether `candidate` is this password, compared in constant time over the longer of the two.
     public func hasPassword(_ candidate: String) -> Bool {
-        constantTimeEquals(Array(password.utf8), Array(candidate.utf8))
+        Self.sameSecret(password, candidate)
+    }
+
+    /// Whether two secrets (a password typed twice) are equal, in time that depends only on their lengths.
+    public static func sameSecret(_ a: String, _ b: String) -> Bool {
+        constantTimeEquals(Array(a.utf8), Array(b.utf8))
     }
 
     public var description: String { "password for \(login.userName) at \(login.service) (hidden)" }

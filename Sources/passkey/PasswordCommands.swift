@@ -396,7 +396,7 @@ enum PasswordPrompts {
             !first.isEmpty
         else { throw CommandFailure("no password given; nothing saved") }
         guard case .line(let second) = await terminal.readSecret(prompt: "Repeat it: ", timeout: .seconds(300)),
-            constantTimeEqual(first, second)
+            PasswordCredential.sameSecret(first, second)
         else { throw CommandFailure("the passwords do not match; nothing saved") }
         return first
     }
@@ -435,15 +435,5 @@ enum PasswordPrompts {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.withoutEscapingSlashes]
         return (try? encoder.encode(text)).map { String(decoding: $0, as: UTF8.self) } ?? "\"\""
-    }
-
-    /// Two typed secrets compared without an early exit.
-    static func constantTimeEqual(_ a: String, _ b: String) -> Bool {
-        let (left, right) = (Array(a.utf8), Array(b.utf8))
-        var difference = UInt8(truncatingIfNeeded: left.count ^ right.count)
-        for index in 0..<max(left.count, right.count) {
-            difference |= (index < left.count ? left[index] : 0) ^ (index < right.count ? right[index] : 0)
-        }
-        return difference == 0
     }
 }
