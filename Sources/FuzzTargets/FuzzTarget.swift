@@ -50,6 +50,8 @@ public enum FuzzTargets {
         ImageTargets.png,
         ImageTargets.pgm,
         StoreTargets.storeFile,
+        PasswordTargets.domainApprovals,
+        PasswordTargets.passwordService,
         ClientTargets.publicSuffix,
         ClientTargets.rpID,
         ClientOptionsTargets.clientOptions,

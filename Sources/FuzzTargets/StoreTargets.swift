@@ -83,8 +83,54 @@ enum StoreTargets {
                 _ = try? store.allCredentials()
                 _ = try? store.settings()
                 _ = try? store.largeBlobArray()
+                _ = try? store.passwordEntries()
             } catch {
                 expect(contents(of: url.path) == input, "a refused store file was changed (\(error))")
+            }
+        })
+}
+
+/// The files and identifiers the password vault reads from others: the domain approval table another program writes
+/// beside the store, and the service identifiers a user or an app names.
+enum PasswordTargets {
+    static let domainApprovals = FuzzTarget(
+        name: "domain-approvals",
+        summary: "a domain approval table (JSON): refused, or every approved domain is a host[:port] and reads alike",
+        seeds: {
+            let app = "ABCDE12345.com.example.app"
+            return [
+                #"{"format":"passkey-domain-approvals","version":1,"approvals":[]}"#,
+                #"{"format":"passkey-domain-approvals","version":1,"approvals":[{"service":"webcredentials","domain":"example.com","app":"\#(app)","state":"approved","checked":1764000000000,"reason":"listed"}]}"#,
+                #"{"format":"passkey-domain-approvals","version":1,"approvals":[{"service":"applinks","domain":"shop.example:8443","app":"\#(app)","state":"pending"},{"service":"webcredentials","domain":"denied.example","app":"\#(app)","state":"denied"}]}"#,
+                #"{"format":"passkey-domain-approvals","version":2,"approvals":[]}"#,
+            ].map { Array($0.utf8) }
+        },
+        run: { input in
+            guard let entries = try? DomainApprovalsFile.decode(input, path: "fuzz") else { return }
+            expect((try? DomainApprovalsFile.decode(input, path: "fuzz")) == entries, "decoding is not deterministic")
+            for entry in entries {
+                expect(SharedWebCredentials.isDomain(entry.domain), "an accepted approval names no domain")
+                expect(["approved", "denied", "pending"].contains(entry.state), "an accepted approval has no state")
+            }
+        })
+
+    static let passwordService = FuzzTarget(
+        name: "password-service",
+        summary: "a service identifier: refused, or normalized once and for all (parsing the result gives it back)",
+        seeds: {
+            [
+                "example.com", "Example.COM", "https://example.com:8443/", "https://EXAMPLE.com:443",
+                "ABCDE12345.com.example.app", "http://example.com", "https://user@example.com/path",
+            ].map { Array($0.utf8) }
+        },
+        run: { input in
+            guard let text = String(validating: input, as: UTF8.self), let service = PasswordService(text) else {
+                return
+            }
+            let again = PasswordService(service.text)
+            expect(again == service, "a normalized service identifier does not parse to itself")
+            if service.kind != .app {
+                expect(service.host.map { PasswordService($0)?.kind == .domain } ?? false, "no host for \(service)")
             }
         })
 }

@@ -7,7 +7,16 @@ import Foundation
 /// The index is a credential provider's view of the store, readable without the passphrase, as the identities an
 /// operating system's credential provider API offers before it asks the provider to sign.
 public struct CredentialIdentity: Hashable, Sendable {
-    /// The relying party ID the passkey belongs to, for example `example.com` (a URL is reduced to its host).
+    /// What the identity names: a passkey, or a saved password (Docs/Passwords.md).
+    public enum Kind: String, Hashable, Sendable {
+        case passkey
+        case password
+    }
+
+    /// A passkey, or a saved password (whose `credentialID` is its row's random ID, with no user handle).
+    public var kind: Kind
+    /// The relying party ID the passkey belongs to, for example `example.com` (a URL is reduced to its host); for a
+    /// password, its service identifier as saved (a domain, an `https://` origin or an app ID).
     public var serviceIdentifier: String
     /// The account name, for example `alice@example.com`.
     public var userName: String?
@@ -27,6 +36,7 @@ public struct CredentialIdentity: Hashable, Sendable {
     public var lastUsedDate: Date?
 
     public init(
+        kind: Kind = .passkey,
         serviceIdentifier: String,
         userName: String? = nil,
         userDisplayName: String? = nil,
@@ -37,7 +47,8 @@ public struct CredentialIdentity: Hashable, Sendable {
         rank: Int = 0,
         lastUsedDate: Date? = nil
     ) {
-        self.serviceIdentifier = Self.serviceIdentifier(serviceIdentifier)
+        self.kind = kind
+        self.serviceIdentifier = kind == .passkey ? Self.serviceIdentifier(serviceIdentifier) : serviceIdentifier
         self.userName = userName
         self.userDisplayName = userDisplayName
         self.credentialID = credentialID
@@ -63,6 +74,7 @@ public struct CredentialIdentity: Hashable, Sendable {
         if a.rank != b.rank { return a.rank > b.rank }
         if a.recentDate != b.recentDate { return a.recentDate > b.recentDate }
         if a.serviceIdentifier != b.serviceIdentifier { return a.serviceIdentifier < b.serviceIdentifier }
+        if a.kind != b.kind { return a.kind == .passkey }
         return a.credentialID.lexicographicallyPrecedes(b.credentialID)
     }
 }
@@ -120,15 +132,35 @@ public struct CredentialIdentityIndex: Hashable, Sendable {
         self.identities = identities.sorted(by: CredentialIdentity.listedBefore)
     }
 
+    /// The passkeys, without the saved passwords, in listing order.
+    public var passkeys: [CredentialIdentity] { identities.filter { $0.kind == .passkey } }
+
+    /// The saved passwords (logins, never the passwords themselves), in listing order.
+    public var passwords: [CredentialIdentity] { identities.filter { $0.kind == .password } }
+
     /// The passkeys of one relying party (a URL is reduced to its host), in listing order.
     public func identities(forRelyingParty relyingPartyID: String) -> [CredentialIdentity] {
         let wanted = CredentialIdentity.serviceIdentifier(relyingPartyID)
-        return identities.filter { $0.serviceIdentifier == wanted }
+        return identities.filter { $0.kind == .passkey && $0.serviceIdentifier == wanted }
+    }
+
+    /// The saved passwords whose service is the domain `relyingPartyID` or an `https://` origin on that host, in
+    /// listing order: what a sign-in at that relying party offers beside its passkeys.
+    public func passwords(forRelyingParty relyingPartyID: String) -> [CredentialIdentity] {
+        let wanted = CredentialIdentity.serviceIdentifier(relyingPartyID).lowercased()
+        return identities.filter { identity in
+            identity.kind == .password && PasswordService(identity.serviceIdentifier)?.host == wanted
+        }
     }
 
     /// The passkey with this credential ID, if the index lists it.
     public func identity(credentialID: [UInt8]) -> CredentialIdentity? {
-        identities.first { $0.credentialID == credentialID }
+        identities.first { $0.kind == .passkey && $0.credentialID == credentialID }
+    }
+
+    /// The identity of this kind with this ID, if the index lists it.
+    public func identity(kind: CredentialIdentity.Kind, id: [UInt8]) -> CredentialIdentity? {
+        identities.first { $0.kind == kind && $0.credentialID == id }
     }
 
     /// Where the index of the store at `store` is: beside it, named after it (`passkeys.sqlite` →

@@ -25,6 +25,8 @@ struct IndexDocument: Codable {
     static let currentVersion = 1
 
     struct Identity: Codable {
+        /// `passkey` or `password`; absent means a passkey (as every index before passwords).
+        var kind: String?
         var serviceIdentifier: String
         var userName: String?
         var userDisplayName: String?
@@ -36,6 +38,7 @@ struct IndexDocument: Codable {
         var rank: Int
 
         init(_ identity: CredentialIdentity) {
+            kind = identity.kind.rawValue
             serviceIdentifier = identity.serviceIdentifier
             userName = identity.userName
             userDisplayName = identity.userDisplayName
@@ -49,6 +52,9 @@ struct IndexDocument: Codable {
 
         /// The identity this entry describes, checked; `what` names it in the reason.
         func identity(named what: String) throws(Problem) -> CredentialIdentity {
+            guard let kind = CredentialIdentity.Kind(rawValue: kind ?? "passkey") else {
+                throw Problem(reason: "\(what) has an unknown kind")
+            }
             guard let id = [UInt8](base64URLEncoded: credentialID), (1...1023).contains(id.count) else {
                 throw Problem(reason: "\(what) has no valid credential ID")
             }
@@ -60,7 +66,7 @@ struct IndexDocument: Codable {
                 throw Problem(reason: "\(what) has a date out of range")
             }
             return CredentialIdentity(
-                serviceIdentifier: serviceIdentifier, userName: userName, userDisplayName: userDisplayName,
+                kind: kind, serviceIdentifier: serviceIdentifier, userName: userName, userDisplayName: userDisplayName,
                 credentialID: id, userHandle: handle, isDiscoverable: discoverable,
                 creationDate: Date(milliseconds: created), rank: rank,
                 lastUsedDate: lastUsed.map { Date(milliseconds: $0) })
@@ -108,7 +114,7 @@ struct IndexDocument: Codable {
         var seen: Set<[UInt8]> = []
         for (position, entry) in document.identities.enumerated() {
             let identity = try entry.identity(named: "identity \(position + 1)")
-            guard seen.insert(identity.credentialID).inserted else {
+            guard seen.insert([identity.kind == .passkey ? 0 : 1] + identity.credentialID).inserted else {
                 throw Problem(reason: "identity \(position + 1) repeats a credential ID")
             }
             identities.append(identity)
@@ -140,17 +146,23 @@ struct IndexDocument: Codable {
 /// ```json
 /// {"put":{"serviceIdentifier":"example.com","credentialID":"<base64url>",…}}
 /// {"remove":"<base64url credential ID>"}
+/// {"removePassword":"<base64url password ID>"}
 /// {"clear":true}
 /// ```
 ///
-/// Each line replaces or removes one identity by credential ID, or removes them all, so replaying the journal over an
+/// Each line replaces or removes one identity by kind and ID, or (`clear`, authenticatorReset) removes every
+/// passkey, leaving the saved passwords, so replaying the journal over an
 /// index that already holds some of its changes gives the same result: the index file can be written before the
 /// journal is removed. A last line without its newline is a write that did not finish and is ignored; any other line
 /// that is not one of these makes the index damaged, to be rebuilt on the next unlock.
 enum IndexJournal {
     enum Entry: Equatable {
         case put(CredentialIdentity)
+        /// Removes a passkey.
         case remove([UInt8])
+        /// Removes a saved password.
+        case removePassword([UInt8])
+        /// Removes every passkey (authenticatorReset); saved passwords stay.
         case clear
     }
 
@@ -160,6 +172,7 @@ enum IndexJournal {
     private struct Line: Codable {
         var put: IndexDocument.Identity?
         var remove: String?
+        var removePassword: String?
         var clear: Bool?
     }
 
@@ -187,14 +200,19 @@ enum IndexJournal {
             } catch {
                 throw IndexDocument.Problem(reason: "\(what) is not a journal entry")
             }
-            switch (decoded.put, decoded.remove, decoded.clear) {
-            case (let identity?, nil, nil): entries.append(.put(try identity.identity(named: what)))
-            case (nil, let id?, nil):
+            switch (decoded.put, decoded.remove, decoded.removePassword, decoded.clear) {
+            case (let identity?, nil, nil, nil): entries.append(.put(try identity.identity(named: what)))
+            case (nil, let id?, nil, nil):
                 guard let bytes = [UInt8](base64URLEncoded: id), !bytes.isEmpty else {
                     throw IndexDocument.Problem(reason: "\(what) has no valid credential ID")
                 }
                 entries.append(.remove(bytes))
-            case (nil, nil, true?): entries.append(.clear)
+            case (nil, nil, let id?, nil):
+                guard let bytes = [UInt8](base64URLEncoded: id), !bytes.isEmpty else {
+                    throw IndexDocument.Problem(reason: "\(what) has no valid password ID")
+                }
+                entries.append(.removePassword(bytes))
+            case (nil, nil, nil, true?): entries.append(.clear)
             default: throw IndexDocument.Problem(reason: "\(what) is not a journal entry")
             }
         }
@@ -206,13 +224,16 @@ enum IndexJournal {
         for entry in entries {
             switch entry {
             case .put(let identity):
-                if let position = identities.firstIndex(where: { $0.credentialID == identity.credentialID }) {
+                if let position = identities.firstIndex(where: {
+                    $0.kind == identity.kind && $0.credentialID == identity.credentialID
+                }) {
                     identities[position] = identity
                 } else {
                     identities.append(identity)
                 }
-            case .remove(let id): identities.removeAll { $0.credentialID == id }
-            case .clear: identities.removeAll()
+            case .remove(let id): identities.removeAll { $0.kind == .passkey && $0.credentialID == id }
+            case .removePassword(let id): identities.removeAll { $0.kind == .password && $0.credentialID == id }
+            case .clear: identities.removeAll { $0.kind == .passkey }
             }
         }
     }
@@ -227,6 +248,7 @@ enum IndexJournal {
             switch entry {
             case .put(let identity): line = Line(put: IndexDocument.Identity(identity))
             case .remove(let id): line = Line(remove: id.base64URLEncodedString)
+            case .removePassword(let id): line = Line(removePassword: id.base64URLEncodedString)
             case .clear: line = Line(clear: true)
             }
             // Strings, integers and booleans only: encoding cannot fail.

@@ -19,6 +19,8 @@ enum RowAuthentication {
     static let legacyCredentialLabel = Array("passkey-store-private-key\0".utf8)
     /// The label that starts the settings MAC's input.
     static let settingsLabel = Array("passkey-store-settings v3\0".utf8)
+    /// The associated data label of a saved password's seal (schema version 4); the encoded row follows it.
+    static let passwordLabel = Array("passkey-store-password v4\0".utf8)
     /// HKDF info for the settings MAC key.
     static let settingsKeyInfo = Array("passkey-store settings MAC key v3".utf8)
 
@@ -88,6 +90,23 @@ enum RowAuthentication {
             let raw = try? AES.GCM.open(box, using: storeKey, authenticating: aad)
         else { return nil }
         return try? P256.Signing.PrivateKey(rawRepresentation: raw)
+    }
+
+    /// Seals a saved password's UTF-8 bytes with its row's other columns (`PasswordColumn` order) as associated data.
+    static func sealPassword(_ password: String, row values: [SQLiteValue], with storeKey: SymmetricKey) -> [UInt8]? {
+        guard
+            let box = try? AES.GCM.seal(
+                Array(password.utf8), using: storeKey, authenticating: encode(passwordLabel, values))
+        else { return nil }
+        return box.combined.map { Array($0) }
+    }
+
+    /// Opens a sealed password; nil when the seal or the associated data is wrong, or the bytes are not UTF-8.
+    static func unsealPassword(_ sealed: [UInt8], row values: [SQLiteValue], with storeKey: SymmetricKey) -> String? {
+        guard let box = try? AES.GCM.SealedBox(combined: sealed),
+            let opened = try? AES.GCM.open(box, using: storeKey, authenticating: encode(passwordLabel, values))
+        else { return nil }
+        return String(validating: Array(opened), as: UTF8.self)
     }
 
     /// The settings MAC key: HKDF-SHA-256 of the store key.

@@ -22,7 +22,7 @@ extension SQLiteCredentialStore {
         try write("rebuild the passkey index") { (connection, keys) throws(CredentialStoreError) in
             var identities = try self.identities(connection, keys: &keys)
             if let previous {
-                for position in identities.indices {
+                for position in identities.indices where identities[position].kind == .passkey {
                     guard let old = previous.identity(credentialID: identities[position].credentialID) else { continue }
                     identities[position].rank = old.rank
                     identities[position].lastUsedDate = old.lastUsedDate
@@ -40,14 +40,16 @@ extension SQLiteCredentialStore {
     /// ``useRecordingInterval``. Best effort: nothing the platform sees depends on it.
     public func recordUse(ofCredential id: [UInt8], at date: Date) {
         let recent = indexCache.withLock { cache in
-            cache?.identities.first { $0.credentialID == id }?.lastUsedDate.map { last in
+            cache?.identities.first { $0.kind == .passkey && $0.credentialID == id }?.lastUsedDate.map { last in
                 last <= date && date.timeIntervalSince(last) < Self.useRecordingInterval
             } ?? false
         }
         guard !recent else { return }
         try? write("record the use of passkey \(hexPrefix(id))") { (connection, keys) throws(CredentialStoreError) in
             self.updateIndex(connection, keys: &keys) { identities in
-                guard var identity = identities.first(where: { $0.credentialID == id }) else { return [] }
+                guard var identity = identities.first(where: { $0.kind == .passkey && $0.credentialID == id }) else {
+                    return []
+                }
                 identity.lastUsedDate = Date(milliseconds: date.milliseconds)
                 return [.put(identity)]
             }
@@ -143,16 +145,18 @@ extension SQLiteCredentialStore {
         )
     }
 
-    /// Every usable row as an index entry; damaged rows are left out (the index lists what can be used).
+    /// Every usable row, passkeys and saved passwords, as an index entry; damaged rows are left out (the index lists
+    /// what can be used).
     private func identities(_ connection: SQLiteConnection, keys: inout KeyCache) throws(CredentialStoreError)
         -> [CredentialIdentity]
     {
-        try sql("read the passkeys") { () throws(SQLiteFailure) in
+        let passkeys = try sql("read the passkeys") { () throws(SQLiteFailure) in
             try connection.prepared(SQL.selectAll).query([], CredentialRecord.init)
-        }.compactMap { record in
+        }.compactMap { record -> CredentialIdentity? in
             guard case .intact(let credential) = entry(from: record, keys: &keys) else { return nil }
             return Self.identity(credential)
         }
+        return passkeys + (try passwordIdentities(connection))
     }
 
     /// Writes `identities` as the index file and removes the journal, whose changes it holds. The file is replaced

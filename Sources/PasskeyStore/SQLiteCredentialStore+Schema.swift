@@ -70,6 +70,7 @@ extension SQLiteCredentialStore {
     ///   does not open is left as it is, and so stays reported as damaged. The settings row gets its MAC if its
     ///   PIN hash opens (a missing row becomes the defaults: no PIN, eight retries, as version 2 read it); one that
     ///   does not open is left without a MAC, so it stays refused as damaged.
+    /// - Version 3 → 4 adds the `passwords` table; no existing row changes.
     static func migrate(
         _ connection: SQLiteConnection, from version: Int64, path: String, storeKey: SymmetricKey
     ) throws(CredentialStoreError) {
@@ -86,6 +87,9 @@ extension SQLiteCredentialStore {
             if current < 3 {
                 try sql(action) { () throws(SQLiteFailure) in try connection.execute(SQL.version3) }
                 try authenticateRows(connection, action: action, storeKey: storeKey)
+            }
+            if current < 4 {
+                try sql(action) { () throws(SQLiteFailure) in try connection.execute(SQL.version4) }
             }
             try sql(action) { () throws(SQLiteFailure) in
                 try connection.execute("PRAGMA user_version = \(schemaVersion)")

@@ -30,6 +30,7 @@ enum SQL {
         CREATE INDEX credentials_by_rp ON credentials (rp_id, created_ms DESC, seq DESC);
         \(version2)
         \(version3)
+        \(version4)
         """
 
     /// Schema version 2 (CTAP 2.1), both for new stores and as the in-place upgrade of version 1: per-credential
@@ -60,6 +61,40 @@ enum SQL {
     /// Schema version 3: the settings row carries an HMAC of its columns. (The credentials table does not change;
     /// version 3 seals each private key with the whole row as associated data, see `RowAuthentication`.)
     static let version3 = "ALTER TABLE authenticator_settings ADD COLUMN mac BLOB;"
+
+    /// Schema version 4: saved passwords (`SQLiteCredentialStore+Passwords.swift`). Each password is sealed with
+    /// AES-256-GCM under the store key, with every other column of its row as associated data (`RowAuthentication`).
+    static let version4 = """
+        CREATE TABLE passwords (
+            seq INTEGER PRIMARY KEY AUTOINCREMENT,
+            password_id BLOB NOT NULL CHECK (length(password_id) = 16),
+            service TEXT NOT NULL CHECK (length(service) BETWEEN 1 AND 1024),
+            user_name TEXT NOT NULL CHECK (length(user_name) <= 1024),
+            created_ms INTEGER NOT NULL,
+            modified_ms INTEGER NOT NULL,
+            rank INTEGER NOT NULL,
+            sealed_password BLOB NOT NULL
+        ) STRICT;
+        CREATE UNIQUE INDEX passwords_by_id ON passwords (password_id);
+        CREATE UNIQUE INDEX passwords_by_account ON passwords (service, user_name);
+        """
+
+    /// The password columns the seal authenticates, in `PasswordColumn` order.
+    static let passwordAuthenticatedColumns = "password_id, service, user_name, created_ms, modified_ms, rank"
+    static let passwordColumns = "seq, \(passwordAuthenticatedColumns), sealed_password"
+    static let selectPasswords = "SELECT \(passwordColumns) FROM passwords ORDER BY service, user_name"
+    static let selectPasswordsOfService =
+        "SELECT \(passwordColumns) FROM passwords WHERE service = ? ORDER BY user_name"
+    static let selectPassword = "SELECT \(passwordColumns) FROM passwords WHERE service = ? AND user_name = ?"
+    static let selectPasswordByID = "SELECT \(passwordColumns) FROM passwords WHERE password_id = ?"
+    static let insertPassword = """
+        INSERT INTO passwords (\(passwordAuthenticatedColumns), sealed_password) VALUES (?, ?, ?, ?, ?, ?, ?)
+        """
+    static let updatePassword = """
+        UPDATE passwords SET modified_ms = ?, rank = ?, sealed_password = ? WHERE password_id = ?
+        """
+    static let deletePassword = "DELETE FROM passwords WHERE service = ? AND user_name = ? RETURNING password_id"
+    static let maximumPasswordRank = "SELECT max(rank) FROM passwords WHERE service = ?"
 
     /// The settings columns the MAC covers, in `SettingsRecord` order.
     static let settingsColumns = """
@@ -130,6 +165,7 @@ enum SQL {
         selectMeta, selectByID, selectByRelyingParty, selectAll, insert, insertUnlessPresent, deleteDiscoverable,
         deleteByID, deleteAll,
         selectSettings, upsertSettings, updateUser, updateSealedKey, selectLargeBlobArray, upsertLargeBlobArray,
-        deleteLargeBlobArray,
+        deleteLargeBlobArray, selectPasswords, selectPasswordsOfService, selectPassword, selectPasswordByID,
+        insertPassword, updatePassword, deletePassword, maximumPasswordRank,
     ]
 }

@@ -10,6 +10,26 @@ public enum ClientChoice: Hashable, Sendable {
     case phone
     /// Use a security key.
     case securityKey
+    /// A saved password for the RP, offered beside its passkeys in a combined request (`ClientEngine.get(_:origin:
+    /// parameters:passwords:)`).
+    case password(PasswordLogin)
+}
+
+/// A saved login a combined request may offer: who and where, never the password itself, which the caller reads only
+/// once the user picked this login.
+public struct PasswordLogin: Hashable, Sendable {
+    /// The login's identifier in the caller's vault.
+    public var id: [UInt8]
+    /// The account name, what the returned credential's `id` is.
+    public var userName: String
+    /// Where it was saved: the RP's domain, or an `https://` origin on it.
+    public var service: String
+
+    public init(id: [UInt8], userName: String, service: String) {
+        self.id = id
+        self.userName = userName
+        self.service = service
+    }
 }
 
 /// What the user is asked to choose from, and why.

@@ -312,6 +312,38 @@ enum LocalPasskeys {
     }
 }
 
+/// The passwords saved for an RP ID, offered by `client get --password`: listed from the identity index without the
+/// passphrase, the password itself read from the store only once the user picked its login.
+enum LocalPasswords {
+    static func listing(storeURL: URL, relyingPartyID: String) -> [PasswordLogin] {
+        guard let index = try? CredentialIdentityIndex.read(forStore: storeURL) else { return [] }
+        return index.passwords(forRelyingParty: relyingPartyID).compactMap { identity in
+            guard let userName = identity.userName else { return nil }
+            return PasswordLogin(id: identity.credentialID, userName: userName, service: identity.serviceIdentifier)
+        }
+    }
+
+    /// Unlocks the store, reads the picked login's password, ranks the login first and prints
+    /// `{"type":"password","id":USER,"password":PASSWORD}`.
+    static func print(_ login: PasswordLogin, store options: StoreOptions, json: Bool) async throws {
+        let store = try await options.open(create: false)
+        defer { store.close() }
+        guard let service = PasswordService(login.service),
+            let credential = try store.passwords(service: service).first(where: { $0.login.id == login.id })
+        else {
+            throw CommandFailure("the saved password for \(login.userName.siteChosen) is gone or damaged")
+        }
+        try store.recordPasswordUse(credential.login)
+        let line = PasswordPrompts.jsonObject([
+            ("type", "password"), ("id", credential.login.userName), ("password", credential.password),
+        ])
+        if !json {
+            Swift.print("signed in with the saved password for \(login.userName.siteChosen) at \(service.text)")
+        }
+        Swift.print(line)
+    }
+}
+
 /// The browser's dialogs on the terminal: the chooser, the attestation question, the security key's PIN and
 /// progress, all on standard error. With `--yes` (tests and CI) the first choice is taken and said so.
 struct TerminalClientInterface: ClientUserInterface {
@@ -352,6 +384,8 @@ struct TerminalClientInterface: ClientUserInterface {
         case .thisComputer: return "This computer (the passkey store)"
         case .phone: return "Use a phone or tablet (shows a QR code)"
         case .securityKey: return "Use a security key"
+        case .password(let login):
+            return "\(login.userName.siteChosen), saved password for \(login.service.terminalSafe)"
         }
     }
 
@@ -440,21 +474,44 @@ extension Passkey.Client {
                     + "passkeys.", valueName: "name"))
         var username: String?
 
+        @Flag(
+            help: """
+                Also offer the passwords saved for the RP ID (`passkey password add`) in the same chooser; choosing \
+                one prints {"type":"password","id":USER,"password":PASSWORD} instead of an assertion.
+                """)
+        var password = false
+
         func run() async throws {
             let options = options
             let holder = StoreHolder()
             let mediation = mediation
             let parameters = (preferImmediatelyAvailable, username)
+            let offerPasswords = password
             try await options.run {
                 let request = try PublicKeyCredentialRequestOptions(json: try options.readOptions())
                 let engine = try options.makeEngine(ceremony: .get, holder: holder)
                 let chosen =
                     mediation ?? request.wrapperMediation.flatMap(CredentialMediation.init(rawValue:)) ?? .optional
-                let credential = try await engine.get(
-                    request, origin: options.origin,
-                    parameters: GetParameters(
-                        mediation: chosen, preferImmediatelyAvailableCredentials: parameters.0,
-                        hints: options.hint.isEmpty ? nil : options.hint, userName: parameters.1))
+                let getParameters = GetParameters(
+                    mediation: chosen, preferImmediatelyAvailableCredentials: parameters.0,
+                    hints: options.hint.isEmpty ? nil : options.hint, userName: parameters.1)
+                let credential: AuthenticationCredential
+                if offerPasswords {
+                    let storeURL = options.store.url
+                    let result = try await engine.get(
+                        request, origin: options.origin, parameters: getParameters,
+                        passwords: { relyingPartyID in
+                            LocalPasswords.listing(storeURL: storeURL, relyingPartyID: relyingPartyID)
+                        })
+                    switch result {
+                    case .publicKey(let assertion): credential = assertion
+                    case .password(let login):
+                        try await LocalPasswords.print(login, store: options.store, json: options.json)
+                        return
+                    }
+                } else {
+                    credential = try await engine.get(request, origin: options.origin, parameters: getParameters)
+                }
                 options.printCredential(
                     json: credential.json(.compact), pretty: credential.json(.pretty),
                     summary: [

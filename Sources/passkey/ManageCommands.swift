@@ -30,7 +30,7 @@ extension Passkey {
                 try await listVerified()
                 return
             }
-            var identities = try await index().identities
+            var identities = try await index().passkeys
             if let relyingParty {
                 identities = identities.filter { $0.serviceIdentifier == relyingParty }
             }
@@ -58,6 +58,11 @@ extension Passkey {
         /// The index, without the passphrase. A missing or damaged one is rebuilt by unlocking the store when
         /// PASSKEY_PASSPHRASE is set (a script expects `list` to work); otherwise the user is told how.
         private func index() async throws -> CredentialIdentityIndex {
+            try await Self.index(store: store)
+        }
+
+        /// The index of `store`, as `list` reads it (`password list` too).
+        static func index(store: StoreOptions) async throws -> CredentialIdentityIndex {
             let url = store.url
             guard FileManager.default.fileExists(atPath: url.path) else { throw StoreOptions.noStore(at: url) }
             do {

@@ -22,6 +22,7 @@ struct Passkey: AsyncParsableCommand {
         version: "0.1.0",
         subcommands: [
             Init.self, Serve.self, Scan.self, Listen.self, Linked.self, Client.self, RP.self, List.self, Delete.self,
+            Password.self,
             Export.self, Import.self, ImportKey.self, Share.self, Receive.self, Info.self, Demo.self,
             Inspect.self, Domains.self, Debug.self,
         ]

@@ -171,7 +171,7 @@ struct SettingsAndMigrationTests {
         let url = try Self.versionTwoStore(in: scratch)
         #expect(try await Self.userVersion(url) == "2")
         let store = try SQLiteCredentialStore.open(at: url, passphrase: Self.fixturePassphrase)
-        #expect(try await Self.userVersion(url) == "3")
+        #expect(try await Self.userVersion(url) == "\(SQLiteCredentialStore.schemaVersion)")
         let all = try store.allCredentials()
         #expect(all.map(\.userName) == ["alice", "bob"])
         #expect(all.map(\.credentialProtection) == [.userVerificationRequired, .userVerificationOptional])

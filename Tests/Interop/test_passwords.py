@@ -1,0 +1,358 @@
+"""`passkey password` and `client get --password` driven from the command line.
+
+The vault round trip (add, get, list, delete) and its promises: the password is never in the store's files and is
+printed only by `get`; a wrong passphrase changes nothing; each sealed password opens with Python's own scrypt and
+AES-GCM (the `cryptography` package) under the documented associated data, so the format is what Docs/Passwords.md
+says. Then shared web credentials (`password request`, `password add --app`) over an approval table written as the
+documented JSON, and the combined chooser of `client get --password`, whose passkey answer py_webauthn verifies.
+"""
+
+import hashlib
+import json
+import os
+import sqlite3
+import struct
+import subprocess
+import tempfile
+import unicodedata
+
+import pytest
+from cryptography.hazmat.primitives.ciphers.aead import AESGCM
+from webauthn import (
+    generate_authentication_options,
+    generate_registration_options,
+    options_to_json,
+    verify_authentication_response,
+    verify_registration_response,
+)
+from webauthn.helpers.structs import AuthenticatorSelectionCriteria, ResidentKeyRequirement
+
+from conftest import PASSKEY_BIN, PASSPHRASE
+
+SECRET = "uFA-T9C-aRD-cDP-secret"
+APP = "ABCDE12345.com.example.app"
+
+
+def run(store, *args, password=None, passphrase=PASSPHRASE, stdin=None, new_session=False, timeout=120):
+    environment = dict(os.environ, PASSKEY_STORE=store)
+    environment.pop("PASSKEY_PASSWORD", None)
+    environment.pop("PASSKEY_ASSUME_YES", None)
+    if passphrase is not None:
+        environment["PASSKEY_PASSPHRASE"] = passphrase
+    if password is not None:
+        environment["PASSKEY_PASSWORD"] = password
+    return subprocess.run(
+        [PASSKEY_BIN, *args], input=stdin if stdin is not None else "", capture_output=True, text=True,
+        timeout=timeout, env=environment, start_new_session=new_session)
+
+
+@pytest.fixture
+def store():
+    with tempfile.TemporaryDirectory() as directory:
+        path = os.path.join(directory, "store.sqlite")
+        created = run(path, "init")
+        assert created.returncode == 0, created.stderr
+        yield path
+
+
+def files_of(store):
+    directory = os.path.dirname(store)
+    return [os.path.join(directory, name) for name in sorted(os.listdir(directory))]
+
+
+def digests(store):
+    """The store's files as they matter: SQLite's shared-memory file, and an empty WAL, which opening the store
+    read-only may leave, hold no data."""
+    result = {}
+    for path in files_of(store):
+        if path.endswith((".lock", "-shm")) or path.endswith("-wal") and os.path.getsize(path) == 0:
+            continue
+        with open(path, "rb") as file:
+            result[os.path.basename(path)] = hashlib.sha256(file.read()).hexdigest()
+    return result
+
+
+def assert_nowhere_on_disk(store, secret):
+    for path in files_of(store):
+        with open(path, "rb") as file:
+            assert secret.encode() not in file.read(), f"{path} holds the password"
+
+
+def encode(values):
+    """RowAuthentication.encode: a type byte, then 8 big-endian bytes or a 4-byte length and the bytes."""
+    out = b""
+    for value in values:
+        if value is None:
+            out += b"\x00"
+        elif isinstance(value, int):
+            out += b"\x01" + struct.pack(">q", value)
+        elif isinstance(value, str):
+            out += b"\x02" + struct.pack(">I", len(value.encode())) + value.encode()
+        else:
+            out += b"\x03" + struct.pack(">I", len(value)) + bytes(value)
+    return out
+
+
+def open_sealed_passwords(store, passphrase=PASSPHRASE):
+    """Every saved password, opened independently: scrypt from the meta row, AES-256-GCM with the row as AAD."""
+    db = sqlite3.connect(store)
+    n, r, p, salt = db.execute("SELECT kdf_rounds, kdf_block_size, kdf_parallelism, kdf_salt FROM meta").fetchone()
+    key = hashlib.scrypt(unicodedata.normalize("NFC", passphrase).encode(), salt=salt, n=n, r=r, p=p,
+                         maxmem=2 * 128 * n * r * p + (1 << 20), dklen=32)
+    opened = {}
+    rows = db.execute("SELECT password_id, service, user_name, created_ms, modified_ms, rank, sealed_password "
+                      "FROM passwords").fetchall()
+    for password_id, service, user, created, modified, rank, sealed in rows:
+        aad = b"passkey-store-password v4\x00" + encode([password_id, service, user, created, modified, rank])
+        opened[(service, user)] = AESGCM(key).decrypt(sealed[:12], sealed[12:], aad).decode()
+    db.close()
+    return opened
+
+
+# MARK: The vault
+
+
+def test_add_get_list_delete_and_the_password_is_never_on_disk(store):
+    added = run(store, "password", "add", "Example.com", "alice", password=SECRET)
+    assert added.returncode == 0, added.stderr
+    assert SECRET not in added.stdout + added.stderr
+    assert run(store, "password", "add", "https://example.com:8443", "bob", password="bob-Secret-2").returncode == 0
+
+    got = run(store, "password", "get", "example.com")
+    assert got.returncode == 0, got.stderr
+    assert got.stdout == SECRET + "\n"
+    assert run(store, "password", "get", "example.com", "--user", "alice").stdout == SECRET + "\n"
+    missing = run(store, "password", "get", "example.com", "--user", "nobody")
+    assert missing.returncode == 1 and missing.stdout == ""
+
+    # list reads the index: no passphrase, and never a password.
+    listed = run(store, "password", "list", "--json", passphrase=None)
+    assert listed.returncode == 0, listed.stderr
+    assert SECRET not in listed.stdout and "bob-Secret-2" not in listed.stdout
+    logins = json.loads(listed.stdout)
+    assert {(login["service"], login["user"]) for login in logins} == {
+        ("example.com", "alice"), ("https://example.com:8443", "bob")}
+    table = run(store, "password", "list", "--service", "example.com", passphrase=None)
+    assert "alice" in table.stdout and "bob" not in table.stdout and SECRET not in table.stdout
+    verified = run(store, "password", "list", "--verify", "--json")
+    assert [login["damaged"] for login in json.loads(verified.stdout)] == [False, False]
+    # `passkey list` lists passkeys only.
+    assert "alice" not in run(store, "list", passphrase=None).stdout
+
+    # Sealed as documented: Python opens each one.
+    assert open_sealed_passwords(store) == {("example.com", "alice"): SECRET,
+                                            ("https://example.com:8443", "bob"): "bob-Secret-2"}
+    assert_nowhere_on_disk(store, SECRET)
+
+    # Changing asks; without a terminal or --yes nothing changes.
+    before = digests(store)
+    refused = run(store, "password", "add", "example.com", "alice", password="changed-Secret-3")
+    assert refused.returncode == 1 and "confirmation" in refused.stderr
+    assert digests(store) == before
+    changed = run(store, "password", "add", "example.com", "alice", "--yes", password="changed-Secret-3")
+    assert changed.returncode == 0, changed.stderr
+    assert run(store, "password", "get", "example.com").stdout == "changed-Secret-3\n"
+    assert_nowhere_on_disk(store, "changed-Secret-3")
+
+    # Deleting asks too.
+    assert run(store, "password", "delete", "example.com", "alice").returncode == 1
+    deleted = run(store, "password", "delete", "example.com", "alice", "--yes")
+    assert deleted.returncode == 0, deleted.stderr
+    assert run(store, "password", "get", "example.com").returncode == 1
+    assert [login["user"] for login in json.loads(run(store, "password", "list", "--json").stdout)] == ["bob"]
+
+
+def test_a_wrong_passphrase_changes_nothing(store):
+    assert run(store, "password", "add", "example.com", "alice", password=SECRET).returncode == 0
+    before = digests(store)
+    for args, password in [
+        (("password", "add", "example.com", "mallory"), "new-Secret-4"),
+        (("password", "add", "example.com", "alice", "--yes"), "new-Secret-4"),
+        (("password", "delete", "example.com", "alice", "--yes"), None),
+        (("password", "get", "example.com"), None),
+        (("password", "list", "--verify"), None),
+    ]:
+        result = run(store, *args, password=password, passphrase="not the passphrase")
+        assert result.returncode == 1, result
+        assert "passphrase" in result.stderr
+        assert SECRET not in result.stdout + result.stderr
+        assert digests(store) == before, args
+    assert run(store, "password", "get", "example.com").stdout == SECRET + "\n"
+
+
+def on_a_terminal(store, args, typed):
+    """Runs passkey with a pseudo-terminal as its only terminal (a new session, the pty on every standard stream),
+    typing each of `typed` after the prompt before it; returns the exit status and everything the terminal showed."""
+    import pty
+    import select
+    import time
+
+    leader, follower = pty.openpty()
+    environment = dict(os.environ, PASSKEY_STORE=store, PASSKEY_PASSPHRASE=PASSPHRASE)
+    environment.pop("PASSKEY_PASSWORD", None)
+    process = subprocess.Popen([PASSKEY_BIN, *args], stdin=follower, stdout=follower, stderr=follower,
+                               env=environment, start_new_session=True)
+    os.close(follower)
+    shown = b""
+    pending = list(typed)
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        ready, _, _ = select.select([leader], [], [], 1)
+        if ready:
+            try:
+                chunk = os.read(leader, 4096)
+            except OSError:
+                break
+            if not chunk:
+                break
+            shown += chunk
+            if pending and shown.rstrip().endswith(b":"):
+                os.write(leader, pending.pop(0).encode() + b"\n")
+        elif process.poll() is not None:
+            break
+    status = process.wait(timeout=60)
+    os.close(leader)
+    return status, shown.decode(errors="replace")
+
+
+def test_the_password_is_asked_twice_without_echo(store):
+    status, shown = on_a_terminal(store, ["password", "add", "example.com", "alice"], [SECRET, SECRET])
+    assert status == 0, shown
+    assert "Password:" in shown and "Repeat it:" in shown
+    assert SECRET not in shown  # echo was off
+    assert run(store, "password", "get", "example.com").stdout == SECRET + "\n"
+
+    before = digests(store)
+    status, shown = on_a_terminal(store, ["password", "add", "example.com", "bob"], [SECRET, SECRET + "x"])
+    assert status == 1 and "do not match" in shown
+    assert digests(store) == before
+
+
+def test_bad_arguments_are_refused_before_anything_is_opened(store):
+    before = digests(store)
+    for service in ["http://example.com", "https://example.com/login", "exa mple.com", ""]:
+        result = run(store, "password", "add", service, "alice", password=SECRET)
+        assert result.returncode != 0 and "not a domain" in result.stderr
+    assert run(store, "password", "add", "example.com", "alice", password="").returncode == 1
+    assert digests(store) == before
+
+
+# MARK: Shared web credentials
+
+
+def write_approvals(store, approvals):
+    path = os.path.join(os.path.dirname(store), "store.domains.json")
+    with open(path, "w") as file:
+        json.dump({"format": "passkey-domain-approvals", "version": 1, "approvals": approvals}, file)
+
+
+def approval(domain, state="approved", app=APP, service="webcredentials"):
+    return {"service": service, "domain": domain, "app": app, "state": state, "checked": 1764000000000}
+
+
+def test_an_app_gets_a_login_of_an_approved_domain_after_the_user_confirms(store):
+    write_approvals(store, [approval("example.com"), approval("denied.example", state="denied"),
+                            approval("links.example", service="applinks")])
+    for service, user, password in [("example.com", "alice", SECRET), ("denied.example", "bob", "bob-Secret-2"),
+                                     ("links.example", "carol", "carol-Secret-3")]:
+        assert run(store, "password", "add", service, user, password=password).returncode == 0
+
+    requested = run(store, "password", "request", "--app", APP, "--yes")
+    assert requested.returncode == 0, requested.stderr
+    assert json.loads(requested.stdout) == {"server": "example.com", "account": "alice", "password": SECRET}
+    assert "bob" not in requested.stderr and "carol" not in requested.stderr  # never offered
+    # Without a terminal to confirm on, nothing is given.
+    unconfirmed = run(store, "password", "request", "--app", APP)
+    assert unconfirmed.returncode == 1 and unconfirmed.stdout == ""
+
+    # Not approved (denied, another service, unknown) and approved-but-empty: one answer.
+    write_approvals(store, [approval("example.com"), approval("empty.example"),
+                            approval("denied.example", state="denied"), approval("links.example", service="applinks")])
+    answers = set()
+    for domain in ["empty.example", "denied.example", "links.example", "unknown.example"]:
+        result = run(store, "password", "request", "--app", APP, "--domain", domain, "--yes")
+        answers.add((result.returncode, result.stdout, result.stderr.replace("passkey: unattended approval is ON "
+                     "(--yes): every request is approved without asking. Use it for tests and CI only.\n", "")))
+    assert answers == {(4, "", "passkey: no shared web credential for this app\n")}
+    other_app = run(store, "password", "request", "--app", "ZZZZZ99999.com.other.app", "--yes")
+    assert (other_app.returncode, other_app.stdout) == (4, "")
+
+    # A damaged approval table is an error, never "not approved".
+    with open(os.path.join(os.path.dirname(store), "store.domains.json"), "w") as file:
+        file.write("{not json")
+    damaged = run(store, "password", "request", "--app", APP, "--yes")
+    assert damaged.returncode == 1 and "damaged" in damaged.stderr
+
+
+def test_an_app_adds_silently_but_changing_or_deleting_asks(store):
+    write_approvals(store, [approval("example.com")])
+    added = run(store, "password", "add", "example.com", "alice", "--app", APP, password=SECRET)
+    assert added.returncode == 0, added.stderr
+    assert run(store, "password", "get", "example.com").stdout == SECRET + "\n"
+
+    before = digests(store)
+    change = run(store, "password", "add", "example.com", "alice", "--app", APP, password="changed-Secret-3")
+    assert change.returncode == 1 and "confirmation" in change.stderr
+    assert digests(store) == before
+    changed = run(store, "password", "add", "example.com", "alice", "--app", APP, "--yes", password="changed-Secret-3")
+    assert changed.returncode == 0 and "wants to change" in changed.stderr
+
+    refused = run(store, "password", "add", "other.example", "alice", "--app", APP, password=SECRET)
+    assert refused.returncode == 1 and "not approved" in refused.stderr
+    assert run(store, "password", "delete", "other.example", "alice", "--app", APP, "--yes").returncode == 1
+    assert run(store, "password", "delete", "example.com", "alice", "--app", APP).returncode == 1
+    deleted = run(store, "password", "delete", "example.com", "alice", "--app", APP, "--yes")
+    assert deleted.returncode == 0 and "wants to delete" in deleted.stderr
+    assert json.loads(run(store, "password", "list", "--json").stdout) == []
+
+
+# MARK: Passwords beside passkeys
+
+
+ORIGIN = "https://example.com"
+
+
+def test_client_get_offers_passwords_beside_passkeys_in_one_chooser(store):
+    registration = generate_registration_options(
+        rp_id="example.com", rp_name="Example", user_name="alice",
+        authenticator_selection=AuthenticatorSelectionCriteria(resident_key=ResidentKeyRequirement.REQUIRED))
+    created = run(store, "client", "create", "--origin", ORIGIN, "--no-phone", "--yes", "--json", "--options", "-",
+                  stdin=options_to_json(registration))
+    assert created.returncode == 0, created.stderr
+    verified = verify_registration_response(credential=created.stdout, expected_challenge=registration.challenge,
+                                            expected_origin=ORIGIN, expected_rp_id="example.com")
+    assert run(store, "password", "add", "example.com", "bob", password=SECRET).returncode == 0
+    assert run(store, "password", "add", "other.example", "carol", password="carol-Secret-3").returncode == 0
+
+    options_path = os.path.join(os.path.dirname(store), "options.json")
+
+    def authentication():
+        options = generate_authentication_options(rp_id="example.com")
+        with open(options_path, "w") as file:
+            file.write(options_to_json(options))
+        return options
+
+    # The first choice is the passkey: an assertion py_webauthn verifies.
+    options = authentication()
+    passkey = run(store, "client", "get", "--origin", ORIGIN, "--no-phone", "--yes", "--json", "--password",
+                  "--options", options_path)
+    assert passkey.returncode == 0, passkey.stderr
+    assert '"bob", saved password for example.com' in passkey.stderr
+    assert "carol" not in passkey.stderr
+    verify_authentication_response(
+        credential=passkey.stdout, expected_challenge=options.challenge, expected_origin=ORIGIN,
+        expected_rp_id="example.com", credential_public_key=verified.credential_public_key,
+        credential_current_sign_count=0)
+
+    # The second, typed on the chooser's input: the password.
+    authentication()
+    password = run(store, "client", "get", "--origin", ORIGIN, "--no-phone", "--json", "--password",
+                   "--options", options_path, stdin="2\n", new_session=True)
+    assert password.returncode == 0, password.stderr
+    assert json.loads(password.stdout) == {"type": "password", "id": "bob", "password": SECRET}
+    assert password.stdout.startswith('{"type":"password","id":"bob","password":')
+
+    # Without --password, no password is offered.
+    authentication()
+    plain = run(store, "client", "get", "--origin", ORIGIN, "--no-phone", "--yes", "--json", "--options", options_path)
+    assert plain.returncode == 0 and "saved password" not in plain.stderr
