@@ -206,7 +206,9 @@ def on_a_terminal(store, args, typed):
             if not chunk:
                 break
             shown += chunk
-            if pending and shown.rstrip().endswith(b":"):
+            # A prompt ends the output so far ("Password: "). Not after a newline: the line end written once an
+            # answer is read still follows the previous prompt, and echo is on again until the next one.
+            if pending and shown.rstrip(b" ").endswith(b":"):
                 os.write(leader, pending.pop(0).encode() + b"\n")
         elif process.poll() is not None:
             break
