@@ -56,6 +56,7 @@ let package = Package(
         .library(name: "CredentialExchange", targets: ["CredentialExchange"]),
         .library(name: "NearbyShare", targets: ["NearbyShare"]),
         .library(name: "NearbyShareLink", targets: ["NearbyShareLink"]),
+        .library(name: "PasswordRules", targets: ["PasswordRules"]),
         .executable(name: "passkey-fuzz", targets: ["passkey-fuzz"]),
     ],
     dependencies: [
@@ -106,6 +107,10 @@ let package = Package(
         .target(
             name: "NearbyShare", dependencies: ["Basics", "CBOR", "CTAP2", "Hybrid", "CredentialExchange", crypto],
             swiftSettings: strictSettings),
+
+        // The Password Rules language (`passwordrules`, UITextInputPasswordRules) read as Apple's reference parser
+        // reads it, and Safari's generated password formats; randomness comes in as a generator (Docs/Passwords.md).
+        .target(name: "PasswordRules", dependencies: ["Basics"], swiftSettings: strictSettings),
 
         // MARK: NIO values, no I/O.
         // WebSocket frames from NIO's decoder to whole binary messages, for the tunnel client and the relay alike.
@@ -201,7 +206,7 @@ let package = Package(
                 "SecurityKey", "Hybrid", "QRImage", "Proximity", "HybridTransport", "HybridLink", "CrossDevice",
                 "RelayServer", "UHID", "WebRelyingParty", "RelyingPartyServer", "PublicSuffix", "WebAuthnClient",
                 "WebAuthnClientIO", "ClientAuthenticators", "CredentialExchange", "NearbyShare", "NearbyShareLink",
-                argumentParser, logging, crypto,
+                "PasswordRules", argumentParser, logging, crypto,
                 nioCore,
                 nioSSL,
             ],
@@ -230,7 +235,8 @@ let package = Package(
             name: "FuzzTargets",
             dependencies: [
                 "CBOR", "CTAP2", "CTAPHID", "UHID", "Hybrid", "QRImage", "RelayServer", "RelayCore", "PasskeyStore",
-                "PublicSuffix", "WebAuthnClient", "CredentialExchange", "NearbyShare", crypto, nioCore, nioEmbedded,
+                "PublicSuffix", "WebAuthnClient", "CredentialExchange", "NearbyShare", "PasswordRules", crypto, nioCore,
+                nioEmbedded,
                 logging,
             ],
             swiftSettings: strictSettings
@@ -276,6 +282,8 @@ let package = Package(
         .testTarget(
             name: "CredentialExchangeTests", dependencies: ["CredentialExchange", "CTAP2", "WebAuthnClient", crypto],
             swiftSettings: strictSettings),
+        .testTarget(
+            name: "PasswordRulesTests", dependencies: ["PasswordRules", "TestSupport"], swiftSettings: strictSettings),
         .testTarget(name: "FuzzTargetsTests", dependencies: ["FuzzTargets"], swiftSettings: strictSettings),
         .testTarget(
             name: "HybridTransportTests",

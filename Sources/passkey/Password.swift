@@ -1,0 +1,89 @@
+import ArgumentParser
+import Foundation
+import PasswordRules
+
+extension Passkey {
+    struct Password: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Saved passwords: add, get, list, delete; and generate Safari-style passwords.",
+            discussion: """
+                `generate` makes Safari's classic (`uFA-T9C-aRD-cDP`) or strong (`hupvEw-fodne1-qabjyg`) passwords, \
+                or passwords following a site's `passwordrules` descriptor (see Docs/Passwords.md).
+                """,
+            subcommands: [Generate.self]
+        )
+    }
+}
+
+extension Passkey.Password {
+    struct Generate: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Print new random passwords, one a line.",
+            discussion: """
+                Without options: one strong password. --rules takes a passwordrules descriptor, for example \
+                'required: upper; required: digit; allowed: lower; minlength: 12; maxlength: 16', read as \
+                Apple's reference parser reads it; a descriptor with errors is refused, with the rules a browser \
+                would fall back to. Randomness comes from the system's generator (getrandom).
+                """
+        )
+
+        @Option(help: ArgumentHelp("classic (xxx-xxx-xxx-xxx) or strong (20 characters).", valueName: "format"))
+        var format: PasswordFormat?
+        @Option(help: ArgumentHelp("A passwordrules descriptor to follow instead of a format.", valueName: "descriptor"))
+        var rules: String?
+        @Option(help: "How many passwords to print.") var count = 1
+
+        static let largestCount = 100_000_000
+
+        func validate() throws {
+            guard format == nil || rules == nil else { throw ValidationError("Give --format or --rules, not both.") }
+            guard (1...Self.largestCount).contains(count) else {
+                throw ValidationError("--count must be between 1 and \(Self.largestCount).")
+            }
+        }
+
+        func run() throws {
+            var random = SystemRandomNumberGenerator()
+            let make: (inout SystemRandomNumberGenerator) throws -> String
+            if let rules {
+                let parsed = try Self.rules(from: rules)
+                make = { random in
+                    do { return try PasswordGenerator.generate(following: parsed, using: &random) } catch {
+                        throw CommandFailure("no password can follow these rules: \(error)")
+                    }
+                }
+            } else if format == .classic {
+                make = { random in PasswordGenerator.classic(using: &random) }
+            } else {
+                make = { random in PasswordGenerator.strong(using: &random) }
+            }
+            var batch = ""
+            for index in 0..<count {
+                batch += try make(&random)
+                batch += "\n"
+                if batch.utf8.count >= 1 << 16 || index == count - 1 {
+                    FileHandle.standardOutput.write(Data(batch.utf8))
+                    batch = ""
+                }
+            }
+        }
+
+        /// The parsed descriptor, or a failure naming each error and what a browser would use instead; a `-`
+        /// that the reference skips is only a warning.
+        static func rules(from descriptor: String) throws -> PasswordRules {
+            let (parsed, diagnostics) = PasswordRules.parse(descriptor)
+            let errors = diagnostics.filter(\.dropsSomething)
+            if !errors.isEmpty {
+                throw CommandFailure(
+                    "the password rules have errors: " + errors.map(\.description).joined(separator: "; "),
+                    hint: "A browser would read them as: \(parsed)")
+            }
+            for warning in diagnostics {
+                FileHandle.standardError.write(Data("passkey: warning: \(warning)\n".utf8))
+            }
+            return parsed
+        }
+    }
+}
+
+extension PasswordFormat: ExpressibleByArgument {}
