@@ -56,18 +56,33 @@ public enum PasswordGenerator {
     /// A classic password: twelve characters drawn uniformly from the 53 of ``classicSets``, drawn again until
     /// every set is present, so each of the allowed strings is equally likely. About 80% of draws pass.
     public static func classic(using random: inout some RandomNumberGenerator) -> String {
-        let alphabet = classicSets.flatMap { $0 }
+        let alphabet = classicAlphabet
+        var characters = [UInt8](repeating: 0, count: 12)
         while true {
-            let characters = (0..<12).map { _ in alphabet[Int.random(in: 0..<alphabet.count, using: &random)] }
-            guard classicSets.allSatisfy({ set in characters.contains(where: set.contains) }) else { continue }
-            var text: [UInt8] = []
-            for (index, character) in characters.enumerated() {
-                if index > 0 && index % 3 == 0 { text.append(UInt8(ascii: "-")) }
-                text.append(character)
+            var setsSeen = 0
+            for index in 0..<12 {
+                let draw = Int.random(in: 0..<alphabet.count, using: &random)
+                characters[index] = alphabet[draw]
+                setsSeen |= draw < classicSets[0].count ? 1 : draw < classicSets[0].count + classicSets[1].count ? 2 : 4
             }
-            return String(decoding: text, as: UTF8.self)
+            guard setsSeen == 7 else { continue }
+            return String(unsafeUninitializedCapacity: 15) { text in
+                var written = 0
+                for (index, character) in characters.enumerated() {
+                    if index > 0 && index % 3 == 0 {
+                        text[written] = UInt8(ascii: "-")
+                        written += 1
+                    }
+                    text[written] = character
+                    written += 1
+                }
+                return written
+            }
         }
     }
+
+    /// The three sets one after the other.
+    static let classicAlphabet = classicSets.flatMap { $0 }
 
     // MARK: Strong
 
@@ -84,22 +99,24 @@ public enum PasswordGenerator {
     /// the 17 remaining letters becomes upper case. Each choice is uniform: about 72 bits, Apple quotes 71 after
     /// its filter of offensive substrings, which this generator does not have.
     public static func strong(using random: inout some RandomNumberGenerator) -> String {
-        let shape: [Bool] = [true, false, true, true, false, true]  // true: consonant
-        var letters: [UInt8] = []
-        for _ in 0..<3 {
-            for isConsonant in shape {
-                let set = isConsonant ? consonants : vowels
-                letters.append(set[Int.random(in: 0..<set.count, using: &random)])
-            }
+        let consonants = consonants
+        let vowels = vowels
+        var letters = [UInt8](repeating: 0, count: 18)
+        for index in 0..<18 {
+            // Each group is consonant, vowel, consonant, consonant, vowel, consonant.
+            let set = index % 6 == 1 || index % 6 == 4 ? vowels : consonants
+            letters[index] = set[Int.random(in: 0..<set.count, using: &random)]
         }
         let edges = [0, 5, 6, 11, 12, 17]
         let digitIndex = edges[Int.random(in: 0..<edges.count, using: &random)]
         letters[digitIndex] = UInt8(ascii: "0") + UInt8(Int.random(in: 0..<10, using: &random))
-        let others = (0..<18).filter { $0 != digitIndex }
-        let upperIndex = others[Int.random(in: 0..<others.count, using: &random)]
+        // One of the 17 other letters, uniformly: a draw in 0..<17, skipping the digit's place.
+        var upperIndex = Int.random(in: 0..<17, using: &random)
+        if upperIndex >= digitIndex { upperIndex += 1 }
         letters[upperIndex] -= 0x20
-        let text = letters[0..<6] + [UInt8(ascii: "-")] + letters[6..<12] + [UInt8(ascii: "-")] + letters[12..<18]
-        return String(decoding: text, as: UTF8.self)
+        letters.insert(UInt8(ascii: "-"), at: 12)
+        letters.insert(UInt8(ascii: "-"), at: 6)
+        return String(decoding: letters, as: UTF8.self)
     }
 
     // MARK: Rules
@@ -138,28 +155,52 @@ public enum PasswordGenerator {
     public static func generate(
         following rules: PasswordRules, using random: inout some RandomNumberGenerator
     ) throws(PasswordGenerationError) -> String {
-        let length = try length(for: rules)
-        let allowed = ASCIIPrintableSet(rules.allowed).characters
-        let required = requiredSets(rules).map { $0.characters }
-        let limit = rules.maxConsecutive ?? Int.max
-        if limit < length, allowed.count == 1 {
-            throw PasswordGenerationError(
-                .maxConsecutiveUnsatisfiable,
-                "only one character is allowed, and it may not repeat more than \(limit) times in a row")
+        try generate(following: Plan(rules), using: &random)
+    }
+
+    /// What ``generate(following:using:)`` works out from the rules before drawing: make it once for many passwords.
+    public struct Plan: Sendable {
+        let length: Int
+        let allowed: [UInt8]
+        let required: [[UInt8]]
+        let limit: Int
+
+        public init(_ rules: PasswordRules) throws(PasswordGenerationError) {
+            length = try PasswordGenerator.length(for: rules)
+            allowed = ASCIIPrintableSet(rules.allowed).characters
+            required = requiredSets(rules).map { $0.characters }
+            limit = rules.maxConsecutive ?? Int.max
+            if limit < length, allowed.count == 1 {
+                throw PasswordGenerationError(
+                    .maxConsecutiveUnsatisfiable,
+                    "only one character is allowed, and it may not repeat more than \(limit) times in a row")
+            }
         }
+    }
+
+    /// A password following the rules `plan` was made from.
+    public static func generate(
+        following plan: Plan, using random: inout some RandomNumberGenerator
+    ) throws(PasswordGenerationError) -> String {
+        let (length, allowed, required, limit) = (plan.length, plan.allowed, plan.required, plan.limit)
+        // A slot is the index of its required set, or -1 for the allowed characters.
+        var slots = [Int](repeating: -1, count: length)
+        for index in required.indices { slots[index] = index }
+        var characters = [UInt8](repeating: 0, count: length)
         attempts: for _ in 0..<maximumAttempts {
-            var slots = required + Array(repeating: allowed, count: length - required.count)
             slots.shuffle(using: &random)
-            var characters: [UInt8] = []
-            characters.reserveCapacity(length)
             var run = 0
-            for set in slots {
-                var choices = set
-                if run >= limit, let last = characters.last { choices.removeAll { $0 == last } }
-                guard !choices.isEmpty else { continue attempts }
-                let character = choices[Int.random(in: 0..<choices.count, using: &random)]
-                run = character == characters.last ? run + 1 : 1
-                characters.append(character)
+            for (position, slot) in slots.enumerated() {
+                let set = slot < 0 ? allowed : required[slot]
+                // The previous character, when it ends a full run: drawn around, so the rest stay uniform.
+                let forbidden = run >= limit ? set.firstIndex(of: characters[position - 1]) : nil
+                let count = set.count - (forbidden == nil ? 0 : 1)
+                guard count > 0 else { continue attempts }
+                var draw = Int.random(in: 0..<count, using: &random)
+                if let forbidden, draw >= forbidden { draw += 1 }
+                let character = set[draw]
+                run = position > 0 && character == characters[position - 1] ? run + 1 : 1
+                characters[position] = character
             }
             return String(decoding: characters, as: UTF8.self)
         }

@@ -23,7 +23,7 @@ extension Passkey.Password {
                 Without options: one strong password. --rules takes a passwordrules descriptor, for example \
                 'required: upper; required: digit; allowed: lower; minlength: 12; maxlength: 16', read as \
                 Apple's reference parser reads it; a descriptor with errors is refused, with the rules a browser \
-                would fall back to. Randomness comes from the system's generator (getrandom).
+                would fall back to. Randomness comes from the kernel's generator (/dev/urandom).
                 """
         )
 
@@ -43,12 +43,15 @@ extension Passkey.Password {
         }
 
         func run() throws {
-            var random = SystemRandomNumberGenerator()
-            let make: (inout SystemRandomNumberGenerator) throws -> String
+            guard var random = BufferedSystemRandom() else { throw CommandFailure("cannot open /dev/urandom") }
+            let make: (inout BufferedSystemRandom) throws -> String
             if let rules {
-                let parsed = try Self.rules(from: rules)
+                let plan: PasswordGenerator.Plan
+                do { plan = try PasswordGenerator.Plan(try Self.rules(from: rules)) } catch let error as PasswordGenerationError {
+                    throw CommandFailure("no password can follow these rules: \(error)")
+                }
                 make = { random in
-                    do { return try PasswordGenerator.generate(following: parsed, using: &random) } catch {
+                    do { return try PasswordGenerator.generate(following: plan, using: &random) } catch {
                         throw CommandFailure("no password can follow these rules: \(error)")
                     }
                 }
