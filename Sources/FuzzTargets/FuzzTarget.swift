@@ -59,6 +59,7 @@ public enum FuzzTargets {
         ExchangeTargets.importFile,
         ShareTargets.qr,
         ShareTargets.messages,
+        PasswordRulesTargets.passwordRules,
     ]
 
     /// The target called `name`, if there is one.

@@ -133,7 +133,8 @@ public enum PasswordGenerator {
         }
         let length = min(max(preferredLength, requiredCount, lower), upper)
         guard length <= longestPassword else {
-            throw PasswordGenerationError(.tooLong, "a password of \(length) characters is longer than \(longestPassword)")
+            throw PasswordGenerationError(
+                .tooLong, "a password of \(length) characters is longer than \(longestPassword)")
         }
         guard requiredCount <= length else {
             throw PasswordGenerationError(

@@ -51,7 +51,8 @@ public enum PasswordCharacterClass: Hashable, Sendable {
         case .custom(let characters):
             "["
                 + (characters.contains(UInt8(ascii: "-")) ? "-" : "")
-                + String(decoding: characters.filter { $0 != UInt8(ascii: "-") && $0 != UInt8(ascii: "]") }, as: UTF8.self)
+                + String(
+                    decoding: characters.filter { $0 != UInt8(ascii: "-") && $0 != UInt8(ascii: "]") }, as: UTF8.self)
                 + (characters.contains(UInt8(ascii: "]")) ? "]" : "") + "]"
         }
     }
@@ -98,7 +99,7 @@ public struct PasswordRules: Hashable, Sendable, CustomStringConvertible {
     /// The descriptor in the language's own syntax, in the reference's order: required, allowed, max-consecutive,
     /// minlength, maxlength.
     public var description: String {
-        var parts = required.map { "required: " + $0.map(\.descriptor).joined(separator: ", ") }
+        var parts = required.map { "required: " + ($0.isEmpty ? "[]" : $0.map(\.descriptor).joined(separator: ", ")) }
         parts.append("allowed: " + allowed.map(\.descriptor).joined(separator: ", "))
         if let maxConsecutive { parts.append("max-consecutive: \(maxConsecutive)") }
         if let minLength { parts.append("minlength: \(minLength)") }

@@ -29,7 +29,8 @@ extension Passkey.Password {
 
         @Option(help: ArgumentHelp("classic (xxx-xxx-xxx-xxx) or strong (20 characters).", valueName: "format"))
         var format: PasswordFormat?
-        @Option(help: ArgumentHelp("A passwordrules descriptor to follow instead of a format.", valueName: "descriptor"))
+        @Option(
+            help: ArgumentHelp("A passwordrules descriptor to follow instead of a format.", valueName: "descriptor"))
         var rules: String?
         @Option(help: "How many passwords to print.") var count = 1
 
@@ -47,7 +48,9 @@ extension Passkey.Password {
             let make: (inout BufferedSystemRandom) throws -> String
             if let rules {
                 let plan: PasswordGenerator.Plan
-                do { plan = try PasswordGenerator.Plan(try Self.rules(from: rules)) } catch let error as PasswordGenerationError {
+                do { plan = try PasswordGenerator.Plan(try Self.rules(from: rules)) } catch let error
+                    as PasswordGenerationError
+                {
                     throw CommandFailure("no password can follow these rules: \(error)")
                 }
                 make = { random in
