@@ -96,11 +96,13 @@ public struct PasswordRules: Hashable, Sendable, CustomStringConvertible {
         return (combine(properties), parser.diagnostics)
     }
 
-    /// The descriptor in the language's own syntax, in the reference's order: required, allowed, max-consecutive,
-    /// minlength, maxlength.
+    /// The descriptor in the language's own syntax, parsing back to the same rules: `allowed` first (the
+    /// reference lets the first `unicode` or `ascii-printable` it meets win, so `allowed: ascii-printable;
+    /// required: unicode` must not become `required: unicode; allowed: …`), then each `required`,
+    /// max-consecutive, minlength, maxlength.
     public var description: String {
-        var parts = required.map { "required: " + ($0.isEmpty ? "[]" : $0.map(\.descriptor).joined(separator: ", ")) }
-        parts.append("allowed: " + allowed.map(\.descriptor).joined(separator: ", "))
+        var parts = ["allowed: " + allowed.map(\.descriptor).joined(separator: ", ")]
+        parts += required.map { "required: " + ($0.isEmpty ? "[]" : $0.map(\.descriptor).joined(separator: ", ")) }
         if let maxConsecutive { parts.append("max-consecutive: \(maxConsecutive)") }
         if let minLength { parts.append("minlength: \(minLength)") }
         if let maxLength { parts.append("maxlength: \(maxLength)") }
