@@ -56,6 +56,7 @@ let package = Package(
         .library(name: "CredentialExchange", targets: ["CredentialExchange"]),
         .library(name: "NearbyShare", targets: ["NearbyShare"]),
         .library(name: "NearbyShareLink", targets: ["NearbyShareLink"]),
+        .library(name: "PasswordRules", targets: ["PasswordRules"]),
         .executable(name: "passkey-fuzz", targets: ["passkey-fuzz"]),
     ],
     dependencies: [
@@ -109,6 +110,10 @@ let package = Package(
         .target(
             name: "NearbyShare", dependencies: ["Basics", "CBOR", "CTAP2", "Hybrid", "CredentialExchange", crypto],
             swiftSettings: strictSettings),
+
+        // The Password Rules language (`passwordrules`, UITextInputPasswordRules) read as Apple's reference parser
+        // reads it, and Safari's generated password formats; randomness comes in as a generator (Docs/Passwords.md).
+        .target(name: "PasswordRules", dependencies: ["Basics"], swiftSettings: strictSettings),
 
         // MARK: NIO values, no I/O.
         // WebSocket frames from NIO's decoder to whole binary messages, for the tunnel client and the relay alike.
@@ -204,7 +209,7 @@ let package = Package(
                 "SecurityKey", "Hybrid", "QRImage", "Proximity", "HybridTransport", "HybridLink", "CrossDevice",
                 "RelayServer", "UHID", "WebRelyingParty", "RelyingPartyServer", "PublicSuffix", "WebAuthnClient",
                 "WebAuthnClientIO", "ClientAuthenticators", "CredentialExchange", "NearbyShare", "NearbyShareLink",
-                "AssociatedDomains", argumentParser, logging, crypto,
+                "AssociatedDomains", "PasswordRules", argumentParser, logging, crypto,
                 nioCore,
                 nioSSL,
             ],
@@ -233,7 +238,8 @@ let package = Package(
             name: "FuzzTargets",
             dependencies: [
                 "CBOR", "CTAP2", "CTAPHID", "UHID", "Hybrid", "QRImage", "RelayServer", "RelayCore", "PasskeyStore",
-                "PublicSuffix", "WebAuthnClient", "CredentialExchange", "NearbyShare", "AssociatedDomains", crypto,
+                "PublicSuffix", "WebAuthnClient", "CredentialExchange", "NearbyShare", "AssociatedDomains",
+                "PasswordRules", crypto,
                 nioCore,
                 nioEmbedded,
                 logging,

@@ -64,6 +64,7 @@ public enum FuzzTargets {
         DomainsTargets.aasa,
         DomainsTargets.assetLinks,
         DomainsTargets.banner,
+        PasswordRulesTargets.passwordRules,
     ]
 
     /// The target called `name`, if there is one.
