@@ -56,6 +56,7 @@ let package = Package(
         .library(name: "CredentialExchange", targets: ["CredentialExchange"]),
         .library(name: "NearbyShare", targets: ["NearbyShare"]),
         .library(name: "NearbyShareLink", targets: ["NearbyShareLink"]),
+        .library(name: "SignedFiles", targets: ["SignedFiles"]),
         .executable(name: "passkey-fuzz", targets: ["passkey-fuzz"]),
     ],
     dependencies: [
@@ -107,6 +108,9 @@ let package = Package(
             name: "NearbyShare", dependencies: ["Basics", "CBOR", "CTAP2", "Hybrid", "CredentialExchange", crypto],
             swiftSettings: strictSettings),
 
+        // Checking an associated domain for an app (the rules, with fetching, waiting and signatures as actions).
+        .target(name: "AssociatedDomainsCheck", swiftSettings: strictSettings),
+
         // MARK: NIO values, no I/O.
         // WebSocket frames from NIO's decoder to whole binary messages, for the tunnel client and the relay alike.
         .target(name: "WebSocketMessages", dependencies: [nioCore, nioWebSocket], swiftSettings: strictSettings),
@@ -124,6 +128,11 @@ let package = Package(
         // <linux/uhid.h> sizes and offsets, for UHIDTests only (the header comes with linux-libc-dev).
         .systemLibrary(name: "CUHIDHeader", providers: [.apt(["linux-libc-dev"])]),
         .systemLibrary(name: "CSQLite", pkgConfig: "sqlite3", providers: [.apt(["libsqlite3-dev"])]),
+        // OpenSSL's libcrypto for CMS (its symbols do not clash with swift-crypto's prefixed BoringSSL).
+        .systemLibrary(name: "COpenSSL", pkgConfig: "libcrypto", providers: [.apt(["libssl-dev"])]),
+        // CMS SignedData files (the signed apple-app-site-association): verify against a trust store and for a
+        // domain, and sign, through OpenSSL.
+        .target(name: "SignedFiles", dependencies: ["Basics", "COpenSSL"], swiftSettings: strictSettings),
         .target(
             name: "PasskeyStore", dependencies: ["Basics", "CTAP2", "CSQLite", crypto, cryptoExtras],
             swiftSettings: strictSettings),
@@ -276,6 +285,11 @@ let package = Package(
         .testTarget(
             name: "CredentialExchangeTests", dependencies: ["CredentialExchange", "CTAP2", "WebAuthnClient", crypto],
             swiftSettings: strictSettings),
+        .testTarget(
+            name: "AssociatedDomainsCheckTests", dependencies: ["AssociatedDomainsCheck"], swiftSettings: strictSettings
+        ),
+        .testTarget(
+            name: "SignedFilesTests", dependencies: ["SignedFiles", "TestSupport"], swiftSettings: strictSettings),
         .testTarget(name: "FuzzTargetsTests", dependencies: ["FuzzTargets"], swiftSettings: strictSettings),
         .testTarget(
             name: "HybridTransportTests",
