@@ -103,6 +103,9 @@ let package = Package(
         .target(
             name: "CredentialExchange", dependencies: ["Basics", "CTAP2", "WebAuthnClient", crypto, cryptoExtras],
             swiftSettings: strictSettings),
+        // Associated domains: the apple-app-site-association file and its universal-link rules, Android's
+        // assetlinks.json and the Smart App Banner tag, read from bytes and text (Docs/Domains.md).
+        .target(name: "AssociatedDomains", dependencies: ["Basics", "WebAuthnClient"], swiftSettings: strictSettings),
         // Sharing one passkey with a person nearby: the share QR code, messages, sender and receiver (pure).
         .target(
             name: "NearbyShare", dependencies: ["Basics", "CBOR", "CTAP2", "Hybrid", "CredentialExchange", crypto],
