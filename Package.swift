@@ -112,7 +112,9 @@ let package = Package(
             swiftSettings: strictSettings),
 
         // Checking an associated domain for an app (the rules, with fetching, waiting and signatures as actions).
-        .target(name: "AssociatedDomainsCheck", swiftSettings: strictSettings),
+        .target(
+            name: "AssociatedDomainsCheck", dependencies: ["AssociatedDomains", "Basics", "PublicSuffix"],
+            swiftSettings: strictSettings),
 
         // MARK: NIO values, no I/O.
         // WebSocket frames from NIO's decoder to whole binary messages, for the tunnel client and the relay alike.
@@ -169,6 +171,16 @@ let package = Package(
             swiftSettings: strictSettings
         ),
 
+        // Checking associated domains over HTTPS (signed files through SignedFiles) and the approval table's file.
+        .target(
+            name: "AssociatedDomainsIO",
+            dependencies: [
+                "AssociatedDomainsCheck", "AssociatedDomains", "SignedFiles", "WebAuthnClient", "WebAuthnClientIO",
+                "PasskeyStore",
+            ],
+            swiftSettings: strictSettings
+        ),
+
         // MARK: Drivers: pure sessions carried out over adapters.
         // A platform's security key: CTAP2 over the host side of CTAPHID (UDP or hidraw), with the PIN when needed.
         .target(
@@ -213,6 +225,7 @@ let package = Package(
                 "SecurityKey", "Hybrid", "QRImage", "Proximity", "HybridTransport", "HybridLink", "CrossDevice",
                 "RelayServer", "UHID", "WebRelyingParty", "RelyingPartyServer", "PublicSuffix", "WebAuthnClient",
                 "WebAuthnClientIO", "ClientAuthenticators", "CredentialExchange", "NearbyShare", "NearbyShareLink",
+                "AssociatedDomains", "AssociatedDomainsCheck", "AssociatedDomainsIO", "SignedFiles",
                 argumentParser, logging, crypto,
                 nioCore,
                 nioSSL,
@@ -242,7 +255,8 @@ let package = Package(
             name: "FuzzTargets",
             dependencies: [
                 "CBOR", "CTAP2", "CTAPHID", "UHID", "Hybrid", "QRImage", "RelayServer", "RelayCore", "PasskeyStore",
-                "PublicSuffix", "WebAuthnClient", "CredentialExchange", "NearbyShare", crypto, nioCore, nioEmbedded,
+                "PublicSuffix", "WebAuthnClient", "CredentialExchange", "NearbyShare", "AssociatedDomains",
+                "AssociatedDomainsCheck", "SignedFiles", crypto, nioCore, nioEmbedded,
                 logging,
             ],
             swiftSettings: strictSettings
@@ -280,8 +294,8 @@ let package = Package(
         .testTarget(
             name: "WebAuthnClientIOTests",
             dependencies: [
-                "WebAuthnClientIO", "WebAuthnClient", "PublicSuffix", "TestSupport", nioCore, nioPosix, nioHTTP1,
-                nioSSL,
+                "WebAuthnClientIO", "WebAuthnClient", "PublicSuffix", "TestSupport", "AssociatedDomains",
+                "AssociatedDomainsCheck", "AssociatedDomainsIO", "SignedFiles", nioCore, nioPosix, nioHTTP1, nioSSL,
             ],
             swiftSettings: strictSettings
         ),

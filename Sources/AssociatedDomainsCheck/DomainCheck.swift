@@ -206,7 +206,8 @@ public struct DomainCheck: Sendable {
                     .denied, "\(url)\(signed) does not name \(app) for \(service): \(listed)", signer: signer,
                     file: json))
         case .invalid(let reason):
-            return .finish(verdict(.denied, "the file at \(url)\(signed) is not valid: \(reason)", signer: signer))
+            return .finish(
+                verdict(.denied, "the file at \(url)\(signed) is not valid: \(reason)", signer: signer, file: nil))
         }
     }
 

@@ -59,6 +59,8 @@ public enum FuzzTargets {
         ExchangeTargets.importFile,
         ShareTargets.qr,
         ShareTargets.messages,
+        DomainTargets.signedFile,
+        DomainTargets.approvalTable,
     ]
 
     /// The target called `name`, if there is one.

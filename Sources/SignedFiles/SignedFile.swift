@@ -221,6 +221,8 @@ public enum SignedFile {
     ) throws(SignedFileError) {
         guard let store = X509_STORE_new() else { throw SignedFileError(.certificate, "out of memory") }
         defer { X509_STORE_free(store) }
+        // A certificate the user trusts ends the chain even when it is not a root (an intermediate given as --ca).
+        _ = X509_STORE_set_flags(store, UInt(X509_V_FLAG_PARTIAL_CHAIN))
         if trust.systemStore, X509_STORE_set_default_paths(store) != 1 {
             throw SignedFileError(.trustAnchors, "the system trust store cannot be used: \(openSSLErrors())")
         }

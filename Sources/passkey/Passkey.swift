@@ -22,7 +22,7 @@ struct Passkey: AsyncParsableCommand {
         subcommands: [
             Init.self, Serve.self, Scan.self, Listen.self, Linked.self, Client.self, RP.self, List.self, Delete.self,
             Export.self, Import.self, ImportKey.self, Share.self, Receive.self, Info.self, Demo.self,
-            Inspect.self, Debug.self,
+            Inspect.self, Domains.self, Debug.self,
         ]
     )
 }

@@ -201,8 +201,11 @@ struct SignedFileTests {
         #expect(throws: SignedFileError(.signingCertificate, "")) {
             try SignedFile.sign(Self.content, certificatePEM: Array("junk".utf8), privateKeyPEM: pki.keyPEM("leaf"))
         }
-        var damaged = certificate
-        damaged[damaged.count / 2] ^= 0x01
+        // The first half of the certificate, closed: base64 that decodes to truncated DER.
+        let text = String(decoding: certificate, as: UTF8.self)
+        let lines = text.split(separator: "\n")
+        let damaged = Array(
+            (lines.prefix(lines.count / 2).joined(separator: "\n") + "\n-----END CERTIFICATE-----\n").utf8)
         #expect(throws: SignedFileError(.signingCertificate, "")) {
             try SignedFile.sign(Self.content, certificatePEM: damaged, privateKeyPEM: pki.keyPEM("leaf"))
         }
