@@ -303,6 +303,8 @@ let package = Package(
             name: "CredentialExchangeTests", dependencies: ["CredentialExchange", "CTAP2", "WebAuthnClient", crypto],
             swiftSettings: strictSettings),
         .testTarget(
+            name: "AssociatedDomainsTests", dependencies: ["AssociatedDomains"], swiftSettings: strictSettings),
+        .testTarget(
             name: "AssociatedDomainsCheckTests", dependencies: ["AssociatedDomainsCheck"], swiftSettings: strictSettings
         ),
         .testTarget(

@@ -66,6 +66,11 @@ extension UInt8 {
         (UInt8(ascii: "A")...UInt8(ascii: "Z")).contains(self) || (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(self)
     }
 
+    var isASCIIHex: Bool {
+        (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(self) || (UInt8(ascii: "a")...UInt8(ascii: "f")).contains(self)
+            || (UInt8(ascii: "A")...UInt8(ascii: "F")).contains(self)
+    }
+
     var isASCIIAlphanumeric: Bool {
         isASCIIUpperOrDigit || (UInt8(ascii: "a")...UInt8(ascii: "z")).contains(self)
     }

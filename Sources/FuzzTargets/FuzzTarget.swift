@@ -59,8 +59,11 @@ public enum FuzzTargets {
         ExchangeTargets.importFile,
         ShareTargets.qr,
         ShareTargets.messages,
-        DomainTargets.signedFile,
-        DomainTargets.approvalTable,
+        DomainsTargets.aasa,
+        DomainsTargets.assetLinks,
+        DomainsTargets.banner,
+        SignedFileTargets.signedFile,
+        SignedFileTargets.approvalTable,
     ]
 
     /// The target called `name`, if there is one.

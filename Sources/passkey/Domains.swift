@@ -1,16 +1,154 @@
 import ArgumentParser
 import AssociatedDomains
+import AssociatedDomainsCheck
+import AssociatedDomainsIO
+import Foundation
 
 extension Passkey {
     struct Domains: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
-            abstract: "Associated domains: check a site's apple-app-site-association for an app, sign the file.",
+            abstract: "Associated domains: check a site's apple-app-site-association file, sign one, list and "
+                + "forget approvals, match universal links.",
             discussion: """
-                `check` fetches a domain's file as the platform does and records the answer in an approval table \
-                beside the store (`list`, `forget`); `sign` makes the CMS-signed form of a file. See Docs/Domains.md.
+                check fetches and judges a domain's association file for an app; sign makes the CMS-signed form; \
+                list shows the approval table and forget removes an app's approvals; match says whether a link \
+                opens the app and which rule decided. See Docs/Domains.md.
                 """,
-            subcommands: [Check.self, Sign.self, List.self, Forget.self]
+            subcommands: [Check.self, Sign.self, List.self, Forget.self, Match.self]
         )
+    }
+}
+
+extension Passkey.Domains {
+    struct Match: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Say whether a universal link opens the app, is excluded, or opens in the browser.",
+            discussion: """
+                Reads the apple-app-site-association file given with --file, else the file the last `passkey \
+                domains check` of the domain fetched (all three applinks forms: the 2015 \
+                details dictionary, iOS 9 appID and paths, iOS 13 appIDs and components) and prints the verdict \
+                and the rule that decided it. The file is taken to be the one served by --domain (default: the \
+                link's host); a link to another host opens in the browser. Exit status: 0 the app opens the \
+                link, 1 excluded or browser, 2 bad input (a file that is not a valid association file, a bad app \
+                ID). See Docs/Domains.md.
+                """
+        )
+
+        @OptionGroup var store: StoreOptions
+        @Option(help: ArgumentHelp("The app, TEAMID.BUNDLEID.", valueName: "id")) var app: String
+        @Option(help: ArgumentHelp("The association file (- for standard input).", valueName: "file"))
+        var file: String?
+        @Option(
+            help: ArgumentHelp(
+                "The domain the file came from, host or host:port (default: the link's host).", valueName: "domain"))
+        var domain: String?
+        @Flag(help: "Print one JSON object.") var json = false
+        @Argument(help: ArgumentHelp("The https link.", valueName: "url")) var url: String
+
+        func run() throws {
+            let appID: AppID
+            do { appID = try AppID(app) } catch { throw CommandFailure(error.message, exitCode: 2) }
+            let bytes: [UInt8]
+            let source: String
+            if let file {
+                bytes = try DomainFiles.read(file, limit: AppSiteAssociation.maximumBytes, what: "association file")
+                source = file
+            } else {
+                (bytes, source) = try lastCheckedFile()
+            }
+            let association: AppSiteAssociation
+            do { association = try AppSiteAssociation(json: bytes) } catch {
+                throw CommandFailure("\(source) is not a valid association file: \(error.message)", exitCode: 2)
+            }
+            let verdict = association.match(url: url, app: appID, domain: domain)
+            if json {
+                print(try DomainFiles.jsonText(Self.object(verdict)))
+            } else {
+                print("verdict  \(verdict.outcome.rawValue)")
+                print("reason   \(verdict.reason.terminalSafe)")
+                if let rule = verdict.rule {
+                    print("rule     \(rule.location.terminalSafe)  \(rule.pattern.terminalSafe)")
+                    print("form     \(rule.form.rawValue) (\(rule.form))")
+                }
+            }
+            if verdict.outcome != .open { throw ExitCode(1) }
+        }
+
+        /// The file the last `domains check` of --domain (default: the link's host and port) fetched, from the
+        /// approval table beside the store.
+        func lastCheckedFile() throws -> ([UInt8], String) {
+            let key: String
+            if let domain {
+                key =
+                    domain.lowercased().hasSuffix(":443")
+                    ? String(domain.lowercased().dropLast(4)) : domain.lowercased()
+            } else {
+                guard let components = URLComponents(string: url), let host = components.host?.lowercased() else {
+                    throw CommandFailure("\(url.terminalSafe) is not a URL", exitCode: 2)
+                }
+                key = components.port.map { $0 == 443 ? host : "\(host):\($0)" } ?? host
+            }
+            let table: ApprovalTable
+            do {
+                table = try ApprovalTableFile.beside(storeURL: store.url).load()
+            } catch {
+                throw CommandFailure("cannot read the approval table: \(error)", exitCode: 2)
+            }
+            guard let bytes = table.lastFile(domain: key) else {
+                throw CommandFailure(
+                    "no association file from \(key): it has not been checked, or its last check found no file",
+                    hint: "Run `passkey domains check \(key) --app ID`, or give the file with --file PATH.",
+                    exitCode: 2)
+            }
+            return (bytes, "the file last fetched from \(key)")
+        }
+
+        /// `verdict`, `reason`, `form` (`2015`, `ios9`, `ios13`, or null when no rule decided) and `rule`
+        /// (`location`, `detail`, `index`, `pattern`, or null).
+        static func object(_ verdict: LinkVerdict) -> [String: Any] {
+            var object: [String: Any] = [
+                "verdict": verdict.outcome.rawValue, "reason": verdict.reason, "form": NSNull(), "rule": NSNull(),
+            ]
+            if let rule = verdict.rule {
+                object["form"] = rule.form.rawValue
+                object["rule"] = [
+                    "location": rule.location, "detail": rule.detail, "index": rule.index, "pattern": rule.pattern,
+                ]
+            }
+            return object
+        }
+    }
+}
+
+/// Reading the files `domains` and `inspect banner` take, and printing their JSON.
+enum DomainFiles {
+    /// The bytes of `path` (`-` for standard input), refused past `limit` bytes; failures exit 2.
+    static func read(_ path: String, limit: Int, what: String) throws -> [UInt8] {
+        let handle: FileHandle
+        if path == "-" {
+            handle = FileHandle.standardInput
+        } else {
+            guard let opened = FileHandle(forReadingAtPath: path) else {
+                throw CommandFailure("cannot read the \(what) \(path)", exitCode: 2)
+            }
+            handle = opened
+        }
+        defer { if path != "-" { try? handle.close() } }
+        var bytes: [UInt8] = []
+        while bytes.count <= limit {
+            guard let chunk = try? handle.read(upToCount: 64 * 1024), !chunk.isEmpty else { break }
+            bytes += chunk
+        }
+        guard bytes.count <= limit else {
+            throw CommandFailure("the \(what) \(path) is larger than \(limit) bytes", exitCode: 2)
+        }
+        return bytes
+    }
+
+    static func jsonText(_ object: [String: Any]) throws -> String {
+        let data = try JSONSerialization.data(
+            withJSONObject: object, options: [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes])
+        return String(decoding: data, as: UTF8.self)
     }
 }
 

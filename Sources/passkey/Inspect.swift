@@ -8,12 +8,13 @@ import QRImage
 extension Passkey {
     struct Inspect: ParsableCommand {
         static let configuration = CommandConfiguration(
-            abstract: "Decode hybrid (caBLE v2) QR codes, BLE adverts and tunnel server domain IDs; check origins.",
+            abstract:
+                "Decode hybrid (caBLE v2) QR codes, BLE adverts and tunnel server domain IDs; check origins; read Smart App Banners.",
             discussion: """
                 Offline: nothing is scanned, advertised or connected to (see Docs/Hybrid.md), except that \
                 `origin --related-origins` fetches an RP ID's /.well-known/webauthn (see Docs/Client.md).
                 """,
-            subcommands: [QRCode.self, Advert.self, Domain.self, Origin.self]
+            subcommands: [QRCode.self, Advert.self, Domain.self, Origin.self, Banner.self]
         )
     }
 }

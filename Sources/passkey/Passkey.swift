@@ -16,7 +16,8 @@ struct Passkey: AsyncParsableCommand {
             `delete` removes one, `export` and `import` move passkeys between stores and from Bitwarden or \
             KeePassXC, `share` gives one passkey to a person nearby who runs `receive`, and `info` describes the \
             authenticator and the store. `rp` serves a local web site to try passkeys in a browser, `demo` plays a \
-            cross-device sign-in on this machine, and `inspect` decodes QR codes and adverts and checks origins.
+            cross-device sign-in on this machine, `inspect` decodes QR codes and adverts and checks origins, and \
+            `domains` answers for associated domains and universal links.
             """,
         version: "0.1.0",
         subcommands: [

@@ -271,3 +271,17 @@ def test_a_file_without_the_app_is_denied(setup):
 def test_bad_input_exits_2(setup, args):
     directory, _, _ = setup
     assert passkey(directory, "check", *args).returncode == 2
+
+
+def test_match_reads_the_file_from_the_last_check(setup):
+    directory, pki, site = setup
+    site.routes[WELL_KNOWN] = (200, "application/pkcs7-mime", openssl_sign(directory, pki, "localhost", NAMING))
+    check(directory, pki, site, expect=0)
+    url = f"https://localhost:{site.port}/any/page"
+    result = passkey(directory, "match", url, "--app", APP, "--json", check=0)
+    assert json.loads(result.stdout)["verdict"] == "open"
+    # A check that finds no file any more leaves nothing to match against.
+    site.routes[WELL_KNOWN] = (404, "text/plain", b"")
+    check(directory, pki, site, expect=1)
+    gone = passkey(directory, "match", url, "--app", APP, check=2)
+    assert b"its last check found no file" in gone.stderr

@@ -4,7 +4,7 @@ import Foundation
 import SignedFiles
 
 /// The signed apple-app-site-association reader (CMS through OpenSSL) and the approval table's file.
-enum DomainTargets {
+enum SignedFileTargets {
     /// TEST MATERIAL, published on purpose: a throwaway self-signed P-256 certificate for example.com (valid to 2126)
     /// and its private key, made with `openssl req -x509` for the seeds. It protects nothing.
     static let certificate = """
