@@ -285,3 +285,84 @@ def test_match_reads_the_file_from_the_last_check(setup):
     check(directory, pki, site, expect=1)
     gone = passkey(directory, "match", url, "--app", APP, check=2)
     assert b"its last check found no file" in gone.stderr
+
+
+# MARK: passkey client as an app
+
+
+PASSPHRASE = "interop test passphrase"
+FINGERPRINT = ":".join(["AB"] * 31 + ["01"])
+
+
+def client_as_app(directory, site, pki, command, options, *app_args):
+    store = os.path.join(directory, "passkeys.sqlite")
+    env = dict(os.environ, PASSKEY_PASSPHRASE=PASSPHRASE)
+    if not os.path.exists(store):
+        subprocess.run([PASSKEY_BIN, "init", "--store", store], check=True, capture_output=True, env=env, timeout=60)
+    return subprocess.run(
+        [PASSKEY_BIN, "client", command, "--options", "-", "--origin", "https://localhost", "--no-phone", "--store",
+         store, "--yes", "--json", "--app-ca", pki["ca"], "--app-port", str(site.port), *app_args],
+        input=options, capture_output=True, text=True, timeout=120, env=env)
+
+
+def registration_options():
+    from webauthn import generate_registration_options, options_to_json
+    from webauthn.helpers.structs import AuthenticatorSelectionCriteria, ResidentKeyRequirement
+    options = generate_registration_options(
+        rp_id="localhost", rp_name="Local", user_name="alice",
+        authenticator_selection=AuthenticatorSelectionCriteria(resident_key=ResidentKeyRequirement.REQUIRED))
+    return options, options_to_json(options)
+
+
+def test_an_app_uses_the_rp_only_when_the_domain_approves_it(setup):
+    from webauthn import verify_registration_response
+    directory, pki, site = setup
+    site.routes[WELL_KNOWN] = (200, "application/json", NAMING)
+    options, text = registration_options()
+    result = client_as_app(directory, site, pki, "create", text, "--app", APP)
+    assert result.returncode == 0, result.stderr
+    verify_registration_response(credential=result.stdout, expected_challenge=options.challenge,
+                                 expected_origin="https://localhost", expected_rp_id="localhost")
+    assert site.requests == [WELL_KNOWN]  # checked on demand, once
+
+    # Another app is refused with the platform's words, and nothing is stored.
+    other = "ZZZZZ99999.com.example.other"
+    _, text = registration_options()
+    refused = client_as_app(directory, site, pki, "create", text, "--app", other)
+    assert refused.returncode == 12, refused.stderr
+    assert f"Application with identifier {other} is not associated with domain localhost" in refused.stderr
+    listed = json.loads(passkey(directory, "list", "--json", check=0).stdout)
+    assert {(e["app"], e["state"]) for e in listed} == {(APP, "approved"), (other, "denied")}
+
+    # The table answers from now on: the site is not asked again, even when it no longer names the app.
+    site.routes[WELL_KNOWN] = (404, "text/plain", b"")
+    again = client_as_app(directory, site, pki, "create", registration_options()[1], "--app", other)
+    assert again.returncode == 12
+    assert site.requests == [WELL_KNOWN, WELL_KNOWN]
+    # Forgetting the app (uninstalling it) makes the next request check again, and now it is refused.
+    passkey(directory, "forget", APP, check=0)
+    gone = client_as_app(directory, site, pki, "create", registration_options()[1], "--app", APP)
+    assert gone.returncode == 12 and "is not associated with domain localhost" in gone.stderr
+
+
+def test_an_android_app_needs_get_login_creds_in_assetlinks(setup):
+    directory, pki, site = setup
+    statements = [{
+        "relation": ["delegate_permission/common.get_login_creds", "delegate_permission/common.handle_all_urls"],
+        "target": {"namespace": "android_app", "package_name": "com.example.app",
+                   "sha256_cert_fingerprints": [FINGERPRINT]},
+    }]
+    site.routes["/.well-known/assetlinks.json"] = (200, "application/json", json.dumps(statements).encode())
+    allowed = client_as_app(directory, site, pki, "create", registration_options()[1],
+                            "--android-app", f"com.example.app:{FINGERPRINT}")
+    assert allowed.returncode == 0, allowed.stderr
+    wrong_key = ":".join(["CD"] * 32)
+    refused = client_as_app(directory, site, pki, "create", registration_options()[1],
+                            "--android-app", f"com.example.app:{wrong_key}")
+    assert refused.returncode == 12
+    assert "the Android app com.example.app is not associated with localhost" in refused.stderr
+    statements[0]["relation"] = ["delegate_permission/common.handle_all_urls"]
+    site.routes["/.well-known/assetlinks.json"] = (200, "application/json", json.dumps(statements).encode())
+    links_only = client_as_app(directory, site, pki, "create", registration_options()[1],
+                               "--android-app", f"com.example.app:{FINGERPRINT}")
+    assert links_only.returncode == 12, links_only.stderr
