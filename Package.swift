@@ -305,7 +305,8 @@ let package = Package(
         .testTarget(
             name: "AssociatedDomainsTests", dependencies: ["AssociatedDomains"], swiftSettings: strictSettings),
         .testTarget(
-            name: "AssociatedDomainsCheckTests", dependencies: ["AssociatedDomainsCheck"], swiftSettings: strictSettings
+            name: "AssociatedDomainsCheckTests", dependencies: ["AssociatedDomainsCheck", "AssociatedDomains"],
+            swiftSettings: strictSettings
         ),
         .testTarget(
             name: "SignedFilesTests", dependencies: ["SignedFiles", "TestSupport"], swiftSettings: strictSettings),

@@ -60,7 +60,9 @@ public struct Entitlement: Hashable, Sendable, Comparable, CustomStringConvertib
         if let colon = text.lastIndex(of: ":") {
             host = text[..<colon]
             let digits = text[text.index(after: colon)...]
-            guard digits.allSatisfy(\.isASCII), let number = Int(digits), (1...65535).contains(number) else {
+            guard !digits.isEmpty, digits.count <= 5,
+                digits.allSatisfy({ ("0"..."9").contains($0) }), let number = Int(digits), (1...65535).contains(number)
+            else {
                 throw ApprovalTableError(.invalidEntitlement, "\"\(text)\" has no valid port after the colon")
             }
             port = number == 443 ? nil : number
@@ -179,7 +181,9 @@ extension ApprovalTable {
             throw ApprovalTableError(.malformedTable, "the approval table has version \(document.version), not 1")
         }
         for entry in document.entries {
-            _ = try Entitlement(entry.entitlement)
+            guard (try? Entitlement(entry.entitlement)) != nil else {
+                throw ApprovalTableError(.malformedTable, "the approval table has an invalid entitlement")
+            }
             guard (try? AppID(entry.app)) != nil else {
                 throw ApprovalTableError(.malformedTable, "the approval table has an invalid app ID")
             }
