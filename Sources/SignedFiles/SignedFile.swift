@@ -133,7 +133,7 @@ public enum SignedFile {
         guard let certificate = passkey_sk_X509_value(certificates, 0) else {
             throw SignedFileError(.signingCertificate, "the certificate file holds no certificate")
         }
-        let key = withBIO(privateKeyPEM) { passkey_PEM_read_bio_PrivateKey($0) }
+        let key = withBIO(privateKeyPEM) { bio in bio.flatMap { passkey_PEM_read_bio_PrivateKey($0) } }
         guard let key else {
             throw SignedFileError(
                 .privateKey, "the private key cannot be read (an encrypted key is refused): \(openSSLErrors())")
@@ -165,13 +165,10 @@ public enum SignedFile {
                 throw SignedFileError(.signingFailed, "out of memory")
             }
         }
-        guard let data = BIO_new(BIO_s_mem()), let out = BIO_new(BIO_s_mem()) else {
-            throw SignedFileError(.signingFailed, "out of memory")
-        }
-        defer {
-            BIO_free(data)
-            BIO_free(out)
-        }
+        guard let data = BIO_new(BIO_s_mem()) else { throw SignedFileError(.signingFailed, "out of memory") }
+        defer { BIO_free(data) }
+        guard let out = BIO_new(BIO_s_mem()) else { throw SignedFileError(.signingFailed, "out of memory") }
+        defer { BIO_free(out) }
         let written = content.withUnsafeBytes { BIO_write(data, $0.baseAddress, Int32($0.count)) }
         guard content.isEmpty || written == Int32(content.count) else {
             throw SignedFileError(.signingFailed, "out of memory")
@@ -286,6 +283,7 @@ public enum SignedFile {
     ) throws(SignedFileError) -> OpaquePointer {
         guard let stack = passkey_sk_X509_new() else { throw SignedFileError(code, "out of memory") }
         let failure: SignedFileError? = withBIO(pem) { bio in
+            guard let bio else { return SignedFileError(code, "out of memory") }
             while let certificate = PEM_read_bio_X509(bio, nil, nil, nil) {
                 guard passkey_sk_X509_push(stack, certificate) > 0 else {
                     X509_free(certificate)
@@ -311,11 +309,14 @@ public enum SignedFile {
         return stack
     }
 
-    /// Runs `body` with a read-only memory BIO over a copy of `bytes`.
-    private static func withBIO<Result>(_ bytes: [UInt8], _ body: (OpaquePointer) -> Result) -> Result {
-        let bio = BIO_new(BIO_s_mem())!
+    /// Runs `body` with a memory BIO holding a copy of `bytes`; nil when OpenSSL is out of memory.
+    private static func withBIO<Result>(_ bytes: [UInt8], _ body: (OpaquePointer?) -> Result) -> Result {
+        guard let bio = BIO_new(BIO_s_mem()) else { return body(nil) }
         defer { BIO_free(bio) }
-        if !bytes.isEmpty { _ = bytes.withUnsafeBytes { BIO_write(bio, $0.baseAddress, Int32(clamping: $0.count)) } }
+        if !bytes.isEmpty {
+            let written = bytes.withUnsafeBytes { BIO_write(bio, $0.baseAddress, Int32(clamping: $0.count)) }
+            guard written == Int32(clamping: bytes.count) else { return body(nil) }
+        }
         return body(bio)
     }
 

@@ -30,6 +30,16 @@ struct SignedFileTests {
         }
     }
 
+    @Test func withoutBinaryOpenSSLSignsTheTextWithCRLFLineEnds() async throws {
+        // Apple's documented command has no -binary: smime then signs the text with CRLF line ends, which is the
+        // content the file carries (still JSON).
+        let pki = try await Self.pki.value
+        let text = Array("{\n  \"webcredentials\": {\"apps\": []}\n}\n".utf8)
+        let der = try await pki.opensslSign(text, leaf: "leaf", binary: false)
+        let content = try SignedFile.verify(der, domain: "example.com", trust: pki.trust).content
+        #expect(String(decoding: content, as: UTF8.self) == "{\r\n  \"webcredentials\": {\"apps\": []}\r\n}\r\n")
+    }
+
     @Test func aFileSignedHereVerifiesWithOpenSSL() async throws {
         let pki = try await Self.pki.value
         let der = try pki.sign(Self.content, leaf: "leaf", chain: true)
@@ -258,14 +268,17 @@ final class TestPKI: Sendable {
     }
 
     /// Signs as Apple's documentation does: `openssl smime -sign -nodetach -outform DER`, with the chain.
-    func opensslSign(_ content: [UInt8], leaf: String) async throws -> [UInt8] {
-        let input = try directory.write(content, to: "\(leaf)-input.json")
-        let out = directory.file("\(leaf)-signed.der")
+    func opensslSign(_ content: [UInt8], leaf: String, binary: Bool = true) async throws -> [UInt8] {
+        // Each call has its own files: the suite's tests run in parallel over one PKI.
+        let unique = UUID().uuidString
+        let input = try directory.write(content, to: "\(leaf)-\(unique).json")
+        let out = directory.file("\(leaf)-\(unique).der")
         let issuer = leaf == "stranger" ? "stranger-root" : "intermediate"
-        let result = try await openssl([
-            "smime", "-sign", "-nodetach", "-binary", "-in", input, "-signer", file(leaf), "-inkey", key(leaf),
-            "-certfile", file(issuer), "-outform", "DER", "-out", out,
-        ])
+        let result = try await openssl(
+            [
+                "smime", "-sign", "-nodetach", "-in", input, "-signer", file(leaf), "-inkey", key(leaf),
+                "-certfile", file(issuer), "-outform", "DER", "-out", out,
+            ] + (binary ? ["-binary"] : []))
         guard result.termination.exitStatus == 0 else { throw PKIFailure(description: result.stderr) }
         return Array(try Data(contentsOf: URL(fileURLWithPath: out)))
     }
