@@ -23,7 +23,7 @@ public struct AppID: Hashable, Sendable, CustomStringConvertible, Comparable {
         guard team.utf8.count == 10, team.utf8.allSatisfy({ $0.isASCIIUpperOrDigit }) else {
             throw AssociationFileError(
                 .invalidAppID,
-                "\"\(text.printable)\" is not an app ID: the team ID \"\(String(team).printable)\" must be ten "
+                "\"\(text.printable)\" is not an app ID (TEAMID.BUNDLEID): the team ID \"\(String(team).printable)\" must be ten "
                     + "upper-case letters or digits")
         }
         let labels = bundle.split(separator: ".", omittingEmptySubsequences: false)
@@ -34,7 +34,7 @@ public struct AppID: Hashable, Sendable, CustomStringConvertible, Comparable {
         else {
             throw AssociationFileError(
                 .invalidAppID,
-                "\"\(text.printable)\" is not an app ID: the bundle ID \"\(String(bundle).printable)\" must be "
+                "\"\(text.printable)\" is not an app ID (TEAMID.BUNDLEID): the bundle ID \"\(String(bundle).printable)\" must be "
                     + "dot-separated labels of letters, digits and hyphens")
         }
         teamID = String(team)

@@ -126,6 +126,11 @@ public struct AppLinks: Hashable, Sendable {
     public var defaults: MatchingDefaults
     /// `applinks.substitutionVariables`: the file's own variables, each a list of strings (iOS 13.5 and later).
     public var substitutionVariables: [String: [String]]
+    /// The variables compiled for matching.
+    let variableTable: VariableTable
+
+    /// The most matching steps per character of a link that all the file's patterns may take together.
+    public static let maximumTotalCost = 131_072
 
     init(_ section: JSONObject) throws(AssociationFileError) {
         defaults =
@@ -154,6 +159,9 @@ public struct AppLinks: Hashable, Sendable {
             }
         }
         substitutionVariables = variables
+        let table = VariableTable(variables)
+        variableTable = table
+        var budget = Self.maximumTotalCost
 
         details = []
         guard let detailsValue = section.value("details") else { return }
@@ -173,7 +181,7 @@ public struct AppLinks: Hashable, Sendable {
                 details.append(
                     try AppLinkDetail(
                         JSONObject(element, path: AssociationJSON.path(detailsPath, index)), index: index,
-                        variables: variables))
+                        variables: table, budget: &budget))
             }
         default:
             throw AssociationJSON.wrongType(detailsPath, detailsValue, expected: "an array or an object")
@@ -238,7 +246,7 @@ public struct AppLinkDetail: Hashable, Sendable {
         self.defaults = defaults
     }
 
-    init(_ object: JSONObject, index: Int, variables: [String: [String]]) throws(AssociationFileError) {
+    init(_ object: JSONObject, index: Int, variables: VariableTable, budget: inout Int) throws(AssociationFileError) {
         self.index = index
         location = object.path
         var apps: [String] = []
@@ -257,7 +265,7 @@ public struct AppLinkDetail: Hashable, Sendable {
                 components.append(
                     try AppLinkComponent(
                         JSONObject(element, path: AssociationJSON.path(object.path("components"), componentIndex)),
-                        index: componentIndex, source: element, variables: variables))
+                        index: componentIndex, source: element, variables: variables, budget: &budget))
             }
             self.components = components
         } else {
@@ -313,7 +321,7 @@ public struct AppLinkComponent: Hashable, Sendable {
     /// The component as written, one line of JSON, for showing which rule decided.
     public var source: String
 
-    init(_ object: JSONObject, index: Int, source: JSONValue, variables: [String: [String]])
+    init(_ object: JSONObject, index: Int, source: JSONValue, variables: VariableTable, budget: inout Int)
         throws(AssociationFileError)
     {
         self.index = index
@@ -339,19 +347,24 @@ public struct AppLinkComponent: Hashable, Sendable {
         settings = try MatchingDefaults(object)
         comment = try object.string("comment")
         self.source = String(decoding: source.serialized(), as: UTF8.self)
-        // Check every pattern now, so that a bad variable or an oversized expansion is a file error, not a
-        // surprise at match time.
-        for (key, pattern) in [("/", path), ("#", fragment)] {
-            guard let pattern else { continue }
-            _ = try LinkPattern(pattern, variables: variables, caseSensitive: true, at: object.path(key))
+        // Compile every pattern now, so that a bad variable or an oversized expansion is a file error, not a
+        // surprise at match time; the case setting does not change the cost.
+        var patterns: [(String, String)] = []
+        if let path { patterns.append((object.path("/"), path)) }
+        if let fragment { patterns.append((object.path("#"), fragment)) }
+        switch query {
+        case .whole(let pattern)?: patterns.append((object.path("?"), pattern))
+        case .items(let items)?:
+            patterns += items.map { (AssociationJSON.path(object.path("?"), $0.name), $0.pattern) }
+        case nil: break
         }
-        if case .whole(let pattern)? = query {
-            _ = try LinkPattern(pattern, variables: variables, caseSensitive: true, at: object.path("?"))
-        } else if case .items(let items)? = query {
-            for item in items {
-                _ = try LinkPattern(
-                    item.pattern, variables: variables, caseSensitive: true,
-                    at: AssociationJSON.path(object.path("?"), item.name))
+        for (location, pattern) in patterns {
+            budget -= try LinkPattern(pattern, variables: variables, caseSensitive: true, at: location).cost
+            guard budget >= 0 else {
+                throw AssociationFileError(
+                    .tooLarge, path: location,
+                    "\(location): the file's patterns together expand to more than \(AppLinks.maximumTotalCost) "
+                        + "tokens with their variables")
             }
         }
     }

@@ -47,12 +47,15 @@ public struct LinkURL: Hashable, Sendable {
     /// The fragment without `#`, nil when there is none.
     public var fragment: String?
 
+    /// The longest link read.
+    public static let maximumBytes = 4096
+
     /// Splits `text` (RFC 3986 §3): `https://[userinfo@]host[:port][/path][?query][#fragment]`. Only `https`
     /// URLs can be universal links.
     public init(_ text: String) throws(AssociationFileError) {
         var rest = Substring(text)
-        guard rest.utf8.count <= 8192 else {
-            throw AssociationFileError(.tooLarge, "the URL is longer than 8192 bytes")
+        guard rest.utf8.count <= Self.maximumBytes else {
+            throw AssociationFileError(.tooLarge, "the URL is longer than \(Self.maximumBytes) bytes")
         }
         guard let colon = rest.firstIndex(of: ":"), rest[..<colon].lowercased() == "https",
             rest[colon...].hasPrefix("://")
@@ -182,7 +185,7 @@ extension AppLinkDetail {
                 return verdict(.open, index: index, pattern: pattern, "\(url.path.printable) matches \"\(pattern)\"")
             }
         case .paths:
-            let path = LinkPattern.subject(url.path, caseSensitive: true)
+            let path = LinkSubject(LinkPattern.subject(url.path, caseSensitive: true))
             for (index, entry) in paths.enumerated() {
                 let excluding = entry.hasPrefix("NOT ")
                 let text = excluding ? String(entry.dropFirst(4)) : entry
@@ -198,7 +201,7 @@ extension AppLinkDetail {
                 let own = component.settings.over(settings)
                 guard
                     component.matches(
-                        url, variables: applinks.substitutionVariables, caseSensitive: own.caseSensitive ?? true,
+                        url, variables: applinks.variableTable, caseSensitive: own.caseSensitive ?? true,
                         percentEncoded: own.percentEncoded ?? true)
                 else { continue }
                 return verdict(
@@ -228,13 +231,13 @@ extension AppLinkDetail {
 extension LinkPattern {
     /// A pattern with `*` and `?` and no variables (the iOS 9 form).
     init(literalWildcards pattern: String) throws(AssociationFileError) {
-        try self.init(pattern, variables: [:], caseSensitive: true, at: "", variablesAllowed: false)
+        try self.init(pattern, variables: .none, caseSensitive: true, at: "", variablesAllowed: false)
     }
 }
 
 extension AppLinkComponent {
     func matches(
-        _ url: LinkURL, variables: [String: [String]], caseSensitive: Bool, percentEncoded: Bool
+        _ url: LinkURL, variables: VariableTable, caseSensitive: Bool, percentEncoded: Bool
     ) -> Bool {
         func test(_ pattern: String?, _ value: String) -> Bool {
             guard let pattern else { return true }

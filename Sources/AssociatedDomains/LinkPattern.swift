@@ -7,9 +7,11 @@
 /// `PredefinedVariables`. A `$(` without a closing `)`, or a name that is neither the file's nor predefined, is an
 /// error naming the pattern's JSON path, so that a typo is reported rather than matched literally.
 ///
-/// Matching walks the text once per token, keeping the set of positions reachable so far (a Thompson-style
-/// simulation), so no pattern and URL can take more than `tokens × characters` steps; a file whose patterns
-/// would expand past `maximumCost` tokens is refused when it is read.
+/// Matching walks the text once per token, keeping the set of positions reachable so far as a bit set (a
+/// Thompson-style simulation, 64 positions a word), so no pattern and URL can take more than about
+/// `cost × characters / 64` steps (variables' literal values: `cost × characters`); a pattern whose cost is past
+/// `maximumCost`, or a file whose patterns together are past `AppLinks.maximumTotalCost`, is refused when the file
+/// is read.
 struct LinkPattern: Hashable, Sendable {
     /// A character, compared after case folding when the pattern is case-insensitive.
     enum Token: Hashable, Sendable {
@@ -24,17 +26,21 @@ struct LinkPattern: Hashable, Sendable {
         var literals: Set<[UInt32]> = []
         var lengths: [Int] = []
         var wildcards: [[Token]] = []
+
+        var cost: Int { lengths.reduce(0, +) + wildcards.reduce(0) { $0 + $1.count } }
     }
 
-    /// The most steps per character of text one pattern may take: a literal character costs 1, a variable 1 per
-    /// distinct literal length plus the tokens of its wildcard values.
+    /// The most steps per character of text one pattern may take: a literal character costs 1, a variable the sum
+    /// of its values' distinct lengths plus the tokens of its values with wildcards.
     static let maximumCost = 16_384
 
     let tokens: [Token]
     let text: String
+    /// The steps per character of text this pattern takes at most.
+    let cost: Int
 
     init(
-        _ pattern: String, variables: [String: [String]], caseSensitive: Bool, at path: String,
+        _ pattern: String, variables: VariableTable, caseSensitive: Bool, at path: String,
         variablesAllowed: Bool = true
     ) throws(AssociationFileError) {
         text = pattern
@@ -51,14 +57,13 @@ struct LinkPattern: Hashable, Sendable {
                 }
                 var name = ""
                 name.unicodeScalars.append(contentsOf: scalars[(index + 2)..<close])
-                guard let values = variables[name] ?? PredefinedVariables.values[name] else {
+                guard let choice = variables.choice(name, caseSensitive: caseSensitive) else {
                     throw AssociationFileError(
                         .wrongType, path: path,
                         "\(path) uses $(\(name.printable)), which is neither in applinks.substitutionVariables "
                             + "nor predefined")
                 }
-                let choice = Self.choice(values, caseSensitive: caseSensitive)
-                cost += choice.lengths.count + choice.wildcards.reduce(0) { $0 + $1.count }
+                cost += choice.cost
                 tokens.append(.choice(choice))
                 index = close + 1
             } else {
@@ -73,6 +78,7 @@ struct LinkPattern: Hashable, Sendable {
             }
         }
         self.tokens = tokens
+        self.cost = cost
     }
 
     private static func token(_ scalar: Unicode.Scalar, caseSensitive: Bool) -> Token {
@@ -83,7 +89,7 @@ struct LinkPattern: Hashable, Sendable {
         }
     }
 
-    private static func choice(_ values: [String], caseSensitive: Bool) -> Choice {
+    static func choice(_ values: [String], caseSensitive: Bool) -> Choice {
         var choice = Choice()
         for value in values {
             let scalars = value.unicodeScalars
@@ -109,55 +115,152 @@ struct LinkPattern: Hashable, Sendable {
     }
 
     /// Whether the whole of `subject` (from `subject(_:caseSensitive:)` with the same setting) matches.
-    func matches(_ subject: [UInt32]) -> Bool {
-        var states = [Bool](repeating: false, count: subject.count + 1)
-        states[0] = true
-        states = Self.run(tokens, from: states, over: subject)
-        return states[subject.count]
+    func matches(_ subject: [UInt32]) -> Bool { matches(LinkSubject(subject)) }
+
+    /// Whether the whole text matches; the same `LinkSubject` serves many patterns.
+    func matches(_ text: LinkSubject) -> Bool {
+        var start = PositionSet(count: text.scalars.count + 1)
+        start.insert(0)
+        return Self.run(tokens, from: start, over: text).contains(text.scalars.count)
     }
 
-    private static func run(_ tokens: [Token], from start: [Bool], over subject: [UInt32]) -> [Bool] {
+    /// The positions reachable after `tokens`, from the positions `start`; 64 positions a machine word.
+    private static func run(_ tokens: [Token], from start: PositionSet, over text: LinkSubject) -> PositionSet {
         var states = start
-        let count = subject.count
+        let count = text.scalars.count
         for token in tokens {
-            var next = [Bool](repeating: false, count: count + 1)
-            var any = false
+            var next: PositionSet
             switch token {
             case .scalar(let value):
-                for position in 0..<count where states[position] && subject[position] == value {
-                    next[position + 1] = true
-                    any = true
-                }
+                next = states.intersection(text.positions(of: value)).shiftedUp()
             case .any:
-                for position in 0..<count where states[position] {
-                    next[position + 1] = true
-                    any = true
-                }
+                next = states.shiftedUp()
             case .star:
-                if let first = states.firstIndex(of: true) {
-                    for position in first...count { next[position] = true }
-                    any = true
-                }
+                next = PositionSet(count: count + 1)
+                if let first = states.first { next.insert(from: first) }
             case .choice(let choice):
-                for position in 0...count where states[position] {
-                    for length in choice.lengths where position + length <= count {
-                        if choice.literals.contains(Array(subject[position..<position + length])) {
-                            next[position + length] = true
-                            any = true
+                next = PositionSet(count: count + 1)
+                if !choice.lengths.isEmpty {
+                    states.forEach { position in
+                        for length in choice.lengths where position + length <= count {
+                            if choice.literals.contains(Array(text.scalars[position..<position + length])) {
+                                next.insert(position + length)
+                            }
                         }
                     }
                 }
-                for alternative in choice.wildcards {
-                    let reached = run(alternative, from: states, over: subject)
-                    for position in 0...count where reached[position] {
-                        next[position] = true
-                        any = true
-                    }
-                }
+                for alternative in choice.wildcards { next.formUnion(run(alternative, from: states, over: text)) }
             }
-            guard any else { return next }
+            if next.isEmpty { return next }
             states = next
         }
         return states
+    }
+}
+
+/// The text a pattern is matched against, with each scalar's positions as a set, made when first asked for.
+final class LinkSubject {
+    let scalars: [UInt32]
+    private var masks: [UInt32: PositionSet] = [:]
+
+    init(_ scalars: [UInt32]) { self.scalars = scalars }
+
+    fileprivate func positions(of scalar: UInt32) -> PositionSet {
+        if let mask = masks[scalar] { return mask }
+        var mask = PositionSet(count: scalars.count + 1)
+        for (position, value) in scalars.enumerated() where value == scalar { mask.insert(position) }
+        masks[scalar] = mask
+        return mask
+    }
+}
+
+/// A set of positions `0..<count` as a bit set.
+private struct PositionSet {
+    private(set) var words: [UInt64]
+    let count: Int
+
+    init(count: Int) {
+        self.count = count
+        words = [UInt64](repeating: 0, count: (count + 63) / 64)
+    }
+
+    var isEmpty: Bool { words.allSatisfy { $0 == 0 } }
+
+    var first: Int? {
+        for (index, word) in words.enumerated() where word != 0 { return index * 64 + word.trailingZeroBitCount }
+        return nil
+    }
+
+    func contains(_ position: Int) -> Bool { words[position / 64] & (1 << UInt64(position % 64)) != 0 }
+
+    mutating func insert(_ position: Int) { words[position / 64] |= 1 << UInt64(position % 64) }
+
+    /// Inserts `position` and every position after it.
+    mutating func insert(from position: Int) {
+        let index = position / 64
+        words[index] |= ~0 << UInt64(position % 64)
+        for later in (index + 1)..<words.count { words[later] = ~0 }
+        trim()
+    }
+
+    func intersection(_ other: PositionSet) -> PositionSet {
+        var result = self
+        for index in words.indices { result.words[index] &= other.words[index] }
+        return result
+    }
+
+    mutating func formUnion(_ other: PositionSet) {
+        for index in words.indices { words[index] |= other.words[index] }
+    }
+
+    /// Every position plus one; `count - 1` falls off the end.
+    func shiftedUp() -> PositionSet {
+        var result = self
+        var carry: UInt64 = 0
+        for index in words.indices {
+            let word = words[index]
+            result.words[index] = word << 1 | carry
+            carry = word >> 63
+        }
+        result.trim()
+        return result
+    }
+
+    /// Clears the bits past `count`.
+    private mutating func trim() {
+        let extra = words.count * 64 - count
+        if extra > 0 { words[words.count - 1] &= ~0 >> UInt64(extra) }
+    }
+
+    func forEach(_ body: (Int) -> Void) {
+        for (index, word) in words.enumerated() {
+            var rest = word
+            while rest != 0 {
+                body(index * 64 + rest.trailingZeroBitCount)
+                rest &= rest - 1
+            }
+        }
+    }
+}
+
+/// Substitution variables compiled once per file, in both case settings: the file's own and the predefined ones
+/// (a file's variable of the same name wins).
+struct VariableTable: Hashable, Sendable {
+    private var sensitive: [String: LinkPattern.Choice] = [:]
+    private var folded: [String: LinkPattern.Choice] = [:]
+
+    static let none = VariableTable([:])
+    private static let predefined = VariableTable(PredefinedVariables.values)
+
+    init(_ variables: [String: [String]]) {
+        for (name, values) in variables {
+            sensitive[name] = LinkPattern.choice(values, caseSensitive: true)
+            folded[name] = LinkPattern.choice(values, caseSensitive: false)
+        }
+    }
+
+    func choice(_ name: String, caseSensitive: Bool) -> LinkPattern.Choice? {
+        if caseSensitive { return sensitive[name] ?? Self.predefined.sensitive[name] }
+        return folded[name] ?? Self.predefined.folded[name]
     }
 }

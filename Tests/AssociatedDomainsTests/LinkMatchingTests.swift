@@ -209,6 +209,18 @@ struct FormIOS13Tests {
         #expect(error?.path == "applinks.details[0].components[0][\"/\"]")
     }
 
+    @Test func aFileWhosePatternsTogetherExpandTooFarIsRefused() throws {
+        let value = String(repeating: "*?", count: 2000)
+        let components = (0..<40).map { _ in #"{"/": "$(v)"}"# }.joined(separator: ", ")
+        let file = """
+            {"applinks": {"substitutionVariables": {"v": ["\(value)"]},
+             "details": [{"appIDs": ["ABCDE12345.com.example.app"], "components": [\(components)]}]}}
+            """
+        let error = #expect(throws: AssociationFileError.self) { try AppSiteAssociation(json: Array(file.utf8)) }
+        #expect(error?.code == .tooLarge)
+        #expect(error?.path == "applinks.details[0].components[32][\"/\"]")
+    }
+
     @Test func aLongStarHeavyPatternAgainstALongURLFinishes() throws {
         // Backtracking matchers take exponential time here; ours takes tokens × characters.
         let pattern = "/" + String(repeating: "*a", count: 200) + "b"

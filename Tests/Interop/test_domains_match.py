@@ -158,10 +158,13 @@ def test_file_from_standard_input(tmp_path):
         ('{"applinks": {"details": [{"appIDs": "x"}]}}', "applinks.details[0].appIDs must be an array"),
         ("<!doctype html><html></html>", "not valid JSON"),
         ('{"applinks": {"details": [{"components": [{"/": "$(nope)"}]}]}}', "$(nope)"),
-        ("{" + '"a": "' + "x" * 140_000 + '"}', "larger than 131072 bytes"),
+        ("BIG", "larger than 131072 bytes"),
     ],
+    ids=["wrong type", "html", "undefined variable", "oversize"],
 )
 def test_bad_files_exit_2_and_say_why(tmp_path, content, fragment):
+    if content == "BIG":
+        content = '{"a": "' + "x" * 140_000 + '"}'
     result = run("domains", "match", "https://example.com/", "--app", APP, "--file", write(tmp_path, "bad", content))
     assert result.returncode == 2
     assert fragment in result.stderr and result.stdout == ""
