@@ -57,6 +57,7 @@ let package = Package(
         .library(name: "NearbyShare", targets: ["NearbyShare"]),
         .library(name: "NearbyShareLink", targets: ["NearbyShareLink"]),
         .library(name: "PasswordRules", targets: ["PasswordRules"]),
+        .library(name: "SignedFiles", targets: ["SignedFiles"]),
         .executable(name: "passkey-fuzz", targets: ["passkey-fuzz"]),
     ],
     dependencies: [
@@ -114,6 +115,10 @@ let package = Package(
         // The Password Rules language (`passwordrules`, UITextInputPasswordRules) read as Apple's reference parser
         // reads it, and Safari's generated password formats; randomness comes in as a generator (Docs/Passwords.md).
         .target(name: "PasswordRules", dependencies: ["Basics"], swiftSettings: strictSettings),
+        // Checking an associated domain for an app (the rules, with fetching, waiting and signatures as actions).
+        .target(
+            name: "AssociatedDomainsCheck", dependencies: ["AssociatedDomains", "Basics", "PublicSuffix"],
+            swiftSettings: strictSettings),
 
         // MARK: NIO values, no I/O.
         // WebSocket frames from NIO's decoder to whole binary messages, for the tunnel client and the relay alike.
@@ -132,6 +137,11 @@ let package = Package(
         // <linux/uhid.h> sizes and offsets, for UHIDTests only (the header comes with linux-libc-dev).
         .systemLibrary(name: "CUHIDHeader", providers: [.apt(["linux-libc-dev"])]),
         .systemLibrary(name: "CSQLite", pkgConfig: "sqlite3", providers: [.apt(["libsqlite3-dev"])]),
+        // OpenSSL's libcrypto for CMS (its symbols do not clash with swift-crypto's prefixed BoringSSL).
+        .systemLibrary(name: "COpenSSL", pkgConfig: "libcrypto", providers: [.apt(["libssl-dev"])]),
+        // CMS SignedData files (the signed apple-app-site-association): verify against a trust store and for a
+        // domain, and sign, through OpenSSL.
+        .target(name: "SignedFiles", dependencies: ["Basics", "COpenSSL"], swiftSettings: strictSettings),
         .target(
             name: "PasskeyStore", dependencies: ["Basics", "CTAP2", "CSQLite", crypto],
             swiftSettings: strictSettings),
@@ -162,6 +172,16 @@ let package = Package(
         .target(
             name: "WebAuthnClientIO",
             dependencies: ["Basics", "WebAuthnClient", "PublicSuffix", asyncHTTPClient, nioCore, nioHTTP1, nioSSL],
+            swiftSettings: strictSettings
+        ),
+
+        // Checking associated domains over HTTPS (signed files through SignedFiles) and the approval table's file.
+        .target(
+            name: "AssociatedDomainsIO",
+            dependencies: [
+                "AssociatedDomainsCheck", "AssociatedDomains", "SignedFiles", "WebAuthnClient", "WebAuthnClientIO",
+                "PasskeyStore",
+            ],
             swiftSettings: strictSettings
         ),
 
@@ -209,7 +229,8 @@ let package = Package(
                 "SecurityKey", "Hybrid", "QRImage", "Proximity", "HybridTransport", "HybridLink", "CrossDevice",
                 "RelayServer", "UHID", "WebRelyingParty", "RelyingPartyServer", "PublicSuffix", "WebAuthnClient",
                 "WebAuthnClientIO", "ClientAuthenticators", "CredentialExchange", "NearbyShare", "NearbyShareLink",
-                "AssociatedDomains", "PasswordRules", argumentParser, logging, crypto,
+                "AssociatedDomains", "AssociatedDomainsCheck", "AssociatedDomainsIO", "SignedFiles", "PasswordRules",
+                argumentParser, logging, crypto,
                 nioCore,
                 nioSSL,
             ],
@@ -239,9 +260,7 @@ let package = Package(
             dependencies: [
                 "CBOR", "CTAP2", "CTAPHID", "UHID", "Hybrid", "QRImage", "RelayServer", "RelayCore", "PasskeyStore",
                 "PublicSuffix", "WebAuthnClient", "CredentialExchange", "NearbyShare", "AssociatedDomains",
-                "PasswordRules", crypto,
-                nioCore,
-                nioEmbedded,
+                "AssociatedDomainsCheck", "SignedFiles", "PasswordRules", crypto, nioCore, nioEmbedded,
                 logging,
             ],
             swiftSettings: strictSettings
@@ -279,8 +298,8 @@ let package = Package(
         .testTarget(
             name: "WebAuthnClientIOTests",
             dependencies: [
-                "WebAuthnClientIO", "WebAuthnClient", "PublicSuffix", "TestSupport", nioCore, nioPosix, nioHTTP1,
-                nioSSL,
+                "WebAuthnClientIO", "WebAuthnClient", "PublicSuffix", "TestSupport", "AssociatedDomains",
+                "AssociatedDomainsCheck", "AssociatedDomainsIO", "SignedFiles", nioCore, nioPosix, nioHTTP1, nioSSL,
             ],
             swiftSettings: strictSettings
         ),
@@ -289,6 +308,12 @@ let package = Package(
             swiftSettings: strictSettings),
         .testTarget(
             name: "AssociatedDomainsTests", dependencies: ["AssociatedDomains"], swiftSettings: strictSettings),
+        .testTarget(
+            name: "AssociatedDomainsCheckTests", dependencies: ["AssociatedDomainsCheck", "AssociatedDomains"],
+            swiftSettings: strictSettings
+        ),
+        .testTarget(
+            name: "SignedFilesTests", dependencies: ["SignedFiles", "TestSupport"], swiftSettings: strictSettings),
         .testTarget(name: "FuzzTargetsTests", dependencies: ["FuzzTargets"], swiftSettings: strictSettings),
         .testTarget(
             name: "HybridTransportTests",

@@ -65,6 +65,8 @@ public enum FuzzTargets {
         DomainsTargets.assetLinks,
         DomainsTargets.banner,
         PasswordRulesTargets.passwordRules,
+        SignedFileTargets.signedFile,
+        SignedFileTargets.approvalTable,
     ]
 
     /// The target called `name`, if there is one.

@@ -57,6 +57,7 @@ struct WebAuthnClientOptions: ParsableArguments {
     @OptionGroup var store: StoreOptions
     @OptionGroup var approval: ApprovalOptions
     @OptionGroup var hybrid: HybridOptions
+    @OptionGroup var appAssociation: AppAssociationOptions
 
     /// The largest options file read: well above what any relying party sends, and what the engine refuses beyond.
     static let maximumOptionsBytes = 1 << 20
@@ -435,6 +436,8 @@ extension Passkey.Client {
             try await options.run {
                 var request = try PublicKeyCredentialCreationOptions(json: try options.readOptions())
                 if !options.hint.isEmpty { request.hints = options.hint }
+                try await options.appAssociation.check(
+                    rpID: request.relyingParty.id, origin: options.origin, store: options.store)
                 let engine = try options.makeEngine(ceremony: .create, holder: holder)
                 let credential = try await engine.create(request, origin: options.origin)
                 options.printCredential(
@@ -489,6 +492,8 @@ extension Passkey.Client {
             let offerPasswords = password
             try await options.run {
                 let request = try PublicKeyCredentialRequestOptions(json: try options.readOptions())
+                try await options.appAssociation.check(
+                    rpID: request.relyingPartyID, origin: options.origin, store: options.store)
                 let engine = try options.makeEngine(ceremony: .get, holder: holder)
                 let chosen =
                     mediation ?? request.wrapperMediation.flatMap(CredentialMediation.init(rawValue:)) ?? .optional

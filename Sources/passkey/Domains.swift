@@ -1,5 +1,7 @@
 import ArgumentParser
 import AssociatedDomains
+import AssociatedDomainsCheck
+import AssociatedDomainsIO
 import Foundation
 
 extension Passkey {
@@ -12,7 +14,7 @@ extension Passkey {
                 list shows the approval table and forget removes an app's approvals; match says whether a link \
                 opens the app and which rule decided. See Docs/Domains.md.
                 """,
-            subcommands: [Match.self]
+            subcommands: [Check.self, Sign.self, List.self, Forget.self, Match.self]
         )
     }
 }
@@ -22,7 +24,8 @@ extension Passkey.Domains {
         static let configuration = CommandConfiguration(
             abstract: "Say whether a universal link opens the app, is excluded, or opens in the browser.",
             discussion: """
-                Reads the apple-app-site-association file given with --file (all three applinks forms: the 2015 \
+                Reads the apple-app-site-association file given with --file, else the file the last `passkey \
+                domains check` of the domain fetched (all three applinks forms: the 2015 \
                 details dictionary, iOS 9 appID and paths, iOS 13 appIDs and components) and prints the verdict \
                 and the rule that decided it. The file is taken to be the one served by --domain (default: the \
                 link's host); a link to another host opens in the browser. Exit status: 0 the app opens the \
@@ -31,6 +34,7 @@ extension Passkey.Domains {
                 """
         )
 
+        @OptionGroup var store: StoreOptions
         @Option(help: ArgumentHelp("The app, TEAMID.BUNDLEID.", valueName: "id")) var app: String
         @Option(help: ArgumentHelp("The association file (- for standard input).", valueName: "file"))
         var file: String?
@@ -44,17 +48,17 @@ extension Passkey.Domains {
         func run() throws {
             let appID: AppID
             do { appID = try AppID(app) } catch { throw CommandFailure(error.message, exitCode: 2) }
-            guard let file else {
-                throw CommandFailure(
-                    "no association file: the file from the last `passkey domains check` is not available yet",
-                    hint: "Give the file with --file PATH (save it with: curl -o aasa.json "
-                        + "https://DOMAIN/.well-known/apple-app-site-association).",
-                    exitCode: 2)
+            let bytes: [UInt8]
+            let source: String
+            if let file {
+                bytes = try DomainFiles.read(file, limit: AppSiteAssociation.maximumBytes, what: "association file")
+                source = file
+            } else {
+                (bytes, source) = try lastCheckedFile()
             }
-            let bytes = try DomainFiles.read(file, limit: AppSiteAssociation.maximumBytes, what: "association file")
             let association: AppSiteAssociation
             do { association = try AppSiteAssociation(json: bytes) } catch {
-                throw CommandFailure("\(file) is not a valid association file: \(error.message)", exitCode: 2)
+                throw CommandFailure("\(source) is not a valid association file: \(error.message)", exitCode: 2)
             }
             let verdict = association.match(url: url, app: appID, domain: domain)
             if json {
@@ -68,6 +72,35 @@ extension Passkey.Domains {
                 }
             }
             if verdict.outcome != .open { throw ExitCode(1) }
+        }
+
+        /// The file the last `domains check` of --domain (default: the link's host and port) fetched, from the
+        /// approval table beside the store.
+        func lastCheckedFile() throws -> ([UInt8], String) {
+            let key: String
+            if let domain {
+                key =
+                    domain.lowercased().hasSuffix(":443")
+                    ? String(domain.lowercased().dropLast(4)) : domain.lowercased()
+            } else {
+                guard let components = URLComponents(string: url), let host = components.host?.lowercased() else {
+                    throw CommandFailure("\(url.terminalSafe) is not a URL", exitCode: 2)
+                }
+                key = components.port.map { $0 == 443 ? host : "\(host):\($0)" } ?? host
+            }
+            let table: ApprovalTable
+            do {
+                table = try ApprovalTableFile.beside(storeURL: store.url).load()
+            } catch {
+                throw CommandFailure("cannot read the approval table: \(error)", exitCode: 2)
+            }
+            guard let bytes = table.lastFile(domain: key) else {
+                throw CommandFailure(
+                    "no association file from \(key): it has not been checked, or its last check found no file",
+                    hint: "Run `passkey domains check \(key) --app ID`, or give the file with --file PATH.",
+                    exitCode: 2)
+            }
+            return (bytes, "the file last fetched from \(key)")
         }
 
         /// `verdict`, `reason`, `form` (`2015`, `ios9`, `ios13`, or null when no rule decided) and `rule`
@@ -118,3 +151,5 @@ enum DomainFiles {
         return String(decoding: data, as: UTF8.self)
     }
 }
+
+extension AssociatedService: ExpressibleByArgument {}

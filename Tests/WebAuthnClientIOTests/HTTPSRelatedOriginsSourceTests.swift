@@ -139,13 +139,17 @@ final class WellKnownServer: Sendable {
     struct Reply: Sendable {
         var status: Int
         var headers: [(String, String)]
-        var body: String
+        var body: [UInt8]
         var chunked: Bool
 
         init(status: Int = 200, headers: [(String, String)]? = nil, body: String, chunked: Bool = false) {
+            self.init(status: status, headers: headers, bytes: Array(body.utf8), chunked: chunked)
+        }
+
+        init(status: Int = 200, headers: [(String, String)]? = nil, bytes: [UInt8], chunked: Bool = false) {
             self.status = status
             self.headers = headers ?? [("Content-Type", "application/json")]
-            self.body = body
+            self.body = bytes
             self.chunked = chunked
         }
     }
@@ -231,11 +235,11 @@ final class WellKnownServer: Sendable {
                 guard let answer = reply(head) else { return }
                 var headers = HTTPHeaders(answer.headers)
                 headers.add(name: "Connection", value: "close")
-                if !answer.chunked { headers.add(name: "Content-Length", value: String(answer.body.utf8.count)) }
+                if !answer.chunked { headers.add(name: "Content-Length", value: String(answer.body.count)) }
                 let responseHead = HTTPResponseHead(
                     version: .http1_1, status: HTTPResponseStatus(statusCode: answer.status), headers: headers)
                 context.write(Self.wrapOutboundOut(.head(responseHead)), promise: nil)
-                let bytes = Array(answer.body.utf8)
+                let bytes = answer.body
                 var offset = 0
                 while offset < bytes.count {
                     let end = min(offset + 4096, bytes.count)

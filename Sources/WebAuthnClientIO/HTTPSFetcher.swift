@@ -1,0 +1,102 @@
+import AsyncHTTPClient
+import Basics
+import NIOCore
+import NIOHTTP1
+import NIOSSL
+import WebAuthnClient
+
+/// Why a well-known fetch got no answer to read. `code` is stable; `description` says what happened.
+public struct HTTPSFetchError: CodedError {
+    public enum Code: String, Hashable, Sendable, CaseIterable {
+        /// No connection, TLS refused (an untrusted or wrong certificate), timed out, the connection closed early.
+        case fetchFailed
+        /// The body was larger than the limit.
+        case tooLarge
+    }
+
+    public var code: Code
+    public var description: String
+
+    public init(_ code: Code, _ description: String) {
+        self.code = code
+        self.description = description
+    }
+}
+
+/// The GET that the well-known documents share (`/.well-known/webauthn`, `apple-app-site-association`,
+/// `assetlinks.json`), with AsyncHTTPClient: https only, no credentials (no cookies are kept), no referrer, and **no
+/// redirects** (a 3xx is returned as it is, for the caller to refuse). The server's certificate is verified against
+/// the system's trust store, plus a CA file when one is given (`--ca`, tests). A 200's body is read up to a limit;
+/// other statuses come back without their body. The whole exchange is bounded by `timeout`.
+public struct HTTPSFetcher: Sendable {
+    /// A PEM file of further certificate authorities to trust, besides the system's.
+    public var additionalCAFile: String?
+    /// How long connecting may take, and the whole request.
+    public var connectTimeout: Duration
+    public var timeout: Duration
+
+    public init(
+        additionalCAFile: String? = nil, connectTimeout: Duration = .seconds(5), timeout: Duration = .seconds(10)
+    ) {
+        self.additionalCAFile = additionalCAFile
+        self.connectTimeout = connectTimeout
+        self.timeout = timeout
+    }
+
+    /// `https://host[:port]path`, the port left out when it is 443.
+    public static func url(host: String, port: Int = 443, path: String) -> String {
+        port == 443 ? "https://\(host)\(path)" : "https://\(host):\(port)\(path)"
+    }
+
+    /// GETs `url`, asking for `accept`, reading at most `limit` bytes of a 200's body.
+    public func get(_ url: String, accept: String, userAgent: String, limit: Int) async throws(HTTPSFetchError)
+        -> WellKnownResponse
+    {
+        var tls = TLSConfiguration.makeClientConfiguration()
+        tls.certificateVerification = .fullVerification
+        if let additionalCAFile { tls.additionalTrustRoots = [.file(additionalCAFile)] }
+        let configuration = HTTPClient.Configuration(
+            tlsConfiguration: tls, redirectConfiguration: .disallow,
+            timeout: .init(connect: Self.timeAmount(connectTimeout), read: Self.timeAmount(timeout)))
+        let client = HTTPClient(eventLoopGroupProvider: .singleton, configuration: configuration)
+        let result: Result<WellKnownResponse, HTTPSFetchError>
+        do {
+            result = .success(try await fetch(url, accept: accept, userAgent: userAgent, limit: limit, client: client))
+        } catch let error as HTTPSFetchError {
+            result = .failure(error)
+        } catch {
+            result = .failure(HTTPSFetchError(.fetchFailed, "the fetch failed: \(error)"))
+        }
+        try? await client.shutdown()
+        return try result.get()
+    }
+
+    private func fetch(_ url: String, accept: String, userAgent: String, limit: Int, client: HTTPClient)
+        async throws -> WellKnownResponse
+    {
+        var request = HTTPClientRequest(url: url)
+        request.method = .GET
+        request.headers.add(name: "Accept", value: accept)
+        request.headers.add(name: "User-Agent", value: userAgent)
+        let response = try await client.execute(request, timeout: Self.timeAmount(timeout))
+        let contentType = response.headers.first(name: "Content-Type")
+        let status = Int(response.status.code)
+        // A refused status needs no body: the verdict is the status.
+        guard status == 200 else { return WellKnownResponse(status: status, contentType: contentType, body: []) }
+        if let length = response.headers.first(name: "Content-Length").flatMap(Int.init), length > limit {
+            throw HTTPSFetchError(.tooLarge, "the body is \(length) bytes, over \(limit)")
+        }
+        let body: ByteBuffer
+        do {
+            body = try await response.body.collect(upTo: limit)
+        } catch is NIOTooManyBytesError {
+            throw HTTPSFetchError(.tooLarge, "the body is over \(limit) bytes")
+        }
+        return WellKnownResponse(status: status, contentType: contentType, body: Array(buffer: body))
+    }
+
+    private static func timeAmount(_ duration: Duration) -> TimeAmount {
+        let (seconds, attoseconds) = duration.components
+        return .nanoseconds(seconds * 1_000_000_000 + attoseconds / 1_000_000_000)
+    }
+}

@@ -1,0 +1,159 @@
+import ArgumentParser
+import AssociatedDomains
+import AssociatedDomainsCheck
+import AssociatedDomainsIO
+import Foundation
+import SignedFiles
+import WebAuthnClientIO
+
+extension Passkey.Domains {
+    struct Check: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Check whether a domain approves an app, as the platform does, and say why.",
+            discussion: """
+                Fetches https://DOMAIN/.well-known/apple-app-site-association (then /apple-app-site-association \
+                when that answers 3xx or 4xx) with certificate validation, no redirects and a 128 KB limit. 200 \
+                with a file naming the app for the service: approved. An HTML page, an invalid file, a bad \
+                signature, no such app, a redirect or a 4xx: denied. A 5xx or no answer is tried again with a \
+                growing wait, then the state is pending. A signed file (application/pkcs7-mime, or DER) must be \
+                signed by a certificate valid for DOMAIN that chains to the system's trust store or --ca. The \
+                answer is recorded in the approval table beside the store (`passkey domains list`). Exit status: \
+                0 approved, 1 denied, 3 pending, 2 bad input. See Docs/Domains.md.
+                """
+        )
+
+        @OptionGroup var store: StoreOptions
+        @Option(help: ArgumentHelp("The app: TEAMID.BUNDLEID.", valueName: "id")) var app: String
+        @Option(help: ArgumentHelp("The service to check.", valueName: "service"))
+        var service: AssociatedService = .webcredentials
+        @Option(
+            help: ArgumentHelp(
+                "A PEM file of CAs to trust, besides the system's (for HTTPS and signed files).", valueName: "file"))
+        var ca: String?
+        @Flag(help: "Print one JSON object: state, reason, url, status.") var json = false
+        @Option(help: ArgumentHelp("Fetches of a failing URL in all (5xx, no answer).", visibility: .hidden))
+        var tries = 3
+        @Option(
+            name: .customLong("retry-delay"),
+            help: ArgumentHelp("Seconds before the second try; each later wait doubles.", visibility: .hidden))
+        var retryDelay = 2.0
+        @Argument(help: ArgumentHelp("The domain, with a port when it is not 443.", valueName: "domain[:port]"))
+        var domain: String
+
+        func validate() throws {
+            guard (1...10).contains(tries) else { throw ValidationError("--tries must be 1–10.") }
+            guard retryDelay >= 0, retryDelay <= 600 else { throw ValidationError("--retry-delay must be 0–600.") }
+        }
+
+        func run() async throws {
+            let (entitlement, appID) = try Self.parse(domain: domain, service: service, app: app)
+            let checker = try Self.checker(ca: ca)
+            let policy = RetryPolicy(attempts: tries, firstDelay: .milliseconds(Int(retryDelay * 1000)))
+            let verdict = await checker.run(
+                DomainCheck(
+                    host: entitlement.host, port: entitlement.effectivePort, app: appID, service: service,
+                    policy: policy))
+            try ApprovalTableFile.beside(storeURL: store.url).update {
+                $0.record(verdict, entitlement: entitlement, app: appID, at: Date())
+            }
+            Self.print(verdict, entitlement: entitlement, app: appID, json: json)
+            switch verdict.state {
+            case .approved: return
+            case .denied: throw ExitCode(1)
+            case .pending: throw ExitCode(3)
+            }
+        }
+
+        /// The entitlement and app from the command line, or exit 2.
+        static func parse(domain: String, service: AssociatedService, app: String) throws -> (Entitlement, AppID) {
+            do {
+                return (try Entitlement(service: service, domain: domain), try AppID(app))
+            } catch let error as ApprovalTableError {
+                throw CommandFailure(error.description, exitCode: 2)
+            } catch {
+                throw CommandFailure("\(app) is not an app ID (TEAMID.BUNDLEID): \(error)", exitCode: 2)
+            }
+        }
+
+        /// A checker trusting the system's authorities and `ca`.
+        static func checker(ca: String?) throws -> DomainChecker {
+            let pem = try ca.map { try ExchangeFiles.read($0, what: "the CA file") }
+            return DomainChecker(
+                fetcher: HTTPSFetcher(additionalCAFile: ca), trust: TrustAnchors(certificatesPEM: pem))
+        }
+
+        static func print(_ verdict: CheckVerdict, entitlement: Entitlement, app: AppID, json: Bool) {
+            if json {
+                let object: [String: Any] = [
+                    "state": verdict.state.rawValue, "reason": verdict.reason, "url": verdict.url,
+                    "status": verdict.status ?? NSNull(), "entitlement": entitlement.description,
+                    "app": app.description, "signer": verdict.signer ?? NSNull(),
+                ]
+                let data =
+                    (try? JSONSerialization.data(
+                        withJSONObject: object, options: [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]))
+                    ?? Data()
+                Swift.print(String(decoding: data, as: UTF8.self))
+            } else {
+                Swift.print("state    \(verdict.state.rawValue)")
+                Swift.print("reason   \(verdict.reason.terminalSafe)")
+                Swift.print("url      \(verdict.url.terminalSafe)")
+                Swift.print("status   \(verdict.status.map(String.init) ?? "none")")
+                if let signer = verdict.signer { Swift.print("signer   \(signer.terminalSafe)") }
+            }
+        }
+    }
+
+    struct List: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "The approval table: each entitlement and app, with the last check's state, time and reason.")
+
+        @OptionGroup var store: StoreOptions
+        @Flag(help: "Print a JSON array.") var json = false
+
+        func run() async throws {
+            let table = try ApprovalTableFile.beside(storeURL: store.url).load()
+            if json {
+                let objects: [[String: Any]] = table.entries.map { entry in
+                    [
+                        "entitlement": entry.entitlement, "app": entry.app, "state": entry.state.rawValue,
+                        "reason": entry.reason, "checked": ISO8601DateFormatter().string(from: entry.checked),
+                        "url": entry.url, "status": entry.status ?? NSNull(), "signer": entry.signer ?? NSNull(),
+                    ]
+                }
+                let data = try JSONSerialization.data(
+                    withJSONObject: objects, options: [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes])
+                print(String(decoding: data, as: UTF8.self))
+                return
+            }
+            guard !table.entries.isEmpty else {
+                print("No domains checked yet (passkey domains check DOMAIN --app ID).")
+                return
+            }
+            for entry in table.entries {
+                let checked = ISO8601DateFormatter().string(from: entry.checked)
+                print("\(entry.entitlement)  \(entry.app)  \(entry.state.rawValue)  \(checked)".terminalSafe)
+                print("    \(entry.reason.terminalSafe)")
+            }
+        }
+    }
+
+    struct Forget: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Forget an app's entries, as uninstalling it does.")
+
+        @OptionGroup var store: StoreOptions
+        @Argument(help: ArgumentHelp("The app: TEAMID.BUNDLEID.", valueName: "id")) var app: String
+
+        func run() async throws {
+            let appID: AppID
+            do {
+                appID = try AppID(app)
+            } catch {
+                throw CommandFailure("\(app) is not an app ID (TEAMID.BUNDLEID): \(error)", exitCode: 2)
+            }
+            let removed = try ApprovalTableFile.beside(storeURL: store.url).update { $0.forget(app: appID) }
+            print("Forgot \(removed.count) \(removed.count == 1 ? "entry" : "entries") for \(appID).")
+        }
+    }
+}

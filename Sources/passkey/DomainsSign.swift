@@ -1,0 +1,57 @@
+import ArgumentParser
+import AssociatedDomains
+import Foundation
+import SignedFiles
+
+extension Passkey.Domains {
+    struct Sign: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Sign an apple-app-site-association file (CMS, application/pkcs7-mime).",
+            discussion: """
+                Makes what `openssl smime -sign -nodetach -outform DER` makes: CMS SignedData holding the file, \
+                signed with the domain's TLS certificate and key (PEM, the key unencrypted), carrying the chain's \
+                certificates. The file must be a valid apple-app-site-association. Serve the result as \
+                application/pkcs7-mime; `passkey domains check` verifies it. Writes to --output (never replacing a \
+                file), or to standard output when it is not a terminal.
+                """
+        )
+
+        @Option(help: ArgumentHelp("The signing certificate (PEM).", valueName: "file")) var cert: String
+        @Option(help: ArgumentHelp("Its private key (PEM, unencrypted).", valueName: "file")) var key: String
+        @Option(help: ArgumentHelp("Intermediate certificates to include (PEM).", valueName: "file"))
+        var chain: String?
+        @Option(name: .shortAndLong, help: ArgumentHelp("Where to write the signed file.", valueName: "file"))
+        var output: String?
+        @Argument(help: ArgumentHelp("The apple-app-site-association JSON.", valueName: "file")) var file: String
+
+        func run() async throws {
+            if output == nil, isatty(STDOUT_FILENO) == 1 {
+                throw CommandFailure(
+                    "not writing a binary signed file to the terminal", hint: "Give --output FILE, or redirect.")
+            }
+            if let output, ExchangeFiles.exists(output) {
+                throw CommandFailure("\(output) already exists; not replacing it")
+            }
+            let content = try ExchangeFiles.read(file, what: "the file")
+            do {
+                _ = try AppSiteAssociation(json: content)
+            } catch {
+                throw CommandFailure("\(file) is not a valid apple-app-site-association file: \(error)")
+            }
+            let signed: [UInt8]
+            do {
+                signed = try SignedFile.sign(
+                    content, certificatePEM: ExchangeFiles.read(cert, what: "the certificate"),
+                    privateKeyPEM: ExchangeFiles.read(key, what: "the private key"),
+                    chainPEM: chain.map { try ExchangeFiles.read($0, what: "the chain") })
+            } catch let error as SignedFileError {
+                throw CommandFailure("cannot sign: \(error)")
+            }
+            if let output {
+                try ExchangeFiles.writeNew(signed, to: output, mode: 0o644)
+            } else {
+                FileHandle.standardOutput.write(Data(signed))
+            }
+        }
+    }
+}
