@@ -299,7 +299,8 @@ let package = Package(
             name: "WebAuthnClientIOTests",
             dependencies: [
                 "WebAuthnClientIO", "WebAuthnClient", "PublicSuffix", "TestSupport", "AssociatedDomains",
-                "AssociatedDomainsCheck", "AssociatedDomainsIO", "SignedFiles", nioCore, nioPosix, nioHTTP1, nioSSL,
+                "AssociatedDomainsCheck", "AssociatedDomainsIO", "SignedFiles", "PasskeyStore", nioCore, nioPosix,
+                nioHTTP1, nioSSL,
             ],
             swiftSettings: strictSettings
         ),

@@ -50,7 +50,6 @@ public enum FuzzTargets {
         ImageTargets.png,
         ImageTargets.pgm,
         StoreTargets.storeFile,
-        PasswordTargets.domainApprovals,
         PasswordTargets.passwordService,
         ClientTargets.publicSuffix,
         ClientTargets.rpID,

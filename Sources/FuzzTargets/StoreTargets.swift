@@ -93,27 +93,6 @@ enum StoreTargets {
 /// The files and identifiers the password vault reads from others: the domain approval table another program writes
 /// beside the store, and the service identifiers a user or an app names.
 enum PasswordTargets {
-    static let domainApprovals = FuzzTarget(
-        name: "domain-approvals",
-        summary: "a domain approval table (JSON): refused, or every approved domain is a host[:port] and reads alike",
-        seeds: {
-            let app = "ABCDE12345.com.example.app"
-            return [
-                #"{"format":"passkey-domain-approvals","version":1,"approvals":[]}"#,
-                #"{"format":"passkey-domain-approvals","version":1,"approvals":[{"service":"webcredentials","domain":"example.com","app":"\#(app)","state":"approved","checked":1764000000000,"reason":"listed"}]}"#,
-                #"{"format":"passkey-domain-approvals","version":1,"approvals":[{"service":"applinks","domain":"shop.example:8443","app":"\#(app)","state":"pending"},{"service":"webcredentials","domain":"denied.example","app":"\#(app)","state":"denied"}]}"#,
-                #"{"format":"passkey-domain-approvals","version":2,"approvals":[]}"#,
-            ].map { Array($0.utf8) }
-        },
-        run: { input in
-            guard let entries = try? DomainApprovalsFile.decode(input, path: "fuzz") else { return }
-            expect((try? DomainApprovalsFile.decode(input, path: "fuzz")) == entries, "decoding is not deterministic")
-            for entry in entries {
-                expect(SharedWebCredentials.isDomain(entry.domain), "an accepted approval names no domain")
-                expect(["approved", "denied", "pending"].contains(entry.state), "an accepted approval has no state")
-            }
-        })
-
     static let passwordService = FuzzTarget(
         name: "password-service",
         summary: "a service identifier: refused, or normalized once and for all (parsing the result gives it back)",

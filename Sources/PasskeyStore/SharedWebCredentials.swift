@@ -2,7 +2,8 @@ import Basics
 import Foundation
 
 /// Which domains approved which apps for an associated-domains service (`webcredentials`, `applinks`, …): the
-/// platform's approval table, read only. `passkey domains check` writes it (`DomainApprovalsFile`); tests use
+/// platform's approval table, read only. `passkey domains check` writes it (`ApprovalTableFile` in
+/// AssociatedDomainsIO, which answers this protocol through `ApprovalTableApprovals`); tests use
 /// `InMemoryDomainApprovals`.
 public protocol DomainApprovals: Sendable {
     /// The domains (`example.com`, or `example.com:8443` for a port) whose association file approved `app`
@@ -21,105 +22,6 @@ public struct InMemoryDomainApprovals: DomainApprovals {
     public func approvedDomains(app: String, service: String) -> [String] {
         approved[app]?[service] ?? []
     }
-}
-
-/// The approval table as a JSON file beside the store (`passkeys.sqlite` → `passkeys.domains.json`), read strictly
-/// once when loaded. The format (Docs/Passwords.md, "Shared web credentials"):
-///
-/// ```json
-/// { "format": "passkey-domain-approvals", "version": 1,
-///   "approvals": [ { "service": "webcredentials", "domain": "example.com", "app": "ABCDE12345.com.example.app",
-///                    "state": "approved", "checked": 1764000000000, "reason": "…" } ] }
-/// ```
-///
-/// `service`, `domain`, `app` and `state` (`approved`, `denied` or `pending`) are required strings; `checked`
-/// (milliseconds since 1970) and `reason` are optional; unknown fields are ignored. Only `approved` entries approve.
-/// A missing file approves nothing; a file that is not exactly this is refused with `DomainApprovalsError`.
-public struct DomainApprovalsFile: DomainApprovals {
-    public static let formatName = "passkey-domain-approvals"
-    public static let currentVersion = 1
-    /// The largest file read.
-    public static let maximumFileSize = 4 << 20
-
-    public struct Entry: Hashable, Sendable {
-        public var service: String
-        public var domain: String
-        public var app: String
-        public var state: String
-    }
-
-    public let url: URL
-    public let entries: [Entry]
-
-    /// Where the table of the store at `store` is: beside it, named after it.
-    public static func url(forStore store: URL) -> URL {
-        let file = store.standardizedFileURL
-        let base = file.deletingPathExtension().lastPathComponent
-        return file.deletingLastPathComponent().appendingPathComponent(
-            (base.isEmpty ? file.lastPathComponent : base) + ".domains.json")
-    }
-
-    /// Reads the file at `url`; a missing file is an empty table.
-    public init(contentsOf url: URL) throws(DomainApprovalsError) {
-        self.url = url
-        switch IndexFiles.contents(of: url.path, limit: Self.maximumFileSize) {
-        case .missing: entries = []
-        case .failed(let reason): throw DomainApprovalsError(path: url.path, reason: reason)
-        case .bytes(let bytes): entries = try Self.decode(bytes, path: url.path)
-        }
-    }
-
-    public func approvedDomains(app: String, service: String) -> [String] {
-        var seen: Set<String> = []
-        return entries.filter { $0.app == app && $0.service == service && $0.state == "approved" }
-            .map { $0.domain.lowercased() }.filter { seen.insert($0).inserted }
-    }
-
-    private struct Document: Decodable {
-        struct Approval: Decodable {
-            var service: String
-            var domain: String
-            var app: String
-            var state: String
-            var checked: Int64?
-            var reason: String?
-        }
-        var format: String
-        var version: Int
-        var approvals: [Approval]
-    }
-
-    /// The entries of a file's bytes, checked.
-    public static func decode(_ bytes: [UInt8], path: String) throws(DomainApprovalsError) -> [Entry] {
-        let document: Document
-        do {
-            document = try JSONDecoder().decode(Document.self, from: Data(bytes))
-        } catch {
-            throw DomainApprovalsError(path: path, reason: "it is not a domain approval table")
-        }
-        guard document.format == formatName else {
-            throw DomainApprovalsError(path: path, reason: "it is not a domain approval table")
-        }
-        guard document.version == currentVersion else {
-            throw DomainApprovalsError(path: path, reason: "its format version \(document.version) is unknown")
-        }
-        return try document.approvals.enumerated().map { (position, approval) throws(DomainApprovalsError) in
-            guard ["approved", "denied", "pending"].contains(approval.state), !approval.service.isEmpty,
-                !approval.app.isEmpty, approval.app.utf8.count <= 255, SharedWebCredentials.isDomain(approval.domain)
-            else {
-                throw DomainApprovalsError(path: path, reason: "approval \(position + 1) is not valid")
-            }
-            return Entry(service: approval.service, domain: approval.domain, app: approval.app, state: approval.state)
-        }
-    }
-}
-
-/// The approval table could not be read. Never silently treated as "not approved".
-public struct DomainApprovalsError: Error, Hashable, Sendable, CustomStringConvertible {
-    public var path: String
-    public var reason: String
-
-    public var description: String { "the domain approval table \(path) is damaged (\(reason))" }
 }
 
 /// The rules of `SecRequestSharedWebCredential` and `SecAddSharedWebCredential`: an app sees and saves the logins of

@@ -1,4 +1,5 @@
 import ArgumentParser
+import AssociatedDomainsIO
 import Basics
 import Foundation
 import PasskeyStore
@@ -416,11 +417,12 @@ enum PasswordPrompts {
         else { throw CommandFailure("not confirmed; nothing changed") }
     }
 
-    /// The approval table at `path`, else beside the store.
-    static func approvalTable(_ path: String?, store: StoreOptions) throws -> DomainApprovalsFile {
-        let url = path.map { URL(fileURLWithPath: $0) } ?? DomainApprovalsFile.url(forStore: store.url)
+    /// The approval table that `passkey domains check` keeps (`ApprovalTableFile`), at `path`, else beside the store.
+    /// A missing table approves nothing; a damaged one is an error, never read as "not approved".
+    static func approvalTable(_ path: String?, store: StoreOptions) throws -> any DomainApprovals {
+        let file = path.map { ApprovalTableFile(path: $0) } ?? ApprovalTableFile.beside(storeURL: store.url)
         do {
-            return try DomainApprovalsFile(contentsOf: url)
+            return ApprovalTableApprovals(try file.load())
         } catch {
             throw CommandFailure("\(error)")
         }

@@ -242,14 +242,22 @@ def test_bad_arguments_are_refused_before_anything_is_opened(store):
 # MARK: Shared web credentials
 
 
+def approvals_path(store):
+    """The approval table `passkey domains check` keeps beside the store (Docs/Domains.md)."""
+    return os.path.join(os.path.dirname(store), "domains.json")
+
+
 def write_approvals(store, approvals):
-    path = os.path.join(os.path.dirname(store), "store.domains.json")
-    with open(path, "w") as file:
-        json.dump({"format": "passkey-domain-approvals", "version": 1, "approvals": approvals}, file)
+    """Writes the table as `passkey domains check` would after checking each entry's domain."""
+    descriptor = os.open(approvals_path(store), os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(descriptor, "w") as file:
+        json.dump({"version": 1, "entries": approvals, "files": {}}, file)
 
 
 def approval(domain, state="approved", app=APP, service="webcredentials"):
-    return {"service": service, "domain": domain, "app": app, "state": state, "checked": 1764000000000}
+    return {"entitlement": f"{service}:{domain}", "app": app, "state": state, "reason": "checked in the test",
+            "checked": "2025-11-24T12:00:00Z", "url": f"https://{domain}/.well-known/apple-app-site-association",
+            "status": 200}
 
 
 def test_an_app_gets_a_login_of_an_approved_domain_after_the_user_confirms(store):
@@ -280,10 +288,10 @@ def test_an_app_gets_a_login_of_an_approved_domain_after_the_user_confirms(store
     assert (other_app.returncode, other_app.stdout) == (4, "")
 
     # A damaged approval table is an error, never "not approved".
-    with open(os.path.join(os.path.dirname(store), "store.domains.json"), "w") as file:
+    with open(approvals_path(store), "w") as file:
         file.write("{not json")
     damaged = run(store, "password", "request", "--app", APP, "--yes")
-    assert damaged.returncode == 1 and "damaged" in damaged.stderr
+    assert damaged.returncode == 1 and "approval table" in damaged.stderr, damaged.stderr
 
 
 def test_an_app_adds_silently_but_changing_or_deleting_asks(store):

@@ -72,40 +72,4 @@ struct SharedWebCredentialsTests {
         #expect(decide("other.example", nil, "new-Password-2") == .notApproved)
         #expect(decide("other.example", existing, nil) == .notApproved)
     }
-
-    @Test func theApprovalFileIsReadStrictly() throws {
-        let scratch = try Scratch()
-        let store = scratch.url("passkeys.sqlite")
-        let url = DomainApprovalsFile.url(forStore: store)
-        #expect(url.lastPathComponent == "passkeys.domains.json")
-        // No file: nothing is approved.
-        #expect(
-            try DomainApprovalsFile(contentsOf: url).approvedDomains(app: Self.app, service: "webcredentials") == [])
-        let good = """
-            {"format": "passkey-domain-approvals", "version": 1, "approvals": [
-              {"service": "webcredentials", "domain": "Example.com", "app": "\(Self.app)", "state": "approved",
-               "checked": 1764000000000, "reason": "listed in webcredentials.apps", "extra": true},
-              {"service": "webcredentials", "domain": "denied.example", "app": "\(Self.app)", "state": "denied"},
-              {"service": "webcredentials", "domain": "later.example:8443", "app": "\(Self.app)", "state": "pending"},
-              {"service": "applinks", "domain": "links.example", "app": "\(Self.app)", "state": "approved"}
-            ]}
-            """
-        try good.write(to: url, atomically: true, encoding: .utf8)
-        let table = try DomainApprovalsFile(contentsOf: url)
-        #expect(table.approvedDomains(app: Self.app, service: "webcredentials") == ["example.com"])
-        #expect(table.approvedDomains(app: Self.app, service: "applinks") == ["links.example"])
-        #expect(table.approvedDomains(app: "ZZZZZ99999.x", service: "webcredentials") == [])
-
-        for bad in [
-            "not json", "[]", #"{"format": "other", "version": 1, "approvals": []}"#,
-            #"{"format": "passkey-domain-approvals", "version": 2, "approvals": []}"#,
-            #"{"format": "passkey-domain-approvals", "version": 1, "approvals": [{"service": "webcredentials"}]}"#,
-            #"{"format": "passkey-domain-approvals", "version": 1, "approvals": [{"service": "webcredentials", "domain": "a b", "app": "x", "state": "approved"}]}"#,
-            #"{"format": "passkey-domain-approvals", "version": 1, "approvals": [{"service": "webcredentials", "domain": "a.example", "app": "x", "state": "maybe"}]}"#,
-        ] {
-            #expect(throws: DomainApprovalsError.self, "\(bad)") {
-                try DomainApprovalsFile.decode(Array(bad.utf8), path: "t")
-            }
-        }
-    }
 }
