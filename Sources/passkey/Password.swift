@@ -47,24 +47,7 @@ extension Passkey.Password {
 
         func run() throws {
             guard var random = BufferedSystemRandom() else { throw CommandFailure("cannot open /dev/urandom") }
-            let make: (inout BufferedSystemRandom) throws -> String
-            if let rules {
-                let plan: PasswordGenerator.Plan
-                do { plan = try PasswordGenerator.Plan(try Self.rules(from: rules)) } catch let error
-                    as PasswordGenerationError
-                {
-                    throw CommandFailure("no password can follow these rules: \(error)")
-                }
-                make = { random in
-                    do { return try PasswordGenerator.generate(following: plan, using: &random) } catch {
-                        throw CommandFailure("no password can follow these rules: \(error)")
-                    }
-                }
-            } else if format == .classic {
-                make = { random in PasswordGenerator.classic(using: &random) }
-            } else {
-                make = { random in PasswordGenerator.strong(using: &random) }
-            }
+            let make = try Self.generator(format: format, rules: rules)
             var batch = ""
             for index in 0..<count {
                 batch += try make(&random)
@@ -74,6 +57,28 @@ extension Passkey.Password {
                     batch = ""
                 }
             }
+        }
+
+        /// Makes passwords following `rules` (a passwordrules descriptor) when given, else in `format` (strong by
+        /// default); fails at once when no password can follow the rules.
+        static func generator(
+            format: PasswordFormat?, rules: String?
+        ) throws -> (inout BufferedSystemRandom) throws -> String {
+            if let rules {
+                let plan: PasswordGenerator.Plan
+                do { plan = try PasswordGenerator.Plan(try Self.rules(from: rules)) } catch let error
+                    as PasswordGenerationError
+                {
+                    throw CommandFailure("no password can follow these rules: \(error)")
+                }
+                return { random in
+                    do { return try PasswordGenerator.generate(following: plan, using: &random) } catch {
+                        throw CommandFailure("no password can follow these rules: \(error)")
+                    }
+                }
+            }
+            if format == .classic { return { random in PasswordGenerator.classic(using: &random) } }
+            return { random in PasswordGenerator.strong(using: &random) }
         }
 
         /// The parsed descriptor, or a failure naming each error and what a browser would use instead; a `-`

@@ -13,7 +13,9 @@ extension Passkey.Password {
                 (ABCDE12345.com.example.app). The password comes from $PASSKEY_PASSWORD, else it is asked twice \
                 without echo. Replacing a different saved password asks first (--yes does not ask). With --app, the \
                 password is saved as that app would save it (SecAddSharedWebCredential): only for a domain that \
-                approved the app for webcredentials; a new login is saved without asking, a change asks.
+                approved the app for webcredentials; a new login is saved without asking, a change asks. \
+                --generate saves a new strong password instead (--rules: one following the site's passwordrules \
+                descriptor) and prints it on the last line, as a browser fills in the password it suggests.
                 """)
 
         @OptionGroup var store: StoreOptions
@@ -24,8 +26,14 @@ extension Passkey.Password {
         @Option(help: ArgumentHelp("The domain approval table (default: beside the store).", valueName: "file"))
         var approvals: String?
         @OptionGroup var approval: ApprovalOptions
+        @Flag(help: "Save a newly generated strong password, and print it.") var generate = false
+        @Option(
+            help: ArgumentHelp(
+                "With --generate: follow this passwordrules descriptor instead.", valueName: "descriptor"))
+        var rules: String?
 
         func validate() throws {
+            if rules != nil, !generate { throw ValidationError("--rules goes with --generate.") }
             guard let parsed = PasswordService(service) else {
                 throw ValidationError("'\(service)' is not a domain, an https:// origin or an app ID.")
             }
@@ -35,8 +43,23 @@ extension Passkey.Password {
             try PasswordPrompts.validateUserName(user)
         }
 
+        /// The password to save: a new one made here with --generate, else typed or from $PASSKEY_PASSWORD.
+        func newPassword() async throws -> String {
+            guard generate else { return try await PasswordPrompts.newPassword() }
+            guard var random = BufferedSystemRandom() else { throw CommandFailure("cannot open /dev/urandom") }
+            return try Passkey.Password.Generate.generator(format: nil, rules: rules)(&random)
+        }
+
         func run() async throws {
             guard let service = PasswordService(service) else { return }
+            // Made before anything is opened, so impossible rules change nothing.
+            let generated = generate ? try await newPassword() : nil
+            try await save(service, generated: generated)
+            // Shown once saved, never when nothing was.
+            if let generated { print(generated) }
+        }
+
+        func save(_ service: PasswordService, generated: String?) async throws {
             let store = try await store.open(create: false)
             defer { store.close() }
             let existing = try store.passwordEntry(service: service, userName: user)
@@ -55,7 +78,8 @@ extension Passkey.Password {
                         "\(app.siteChosen) is not approved for webcredentials at \(domain.terminalSafe); nothing saved",
                         hint: "The domain's apple-app-site-association file must list the app (passkey domains check).")
                 }
-                let password = try await PasswordPrompts.newPassword()
+                var password = generated ?? ""
+                if generated == nil { password = try await newPassword() }
                 switch SharedWebCredentials.decideAdd(
                     app: app, domain: domain, approvals: table, existing: current, password: password)
                 {
@@ -75,7 +99,8 @@ extension Passkey.Password {
                 }
                 return
             }
-            let password = try await PasswordPrompts.newPassword()
+            var password = generated ?? ""
+            if generated == nil { password = try await newPassword() }
             if let current, !current.hasPassword(password) {
                 try await PasswordPrompts.confirm(
                     "A different password is saved for \(user.siteChosen) at \(service.text.terminalSafe). "

@@ -10,6 +10,7 @@ documented JSON, and the combined chooser of `client get --password`, whose pass
 import hashlib
 import json
 import os
+import re
 import sqlite3
 import struct
 import subprocess
@@ -366,3 +367,33 @@ def test_client_get_offers_passwords_beside_passkeys_in_one_chooser(store):
     authentication()
     plain = run(store, "client", "get", "--origin", ORIGIN, "--no-phone", "--yes", "--json", "--options", options_path)
     assert plain.returncode == 0 and "saved password" not in plain.stderr
+
+
+# MARK: Generated passwords saved
+
+
+def test_a_generated_password_is_saved_and_shown_once(store):
+    added = run(store, "password", "add", "example.com", "alice", "--generate")
+    assert added.returncode == 0, added.stderr
+    generated = added.stdout.splitlines()[-1]
+    # Safari's strong form: three groups of six, one digit and one upper case letter.
+    assert re.fullmatch(r"[a-zA-Z0-9]{6}-[a-zA-Z0-9]{6}-[a-zA-Z0-9]{6}", generated), generated
+    assert sum(c.isdigit() for c in generated) == 1 and sum(c.isupper() for c in generated) == 1
+    assert run(store, "password", "get", "example.com").stdout == generated + "\n"
+
+    rules = "required: upper; required: digit; allowed: lower; minlength: 12; maxlength: 12; max-consecutive: 2"
+    followed = run(store, "password", "add", "shop.example", "bob", "--generate", "--rules", rules)
+    assert followed.returncode == 0, followed.stderr
+    password = followed.stdout.splitlines()[-1]
+    assert len(password) == 12 and re.fullmatch(r"[a-zA-Z0-9]+", password)
+    assert any(c.isupper() for c in password) and any(c.isdigit() for c in password)
+    assert not re.search(r"(.)\1\1", password)
+
+    # Rules no password can follow, or --rules alone: refused, nothing saved, nothing shown.
+    before = digests(store)
+    impossible = run(store, "password", "add", "other.example", "carol", "--generate", "--rules",
+                     "minlength: 20; maxlength: 10")
+    assert impossible.returncode != 0 and impossible.stdout == "" and "rules" in impossible.stderr
+    alone = run(store, "password", "add", "other.example", "carol", "--rules", "minlength: 8")
+    assert alone.returncode != 0 and alone.stdout == ""
+    assert digests(store) == before
