@@ -13,20 +13,7 @@ extension ClientEngine {
         if Task.isCancelled { throw ClientError(.aborted) }
         let decision = try await environment.relyingPartyIDChecker.check(
             origin: origin, requested: options.relyingPartyID)
-        let hints = parameters.hints ?? options.hints
-        // §5.1.4.1 step 3: conditional mediation empties allowCredentials before the extensions see it.
-        let conditional = parameters.mediation == .conditional && parameters.userName == nil
-        try Self.checkPRF(options.extensions.prf, allowCredentials: conditional ? [] : options.allowCredentials)
-        let clientDataJSON = CollectedClientData(type: .get, challenge: options.challenge, origin: decision.origin)
-            .jsonBytes
-        let plan = CeremonyPlanner.planGet(
-            allowCredentials: options.allowCredentials, hints: hints, mediation: parameters.mediation,
-            preferImmediatelyAvailable: parameters.preferImmediatelyAvailableCredentials,
-            typedUserName: parameters.userName,
-            authenticators: await summaries(relyingPartyID: decision.relyingPartyID, list: true))
-        let assertion = PendingAssertion(
-            options: options, relyingPartyID: decision.relyingPartyID, clientDataJSON: clientDataJSON,
-            clientDataHash: Self.hash(clientDataJSON), credentialIDFilter: plan.credentialIDFilter)
+        let (plan, assertion) = try await prepareGet(options, parameters: parameters, decision: decision)
         let timeout = CeremonyTimeout.clamped(options.timeout)
         switch plan.decision {
         case .fail(let error):
@@ -53,6 +40,28 @@ extension ClientEngine {
                 }
             }
         }
+    }
+
+    /// What a get and a combined request both do once the RP ID is decided: the PRF check, the client data, the plan
+    /// over the authenticators and the assertion they will be asked for.
+    func prepareGet(
+        _ options: PublicKeyCredentialRequestOptions, parameters: GetParameters, decision: RelyingPartyIDDecision
+    ) async throws(ClientError) -> (plan: GetPlan, assertion: PendingAssertion) {
+        let hints = parameters.hints ?? options.hints
+        // §5.1.4.1 step 3: conditional mediation empties allowCredentials before the extensions see it.
+        try Self.checkPRF(
+            options.extensions.prf, allowCredentials: parameters.isConditional ? [] : options.allowCredentials)
+        let clientDataJSON = CollectedClientData(type: .get, challenge: options.challenge, origin: decision.origin)
+            .jsonBytes
+        let plan = CeremonyPlanner.planGet(
+            allowCredentials: options.allowCredentials, hints: hints, mediation: parameters.mediation,
+            preferImmediatelyAvailable: parameters.preferImmediatelyAvailableCredentials,
+            typedUserName: parameters.userName,
+            authenticators: await summaries(relyingPartyID: decision.relyingPartyID, list: true))
+        let assertion = PendingAssertion(
+            options: options, relyingPartyID: decision.relyingPartyID, clientDataJSON: clientDataJSON,
+            clientDataHash: Self.hash(clientDataJSON), credentialIDFilter: plan.credentialIDFilter)
+        return (plan, assertion)
     }
 
     /// prf's authentication checks (§10.1.4, client extension processing, steps 1–2): `evalByCredential` needs a
@@ -267,4 +276,10 @@ struct PendingAssertion: Sendable {
             signature: response.signature, userHandle: response.userHandle,
             authenticatorAttachment: context.kind.attachment, clientExtensionResults: outputs)
     }
+}
+
+extension GetParameters {
+    /// A conditional request: the autofill chooser, which waits as long as the page. A user name typed in a form
+    /// makes it an ordinary request for that name.
+    var isConditional: Bool { mediation == .conditional && userName == nil }
 }

@@ -30,19 +30,8 @@ extension ClientEngine {
         guard !logins.isEmpty else {
             return .publicKey(try await get(options, origin: origin, parameters: parameters))
         }
-        let hints = parameters.hints ?? options.hints
-        let conditional = parameters.mediation == .conditional && parameters.userName == nil
-        try Self.checkPRF(options.extensions.prf, allowCredentials: conditional ? [] : options.allowCredentials)
-        let clientDataJSON = CollectedClientData(type: .get, challenge: options.challenge, origin: decision.origin)
-            .jsonBytes
-        let plan = CeremonyPlanner.planGet(
-            allowCredentials: options.allowCredentials, hints: hints, mediation: parameters.mediation,
-            preferImmediatelyAvailable: parameters.preferImmediatelyAvailableCredentials,
-            typedUserName: parameters.userName,
-            authenticators: await summaries(relyingPartyID: decision.relyingPartyID, list: true))
-        let assertion = PendingAssertion(
-            options: options, relyingPartyID: decision.relyingPartyID, clientDataJSON: clientDataJSON,
-            clientDataHash: Self.hash(clientDataJSON), credentialIDFilter: plan.credentialIDFilter)
+        let (plan, assertion) = try await prepareGet(options, parameters: parameters, decision: decision)
+        let conditional = parameters.isConditional
         let requests: [PlannedRequest]
         switch plan.decision {
         case .fail: requests = []
