@@ -38,18 +38,7 @@ enum AssociationJSON {
     static func name(_ path: String) -> String { path.isEmpty ? "the document" : path }
 
     static func wrongType(_ path: String, _ value: JSONValue, expected: String) -> AssociationFileError {
-        AssociationFileError(.wrongType, path: path, "\(name(path)) must be \(expected), not \(typeName(value))")
-    }
-
-    static func typeName(_ value: JSONValue) -> String {
-        switch value {
-        case .null: "null"
-        case .bool: "a boolean"
-        case .number: "a number"
-        case .string: "a string"
-        case .array: "an array"
-        case .object: "an object"
-        }
+        AssociationFileError(.wrongType, path: path, "\(name(path)) must be \(expected), not \(value.typeName)")
     }
 }
 

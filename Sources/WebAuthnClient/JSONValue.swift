@@ -17,7 +17,7 @@ public enum JSONValue: Hashable, Sendable {
     }
 
     /// The JSON type's name, for errors: `null`, `a boolean`, `a number`, `a string`, `an array`, `an object`.
-    var typeName: String {
+    public var typeName: String {
         switch self {
         case .null: "null"
         case .bool: "a boolean"
