@@ -1,13 +1,16 @@
 import ArgumentParser
 import AssociatedDomains
 import Foundation
+import WebAuthnClient
+import WebAuthnClientIO
 
 extension Passkey.Inspect {
-    struct Banner: ParsableCommand {
+    struct Banner: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
             abstract: "Read a page's Smart App Banner tag (<meta name=\"apple-itunes-app\">).",
             discussion: """
-                Give an HTML file, or - for standard input. Prints app-id, app-argument and affiliate-data from \
+                Give an HTML file, - for standard input, or an https:// URL (fetched with certificate \
+                validation and no redirects; --ca trusts a further CA, for a local test server). Prints app-id, app-argument and affiliate-data from \
                 the first apple-itunes-app tag, and any other keys (which Safari ignores). Exit status: 0 a \
                 banner with a numeric app-id, 1 no banner or an invalid one, 2 a file that cannot be read. See \
                 Docs/Domains.md.
@@ -15,10 +18,17 @@ extension Passkey.Inspect {
         )
 
         @Flag(help: "Print one JSON object.") var json = false
-        @Argument(help: ArgumentHelp("The HTML page (- for standard input).", valueName: "file")) var file: String
+        @Argument(
+            help: ArgumentHelp("The HTML page: a file, - for standard input, or an https:// URL.", valueName: "page"))
+        var file: String
+        @Option(help: ArgumentHelp("A PEM file of a further CA to trust for an https:// page.", valueName: "file"))
+        var ca: String?
 
-        func run() throws {
-            let html = try DomainFiles.read(file, limit: SmartAppBanner.maximumBytes, what: "page")
+        func run() async throws {
+            let html =
+                file.lowercased().hasPrefix("https://")
+                ? try await Self.fetch(file, ca: ca)
+                : try DomainFiles.read(file, limit: SmartAppBanner.maximumBytes, what: "page")
             let banner: SmartAppBanner
             do { banner = try SmartAppBanner(html: html) } catch {
                 throw CommandFailure(error.message, exitCode: 1)
@@ -41,6 +51,22 @@ extension Passkey.Inspect {
             if banner.tagCount > 1 {
                 print("note            the page has \(banner.tagCount) apple-itunes-app tags; only the first counts")
             }
+        }
+
+        /// The page at `url` (a 200's body, at most the banner reader's limit); any other answer is exit status 2.
+        static func fetch(_ url: String, ca: String?) async throws -> [UInt8] {
+            let response: WellKnownResponse
+            do {
+                response = try await HTTPSFetcher(additionalCAFile: ca).get(
+                    url, accept: "text/html", userAgent: "passkey (smart app banner)",
+                    limit: SmartAppBanner.maximumBytes)
+            } catch {
+                throw CommandFailure("cannot fetch \(url.terminalSafe): \(error)", exitCode: 2)
+            }
+            guard response.status == 200 else {
+                throw CommandFailure("\(url.terminalSafe) answered \(response.status), not a page", exitCode: 2)
+            }
+            return response.body
         }
     }
 }

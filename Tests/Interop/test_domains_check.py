@@ -366,3 +366,26 @@ def test_an_android_app_needs_get_login_creds_in_assetlinks(setup):
     links_only = client_as_app(directory, site, pki, "create", registration_options()[1],
                                "--android-app", f"com.example.app:{FINGERPRINT}")
     assert links_only.returncode == 12, links_only.stderr
+
+
+def test_inspect_banner_fetches_a_page(setup):
+    """`passkey inspect banner URL`: the page fetched over HTTPS (the test CA), its banner read; a redirect or an
+    untrusted server is a clear error (exit status 2), never followed or trusted."""
+    directory, pki, site = setup
+    page = (b'<html><head><META Name="apple-itunes-app" content="app-id=123456789, app-argument=https://localhost/'
+            b'item/7, affiliate-data=at=1000l">')
+    site.routes["/shop"] = (200, "text/html; charset=utf-8", page)
+    site.routes["/moved"] = (301, "text/html", b"")
+    url = f"https://localhost:{site.port}"
+
+    def banner(*args):
+        return subprocess.run([PASSKEY_BIN, "inspect", "banner", *args], capture_output=True, timeout=120)
+
+    found = banner(url + "/shop", "--ca", pki["ca"], "--json")
+    assert found.returncode == 0, found.stderr.decode()
+    assert json.loads(found.stdout)["appId"] == "123456789"
+    assert json.loads(found.stdout)["appArgument"] == "https://localhost/item/7"
+    moved = banner(url + "/moved", "--ca", pki["ca"])
+    assert moved.returncode == 2 and b"301" in moved.stderr and site.requests.count("/elsewhere") == 0
+    untrusted = banner(url + "/shop")
+    assert untrusted.returncode == 2 and b"cannot fetch" in untrusted.stderr
