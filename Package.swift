@@ -137,13 +137,16 @@ let package = Package(
         // <linux/uhid.h> sizes and offsets, for UHIDTests only (the header comes with linux-libc-dev).
         .systemLibrary(name: "CUHIDHeader", providers: [.apt(["linux-libc-dev"])]),
         .systemLibrary(name: "CSQLite", pkgConfig: "sqlite3", providers: [.apt(["libsqlite3-dev"])]),
+        // Every file the provider keeps, named once (`PasskeyFiles`), and the one owner-only reader and writer
+        // (`OwnerOnlyFile`: 0600 files, 0700 directories, temporary file, fsync, rename, fsync of the directory).
+        .target(name: "PasskeyFilesIO", swiftSettings: strictSettings),
         // OpenSSL's libcrypto for CMS (its symbols do not clash with swift-crypto's prefixed BoringSSL).
         .systemLibrary(name: "COpenSSL", pkgConfig: "libcrypto", providers: [.apt(["libssl-dev"])]),
         // CMS SignedData files (the signed apple-app-site-association): verify against a trust store and for a
         // domain, and sign, through OpenSSL.
         .target(name: "SignedFiles", dependencies: ["Basics", "COpenSSL"], swiftSettings: strictSettings),
         .target(
-            name: "PasskeyStore", dependencies: ["Basics", "CTAP2", "CSQLite", crypto],
+            name: "PasskeyStore", dependencies: ["Basics", "CTAP2", "CSQLite", "PasskeyFilesIO", crypto],
             swiftSettings: strictSettings),
         .target(
             name: "CTAPHIDTransport", dependencies: ["Basics", "CTAPHID", "UHID", nioCore, nioPosix, logging],
@@ -157,14 +160,14 @@ let package = Package(
         .target(
             name: "RelayServer",
             dependencies: [
-                "Basics", "RelayCore", "Hybrid", "WebSocketMessages", nioCore, nioPosix, nioHTTP1, nioWebSocket, nioSSL,
+                "Basics", "RelayCore", "Hybrid", "WebSocketMessages", "PasskeyFilesIO", nioCore, nioPosix, nioHTTP1, nioWebSocket, nioSSL,
                 logging, metrics, prometheus, serviceLifecycle,
             ],
             swiftSettings: strictSettings
         ),
         .target(
             name: "RelyingPartyServer",
-            dependencies: ["WebRelyingParty", "RelyingParty", crypto, nioCore, nioPosix, nioHTTP1],
+            dependencies: ["WebRelyingParty", "RelyingParty", "PasskeyFilesIO", crypto, nioCore, nioPosix, nioHTTP1],
             swiftSettings: strictSettings
         ),
 
@@ -180,7 +183,7 @@ let package = Package(
             name: "AssociatedDomainsIO",
             dependencies: [
                 "AssociatedDomainsCheck", "AssociatedDomains", "SignedFiles", "WebAuthnClient", "WebAuthnClientIO",
-                "PasskeyStore",
+                "PasskeyStore", "PasskeyFilesIO",
             ],
             swiftSettings: strictSettings
         ),
@@ -197,7 +200,7 @@ let package = Package(
             name: "ClientAuthenticators",
             dependencies: [
                 "Basics", "CBOR", "CTAP2", "Hybrid", "HybridLink", "HybridTransport", "Proximity", "SecurityKey",
-                "WebAuthnClient",
+                "WebAuthnClient", "PasskeyFilesIO",
             ],
             swiftSettings: strictSettings
         ),
@@ -212,6 +215,15 @@ let package = Package(
             name: "NearbyShareLink",
             dependencies: [
                 "NearbyShare", "CredentialExchange", "Hybrid", "HybridLink", "HybridTransport", "Proximity", crypto,
+            ],
+            swiftSettings: strictSettings
+        ),
+        // MARK: Provider: the roles a person uses (phone, computer, security key, vault), with their policy, over
+        // the drivers and adapters; the person comes in through `ProviderUserInterface`.
+        .target(
+            name: "PasskeyProvider",
+            dependencies: [
+                "Basics", "CTAP2", "Hybrid", "HybridLink", "Proximity", "PasskeyStore", "PasskeyFilesIO", crypto,
             ],
             swiftSettings: strictSettings
         ),
@@ -230,7 +242,7 @@ let package = Package(
                 "RelayServer", "UHID", "WebRelyingParty", "RelyingPartyServer", "PublicSuffix", "WebAuthnClient",
                 "WebAuthnClientIO", "ClientAuthenticators", "CredentialExchange", "NearbyShare", "NearbyShareLink",
                 "AssociatedDomains", "AssociatedDomainsCheck", "AssociatedDomainsIO", "SignedFiles", "PasswordRules",
-                argumentParser, logging, crypto,
+                "PasskeyFilesIO", "PasskeyProvider", argumentParser, logging, crypto,
                 nioCore,
                 nioSSL,
             ],
@@ -248,7 +260,7 @@ let package = Package(
             dependencies: [
                 "Basics", "CBOR", "WebAuthn", "CTAP2", "PasskeyStore", "Hybrid", "CrossDevice", "HybridTransport",
                 "HybridLink", "Proximity", "RelayServer", "RelayCore", "RelyingParty", "PublicSuffix", "WebAuthnClient",
-                "WebAuthnClientIO", crypto, argumentParser, nioCore, nioPosix, logging,
+                "WebAuthnClientIO", "PasskeyFilesIO", crypto, argumentParser, nioCore, nioPosix, logging,
             ],
             swiftSettings: strictSettings
         ),
@@ -260,7 +272,7 @@ let package = Package(
             dependencies: [
                 "CBOR", "CTAP2", "CTAPHID", "UHID", "Hybrid", "QRImage", "RelayServer", "RelayCore", "PasskeyStore",
                 "PublicSuffix", "WebAuthnClient", "CredentialExchange", "NearbyShare", "AssociatedDomains",
-                "AssociatedDomainsCheck", "SignedFiles", "PasswordRules", crypto, nioCore, nioEmbedded,
+                "AssociatedDomainsCheck", "SignedFiles", "PasswordRules", "PasskeyFilesIO", crypto, nioCore, nioEmbedded,
                 logging,
             ],
             swiftSettings: strictSettings
@@ -275,6 +287,8 @@ let package = Package(
         .target(name: "TestSupport", path: "Tests/TestSupport", swiftSettings: strictSettings),
         .testTarget(name: "TestSupportTests", dependencies: ["TestSupport"], swiftSettings: strictSettings),
         .testTarget(name: "BasicsTests", dependencies: ["Basics", crypto], swiftSettings: strictSettings),
+        .testTarget(
+            name: "PasskeyFilesIOTests", dependencies: ["PasskeyFilesIO", "TestSupport"], swiftSettings: strictSettings),
         .testTarget(name: "CBORTests", dependencies: ["Basics", "CBOR", "TestSupport"], swiftSettings: strictSettings),
         .testTarget(
             name: "WebAuthnTests", dependencies: ["Basics", "WebAuthn", "CBOR", crypto], swiftSettings: strictSettings),
@@ -299,7 +313,7 @@ let package = Package(
             name: "WebAuthnClientIOTests",
             dependencies: [
                 "WebAuthnClientIO", "WebAuthnClient", "PublicSuffix", "TestSupport", "AssociatedDomains",
-                "AssociatedDomainsCheck", "AssociatedDomainsIO", "SignedFiles", "PasskeyStore", nioCore, nioPosix,
+                "AssociatedDomainsCheck", "AssociatedDomainsIO", "SignedFiles", "PasskeyFilesIO", nioCore, nioPosix,
                 nioHTTP1, nioSSL,
             ],
             swiftSettings: strictSettings
@@ -325,11 +339,23 @@ let package = Package(
             ],
             swiftSettings: strictSettings
         ),
+        // In-memory tunnels, relay and air for the hybrid drivers' tests and the provider's.
+        .target(
+            name: "HybridTestSupport", dependencies: ["Hybrid", "HybridLink", "HybridTransport", "Proximity"],
+            path: "Tests/HybridTestSupport", swiftSettings: strictSettings),
         .testTarget(
             name: "HybridLinkTests",
             dependencies: [
                 "HybridLink", "HybridTransport", "Hybrid", "Proximity", "CTAP2", "NearbyShare", "NearbyShareLink",
-                "CredentialExchange", "TestSupport", crypto,
+                "CredentialExchange", "HybridTestSupport", "TestSupport", crypto,
+            ],
+            swiftSettings: strictSettings
+        ),
+        .testTarget(
+            name: "PasskeyProviderTests",
+            dependencies: [
+                "PasskeyProvider", "PasskeyStore", "PasskeyFilesIO", "HybridLink", "HybridTransport", "Hybrid",
+                "Proximity", "CTAP2", "HybridTestSupport", "TestSupport", crypto,
             ],
             swiftSettings: strictSettings
         ),
@@ -361,7 +387,7 @@ let package = Package(
         ),
         .testTarget(
             name: "PasskeyStoreTests",
-            dependencies: ["PasskeyStore", "CTAP2", "TestSupport", crypto],
+            dependencies: ["PasskeyStore", "PasskeyFilesIO", "CTAP2", "TestSupport", crypto],
             resources: [.copy("Fixtures")],
             swiftSettings: strictSettings
         ),

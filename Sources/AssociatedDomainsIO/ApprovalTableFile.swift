@@ -1,35 +1,29 @@
 import AssociatedDomainsCheck
 import Foundation
-import PasskeyStore
+import PasskeyFilesIO
 
-/// The approval table as `domains.json` beside the passkey store: JSON, mode 0600, replaced atomically.
+/// The approval table as a JSON file (`PasskeyFiles.domainApprovals`, `domains.json` beside the passkey store),
+/// read and written through `OwnerOnlyFile`: mode 0600, replaced atomically.
 public struct ApprovalTableFile: Sendable {
     /// The largest table read: 8 MiB (each domain's file is at most 128 KB).
     public static let maximumSize = 8 << 20
 
-    public let path: String
+    public let url: URL
 
-    public init(path: String) { self.path = path }
+    public init(url: URL) { self.url = url }
 
-    /// `domains.json` beside the store at `storeURL`.
-    public static func beside(storeURL: URL) -> ApprovalTableFile {
-        ApprovalTableFile(path: storeURL.deletingLastPathComponent().appendingPathComponent("domains.json").path)
-    }
+    /// The file's path, for messages.
+    public var path: String { url.path }
 
     /// The table; empty when there is no file yet.
     public func load() throws -> ApprovalTable {
-        guard let bytes = try OwnerOnlyFile.read(path, limit: Self.maximumSize) else { return ApprovalTable() }
+        guard let bytes = try OwnerOnlyFile.read(url, limit: Self.maximumSize) else { return ApprovalTable() }
         return try ApprovalTable(json: bytes)
     }
 
     /// Replaces the file with `table`, creating its directory (0700) when needed.
     public func save(_ table: ApprovalTable) throws {
-        let directory = (path as NSString).deletingLastPathComponent
-        if !directory.isEmpty {
-            try? FileManager.default.createDirectory(
-                atPath: directory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
-        }
-        try OwnerOnlyFile.replace(path, with: table.json())
+        try OwnerOnlyFile.write(table.json(), to: url)
     }
 
     /// Loads, changes and saves the table.

@@ -152,12 +152,3 @@ public struct PinUvAuthProtocol: RawRepresentable, Hashable, Sendable, CustomStr
     }
 }
 
-/// Compares two byte strings without branching on their contents; different lengths are unequal.
-func constantTimeEqual(_ lhs: [UInt8], _ rhs: [UInt8]) -> Bool {
-    guard lhs.count == rhs.count else { return false }
-    var difference: UInt8 = 0
-    for index in lhs.indices {
-        difference |= lhs[index] ^ rhs[index]
-    }
-    return difference == 0
-}

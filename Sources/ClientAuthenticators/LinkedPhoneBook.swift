@@ -1,6 +1,7 @@
 import Basics
 import CBOR
 import Foundation
+import PasskeyFilesIO
 import Hybrid
 
 #if canImport(Glibc)
@@ -48,11 +49,6 @@ public struct LinkedPhoneBook: Sendable {
 
     public init(url: URL) { self.url = url }
 
-    /// `links.json` beside the store at `storeURL`.
-    public static func defaultURL(storeURL: URL) -> URL {
-        storeURL.deletingLastPathComponent().appendingPathComponent("links.json")
-    }
-
     private struct FileContents: Codable {
         var version: Int
         var links: [Entry]
@@ -72,14 +68,15 @@ public struct LinkedPhoneBook: Sendable {
 
     /// Every link, in the order they were made; an absent file is none.
     public func load() throws(LinkedPhoneBookError) -> [LinkedPhone] {
-        guard FileManager.default.fileExists(atPath: url.path) else { return [] }
         let contents: FileContents
         do {
-            let data = try Data(contentsOf: url)
-            guard data.count <= 4 << 20 else { throw LinkedPhoneBookError("larger than 4 MiB") }
+            guard let bytes = try OwnerOnlyFile.read(url, limit: 4 << 20) else { return [] }
+            let data = Data(bytes)
             let decoder = JSONDecoder()
             decoder.dateDecodingStrategy = .iso8601
             contents = try decoder.decode(FileContents.self, from: data)
+        } catch let error as OwnerOnlyFileError {
+            throw LinkedPhoneBookError("the links file \(url.path) cannot be read: \(error.reason)")
         } catch {
             throw LinkedPhoneBookError("the links file \(url.path) cannot be read: \(error)")
         }
@@ -126,30 +123,10 @@ public struct LinkedPhoneBook: Sendable {
         } catch {
             throw LinkedPhoneBookError("cannot encode the links: \(error)")
         }
-        let directory = url.deletingLastPathComponent().path
-        try? FileManager.default.createDirectory(
-            atPath: directory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
-        let temporary = url.path + ".tmp-\(getpid())"
-        let descriptor = open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0o600)
-        guard descriptor >= 0 else { throw LinkedPhoneBookError("cannot create \(temporary): \(Self.lastError)") }
-        var failed = fchmod(descriptor, 0o600) != 0
-        let bytes = [UInt8](data)
-        var written = 0
-        while !failed, written < bytes.count {
-            let count = bytes.withUnsafeBytes { write(descriptor, $0.baseAddress! + written, $0.count - written) }
-            if count < 0 {
-                if errno == EINTR { continue }
-                failed = true
-            } else {
-                written += count
-            }
-        }
-        if !failed { failed = fsync(descriptor) != 0 }
-        close(descriptor)
-        guard !failed, rename(temporary, url.path) == 0 else {
-            let reason = Self.lastError
-            unlink(temporary)
-            throw LinkedPhoneBookError("cannot write the links file \(url.path): \(reason)")
+        do {
+            try OwnerOnlyFile.write([UInt8](data), to: url)
+        } catch {
+            throw LinkedPhoneBookError("cannot write the links file \(error)")
         }
     }
 
@@ -186,7 +163,6 @@ public struct LinkedPhoneBook: Sendable {
         try save(links)
     }
 
-    private static var lastError: String { String(cString: strerror(errno)) }
 }
 
 extension LinkingInfo {

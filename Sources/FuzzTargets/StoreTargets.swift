@@ -1,5 +1,6 @@
 import CTAP2
 import Foundation
+import PasskeyFilesIO
 import PasskeyStore
 import Synchronization
 
@@ -30,9 +31,9 @@ enum StoreTargets {
             try? FileManager.default.removeItem(atPath: url.path + suffix)
         }
         // Opening a store writes its index of names beside it, and changes may leave the index's journal.
-        let index = CredentialIdentityIndex.url(forStore: url).path
-        for path in [index, String(index.dropLast(".json".count)) + ".journal"] {
-            try? FileManager.default.removeItem(atPath: path)
+        let files = PasskeyFiles(store: url)
+        for file in [files.identityIndex, files.identityJournal] {
+            try? FileManager.default.removeItem(at: file)
         }
     }
 

@@ -1,5 +1,6 @@
 import Basics
 import Foundation
+import PasskeyFilesIO
 
 /// One passkey as the credential identity index names it: which site, which account, which credential ID. Never a
 /// key: nothing here can sign or unlock anything.
@@ -163,34 +164,36 @@ public struct CredentialIdentityIndex: Hashable, Sendable {
         identities.first { $0.kind == kind && $0.credentialID == id }
     }
 
-    /// Where the index of the store at `store` is: beside it, named after it (`passkeys.sqlite` →
-    /// `passkeys.index.json`).
-    public static func url(forStore store: URL) -> URL {
-        let file = store.standardizedFileURL
-        let base = file.deletingPathExtension().lastPathComponent
-        return file.deletingLastPathComponent().appendingPathComponent(
-            (base.isEmpty ? file.lastPathComponent : base) + ".index.json")
-    }
-
     /// Reads the index of the store at `store`, without the passphrase.
     ///
     /// A missing file is `.missing`; anything that is not exactly an index (unreadable, larger than
     /// `maximumFileSize`, not JSON, a field missing or of the wrong type, an unknown format version) is `.damaged`.
     public static func read(forStore store: URL) throws(CredentialIdentityIndexError) -> CredentialIdentityIndex {
-        try read(at: url(forStore: store).path)
+        let files = PasskeyFiles(store: store)
+        return try read(index: files.identityIndex, journal: files.identityJournal)
     }
 
-    /// Reads the index file at `path`.
-    static func read(at path: String) throws(CredentialIdentityIndexError) -> CredentialIdentityIndex {
+    /// Reads the index file at `index`, with the changes its journal at `journal` holds.
+    static func read(index indexURL: URL, journal journalURL: URL) throws(CredentialIdentityIndexError)
+        -> CredentialIdentityIndex
+    {
+        let path = indexURL.path
         let bytes: [UInt8]
-        switch IndexFiles.contents(of: path, limit: maximumFileSize) {
-        case .missing: throw CredentialIdentityIndexError(.missing, path: path, reason: "there is no such file")
-        case .failed(let reason): throw CredentialIdentityIndexError(.damaged, path: path, reason: reason)
-        case .bytes(let read): bytes = read
+        do {
+            guard let read = try OwnerOnlyFile.read(indexURL, limit: maximumFileSize) else {
+                throw CredentialIdentityIndexError(.missing, path: path, reason: "there is no such file")
+            }
+            bytes = read
+        } catch let error as OwnerOnlyFileError {
+            throw CredentialIdentityIndexError(.damaged, path: path, reason: error.reason)
+        } catch let error as CredentialIdentityIndexError {
+            throw error
+        } catch {
+            throw CredentialIdentityIndexError(.damaged, path: path, reason: "\(error)")
         }
         do {
             var index = try IndexDocument.decode(bytes)
-            let journal = try IndexJournal.read(IndexJournal.path(forIndex: path), limit: maximumFileSize)
+            let journal = try IndexJournal.read(journalURL, limit: maximumFileSize)
             if !journal.isEmpty {
                 var identities = index.identities
                 IndexJournal.apply(journal, to: &identities)

@@ -1,5 +1,6 @@
 import Basics
 import Foundation
+import PasskeyFilesIO
 
 #if canImport(Glibc)
     import Glibc
@@ -176,18 +177,14 @@ enum IndexJournal {
         var clear: Bool?
     }
 
-    /// The journal beside the index file at `indexPath` (`passkeys.index.json` → `passkeys.index.journal`).
-    static func path(forIndex indexPath: String) -> String {
-        (indexPath.hasSuffix(".json") ? String(indexPath.dropLast(5)) : indexPath) + ".journal"
-    }
-
     /// The entries of the journal at `path`, in order; none when there is no journal.
-    static func read(_ path: String, limit: Int) throws(IndexDocument.Problem) -> [Entry] {
+    static func read(_ url: URL, limit: Int) throws(IndexDocument.Problem) -> [Entry] {
         let bytes: [UInt8]
-        switch IndexFiles.contents(of: path, limit: limit) {
-        case .missing: return []
-        case .failed(let reason): throw IndexDocument.Problem(reason: "its journal: \(reason)")
-        case .bytes(let read): bytes = read
+        do {
+            guard let read = try OwnerOnlyFile.read(url, limit: limit) else { return [] }
+            bytes = read
+        } catch {
+            throw IndexDocument.Problem(reason: "its journal: \(error.reason)")
         }
         var entries: [Entry] = []
         let lines = bytes.split(separator: UInt8(ascii: "\n"), omittingEmptySubsequences: false)
@@ -238,8 +235,8 @@ enum IndexJournal {
         }
     }
 
-    /// Appends `entries` to the journal at `path` in one write, creating it owner-only (0600).
-    static func append(_ entries: [Entry], to path: String) throws(IndexDocument.Problem) {
+    /// Appends `entries` to the journal at `url` in one write, creating it owner-only (0600).
+    static func append(_ entries: [Entry], to url: URL) throws(IndexDocument.Problem) {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
         var bytes: [UInt8] = []
@@ -254,11 +251,15 @@ enum IndexJournal {
             // Strings, integers and booleans only: encoding cannot fail.
             bytes += Array((try? encoder.encode(line)) ?? Data()) + [UInt8(ascii: "\n")]
         }
-        try IndexFiles.append(path, bytes)
+        do {
+            try OwnerOnlyFile.append(bytes, to: url)
+        } catch {
+            throw IndexDocument.Problem(reason: error.description)
+        }
     }
 }
 
-/// The POSIX file operations of the index: a bounded read, an atomic owner-only replace, a removal.
+/// What tells one version of the index files from another (reading and writing them is `OwnerOnlyFile`'s).
 enum IndexFiles {
     /// What identifies one version of a file: a rename over it gives a new inode or a new change time.
     struct Stamp: Equatable {
@@ -279,90 +280,5 @@ enum IndexFiles {
         guard stat(path, &info) == 0 else { return nil }
         return Stamp(
             device: UInt64(info.st_dev), inode: UInt64(info.st_ino), size: Int64(info.st_size), changed: info.st_ctim)
-    }
-
-    enum Contents {
-        case missing
-        case failed(String)
-        case bytes([UInt8])
-    }
-
-    /// The whole file at `path` if it is a regular file of at most `limit` bytes (a symbolic link is refused).
-    static func contents(of path: String, limit: Int) -> Contents {
-        let descriptor = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)
-        guard descriptor >= 0 else {
-            let error = errno
-            return error == ENOENT ? .missing : .failed("cannot read it: \(StoreFiles.describe(error))")
-        }
-        defer { close(descriptor) }
-        var info = stat()
-        guard fstat(descriptor, &info) == 0, info.st_mode & S_IFMT == S_IFREG else {
-            return .failed("it is not a regular file")
-        }
-        guard Int(info.st_size) <= limit else { return .failed("it is larger than \(limit >> 20) MiB") }
-        var bytes: [UInt8] = []
-        var chunk = [UInt8](repeating: 0, count: 64 * 1024)
-        while bytes.count <= limit {
-            let count = chunk.withUnsafeMutableBytes { read(descriptor, $0.baseAddress, $0.count) }
-            if count < 0, errno == EINTR { continue }
-            guard count >= 0 else { return .failed("cannot read it: \(StoreFiles.describe(errno))") }
-            if count == 0 { return .bytes(bytes) }
-            bytes += chunk[0..<count]
-        }
-        return .failed("it is larger than \(limit >> 20) MiB")
-    }
-
-    /// Replaces the file at `path` with `bytes` atomically: written to a new owner-only (0600) file in the same
-    /// directory, then renamed over it, so a reader sees the old index or the new one, never a mixture.
-    static func replace(_ path: String, with bytes: [UInt8]) throws(IndexDocument.Problem) {
-        let directory = (path as NSString).deletingLastPathComponent
-        let name = (path as NSString).lastPathComponent
-        let temporary = (directory as NSString).appendingPathComponent(
-            ".\(name).\(StoreFiles.randomBytes(8).hexString).tmp")
-        let descriptor = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0o600)
-        guard descriptor >= 0 else {
-            throw IndexDocument.Problem(reason: "cannot create \(temporary): \(StoreFiles.describe(errno))")
-        }
-        var failure = ownerOnlyWrite(descriptor, bytes)
-        close(descriptor)
-        if failure == 0, rename(temporary, path) != 0 { failure = errno }
-        guard failure == 0 else {
-            _ = unlink(temporary)
-            throw IndexDocument.Problem(reason: "cannot write \(path): \(StoreFiles.describe(failure))")
-        }
-    }
-
-    /// Sets the open file's mode to exactly 0600 (O_CREAT applies the umask, which can only remove bits) and writes
-    /// all of `bytes`, retrying after EINTR; 0, or the errno that stopped it.
-    private static func ownerOnlyWrite(_ descriptor: Int32, _ bytes: [UInt8]) -> Int32 {
-        guard fchmod(descriptor, 0o600) == 0 else { return errno }
-        var written = 0
-        while written < bytes.count {
-            let count = bytes.withUnsafeBytes { write(descriptor, $0.baseAddress! + written, $0.count - written) }
-            if count < 0 {
-                if errno == EINTR { continue }
-                return errno
-            }
-            written += count
-        }
-        return 0
-    }
-
-    /// Appends `bytes` to the file at `path` in one write (O_APPEND), creating it owner-only (0600).
-    static func append(_ path: String, _ bytes: [UInt8]) throws(IndexDocument.Problem) {
-        let descriptor = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0o600)
-        guard descriptor >= 0 else {
-            throw IndexDocument.Problem(reason: "cannot open \(path): \(StoreFiles.describe(errno))")
-        }
-        defer { close(descriptor) }
-        let failure = ownerOnlyWrite(descriptor, bytes)
-        guard failure == 0 else {
-            throw IndexDocument.Problem(reason: "cannot write \(path): \(StoreFiles.describe(failure))")
-        }
-    }
-
-    /// Removes the file at `path`, if it is there.
-    static func remove(_ path: String) {
-        _ = unlink(path)
     }
 }

@@ -1,3 +1,4 @@
+import Basics
 import CTAP2
 import Foundation
 
@@ -153,7 +154,7 @@ public struct PasswordCredential: Sendable, CustomStringConvertible, CustomRefle
 
     /// Whether two secrets (a password typed twice) are equal, in time that depends only on their lengths.
     public static func sameSecret(_ a: String, _ b: String) -> Bool {
-        constantTimeEquals(Array(a.utf8), Array(b.utf8))
+        constantTimeEqual(Array(a.utf8), Array(b.utf8))
     }
 
     public var description: String { "password for \(login.userName) at \(login.service) (hidden)" }
@@ -163,17 +164,6 @@ public struct PasswordCredential: Sendable, CustomStringConvertible, CustomRefle
     }
 }
 
-/// Compares two byte strings in time that depends only on their lengths.
-func constantTimeEquals(_ lhs: [UInt8], _ rhs: [UInt8]) -> Bool {
-    var difference = UInt8(truncatingIfNeeded: lhs.count ^ rhs.count)
-    let length = max(lhs.count, rhs.count)
-    for index in 0..<length {
-        let left = index < lhs.count ? lhs[index] : 0
-        let right = index < rhs.count ? rhs[index] : 0
-        difference |= left ^ right
-    }
-    return difference == 0
-}
 
 /// A passwords row the store will not use: its sealed password does not open with the row's own columns (changed
 /// outside this program, moved from another row, or damaged), or a column is missing. Read from the row without

@@ -1,6 +1,7 @@
 import CTAP2
 import Crypto
 import Foundation
+import PasskeyFilesIO
 
 /// What a phone (`passkey scan --link`, `passkey listen`) keeps so that linked computers can reach it again without
 /// a QR code: its identity key (the NKpsk0 handshake's static key), its contact at each relay (the contact ID and the
@@ -86,22 +87,20 @@ extension PhoneLink: CustomStringConvertible {
 public enum PhoneLinkFile {
     private static let magic: [UInt8] = Array("PKPL".utf8) + [1]
 
-    /// Where the phone links of the store at `store` are kept.
-    public static func url(forStore store: URL) -> URL {
-        let file = store.standardizedFileURL
-        let base = file.deletingPathExtension().lastPathComponent
-        return file.deletingLastPathComponent().appendingPathComponent(
-            (base.isEmpty ? file.lastPathComponent : base) + ".phone-links.sealed")
-    }
+    /// The largest file read: 16 MiB.
+    static let maximumSize = 16 << 20
 
     /// The state of `store`, or nil when it has none yet.
     public static func load(for store: SQLiteCredentialStore) throws(CredentialStoreError) -> PhoneLinkState? {
-        let path = url(forStore: store.url).path
-        guard FileManager.default.fileExists(atPath: path) else { return nil }
-        guard let data = FileManager.default.contents(atPath: path), data.count <= 16 << 20 else {
-            throw CredentialStoreError(.io, "cannot read the phone links at \(path)")
+        let url = PasskeyFiles(store: store.url).phoneLinks
+        let path = url.path
+        let bytes: [UInt8]
+        do {
+            guard let read = try OwnerOnlyFile.read(url, limit: maximumSize) else { return nil }
+            bytes = read
+        } catch {
+            throw CredentialStoreError(.io, "cannot read the phone links at \(path): \(error.reason)")
         }
-        let bytes = [UInt8](data)
         guard bytes.count > magic.count, Array(bytes.prefix(magic.count)) == magic,
             let box = try? AES.GCM.SealedBox(combined: bytes.dropFirst(magic.count)),
             let opened = try? AES.GCM.open(box, using: store.phoneLinkKey, authenticating: magic),
@@ -117,20 +116,20 @@ public enum PhoneLinkFile {
 
     /// Seals and writes `state` for `store`.
     public static func save(_ state: PhoneLinkState, for store: SQLiteCredentialStore) throws(CredentialStoreError) {
-        let path = url(forStore: store.url).path
+        let url = PasskeyFiles(store: store.url).phoneLinks
         guard let json = try? JSONEncoder().encode(state),
             let sealed = try? AES.GCM.seal(json, using: store.phoneLinkKey, authenticating: magic).combined
         else { throw CredentialStoreError(.io, "cannot seal the phone links") }
-        do throws(IndexDocument.Problem) {
-            try IndexFiles.replace(path, with: magic + [UInt8](sealed))
+        do {
+            try OwnerOnlyFile.write(magic + [UInt8](sealed), to: url)
         } catch {
-            throw CredentialStoreError(.io, error.reason)
+            throw CredentialStoreError(.io, "cannot save the phone links: \(error)")
         }
     }
 
     /// Removes the file (nothing linked any more).
     public static func remove(for store: SQLiteCredentialStore) {
-        try? FileManager.default.removeItem(at: url(forStore: store.url))
+        try? OwnerOnlyFile.remove(PasskeyFiles(store: store.url).phoneLinks)
     }
 }
 

@@ -1,5 +1,6 @@
 import CTAP2
 import Foundation
+import PasskeyFilesIO
 import Synchronization
 
 /// Keeping the credential identity index (`CredentialIdentityIndex`) beside the store up to date.
@@ -9,16 +10,17 @@ import Synchronization
 /// convenience: a failure to write it never fails the store operation; the file is removed instead (then it reads as
 /// missing) and is rebuilt on the next write or unlock.
 extension SQLiteCredentialStore {
-    /// The index file of this store (`CredentialIdentityIndex.url(forStore:)`).
-    public var indexURL: URL { CredentialIdentityIndex.url(forStore: url) }
+    /// The index file of this store (`PasskeyFiles.identityIndex`).
+    public var indexURL: URL { PasskeyFiles(store: url).identityIndex }
 
-    /// The journal of changes beside the index file (`IndexJournal`).
-    var journalPath: String { IndexJournal.path(forIndex: indexURL.path) }
+    /// The journal of changes beside the index file (`IndexJournal`, `PasskeyFiles.identityJournal`).
+    var journalURL: URL { PasskeyFiles(store: url).identityJournal }
+    var journalPath: String { journalURL.path }
 
     /// Writes the index again from the store's usable rows, keeping the ranks and last-use times of the index
     /// there was, if it can be read, and empties the journal. Opening the store does this.
     public func rebuildIndex() throws(CredentialStoreError) {
-        let previous = try? CredentialIdentityIndex.read(at: indexURL.path)
+        let previous = try? CredentialIdentityIndex.read(index: indexURL, journal: journalURL)
         try write("rebuild the passkey index") { (connection, keys) throws(CredentialStoreError) in
             var identities = try self.identities(connection, keys: &keys)
             if let previous {
@@ -89,7 +91,7 @@ extension SQLiteCredentialStore {
         }
         guard !entries.isEmpty else { return }
         do {
-            try IndexJournal.append(entries, to: journalPath)
+            try IndexJournal.append(entries, to: journalURL)
             let stamps = (IndexFiles.stamp(indexURL.path), IndexFiles.stamp(journalPath))
             indexCache.withLock { cache in
                 cache = stamps.0.map {
@@ -116,8 +118,8 @@ extension SQLiteCredentialStore {
         {
             return (cached.identities, cached.journalLength, false)
         }
-        if let index = try? CredentialIdentityIndex.read(at: indexURL.path),
-            let journal = try? IndexJournal.read(journalPath, limit: CredentialIdentityIndex.maximumFileSize)
+        if let index = try? CredentialIdentityIndex.read(index: indexURL, journal: journalURL),
+            let journal = try? IndexJournal.read(journalURL, limit: CredentialIdentityIndex.maximumFileSize)
         {
             return (index.identities, journal.count, false)
         }
@@ -128,8 +130,8 @@ extension SQLiteCredentialStore {
     /// Removes the index and its journal, to be rebuilt on the next unlock.
     func removeIndex() {
         indexCache.withLock { $0 = nil }
-        IndexFiles.remove(indexURL.path)
-        IndexFiles.remove(journalPath)
+        try? OwnerOnlyFile.remove(indexURL)
+        try? OwnerOnlyFile.remove(journalURL)
     }
 
     /// The index entry of a passkey as the row holds it, not yet used or ranked.
@@ -165,8 +167,8 @@ extension SQLiteCredentialStore {
         let path = indexURL.path
         let index = CredentialIdentityIndex(identities: identities)
         do {
-            try IndexFiles.replace(path, with: index.encoded())
-            IndexFiles.remove(journalPath)
+            try OwnerOnlyFile.write(index.encoded(), to: indexURL)
+            try? OwnerOnlyFile.remove(journalURL)
             let stamp = IndexFiles.stamp(path)
             indexCache.withLock { cache in
                 cache = stamp.map {

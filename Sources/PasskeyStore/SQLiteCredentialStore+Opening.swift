@@ -9,25 +9,6 @@ extension SQLiteCredentialStore {
 
     // MARK: Opening and creating
 
-    /// The store's default location.
-    ///
-    /// `PASSKEY_STORE` wins when set; otherwise `$XDG_DATA_HOME/passkey/passkeys.sqlite` (an absolute
-    /// `XDG_DATA_HOME` only, as the XDG base directory spec asks), else `~/.local/share/passkey/passkeys.sqlite`.
-    public static func defaultURL(environment: [String: String] = ProcessInfo.processInfo.environment) -> URL {
-        if let explicit = environment["PASSKEY_STORE"], !explicit.isEmpty {
-            return URL(fileURLWithPath: explicit)
-        }
-        let dataHome: URL
-        if let xdg = environment["XDG_DATA_HOME"], xdg.hasPrefix("/") {
-            dataHome = URL(fileURLWithPath: xdg, isDirectory: true)
-        } else if let home = environment["HOME"], !home.isEmpty {
-            dataHome = URL(fileURLWithPath: home, isDirectory: true).appendingPathComponent(".local/share")
-        } else {
-            dataHome = FileManager.default.homeDirectoryForCurrentUser.appendingPathComponent(".local/share")
-        }
-        return dataHome.appendingPathComponent("passkey", isDirectory: true).appendingPathComponent("passkeys.sqlite")
-    }
-
     /// Creates a new, empty store at `url`, making its directory (mode 0700) if needed.
     ///
     /// The file is built under a temporary name in the same directory with mode 0600, flushed, and then linked

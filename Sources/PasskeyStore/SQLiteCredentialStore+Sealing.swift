@@ -1,3 +1,4 @@
+import Basics
 import CTAP2
 import Crypto
 import Foundation
@@ -177,14 +178,5 @@ extension SQLiteCredentialStore {
 
 /// Compares two keys without branching on their contents.
 func constantTimeEquals(_ lhs: SymmetricKey, _ rhs: SymmetricKey) -> Bool {
-    lhs.withUnsafeBytes { left in
-        rhs.withUnsafeBytes { right in
-            guard left.count == right.count else { return false }
-            var difference: UInt8 = 0
-            for index in 0..<left.count {
-                difference |= left[index] ^ right[index]
-            }
-            return difference == 0
-        }
-    }
+    lhs.withUnsafeBytes { left in rhs.withUnsafeBytes { right in constantTimeEqual(left, right) } }
 }

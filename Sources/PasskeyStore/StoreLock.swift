@@ -1,5 +1,6 @@
 import CTAP2
 import Foundation
+import PasskeyFilesIO
 
 #if canImport(Glibc)
     import Glibc
@@ -33,16 +34,11 @@ public final class StoreLock: Sendable {
         close(descriptor)
     }
 
-    /// The lock file for the store at `storeURL`.
-    public static func lockPath(forStore storeURL: URL) -> String {
-        storeURL.standardizedFileURL.path + ".lock"
-    }
-
     /// Takes the lock for the store at `storeURL`, creating its directory (0700) and the lock file (0600) if needed.
     ///
     /// Fails at once with `.busy`, naming the holder's process ID, when another process holds it; never waits.
     public static func acquire(forStore storeURL: URL) throws(CredentialStoreError) -> StoreLock {
-        let path = lockPath(forStore: storeURL)
+        let path = PasskeyFiles(store: storeURL).lock.path
         try StoreFiles.makePrivateDirectory((path as NSString).deletingLastPathComponent)
         let descriptor = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0o600)
         guard descriptor >= 0 else {

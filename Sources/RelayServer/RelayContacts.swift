@@ -1,6 +1,7 @@
 import Basics
 import CoreMetrics
 import Foundation
+import PasskeyFilesIO
 import Hybrid
 import Logging
 import NIOCore
@@ -289,23 +290,13 @@ final class RelayContacts: Sendable {
                     hash: $0.hash.base64URLEncodedString, verifier: $0.sealedVerifier.base64URLEncodedString,
                     created: $0.created, lastUsed: $0.lastUsed)
             })
-        let temporary = path + ".tmp-\(getpid())"
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys]
         do {
-            let encoder = JSONEncoder()
-            encoder.outputFormatting = [.sortedKeys]
-            let data = try encoder.encode(contents)
-            guard
-                FileManager.default.createFile(
-                    atPath: temporary, contents: data, attributes: [.posixPermissions: 0o600])
-            else { throw ContactFileError(description: "cannot create \(temporary)") }
-            guard rename(temporary, path) == 0 else {
-                throw ContactFileError(description: "cannot replace \(path): \(String(cString: strerror(errno)))")
-            }
-        } catch let error as ContactFileError {
-            try? FileManager.default.removeItem(atPath: temporary)
-            throw error
+            try OwnerOnlyFile.write([UInt8](try encoder.encode(contents)), to: URL(fileURLWithPath: path))
+        } catch let error as OwnerOnlyFileError {
+            throw ContactFileError(description: "cannot write the contact file \(error)")
         } catch {
-            try? FileManager.default.removeItem(atPath: temporary)
             throw ContactFileError(description: "cannot write the contact file \(path): \(error)")
         }
     }

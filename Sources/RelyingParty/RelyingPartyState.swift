@@ -81,11 +81,6 @@ public struct RelyingPartyState: Hashable, Sendable, Codable {
         accounts[index].credential = credential
     }
 
-    /// The file's default place: `rp-state.json` beside the default passkey store.
-    public static func defaultURL(storeURL: URL) -> URL {
-        storeURL.deletingLastPathComponent().appendingPathComponent("rp-state.json")
-    }
-
     /// Reads the JSON form; `source` names the file in error messages.
     public init(jsonData data: Data, source: String) throws(RelyingPartyStateError) {
         guard data.count <= Self.maximumFileSize else {

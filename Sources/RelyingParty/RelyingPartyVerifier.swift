@@ -1,3 +1,4 @@
+import Basics
 import CBOR
 import Crypto
 import WebAuthn
@@ -244,10 +245,3 @@ public struct RelyingPartyVerifier: Hashable, Sendable {
     }
 }
 
-/// Compares two byte strings in time that depends only on their lengths.
-func constantTimeEqual(_ lhs: [UInt8], _ rhs: [UInt8]) -> Bool {
-    guard lhs.count == rhs.count else { return false }
-    var difference: UInt8 = 0
-    for index in lhs.indices { difference |= lhs[index] ^ rhs[index] }
-    return difference == 0
-}

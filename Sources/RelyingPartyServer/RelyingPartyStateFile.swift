@@ -1,44 +1,28 @@
 import Foundation
+import PasskeyFilesIO
 import RelyingParty
 
 extension RelyingPartyState {
-    /// Reads the file; a missing file is an empty state. Anything unreadable is an error naming the file.
+    /// Reads the file (`PasskeyFiles.relyingPartyState` by default) through `OwnerOnlyFile`; a missing file is an
+    /// empty state. Anything unreadable is an error naming the file.
     public static func load(from url: URL) throws(RelyingPartyStateError) -> RelyingPartyState {
-        let data: Data
+        let bytes: [UInt8]
         do {
-            data = try Data(contentsOf: url)
-        } catch let error as CocoaError where error.code == .fileReadNoSuchFile {
-            return RelyingPartyState()
+            guard let read = try OwnerOnlyFile.read(url, limit: maximumFileSize) else { return RelyingPartyState() }
+            bytes = read
         } catch {
-            throw RelyingPartyStateError(
-                .unreadable, "cannot read the relying party state \(url.path): \(error.localizedDescription)")
+            throw RelyingPartyStateError(.unreadable, "cannot read the relying party state \(url.path): \(error.reason)")
         }
-        return try RelyingPartyState(jsonData: data, source: url.path)
+        return try RelyingPartyState(jsonData: Data(bytes), source: url.path)
     }
 
-    /// Writes the file atomically: a 0600 temporary file beside it, renamed over it.
+    /// Writes the file atomically and durably, 0600 (`OwnerOnlyFile.write`).
     public func save(to url: URL) throws(RelyingPartyStateError) {
         let data = try jsonData()
         do {
-            let directory = url.deletingLastPathComponent()
-            try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-            let temporary = directory.appendingPathComponent(".\(url.lastPathComponent).\(UUID().uuidString).tmp")
-            guard
-                FileManager.default.createFile(
-                    atPath: temporary.path, contents: data, attributes: [.posixPermissions: 0o600])
-            else {
-                throw RelyingPartyStateError(.unwritable, "cannot write \(temporary.path)")
-            }
-            guard rename(temporary.path, url.path) == 0 else {
-                let reason = String(cString: strerror(errno))
-                try? FileManager.default.removeItem(at: temporary)
-                throw RelyingPartyStateError(.unwritable, "cannot replace \(url.path): \(reason)")
-            }
-        } catch let error as RelyingPartyStateError {
-            throw error
+            try OwnerOnlyFile.write([UInt8](data), to: url)
         } catch {
-            throw RelyingPartyStateError(
-                .unwritable, "cannot save the relying party state \(url.path): \(error.localizedDescription)")
+            throw RelyingPartyStateError(.unwritable, "cannot save the relying party state \(url.path): \(error.reason)")
         }
     }
 }

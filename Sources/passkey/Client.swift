@@ -16,6 +16,7 @@ import WebAuthn
 import WebAuthnClient
 import WebAuthnClientIO
 import WebRelyingParty
+import PasskeyFilesIO
 
 extension Passkey {
     struct Client: AsyncParsableCommand {
@@ -51,8 +52,7 @@ struct ClientOptions: ParsableArguments {
 
     var stateURL: URL {
         if let rpState { return URL(fileURLWithPath: rpState) }
-        return RelyingPartyState.defaultURL(
-            storeURL: SQLiteCredentialStore.defaultURL(environment: ProcessInfo.processInfo.environment))
+        return PasskeyFiles(environment: ProcessInfo.processInfo.environment).relyingPartyState
     }
 
     func validate() throws {

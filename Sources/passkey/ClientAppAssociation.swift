@@ -6,6 +6,7 @@ import Foundation
 import SignedFiles
 import WebAuthnClient
 import WebAuthnClientIO
+import PasskeyFilesIO
 
 /// `--app` and `--android-app`: asking as a native app instead of a web page. The RP ID's domain must vouch for the
 /// app, as the platforms require before an app may use the RP's passkeys: Apple's `webcredentials` association
@@ -62,7 +63,7 @@ struct AppAssociationOptions: ParsableArguments {
         } catch {
             throw ClientError(.relyingPartyIDRefused("\(domain) is not a domain an app can be associated with"))
         }
-        let file = ApprovalTableFile.beside(storeURL: store.url)
+        let file = ApprovalTableFile(url: store.files.domainApprovals)
         var entry = try file.load().entry(entitlement, app: app)
         if entry == nil || entry?.state == .pending {
             let checker = try Passkey.Domains.Check.checker(ca: appCA)

@@ -12,6 +12,7 @@ import SecurityKey
 import Synchronization
 import WebAuthnClient
 import WebAuthnClientIO
+import PasskeyFilesIO
 
 extension CredentialMediation: ExpressibleByArgument {}
 extension PublicKeyCredentialHint: ExpressibleByArgument {}
@@ -557,6 +558,6 @@ struct ClientLinkOptions: ParsableArguments {
     }
 
     func book(besides stateURL: URL) -> LinkedPhoneBook {
-        LinkedPhoneBook(url: links.map { URL(fileURLWithPath: $0) } ?? LinkedPhoneBook.defaultURL(storeURL: stateURL))
+        LinkedPhoneBook(url: links.map { URL(fileURLWithPath: $0) } ?? PasskeyFiles(store: stateURL).computerLinks)
     }
 }

@@ -1,6 +1,7 @@
 import ArgumentParser
 import CTAP2
 import Foundation
+import PasskeyProvider
 
 /// A command that was given good arguments but could not do its work: no store there, a damaged index, a file that
 /// holds no QR code.
@@ -48,6 +49,10 @@ extension Passkey {
         } catch let failure as CommandFailure {
             FileHandle.standardError.write(Data(failure.printed.utf8))
             Foundation.exit(failure.exitCode)
+        } catch let error as ProviderError {
+            FileHandle.standardError.write(
+                Data(CommandFailure(error.message, hint: error.hint, exitCode: error.exitStatus).printed.utf8))
+            Foundation.exit(error.exitStatus)
         } catch let error as CredentialStoreError {
             FileHandle.standardError.write(Data(CommandFailure(error.message).printed.utf8))
             Foundation.exit(1)

@@ -3,6 +3,7 @@ import AssociatedDomains
 import AssociatedDomainsCheck
 import AssociatedDomainsIO
 import Foundation
+import PasskeyFilesIO
 
 extension Passkey {
     struct Domains: AsyncParsableCommand {
@@ -90,7 +91,7 @@ extension Passkey.Domains {
             }
             let table: ApprovalTable
             do {
-                table = try ApprovalTableFile.beside(storeURL: store.url).load()
+                table = try ApprovalTableFile(url: store.files.domainApprovals).load()
             } catch {
                 throw CommandFailure("cannot read the approval table: \(error)", exitCode: 2)
             }

@@ -5,6 +5,7 @@ import AssociatedDomainsIO
 import Foundation
 import SignedFiles
 import WebAuthnClientIO
+import PasskeyFilesIO
 
 extension Passkey.Domains {
     struct Check: AsyncParsableCommand {
@@ -53,7 +54,7 @@ extension Passkey.Domains {
                 DomainCheck(
                     host: entitlement.host, port: entitlement.effectivePort, app: appID, service: service,
                     policy: policy))
-            try ApprovalTableFile.beside(storeURL: store.url).update {
+            try ApprovalTableFile(url: store.files.domainApprovals).update {
                 $0.record(verdict, entitlement: entitlement, app: appID, at: Date())
             }
             Self.print(verdict, entitlement: entitlement, app: appID, json: json)
@@ -112,7 +113,7 @@ extension Passkey.Domains {
         @Flag(help: "Print a JSON array.") var json = false
 
         func run() async throws {
-            let table = try ApprovalTableFile.beside(storeURL: store.url).load()
+            let table = try ApprovalTableFile(url: store.files.domainApprovals).load()
             if json {
                 let objects: [[String: Any]] = table.entries.map { entry in
                     [
@@ -152,7 +153,7 @@ extension Passkey.Domains {
             } catch {
                 throw CommandFailure("\(app) is not an app ID (TEAMID.BUNDLEID): \(error)", exitCode: 2)
             }
-            let removed = try ApprovalTableFile.beside(storeURL: store.url).update { $0.forget(app: appID) }
+            let removed = try ApprovalTableFile(url: store.files.domainApprovals).update { $0.forget(app: appID) }
             print("Forgot \(removed.count) \(removed.count == 1 ? "entry" : "entries") for \(appID).")
         }
     }

@@ -5,6 +5,7 @@ import Crypto
 import CredentialExchange
 import Foundation
 import PasskeyStore
+import PasskeyFilesIO
 
 #if canImport(Glibc)
     import Glibc
@@ -97,7 +98,7 @@ extension Passkey {
                 throw CommandFailure("cannot export: \(error.message)")
             }
             if let output {
-                try ExchangeFiles.writeNew(bytes, to: output)
+                try ExchangeFiles.createOwnerOnly(bytes, at: output)
             } else {
                 FileHandle.standardOutput.write(Data(bytes + [0x0A]))
             }
@@ -236,7 +237,7 @@ extension Passkey {
                     throw CommandFailure("\(path) already exists; not replacing it")
                 }
                 let key = P256.KeyAgreement.PrivateKey(compactRepresentable: false)
-                try ExchangeFiles.writeNew(key.jwkRepresentation, to: output)
+                try ExchangeFiles.createOwnerOnly(key.jwkRepresentation, at: output)
                 try ExchangeFiles.writeNew(key.publicKey.jwkRepresentation, to: publicPath, mode: 0o644)
                 print("Wrote the private key to \(output) (mode 0600; keep it for `passkey import --key \(output)`).")
                 print(
@@ -269,8 +270,18 @@ enum ExchangeFiles {
         return Array(data)
     }
 
-    /// Creates `path` (never replacing anything) with `mode` and writes `bytes` to disk.
-    static func writeNew(_ bytes: [UInt8], to path: String, mode: mode_t = 0o600) throws {
+    /// Creates `path` as an owner-only file (`OwnerOnlyFile.create`), never replacing anything.
+    static func createOwnerOnly(_ bytes: [UInt8], at path: String) throws {
+        do {
+            try OwnerOnlyFile.create(bytes, at: URL(fileURLWithPath: path))
+        } catch {
+            throw CommandFailure("cannot create \(path): \(error.reason)")
+        }
+    }
+
+    /// Creates `path` (never replacing anything) with `mode`, for files others may read (a public key, a signed
+    /// association file), and writes `bytes` to disk.
+    static func writeNew(_ bytes: [UInt8], to path: String, mode: mode_t) throws {
         let descriptor = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, mode)
         guard descriptor >= 0 else {
             throw CommandFailure("cannot create \(path): \(String(cString: strerror(errno)))")

@@ -5,132 +5,7 @@ import Foundation
 import Hybrid
 import HybridLink
 import PasskeyStore
-
-extension Passkey {
-    /// The phone's side of linking: the computers that can wake it, and revoking them.
-    struct Linked: AsyncParsableCommand {
-        static let configuration = CommandConfiguration(
-            abstract: "The computers linked to this phone (passkey scan --link): list them, revoke them.",
-            subcommands: [List.self, Remove.self, Revoke.self])
-
-        struct List: AsyncParsableCommand {
-            static let configuration = CommandConfiguration(
-                abstract: "List this phone's relays and linked computers (never their secrets).")
-            @OptionGroup var store: StoreOptions
-            @Flag(help: "Print one JSON object.") var json = false
-
-            func run() async throws {
-                let (lock, store) = try await store.openForServing(create: false)
-                defer {
-                    store.close()
-                    withExtendedLifetime(lock) {}
-                }
-                let state = try PhoneLinkFile.load(for: store) ?? PhoneLinkState()
-                let format = Date.ISO8601FormatStyle()
-                if json {
-                    try ClientOptions.printJSON([
-                        "relays": state.contacts.map {
-                            ["relay": $0.relay, "registered": $0.registered.formatted(format)]
-                        },
-                        "links": state.links.map { link in
-                            var entry: [String: Any] = [
-                                "linkID": link.linkID.hexString, "relay": link.relay,
-                                "created": link.created.formatted(format),
-                            ]
-                            if let used = link.lastUsed { entry["lastUsed"] = used.formatted(format) }
-                            return entry
-                        },
-                    ])
-                    return
-                }
-                if state.contacts.isEmpty { print("no relay: link a computer with `passkey scan --link --relay URL`") }
-                for contact in state.contacts {
-                    print("relay \(contact.relay), registered \(contact.registered.formatted(format))")
-                    for link in state.links where link.relay == contact.relay {
-                        let used = link.lastUsed.map { ", last used \($0.formatted(format))" } ?? ""
-                        print("  link \(link.linkID.hexString), created \(link.created.formatted(format))\(used)")
-                    }
-                }
-            }
-        }
-
-        struct Remove: AsyncParsableCommand {
-            static let configuration = CommandConfiguration(
-                abstract: "Remove one linked computer.",
-                discussion: """
-                    Forgets the link's secret. When that computer next asks for this phone, `passkey listen` declines \
-                    the wake, the relay closes the computer's request with 4410 and the computer forgets the link; \
-                    the other computers are not affected.
-                    """)
-            @OptionGroup var store: StoreOptions
-            @Argument(
-                help: ArgumentHelp("The link ID, as `passkey linked list` prints it (hex).", valueName: "link-id"))
-            var linkID: String
-
-            func validate() throws {
-                guard let bytes = [UInt8](hex: linkID), bytes.count == LinkingInfo.linkIDLength else {
-                    throw ValidationError("the link ID is 16 hex digits, as `passkey linked list` prints it")
-                }
-            }
-
-            func run() async throws {
-                let (lock, store) = try await store.openForServing(create: false)
-                defer {
-                    store.close()
-                    withExtendedLifetime(lock) {}
-                }
-                guard var state = try PhoneLinkFile.load(for: store), let id = [UInt8](hex: linkID),
-                    state.link(id: id) != nil
-                else { throw CommandFailure("this phone has no link \(linkID.lowercased())") }
-                state.links.removeAll { $0.linkID == id }
-                try PhoneLinkFile.save(state, for: store)
-                print("removed link \(id.hexString)")
-            }
-        }
-
-        struct Revoke: AsyncParsableCommand {
-            static let configuration = CommandConfiguration(
-                abstract: "Revoke every computer linked through a relay.",
-                discussion: """
-                    Tells the relay to forget this phone's contact: from then on it answers the linked computers \
-                    with 410 Gone and they forget their links. The links and the contact are removed here too; \
-                    `passkey scan --link` registers a new contact.
-                    """)
-            @OptionGroup var hybrid: HybridOptions
-            @OptionGroup var store: StoreOptions
-
-            func run() async throws {
-                let (lock, store) = try await store.openForServing(create: false)
-                defer {
-                    store.close()
-                    withExtendedLifetime(lock) {}
-                }
-                guard var state = try PhoneLinkFile.load(for: store) else {
-                    throw CommandFailure("this phone has no linked computer")
-                }
-                let contact = try PhoneLinking.chooseContact(state, relay: hybrid.tunnelServer)
-                guard let relay = try? TunnelServerBaseURL(string: contact.relay) else {
-                    throw CommandFailure("the stored relay \(contact.relay) is not a ws:// or wss:// URL")
-                }
-                let listener = ContactListener(
-                    relay: relay, environment: .system(tls: try hybrid.tlsConfiguration()),
-                    timeout: hybrid.timeouts.connect)
-                do throws(ContactListenerError) {
-                    try await listener.revoke(contactID: contact.contactID, listenerSecret: contact.listenerSecret)
-                } catch .unknownContact {
-                    Terminal.shared.write("passkey: the relay did not know this contact any more\n")
-                } catch {
-                    throw CommandFailure("cannot revoke at \(relay): \(error)")
-                }
-                let removed = state.links.filter { $0.relay == contact.relay }.count
-                state.links.removeAll { $0.relay == contact.relay }
-                state.contacts.removeAll { $0.relay == contact.relay }
-                try PhoneLinkFile.save(state, for: store)
-                print("revoked \(removed) link\(removed == 1 ? "" : "s") through \(relay)")
-            }
-        }
-    }
-}
+import PasskeyFilesIO
 
 extension Passkey.Client {
     /// The computer's linked phones (`links.json`).
@@ -188,7 +63,7 @@ extension Passkey.Client {
 /// The computer's side of linking in `passkey client`: where the book is, remembering a phone after a QR session,
 /// and the linked phone as an authenticator.
 enum ClientLinking {
-    static func bookURL(store: StoreOptions) -> URL { LinkedPhoneBook.defaultURL(storeURL: store.url) }
+    static func bookURL(store: StoreOptions) -> URL { store.files.computerLinks }
 
     /// Remembers what a phone sent, saying so on standard error.
     static func remember(_ linking: LinkingInfo, relay: TunnelServerBaseURL, book: LinkedPhoneBook) {

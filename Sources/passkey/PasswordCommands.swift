@@ -3,6 +3,7 @@ import AssociatedDomainsIO
 import Basics
 import Foundation
 import PasskeyStore
+import PasskeyFilesIO
 
 extension Passkey.Password {
     struct Add: AsyncParsableCommand {
@@ -445,7 +446,7 @@ enum PasswordPrompts {
     /// The approval table that `passkey domains check` keeps (`ApprovalTableFile`), at `path`, else beside the store.
     /// A missing table approves nothing; a damaged one is an error, never read as "not approved".
     static func approvalTable(_ path: String?, store: StoreOptions) throws -> any DomainApprovals {
-        let file = path.map { ApprovalTableFile(path: $0) } ?? ApprovalTableFile.beside(storeURL: store.url)
+        let file = ApprovalTableFile(url: path.map { URL(fileURLWithPath: $0) } ?? store.files.domainApprovals)
         do {
             return ApprovalTableApprovals(try file.load())
         } catch {

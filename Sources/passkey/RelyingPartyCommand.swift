@@ -4,6 +4,7 @@ import PasskeyStore
 import RelyingParty
 import RelyingPartyServer
 import WebRelyingParty
+import PasskeyFilesIO
 
 extension Passkey {
     struct RP: AsyncParsableCommand {
@@ -50,8 +51,7 @@ extension Passkey.RP {
 
         var stateURL: URL {
             if let rpState { return URL(fileURLWithPath: rpState) }
-            return RelyingPartyState.defaultURL(
-                storeURL: SQLiteCredentialStore.defaultURL(environment: ProcessInfo.processInfo.environment))
+            return PasskeyFiles(environment: ProcessInfo.processInfo.environment).relyingPartyState
         }
 
         func validate() throws {

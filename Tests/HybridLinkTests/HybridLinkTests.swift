@@ -3,6 +3,7 @@ import Crypto
 import Foundation
 import Hybrid
 import HybridLink
+import HybridTestSupport
 import HybridTransport
 import Proximity
 import Synchronization

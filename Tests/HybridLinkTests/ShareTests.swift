@@ -5,6 +5,7 @@ import Crypto
 import Foundation
 import Hybrid
 import HybridLink
+import HybridTestSupport
 import HybridTransport
 import NearbyShare
 import NearbyShareLink

@@ -1,6 +1,7 @@
 import CTAP2
 import Crypto
 import Foundation
+import PasskeyFilesIO
 import PasskeyStore
 import Testing
 
@@ -18,7 +19,7 @@ struct CredentialIdentityIndexTests {
     }
 
     private func indexFile(_ scratch: Scratch) -> URL {
-        CredentialIdentityIndex.url(forStore: scratch.url())
+        PasskeyFiles(store: scratch.url()).identityIndex
     }
 
     private func journalFile(_ scratch: Scratch) -> URL {
@@ -102,13 +103,6 @@ struct CredentialIdentityIndexTests {
         try first.save(makeCredential(userHandle: [4], userName: "d"))
         #expect(Set(try index(scratch).identities.compactMap(\.userName)) == ["b", "c", "d"])
         first.close()
-    }
-
-    @Test func theIndexIsNamedAfterTheStoreBesideIt() {
-        let store = URL(fileURLWithPath: "/data/passkey/passkeys.sqlite")
-        #expect(CredentialIdentityIndex.url(forStore: store).path == "/data/passkey/passkeys.index.json")
-        #expect(
-            CredentialIdentityIndex.url(forStore: URL(fileURLWithPath: "/data/work")).path == "/data/work.index.json")
     }
 
     @Test func madeRenamedUsedAndDeletedPasskeysUpdateTheIndex() async throws {

@@ -255,26 +255,4 @@ struct SQLiteCredentialStoreTests {
             try SQLiteCredentialStore.openOrCreate(at: url, passphrase: "not pw", kdf: .testing)
         }
     }
-
-    @Test func defaultURLFollowsTheEnvironment() {
-        #expect(
-            SQLiteCredentialStore.defaultURL(environment: ["PASSKEY_STORE": "/srv/keys.db", "XDG_DATA_HOME": "/x"]).path
-                == "/srv/keys.db"
-        )
-        #expect(
-            SQLiteCredentialStore.defaultURL(environment: ["XDG_DATA_HOME": "/data", "HOME": "/home/u"]).path
-                == "/data/passkey/passkeys.sqlite"
-        )
-        // A relative XDG_DATA_HOME is invalid and ignored, as is an empty PASSKEY_STORE.
-        #expect(
-            SQLiteCredentialStore.defaultURL(
-                environment: ["PASSKEY_STORE": "", "XDG_DATA_HOME": "relative", "HOME": "/home/u"]
-            ).path == "/home/u/.local/share/passkey/passkeys.sqlite"
-        )
-        #expect(
-            SQLiteCredentialStore.defaultURL(environment: ["HOME": "/home/u"]).path
-                == "/home/u/.local/share/passkey/passkeys.sqlite"
-        )
-        #expect(SQLiteCredentialStore.defaultURL(environment: [:]).path.hasSuffix("/passkey/passkeys.sqlite"))
-    }
 }

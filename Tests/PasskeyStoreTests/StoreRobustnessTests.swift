@@ -1,6 +1,7 @@
 import CTAP2
 import Crypto
 import Foundation
+import PasskeyFilesIO
 import PasskeyStore
 import TestSupport
 import Testing
@@ -311,7 +312,7 @@ struct StoreRobustnessTests {
         _ = try store.deleteCredential(id: randomBytes(16))
         store.close()
         #expect(permissions(of: url) == 0o600)
-        #expect(permissions(of: CredentialIdentityIndex.url(forStore: url)) == 0o600)
+        #expect(permissions(of: PasskeyFiles(store: url).identityIndex) == 0o600)
         #expect(
             try FileManager.default.contentsOfDirectory(atPath: url.deletingLastPathComponent().path).sorted() == [
                 "passkeys.index.json", "passkeys.sqlite",

@@ -2,6 +2,7 @@ import AssociatedDomains
 import AssociatedDomainsCheck
 import AssociatedDomainsIO
 import Foundation
+import PasskeyFilesIO
 import PasskeyStore
 import Testing
 
@@ -50,7 +51,7 @@ struct ApprovalTableApprovalsTests {
         // Through the file, as the commands read it: the same answers; no file approves nothing.
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent(UUID().uuidString)
         defer { try? FileManager.default.removeItem(at: directory) }
-        let file = ApprovalTableFile.beside(storeURL: directory.appendingPathComponent("passkeys.sqlite"))
+        let file = ApprovalTableFile(url: PasskeyFiles(store: directory.appendingPathComponent("passkeys.sqlite")).domainApprovals)
         #expect(
             try ApprovalTableApprovals(file.load()).approvedDomains(
                 app: Self.app.description, service: "webcredentials") == [])

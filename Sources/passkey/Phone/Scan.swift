@@ -1,12 +1,11 @@
 import Basics
 import ArgumentParser
 import CTAP2
-import CrossDevice
 import Foundation
 import Hybrid
+import PasskeyProvider
 import PasskeyStore
 import HybridLink
-import HybridTransport
 import Proximity
 import QRImage
 
@@ -58,87 +57,29 @@ extension Passkey {
 
         func run() async throws {
             let payload = try readQRCode()
-            let status = StatusLine(enabled: true)
-            let kind = payload.requestType?.effective == .makeCredential ? "create a passkey" : "sign in"
-            status.say("QR code read: the computer asks to \(kind)")
+            let interface = TerminalInterface()
+            interface.report(.phone(.qrCodeRead(createsPasskey: payload.requestType?.effective == .makeCredential)))
             let tls = try hybrid.tlsConfiguration()
-            let mode = hybrid.mode
-            let advertiser = try await Radio.advertiser(for: mode)
-            let (lock, store) = try await store.openForServing(create: true)
-            defer {
-                store.close()
-                withExtendedLifetime(lock) {}
-            }
-            // Each scan is a fresh authenticator; without --keep-open it answers one request. As a phone, it verifies
-            // the user (the store passphrase) for every request it accepts.
-            let authenticator = Authenticator(
-                configuration: .hybridPhone(oneRequestPerSession: !keepOpen),
-                environment: AuthenticatorEnvironment(
-                    store: store, userInteraction: approval.makeUserInteraction(store: store),
-                    reportError: { error in Terminal.shared.write("passkey: store error: \(error)\n") }))
-            let environment = HybridEnvironment.system(tls: tls)
-            let service = HybridAuthenticatorLink(
-                advertiser: advertiser, domain: try TunnelDomain(id: domain), tunnelServer: hybrid.tunnelServer,
-                timeouts: hybrid.timeouts, keepOpen: keepOpen, environment: environment,
-                progress: { event in status.say(Self.describe(event, mode: mode)) })
-            var linking: (offer: LinkingOffer, state: PhoneLinkState, relay: String)? = nil
-            if link, let relay = hybrid.tunnelServer {
-                if payload.stateAssisted == true {
-                    do {
-                        linking = try await Self.prepareLink(
-                            relay: relay, name: name ?? PhoneLinking.defaultName, store: store,
-                            environment: environment, status: status)
-                    } catch {
-                        await advertiser.close()
-                        throw error
-                    }
-                } else {
-                    status.say("the computer cannot store linking information (its QR code says so): not linking")
-                }
-            }
-            let answered: Int
-            let sentLinking: Bool
+            let advertiser = try await Radio.advertiser(for: hybrid.mode)
+            let options = PhoneService.ScanOptions(
+                tunnelServer: hybrid.tunnelServer, domain: try TunnelDomain(id: domain), keepOpen: keepOpen,
+                linkName: link ? (name ?? PhoneLinks.defaultName()) : nil)
             do {
-                (answered, sentLinking) = try await service.serve(
-                    qrCode: payload, authenticator: authenticator, linkingOffer: linking?.offer)
+                let (lock, store) = try await self.store.access(interface).openForServing(create: true)
+                defer {
+                    store.close()
+                    withExtendedLifetime(lock) {}
+                }
+                let service = PhoneService(
+                    store: store, interface: interface,
+                    consent: approval.consent(interface: interface, store: store), advertiser: advertiser,
+                    radio: hybrid.mode, environment: .system(tls: tls), timeouts: hybrid.timeouts)
+                _ = try await service.answer(payload, options: options)
                 await advertiser.close()
             } catch {
                 await advertiser.close()
-                throw CommandFailure("\(error)")
+                throw error
             }
-            if sentLinking, let linking {
-                var state = linking.state
-                state.links.append(
-                    PhoneLink(
-                        linkID: linking.offer.linkID, secret: linking.offer.linkSecret, relay: linking.relay,
-                        created: Date()))
-                try PhoneLinkFile.save(state, for: store)
-                status.say(
-                    "linked: the computer can reach this phone through \(linking.relay) while `passkey listen` runs "
-                        + "(link \(linking.offer.linkID.hexString))")
-            }
-            status.say("done: answered \(answered) request\(answered == 1 ? "" : "s")")
-        }
-
-        /// A new link for the computer: the phone's contact at `relay` (registered now if need be), a fresh link ID
-        /// and secret, the identity key.
-        static func prepareLink(
-            relay: TunnelServerBaseURL, name: String, store: SQLiteCredentialStore, environment: HybridEnvironment,
-            status: StatusLine
-        ) async throws -> (offer: LinkingOffer, state: PhoneLinkState, relay: String) {
-            var state = try PhoneLinking.load(store)
-            let contact = try await PhoneLinking.contact(
-                at: relay, state: &state, store: store, environment: environment, status: status)
-            guard let identityKey = state.identityPrivateKey else {
-                throw CommandFailure(
-                    "the phone's identity key in \(PhoneLinkFile.url(forStore: store.url).path) is invalid")
-            }
-            let offer = LinkingOffer(
-                contactID: contact.contactID,
-                linkID: AuthenticatorEnvironment.systemRandomBytes(LinkingInfo.linkIDLength),
-                linkSecret: AuthenticatorEnvironment.systemRandomBytes(LinkingInfo.linkSecretLength),
-                identityKey: identityKey, name: name)
-            return (offer, state, contact.relay)
         }
 
         /// The payload from the argument, the image or standard input, checked before anything is opened.
@@ -182,23 +123,7 @@ extension Passkey {
             return text.trimmingCharacters(in: .whitespacesAndNewlines)
         }
 
-        static func describe(_ event: HybridAuthenticatorProgress, mode: ProximityMode) -> String {
-            switch event {
-            case .connecting(let url): "connecting to the relay \(Self.host(of: url))"
-            case .advertising(let routingID): "tunnel registered (routing ID \(routingID)); advertising over \(mode)"
-            case .handshakeDone: "computer connected: handshake done, getInfo sent"
-            case .requestReceived(let command): "request received: \(CTAPCommandName.name(command))"
-            case .responseSent(let status):
-                "answer sent: \(status == 0 ? "OK" : CTAPError(rawValue: status).description)"
-            }
-        }
-
-        static func host(of url: String) -> String {
-            guard let components = URLComponents(string: url), let scheme = components.scheme,
-                let host = components.host
-            else { return url }
-            return "\(scheme)://\(host)" + (components.port.map { ":\($0)" } ?? "")
-        }
+        static func host(of url: String) -> String { PhoneLines.host(of: url) }
     }
 }
 

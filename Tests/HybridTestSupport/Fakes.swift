@@ -6,7 +6,7 @@ import Synchronization
 
 /// One end of an in-memory tunnel: what one end sends, the other receives. With `timersExpireAtOnce`, a receive
 /// with a time limit and nothing queued times out at once, as if the time had passed: timer tests need no sleep.
-final class FakeTunnel: HybridTunnel {
+public final class FakeTunnel: HybridTunnel {
     private struct State {
         var queue: [[UInt8]] = []
         var closed = false
@@ -16,17 +16,17 @@ final class FakeTunnel: HybridTunnel {
         var limits: [Duration?] = []
     }
 
-    let routingIDHeader: String?
-    let timersExpireAtOnce: Bool
+    public let routingIDHeader: String?
+    public let timersExpireAtOnce: Bool
     private let state = Mutex(State())
 
-    init(routingIDHeader: String? = nil, timersExpireAtOnce: Bool = false) {
+    public init(routingIDHeader: String? = nil, timersExpireAtOnce: Bool = false) {
         self.routingIDHeader = routingIDHeader
         self.timersExpireAtOnce = timersExpireAtOnce
     }
 
     /// Two connected ends.
-    static func pair(routingIDHeader: String?) -> (phone: FakeTunnel, client: FakeTunnel) {
+    public static func pair(routingIDHeader: String?) -> (phone: FakeTunnel, client: FakeTunnel) {
         let phone = FakeTunnel(routingIDHeader: routingIDHeader)
         let client = FakeTunnel()
         phone.state.withLock { $0.peer = client }
@@ -34,12 +34,12 @@ final class FakeTunnel: HybridTunnel {
         return (phone, client)
     }
 
-    var isClosed: Bool { state.withLock { $0.closed } }
-    var sentCount: Int { state.withLock { $0.sent } }
+    public var isClosed: Bool { state.withLock { $0.closed } }
+    public var sentCount: Int { state.withLock { $0.sent } }
     /// The time limit of every receive, in order (`nil`: no timer was running).
-    var receiveLimits: [Duration?] { state.withLock { $0.limits } }
+    public var receiveLimits: [Duration?] { state.withLock { $0.limits } }
 
-    func send(_ message: [UInt8]) async throws(TunnelError) {
+    public func send(_ message: [UInt8]) async throws(TunnelError) {
         let peer = try state.withLock { (state) throws(TunnelError) -> FakeTunnel? in
             guard !state.closed else { throw .connectionFailed(.closed) }
             state.sent += 1
@@ -48,7 +48,7 @@ final class FakeTunnel: HybridTunnel {
         peer?.deliver(message)
     }
 
-    func receive(timeout: Duration?) async throws(TunnelError) -> [UInt8]? {
+    public func receive(timeout: Duration?) async throws(TunnelError) -> [UInt8]? {
         enum Next {
             case message([UInt8]?)
             case timedOut
@@ -76,7 +76,7 @@ final class FakeTunnel: HybridTunnel {
         }
     }
 
-    func close() async {
+    public func close() async {
         let (waiter, peer) = state.withLock { state in
             let waiter = state.waiter
             state.waiter = nil
@@ -113,17 +113,17 @@ final class FakeTunnel: HybridTunnel {
 
 /// A relay in memory: `/cable/new/{tunnel ID}` gets the phone's end with routing ID 0A0B0C, and
 /// `/cable/connect/0A0B0C/{tunnel ID}` the client's end of the same tunnel. Records every URL opened.
-final class FakeRelay: Sendable {
+public final class FakeRelay: Sendable {
     private let state = Mutex<(tunnels: [String: FakeTunnel], opened: [String])>(([:], []))
-    let routingIDHeader: String?
+    public let routingIDHeader: String?
 
-    init(routingIDHeader: String? = "0A0B0C") {
+    public init(routingIDHeader: String? = "0A0B0C") {
         self.routingIDHeader = routingIDHeader
     }
 
-    var opened: [String] { state.withLock { $0.opened } }
+    public var opened: [String] { state.withLock { $0.opened } }
 
-    func open(_ url: String) throws(TunnelError) -> any HybridTunnel {
+    public func open(_ url: String) throws(TunnelError) -> any HybridTunnel {
         let tunnelID = String(url.split(separator: "/").last ?? "")
         return try state.withLock { (state) throws(TunnelError) -> any HybridTunnel in
             state.opened.append(url)
@@ -141,7 +141,7 @@ final class FakeRelay: Sendable {
 
 /// The air between one advertiser and one scanner in the same process: every advertisement reaches the scanner
 /// while it scans (once per start), after the noise adverts of other devices.
-final class FakeAir: ProximityAdvertiser, ProximityScanner {
+public final class FakeAir: ProximityAdvertiser, ProximityScanner {
     private struct State {
         var onAdvert: (@Sendable ([UInt8]) -> Void)?
         var advertising: [UInt8]?
@@ -150,17 +150,17 @@ final class FakeAir: ProximityAdvertiser, ProximityScanner {
     }
 
     private let state = Mutex(State())
-    let noise: [[UInt8]]
+    public let noise: [[UInt8]]
 
-    init(noise: [[UInt8]] = []) {
+    public init(noise: [[UInt8]] = []) {
         self.noise = noise
     }
 
-    var advertisingStarts: Int { state.withLock { $0.starts } }
-    var isAdvertising: Bool { state.withLock { $0.advertising != nil } }
-    var isScanning: Bool { state.withLock { $0.onAdvert != nil } }
+    public var advertisingStarts: Int { state.withLock { $0.starts } }
+    public var isAdvertising: Bool { state.withLock { $0.advertising != nil } }
+    public var isScanning: Bool { state.withLock { $0.onAdvert != nil } }
 
-    func startAdvertising(_ advertisingData: [UInt8]) async throws(ProximityError) {
+    public func startAdvertising(_ advertisingData: [UInt8]) async throws(ProximityError) {
         let onAdvert = state.withLock { state in
             state.advertising = advertisingData
             state.starts += 1
@@ -170,9 +170,9 @@ final class FakeAir: ProximityAdvertiser, ProximityScanner {
         onAdvert?(advertisingData)
     }
 
-    func stopAdvertising() async { state.withLock { $0.advertising = nil } }
+    public func stopAdvertising() async { state.withLock { $0.advertising = nil } }
 
-    func startScanning(_ onAdvert: @escaping @Sendable ([UInt8]) -> Void) async throws(ProximityError) {
+    public func startScanning(_ onAdvert: @escaping @Sendable ([UInt8]) -> Void) async throws(ProximityError) {
         let advertising = state.withLock { state in
             state.onAdvert = onAdvert
             return state.advertising
@@ -180,7 +180,7 @@ final class FakeAir: ProximityAdvertiser, ProximityScanner {
         if let advertising { onAdvert(advertising) }
     }
 
-    func stopScanning() async { state.withLock { $0.onAdvert = nil } }
+    public func stopScanning() async { state.withLock { $0.onAdvert = nil } }
 
-    func close() async {}
+    public func close() async {}
 }

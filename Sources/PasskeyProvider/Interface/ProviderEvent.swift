@@ -1,0 +1,46 @@
+import CTAP2
+import Hybrid
+import HybridLink
+import Proximity
+
+/// Everything the provider reports while it works, for the interface to render. Events carry facts, not sentences.
+public enum ProviderEvent: Sendable {
+    /// A store was created because none existed.
+    case storeCreated(path: String)
+    /// A store row could not be read and was skipped.
+    case damagedCredentialSkipped(String)
+    /// The store failed under an authenticator request (the request was answered with an error).
+    case storeError(String)
+    /// Every request is approved without asking (`--yes`, `PASSKEY_ASSUME_YES=1`); `reason` names the switch.
+    case unattendedApprovalOn(reason: String)
+    /// A passphrase given as user verification was wrong; the person has this many tries left.
+    case wrongPassphrase(attemptsLeft: Int)
+    /// The unattended approver approved this.
+    case autoApproved(UserAction, verification: Bool)
+    /// The phone's steps.
+    case phone(PhoneEvent)
+}
+
+/// What the phone role reports (`PhoneService`).
+public enum PhoneEvent: Sendable {
+    /// The QR code was read; the computer asks to create a passkey, or to sign in.
+    case qrCodeRead(createsPasskey: Bool)
+    /// The computer's QR code says it cannot store linking information: the phone will not link.
+    case computerCannotLink
+    /// The phone registered a contact at this relay, which can now wake it.
+    case registered(relay: String)
+    /// A step of the hybrid session, on this radio.
+    case session(HybridAuthenticatorProgress, radio: ProximityMode, linked: Bool)
+    /// The computer was sent linking information and will reach this phone through `relay`.
+    case linked(relay: String, linkID: [UInt8])
+    /// The session ended after answering `answered` requests; `listening` when the phone listens on.
+    case done(answered: Int, listening: Bool)
+    /// The wake channel's own events.
+    case listener(ContactListenerEvent, relay: String)
+    /// A wake named a link this phone does not have.
+    case wakeIgnored(linkID: [UInt8])
+    /// A session a linked computer started failed; the phone listens on.
+    case linkedSessionFailed(reason: String)
+    /// The phone stopped listening.
+    case stopped
+}

@@ -1,0 +1,55 @@
+import CTAP2
+
+/// A person's answer to one prompt: what they gave, or why there is none.
+public enum PromptAnswer<Value: Sendable>: Sendable {
+    /// They answered.
+    case given(Value)
+    /// They said no, pressed Enter on nothing, or their input ended.
+    case declined
+    /// The prompt was cancelled (Ctrl-C, or the platform withdrew the request).
+    case cancelled
+    /// Nobody answered in time.
+    case timedOut
+}
+
+extension PromptAnswer: Equatable where Value: Equatable {}
+
+/// A yes-or-no question the provider asks before it acts.
+public enum ProviderQuestion: Hashable, Sendable {
+    /// An authenticator asks for the person's presence (create a passkey, sign in, reset, select).
+    case authenticator(UserAction)
+}
+
+/// A secret the provider asks for. Secrets are used once, never shown, logged or kept.
+public enum SecretRequest: Hashable, Sendable {
+    /// The passphrase that unlocks the store at this path.
+    case storePassphrase(path: String)
+    /// A passphrase for a new store at this path; `confirming` the second time it is asked.
+    case newStorePassphrase(path: String, confirming: Bool)
+    /// The store passphrase again, as user verification for a request.
+    case verification
+}
+
+/// A list to choose one entry from.
+public enum ChoiceRequest: Hashable, Sendable {
+    /// Which account to sign in as, chosen on this authenticator.
+    case account(relyingPartyID: String, accounts: [AccountSummary])
+}
+
+/// What the provider asks of the person and tells them, whichever role it plays: a phone answering a QR code, a
+/// security key, a vault. The terminal is one implementation; a test's scripted person is another. Implementations
+/// only ask and render: the order of the prompts, how many tries a passphrase gets and what an answer means are the
+/// provider's (`ProviderConsent`, `StoreAccess`).
+///
+/// The browser role asks through the WebAuthn client's own `ClientUserInterface` as well (choose an authenticator,
+/// a security key's PIN), which the same object implements.
+public protocol ProviderUserInterface: Sendable {
+    /// Asks a yes-or-no question.
+    func confirm(_ question: ProviderQuestion) async -> PromptAnswer<Bool>
+    /// Shows a list; the index of the entry taken.
+    func choose(_ request: ChoiceRequest) async -> PromptAnswer<Int>
+    /// Asks for a secret without echo.
+    func secret(_ request: SecretRequest) async -> PromptAnswer<String>
+    /// Tells the person how the work goes.
+    func report(_ event: ProviderEvent)
+}

@@ -1,0 +1,122 @@
+import Basics
+import CTAP2
+import Foundation
+import PasskeyFilesIO
+import PasskeyStore
+
+/// Opening the passkey store: where it is, where its passphrase comes from, creating it when allowed, and the lock an
+/// authenticator takes. Every service that touches passkeys opens the store here.
+///
+/// The passphrase comes from `PASSKEY_PASSPHRASE` when set (tests and scripts), else from the person through
+/// `interface`; a new store's passphrase is asked twice. Nothing is created or replaced when an answer is missing or
+/// the two answers differ.
+public struct StoreAccess: Sendable {
+    /// The store and the files beside it.
+    public let files: PasskeyFiles
+    public let interface: any ProviderUserInterface
+    /// Where `PASSKEY_PASSPHRASE` is read from.
+    public let environment: [String: String]
+    /// Whether the interface can ask at all (a terminal is attached); without one, a missing passphrase fails at once
+    /// with a hint instead of a prompt nobody sees.
+    public let canAsk: Bool
+
+    public init(
+        files: PasskeyFiles, interface: any ProviderUserInterface, environment: [String: String], canAsk: Bool
+    ) {
+        self.files = files
+        self.interface = interface
+        self.environment = environment
+        self.canAsk = canAsk
+    }
+
+    public var url: URL { files.store }
+
+    /// Whether a store exists at `url`.
+    public var exists: Bool { FileManager.default.fileExists(atPath: url.path) }
+
+    /// Opens the store, creating it when `create` allows and it does not exist yet.
+    public func open(create: Bool) async throws(ProviderError) -> SQLiteCredentialStore {
+        let exists = exists
+        if !exists && !create { throw Self.noStore(at: url) }
+        let passphrase = try await passphrase(forNewStore: !exists)
+        do {
+            if exists { return try SQLiteCredentialStore.open(at: url, passphrase: passphrase) }
+            let store = try SQLiteCredentialStore.create(at: url, passphrase: passphrase)
+            interface.report(.storeCreated(path: url.path))
+            return store
+        } catch {
+            throw ProviderError(error.message)
+        }
+    }
+
+    /// Creates a new store (`passkey init`), asking for its passphrase twice; refuses to replace anything.
+    public func create() async throws(ProviderError) -> SQLiteCredentialStore {
+        let taken = { FileManager.default.fileExists(atPath: url.path) || Self.isSymbolicLink(url.path) }
+        guard !taken() else { throw Self.alreadyExists(at: url) }
+        let passphrase = try await passphrase(forNewStore: true)
+        // Checked again: the passphrase prompt may have taken minutes. `create` itself never replaces a file.
+        guard !taken() else { throw Self.alreadyExists(at: url) }
+        do {
+            return try SQLiteCredentialStore.create(at: url, passphrase: passphrase)
+        } catch {
+            throw ProviderError(error.message)
+        }
+    }
+
+    /// Takes the store's lock, then opens it as `open(create:)` does: for the services that run an authenticator,
+    /// which keeps the PIN and UV settings in memory and so must be the store's only one. A second one fails at once,
+    /// naming the first one's process ID. Damaged rows are skipped while serving, each reported once.
+    public func openForServing(create: Bool) async throws(ProviderError) -> (StoreLock, SQLiteCredentialStore) {
+        let lock: StoreLock
+        do {
+            lock = try StoreLock.acquire(forStore: url)
+        } catch {
+            throw ProviderError(error.message)
+        }
+        let store = try await open(create: create)
+        let interface = interface
+        store.onDamagedCredential { damaged in interface.report(.damagedCredentialSkipped("\(damaged)")) }
+        return (lock, store)
+    }
+
+    /// The failure of a service that needs an existing store.
+    public static func noStore(at url: URL) -> ProviderError {
+        ProviderError(
+            "no passkey store at \(url.path)",
+            hint: "Create one with `passkey init`, or choose another with --store or PASSKEY_STORE.")
+    }
+
+    static func alreadyExists(at url: URL) -> ProviderError {
+        ProviderError(
+            "a passkey store already exists at \(url.path); not replacing it",
+            hint: "Choose another path with --store or PASSKEY_STORE, or delete the old store first.")
+    }
+
+    private static func isSymbolicLink(_ path: String) -> Bool {
+        (try? FileManager.default.destinationOfSymbolicLink(atPath: path)) != nil
+    }
+
+    private func passphrase(forNewStore isNew: Bool) async throws(ProviderError) -> String {
+        if let fromEnvironment = environment["PASSKEY_PASSPHRASE"] {
+            guard !fromEnvironment.isEmpty else { throw ProviderError("PASSKEY_PASSPHRASE is set but empty") }
+            return fromEnvironment
+        }
+        guard canAsk else {
+            throw ProviderError(
+                "the passkey store needs a passphrase", hint: "Set PASSKEY_PASSPHRASE, or run passkey in a terminal.")
+        }
+        let first =
+            isNew
+            ? SecretRequest.newStorePassphrase(path: url.path, confirming: false) : .storePassphrase(path: url.path)
+        guard case .given(let passphrase) = await interface.secret(first), !passphrase.isEmpty else {
+            throw ProviderError("no passphrase given")
+        }
+        guard isNew else { return passphrase }
+        guard case .given(let again) = await interface.secret(.newStorePassphrase(path: url.path, confirming: true)),
+            constantTimeEqual(Array(again.utf8), Array(passphrase.utf8))
+        else {
+            throw ProviderError("the passphrases do not match; nothing was created")
+        }
+        return passphrase
+    }
+}

@@ -1,0 +1,121 @@
+import ArgumentParser
+import Basics
+import Foundation
+import Hybrid
+import HybridLink
+import PasskeyProvider
+import PasskeyStore
+
+extension Passkey {
+    /// The phone's side of linking: the computers that can wake it, and revoking them.
+    struct Linked: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "The computers linked to this phone (passkey scan --link): list them, revoke them.",
+            subcommands: [List.self, Remove.self, Revoke.self])
+
+        struct List: AsyncParsableCommand {
+            static let configuration = CommandConfiguration(
+                abstract: "List this phone's relays and linked computers (never their secrets).")
+            @OptionGroup var store: StoreOptions
+            @Flag(help: "Print one JSON object.") var json = false
+
+            func run() async throws {
+                let (lock, store) = try await store.openForServing(create: false)
+                defer {
+                    store.close()
+                    withExtendedLifetime(lock) {}
+                }
+                let state =
+                    try PhoneLinks(store: store, interface: TerminalInterface(), environment: .system()).state()
+                    ?? PhoneLinkState()
+                let format = Date.ISO8601FormatStyle()
+                if json {
+                    try ClientOptions.printJSON([
+                        "relays": state.contacts.map {
+                            ["relay": $0.relay, "registered": $0.registered.formatted(format)]
+                        },
+                        "links": state.links.map { link in
+                            var entry: [String: Any] = [
+                                "linkID": link.linkID.hexString, "relay": link.relay,
+                                "created": link.created.formatted(format),
+                            ]
+                            if let used = link.lastUsed { entry["lastUsed"] = used.formatted(format) }
+                            return entry
+                        },
+                    ])
+                    return
+                }
+                if state.contacts.isEmpty { print("no relay: link a computer with `passkey scan --link --relay URL`") }
+                for contact in state.contacts {
+                    print("relay \(contact.relay), registered \(contact.registered.formatted(format))")
+                    for link in state.links where link.relay == contact.relay {
+                        let used = link.lastUsed.map { ", last used \($0.formatted(format))" } ?? ""
+                        print("  link \(link.linkID.hexString), created \(link.created.formatted(format))\(used)")
+                    }
+                }
+            }
+        }
+
+        struct Remove: AsyncParsableCommand {
+            static let configuration = CommandConfiguration(
+                abstract: "Remove one linked computer.",
+                discussion: """
+                    Forgets the link's secret. When that computer next asks for this phone, `passkey listen` declines \
+                    the wake, the relay closes the computer's request with 4410 and the computer forgets the link; \
+                    the other computers are not affected.
+                    """)
+            @OptionGroup var store: StoreOptions
+            @Argument(
+                help: ArgumentHelp("The link ID, as `passkey linked list` prints it (hex).", valueName: "link-id"))
+            var linkID: String
+
+            func validate() throws {
+                guard let bytes = [UInt8](hex: linkID), bytes.count == LinkingInfo.linkIDLength else {
+                    throw ValidationError("the link ID is 16 hex digits, as `passkey linked list` prints it")
+                }
+            }
+
+            func run() async throws {
+                let (lock, store) = try await store.openForServing(create: false)
+                defer {
+                    store.close()
+                    withExtendedLifetime(lock) {}
+                }
+                let id = [UInt8](hex: linkID) ?? []
+                try PhoneLinks(store: store, interface: TerminalInterface(), environment: .system()).remove(linkID: id)
+                print("removed link \(id.hexString)")
+            }
+        }
+
+        struct Revoke: AsyncParsableCommand {
+            static let configuration = CommandConfiguration(
+                abstract: "Revoke every computer linked through a relay.",
+                discussion: """
+                    Tells the relay to forget this phone's contact: from then on it answers the linked computers \
+                    with 410 Gone and they forget their links. The links and the contact are removed here too; \
+                    `passkey scan --link` registers a new contact.
+                    """)
+            @OptionGroup var hybrid: HybridOptions
+            @OptionGroup var store: StoreOptions
+
+            func run() async throws {
+                let (lock, store) = try await store.openForServing(create: false)
+                defer {
+                    store.close()
+                    withExtendedLifetime(lock) {}
+                }
+                let links = PhoneLinks(
+                    store: store, interface: TerminalInterface(),
+                    environment: .system(tls: try hybrid.tlsConfiguration()),
+                    timeout: hybrid.timeouts.connect)
+                let revoked = try await links.revoke(relay: hybrid.tunnelServer)
+                if revoked.relayHadForgotten {
+                    Terminal.shared.write("passkey: the relay did not know this contact any more\n")
+                }
+                let removed = revoked.removedLinks
+                let relay = revoked.relay
+                print("revoked \(removed) link\(removed == 1 ? "" : "s") through \(relay)")
+            }
+        }
+    }
+}

@@ -1,0 +1,49 @@
+import ArgumentParser
+import Basics
+import CTAP2
+import Foundation
+import Hybrid
+import HybridLink
+import PasskeyProvider
+import PasskeyStore
+import Proximity
+
+extension Passkey {
+    struct Listen: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Be the phone in the pocket: wait for linked computers to wake this phone through its relay.",
+            discussion: """
+                Holds a connection to the relay this phone registered with (`passkey scan --link --relay URL`), \
+                proves that it owns its contact ID, and reconnects with exponential back-off when the connection \
+                ends. When a linked computer asks for it (`passkey client get --linked NAME`), the relay sends a \
+                wake: this phone joins the tunnel, advertises over Bluetooth and serves the request from the store, \
+                asking as `passkey scan` does (--yes for tests). Runs until SIGINT or SIGTERM; a systemd user unit \
+                is in Docs/Hybrid.md ("Linked phones").
+                """)
+
+        @OptionGroup var hybrid: HybridOptions
+        @OptionGroup var store: StoreOptions
+        @OptionGroup var approval: ApprovalOptions
+
+        func run() async throws {
+            let interface = TerminalInterface()
+            let (lock, store) = try await self.store.access(interface).openForServing(create: false)
+            defer {
+                store.close()
+                withExtendedLifetime(lock) {}
+            }
+            let advertiser = try await Radio.advertiser(for: hybrid.mode)
+            let service = PhoneService(
+                store: store, interface: interface, consent: approval.consent(interface: interface, store: store),
+                advertiser: advertiser, radio: hybrid.mode, environment: .system(tls: try hybrid.tlsConfiguration()),
+                timeouts: hybrid.timeouts)
+            let relay = hybrid.tunnelServer
+            let listening = Task { () async throws -> Void in try await service.listen(relay: relay) }
+            let signals = ServingProcess.onStopSignal { listening.cancel() }
+            defer { signals.forEach { $0.cancel() } }
+            let result = await listening.result
+            await advertiser.close()
+            try result.get()
+        }
+    }
+}

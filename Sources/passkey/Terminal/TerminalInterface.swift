@@ -1,0 +1,172 @@
+import Basics
+import CTAP2
+import Foundation
+import HybridLink
+import PasskeyProvider
+import Proximity
+
+/// The person at the terminal, for the provider's services: questions as `[y/N]` lines, accounts as a numbered list,
+/// secrets without echo, and events as lines on standard error (the phone's with the time since the command
+/// started). It renders and reads; what to ask when is the provider's.
+struct TerminalInterface: ProviderUserInterface {
+    /// How long a question waits for an answer (CTAP platforms give up after about 30 s).
+    var answerTimeout = Duration.seconds(60)
+    /// How long a store passphrase prompt waits.
+    var passphraseTimeout = Duration.seconds(300)
+    /// When the command started, for the phone's status lines.
+    let started = ContinuousClock.now
+
+    var terminal: Terminal { Terminal.shared }
+
+    /// Whether there is a person to ask: standard input is a terminal.
+    var canAsk: Bool { terminal.isInteractive }
+
+    func confirm(_ question: ProviderQuestion) async -> PromptAnswer<Bool> {
+        switch question {
+        case .authenticator(let action):
+            terminal.write(Self.question(for: action) + " [y/N] ")
+        }
+        switch await terminal.readLine(timeout: answerTimeout) {
+        case .line(let answer):
+            return .given(["y", "yes"].contains(answer.trimmingCharacters(in: .whitespaces).lowercased()))
+        case .endOfInput: return .declined
+        case .cancelled: return cancelled()
+        case .timedOut: return timedOut()
+        }
+    }
+
+    func choose(_ request: ChoiceRequest) async -> PromptAnswer<Int> {
+        switch request {
+        case .account(let rp, let accounts):
+            terminal.write("\(rp.terminalSafe): sign in as:\n")
+            for (index, account) in accounts.enumerated() {
+                terminal.write("  \(index + 1)) \(Self.describe(account))\n")
+            }
+            terminal.write("Choose 1-\(accounts.count), or press Enter to refuse: ")
+            switch await terminal.readLine(timeout: answerTimeout) {
+            case .line(let answer):
+                guard let choice = Int(answer.trimmingCharacters(in: .whitespaces)),
+                    (1...accounts.count).contains(choice)
+                else { return .declined }
+                return .given(choice - 1)
+            case .endOfInput: return .declined
+            case .cancelled: return cancelled()
+            case .timedOut: return timedOut()
+            }
+        }
+    }
+
+    func secret(_ request: SecretRequest) async -> PromptAnswer<String> {
+        let prompt: String
+        let timeout: Duration
+        switch request {
+        case .storePassphrase(let path):
+            (prompt, timeout) = ("Passphrase for \(path): ", passphraseTimeout)
+        case .newStorePassphrase(let path, false):
+            (prompt, timeout) = ("Choose a passphrase for the new store at \(path): ", passphraseTimeout)
+        case .newStorePassphrase(_, true):
+            (prompt, timeout) = ("Repeat the passphrase: ", passphraseTimeout)
+        case .verification:
+            (prompt, timeout) = ("Store passphrase to verify it is you: ", answerTimeout)
+        }
+        switch await terminal.readSecret(prompt: prompt, timeout: timeout) {
+        case .line(let secret): return .given(secret)
+        case .endOfInput: return .declined
+        case .cancelled: return cancelled()
+        case .timedOut: return timedOut()
+        }
+    }
+
+    func report(_ event: ProviderEvent) {
+        switch event {
+        case .storeCreated(let path):
+            terminal.write("passkey: created a new encrypted passkey store at \(path)\n")
+        case .damagedCredentialSkipped(let damaged):
+            terminal.write("passkey: store error: \(damaged); skipped\n")
+        case .storeError(let error):
+            terminal.write("passkey: store error: \(error)\n")
+        case .wrongPassphrase(let attemptsLeft):
+            terminal.write(attemptsLeft > 0 ? "Wrong passphrase, try again.\n" : "Wrong passphrase.\n")
+        case .unattendedApprovalOn(let reason):
+            Unattended.announce(reason: reason)
+        case .autoApproved(let action, let verification):
+            var line = "passkey: auto-approved: " + Self.question(for: action)
+            if verification { line += " (user verification auto-approved)" }
+            terminal.write(line + "\n")
+        case .phone(let event):
+            status(PhoneLines.line(for: event))
+        }
+    }
+
+    /// A status line, stamped with the time since the command started.
+    func status(_ text: String) {
+        let elapsed = ContinuousClock.now - started
+        terminal.write(String(format: "[%6.3f s] ", Double(elapsed.inMilliseconds) / 1000) + text + "\n")
+    }
+
+    private func cancelled<Value>() -> PromptAnswer<Value> {
+        terminal.write("\n(cancelled by the platform)\n")
+        return .cancelled
+    }
+
+    private func timedOut<Value>() -> PromptAnswer<Value> {
+        terminal.write("\n(no answer in time)\n")
+        return .timedOut
+    }
+
+    /// The question for `action`, on one line that starts with the RP ID: the one name here that the platform
+    /// checked (against the page's origin). Names the site chose follow in quotes (`siteChosen`), so that none can
+    /// pass for the RP ID or end the sentence early.
+    static func question(for action: UserAction) -> String {
+        switch action {
+        case .makeCredential(let rp, let name, let displayName):
+            let who = (name ?? displayName).map { " for \($0.siteChosen)" } ?? ""
+            return "\(rp.terminalSafe): create a passkey\(who)?"
+        case .credentialExcluded(let rp):
+            return "\(rp.terminalSafe): asked to register a passkey that already exists here. Tell it so?"
+        case .getAssertion(let rp, let accounts, _):
+            let labels = accounts.map(\.label.siteChosen)
+            if accounts.count == 1 { return "\(rp.terminalSafe): sign in as \(labels[0])?" }
+            return "\(rp.terminalSafe): sign in (\(accounts.count) accounts: \(labels.joined(separator: ", ")))?"
+        case .reset(let count):
+            return "Reset the authenticator and DELETE ALL \(count) passkey\(count == 1 ? "" : "s")?"
+        case .selection:
+            return "Use this authenticator?"
+        case .verifyUser(let rp):
+            if let rp { return "\(rp.terminalSafe): verify yourself?" }
+            return "Verify yourself to manage this authenticator?"
+        }
+    }
+
+    static func describe(_ account: AccountSummary) -> String {
+        guard let displayName = account.userDisplayName, displayName != account.label else {
+            return account.label.siteChosen
+        }
+        return "\(account.label.siteChosen) (\(displayName.siteChosen))"
+    }
+}
+
+/// The unattended approver's announcement, on standard error so nobody mistakes it for a prompt.
+enum Unattended {
+    static func announce(reason: String) {
+        Terminal.shared.write(
+            "passkey: unattended approval is ON (\(reason)): every request is approved without asking. "
+                + "Use it for tests and CI only.\n")
+    }
+
+    /// The approver that also logs each approval, so the output shows what was approved.
+    struct LoggingApproval: UserInteraction {
+        /// Where each approval is reported; standard error unless the caller says otherwise.
+        var report: @Sendable (String) -> Void = { Terminal.shared.write($0 + "\n") }
+
+        func requestConsent(_ request: ConsentRequest) async -> ConsentResult {
+            let result = await UnattendedApproval().requestConsent(request)
+            if case .approved = result {
+                var line = "passkey: auto-approved: " + TerminalInterface.question(for: request.action)
+                if request.requiresVerification { line += " (user verification auto-approved)" }
+                report(line)
+            }
+            return result
+        }
+    }
+}
