@@ -223,7 +223,8 @@ let package = Package(
         .target(
             name: "PasskeyProvider",
             dependencies: [
-                "Basics", "CTAP2", "Hybrid", "HybridLink", "Proximity", "PasskeyStore", "PasskeyFilesIO", crypto,
+                "Basics", "CTAP2", "CTAPHID", "Hybrid", "HybridLink", "Proximity", "PasskeyStore", "PasskeyFilesIO",
+                crypto,
             ],
             swiftSettings: strictSettings
         ),

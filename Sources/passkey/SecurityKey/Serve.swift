@@ -5,6 +5,7 @@ import CTAPHIDTransport
 import Foundation
 import Logging
 import NIOCore
+import PasskeyProvider
 import PasskeyStore
 import UHID
 
@@ -81,32 +82,15 @@ extension Passkey {
             } catch {
                 throw CommandFailure("\(error)")
             }
-            let (lock, store) = try await store.openForServing(create: true)
+            let interface = TerminalInterface()
+            let (lock, store) = try await store.access(interface).openForServing(create: true)
             defer {
                 store.close()
                 withExtendedLifetime(lock) {}
             }
-            // Damaged rows are counted (and reported) before serving.
-            let passkeyCount = try store.allCredentials().count
-            // Opening the store took its passphrase, which is the built-in user verification itself: a blocked
-            // UV retry counter starts afresh.
-            var settings = try store.settings()
-            if settings.uvRetries < AuthenticatorSettings.maximumUVRetries {
-                settings.uvRetries = AuthenticatorSettings.maximumUVRetries
-                try store.saveSettings(settings)
-            }
-            // A security key: transport usb, built-in user verification when the platform asks for it, or none at all
-            // with --pin-only.
-            var configuration: AuthenticatorConfiguration = pinOnly ? .pinOnlySecurityKey : .securityKey
-            configuration.attestationFormat = attestation
-            let authenticator = Authenticator(
-                configuration: configuration,
-                environment: AuthenticatorEnvironment(
-                    store: store,
-                    userInteraction: approval.makeUserInteraction(store: store),
-                    reportError: { error in Terminal.shared.write("passkey: store error: \(error)\n") }
-                )
-            )
+            let key = try SecurityKeyService(
+                store: store, options: SecurityKeyService.Options(pinOnly: pinOnly, attestation: attestation),
+                consent: approval.consent(interface: interface, store: store), interface: interface)
             let wink: WinkHandler = {
                 Terminal.shared.write("passkey: wink! (the platform asked the authenticator to identify itself)\n")
             }
@@ -114,14 +98,12 @@ extension Passkey {
             // and the status answered, never a value from the payload (CTAPRequestSummary).
             let requestLogger = Logger(label: "passkey.ctap")
             let handler: CBORHandler = { request, setKeepaliveStatus in
-                let response = await authenticator.handle(request) { activity in
-                    setKeepaliveStatus(activity == .waitingForUser ? .userPresenceNeeded : .processing)
-                }
+                let response = await key.answer(request, keepalive: setKeepaliveStatus)
                 requestLogger.debug(
                     "CTAP \(CTAPRequestSummary(message: request)) -> \(Self.statusName(response.first ?? 0x7F))")
                 return response
             }
-            Terminal.shared.write("passkey: serving \(passkeyCount) passkey(s) from \(store.url.path)\n")
+            Terminal.shared.write("passkey: serving \(key.passkeyCount) passkey(s) from \(store.url.path)\n")
             let server: any ServingTransport
             if let uhidFile {
                 let device = try await CTAPHIDUHIDServer.start(

@@ -4,6 +4,7 @@ import CBOR
 import CTAP2
 import Crypto
 import Foundation
+import PasskeyProvider
 import PasskeyStore
 import WebAuthn
 
@@ -61,38 +62,14 @@ extension Passkey {
             try await Self.index(store: store)
         }
 
-        /// The index of `store`, as `list` reads it (`password list` too).
+        /// The index of `store`, as `list` reads it (`password list` too): `PasskeyCatalog.index`.
         static func index(store: StoreOptions) async throws -> CredentialIdentityIndex {
-            let url = store.url
-            guard FileManager.default.fileExists(atPath: url.path) else { throw StoreOptions.noStore(at: url) }
-            do {
-                return try CredentialIdentityIndex.read(forStore: url)
-            } catch {
-                guard ProcessInfo.processInfo.environment["PASSKEY_PASSPHRASE"] != nil else {
-                    throw Self.unusable(error)
-                }
-            }
-            // Opening the store with its passphrase rebuilds the index.
-            try await store.open(create: false).close()
-            do {
-                return try CredentialIdentityIndex.read(forStore: url)
-            } catch {
-                throw Self.unusable(error)
-            }
-        }
-
-        static func unusable(_ error: CredentialIdentityIndexError) -> CommandFailure {
-            CommandFailure(
-                "the passkey index \(error.path) is missing or damaged (\(error.reason))",
-                hint: "Unlock the store once to rebuild it, for example with `passkey list --verify`.")
+            try await PasskeyCatalog(access: store.access()).index()
         }
 
         /// The listing of the rows themselves, checked with the passphrase: what `list` showed before the index.
         private func listVerified() async throws {
-            let store = try await store.open(create: false)
-            defer { store.close() }
-            var entries = try store.entries()
-            if let relyingParty { entries = entries.filter { $0.relyingPartyID == relyingParty } }
+            let entries = try await PasskeyCatalog(access: store.access()).verifiedEntries(relyingParty: relyingParty)
             if json {
                 print(try Self.json(entries))
                 return
@@ -226,25 +203,8 @@ extension Passkey {
         }
 
         func run() async throws {
-            let candidates = CredentialIDText(credentialID)?.candidates ?? []
-            let store = try await store.open(create: false)
-            defer { store.close() }
-            // The row alone decides: a damaged passkey (see `passkey list`) can be deleted too.
-            var matches: [(id: [UInt8], entry: CredentialEntry)] = []
-            for id in candidates {
-                if let entry = try store.entry(id: id) { matches.append((id, entry)) }
-            }
-            guard let (id, entry) = matches.first else {
-                throw CommandFailure("no passkey with credential ID \(credentialID)")
-            }
-            guard matches.count == 1 else {
-                throw CommandFailure(
-                    "'\(credentialID)' names two passkeys, read as base64url and as hex",
-                    hint: "Prefix it with b64: or hex: to say which.")
-            }
-            guard try store.deleteCredential(id: id) else {
-                throw CommandFailure("no passkey with credential ID \(credentialID)")
-            }
+            let entry = try await PasskeyCatalog(access: store.access()).delete(
+                candidates: CredentialIDText(credentialID)?.candidates ?? [], text: credentialID)
             switch entry {
             case .intact(let credential):
                 print("Deleted the passkey for \(credential.relyingPartyID) (\(AccountSummary.label(credential))).")

@@ -1,0 +1,81 @@
+import CTAP2
+import Foundation
+import PasskeyStore
+
+/// What the store holds, for listing and deleting (`passkey list`, `passkey delete`, `passkey password list`).
+///
+/// Listing reads the identity index beside the store, which names the passkeys but holds no keys, so no passphrase is
+/// needed. A missing or damaged index is rebuilt by unlocking the store only when the passphrase comes without asking
+/// (`PASSKEY_PASSPHRASE`: a script expects `list` to work); a person is told how instead of being asked.
+public struct PasskeyCatalog: Sendable {
+    public let access: StoreAccess
+
+    public init(access: StoreAccess) { self.access = access }
+
+    /// The index, without the passphrase when it can be read.
+    public func index() async throws(ProviderError) -> CredentialIdentityIndex {
+        let url = access.url
+        guard access.exists else { throw StoreAccess.noStore(at: url) }
+        do {
+            return try CredentialIdentityIndex.read(forStore: url)
+        } catch {
+            guard access.environment["PASSKEY_PASSPHRASE"] != nil else { throw Self.unusable(error) }
+        }
+        // Opening the store with its passphrase rebuilds the index.
+        try await access.open(create: false).close()
+        do {
+            return try CredentialIdentityIndex.read(forStore: url)
+        } catch {
+            throw Self.unusable(error)
+        }
+    }
+
+    static func unusable(_ error: CredentialIdentityIndexError) -> ProviderError {
+        ProviderError(
+            "the passkey index \(error.path) is missing or damaged (\(error.reason))",
+            hint: "Unlock the store once to rebuild it, for example with `passkey list --verify`.")
+    }
+
+    /// The rows themselves, checked with the passphrase, for one relying party or all.
+    public func verifiedEntries(relyingParty: String?) async throws(ProviderError) -> [CredentialEntry] {
+        let store = try await access.open(create: false)
+        defer { store.close() }
+        do {
+            let entries = try store.entries()
+            guard let relyingParty else { return entries }
+            return entries.filter { $0.relyingPartyID == relyingParty }
+        } catch {
+            throw ProviderError(error.message)
+        }
+    }
+
+    /// Deletes the one passkey whose credential ID is one of `candidates` (the text read as base64url and as hex),
+    /// damaged or not: the row alone decides. `text` is the ID as the person gave it, for messages. Returns what was
+    /// deleted.
+    public func delete(candidates: [[UInt8]], text: String) async throws(ProviderError) -> CredentialEntry {
+        let store = try await access.open(create: false)
+        defer { store.close() }
+        do {
+            var matches: [(id: [UInt8], entry: CredentialEntry)] = []
+            for id in candidates {
+                if let entry = try store.entry(id: id) { matches.append((id, entry)) }
+            }
+            guard let (id, entry) = matches.first else { throw ProviderError("no passkey with credential ID \(text)") }
+            guard matches.count == 1 else {
+                throw ProviderError(
+                    "'\(text)' names two passkeys, read as base64url and as hex",
+                    hint: "Prefix it with b64: or hex: to say which.")
+            }
+            guard try store.deleteCredential(id: id) else {
+                throw ProviderError("no passkey with credential ID \(text)")
+            }
+            return entry
+        } catch let error as ProviderError {
+            throw error
+        } catch let error as CredentialStoreError {
+            throw ProviderError(error.message)
+        } catch {
+            throw ProviderError("\(error)")
+        }
+    }
+}
