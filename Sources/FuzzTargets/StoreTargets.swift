@@ -1,7 +1,7 @@
 import CTAP2
 import Foundation
 import PasskeyFilesIO
-import PasskeyStore
+import PasskeyStoreIO
 import Synchronization
 
 /// Opening a store file that someone else wrote: damaged, truncated or hostile.

@@ -1,6 +1,6 @@
 import Hybrid
-import HybridLink
-import HybridTransport
+import HybridDriver
+import HybridIO
 import Proximity
 import Synchronization
 

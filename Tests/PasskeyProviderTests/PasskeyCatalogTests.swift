@@ -3,7 +3,7 @@ import Crypto
 import Foundation
 import PasskeyFilesIO
 import PasskeyProvider
-import PasskeyStore
+import PasskeyStoreIO
 import TestSupport
 import Testing
 

@@ -3,12 +3,12 @@ import CTAP2
 import Crypto
 import Foundation
 import Hybrid
-import HybridLink
+import HybridDriver
 import HybridTestSupport
-import HybridTransport
+import HybridIO
 import PasskeyFilesIO
 import PasskeyProvider
-import PasskeyStore
+import PasskeyStoreIO
 import Proximity
 import TestSupport
 import Testing

@@ -1,6 +1,6 @@
 import Hybrid
-import HybridLink
-import HybridTransport
+import HybridDriver
+import HybridIO
 import Synchronization
 
 /// A relay's wake channel (`/cable/listen`) in memory: each connection opens with a challenge, then answers a

@@ -2,7 +2,7 @@ import CBOR
 import CTAP2
 import CTAPHID
 import PasskeyProvider
-import PasskeyStore
+import PasskeyStoreIO
 import Synchronization
 import TestSupport
 import Testing

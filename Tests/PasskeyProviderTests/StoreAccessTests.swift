@@ -1,7 +1,7 @@
 import Foundation
 import PasskeyFilesIO
 import PasskeyProvider
-import PasskeyStore
+import PasskeyStoreIO
 import TestSupport
 import Testing
 

@@ -3,7 +3,7 @@ import AssociatedDomainsCheck
 import AssociatedDomainsIO
 import Foundation
 import PasskeyFilesIO
-import PasskeyStore
+import PasskeyStoreIO
 import Testing
 
 /// The table `passkey domains check` writes, read by the shared web credentials rules: only approved entries of the

@@ -1,6 +1,6 @@
 import CTAP2
 import Hybrid
-import HybridLink
+import HybridDriver
 import Proximity
 
 /// Everything the provider reports while it works, for the interface to render. Events carry facts, not sentences.

@@ -2,9 +2,9 @@ import Basics
 import CTAP2
 import Foundation
 import Hybrid
-import HybridLink
+import HybridDriver
 import PasskeyFilesIO
-import PasskeyStore
+import PasskeyStoreIO
 
 /// The phone's link state (`PasskeyFiles.phoneLinks`, sealed under the store key): its contact at each relay and the
 /// computers linked through it. Registering a contact, listing, removing one link and revoking every link at a relay

@@ -3,9 +3,9 @@ import CTAP2
 import Crypto
 import Foundation
 import Hybrid
-import HybridLink
+import HybridDriver
 import PasskeyFilesIO
-import PasskeyStore
+import PasskeyStoreIO
 import Proximity
 
 /// The phone role: answering a computer's hybrid QR code with the store's passkeys (`passkey scan`), offering to

@@ -1,6 +1,6 @@
 import CTAP2
 import CTAPHID
-import PasskeyStore
+import PasskeyStoreIO
 
 /// The security key role (`passkey serve`): the store's passkeys behind a CTAP2 authenticator that a platform reaches
 /// over CTAPHID (UDP for tests, `/dev/uhid` for browsers, libfido2 and OpenSSH).

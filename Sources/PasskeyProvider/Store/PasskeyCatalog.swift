@@ -1,6 +1,6 @@
 import CTAP2
 import Foundation
-import PasskeyStore
+import PasskeyStoreIO
 
 /// What the store holds, for listing and deleting (`passkey list`, `passkey delete`, `passkey password list`).
 ///

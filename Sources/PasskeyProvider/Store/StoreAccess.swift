@@ -2,7 +2,7 @@ import Basics
 import CTAP2
 import Foundation
 import PasskeyFilesIO
-import PasskeyStore
+import PasskeyStoreIO
 
 /// Opening the passkey store: where it is, where its passphrase comes from, creating it when allowed, and the lock an
 /// authenticator takes. Every service that touches passkeys opens the store here.

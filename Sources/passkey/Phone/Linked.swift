@@ -2,9 +2,9 @@ import ArgumentParser
 import Basics
 import Foundation
 import Hybrid
-import HybridLink
+import HybridDriver
 import PasskeyProvider
-import PasskeyStore
+import PasskeyStoreIO
 
 extension Passkey {
     /// The phone's side of linking: the computers that can wake it, and revoking them.

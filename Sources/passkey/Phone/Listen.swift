@@ -3,9 +3,9 @@ import Basics
 import CTAP2
 import Foundation
 import Hybrid
-import HybridLink
+import HybridDriver
 import PasskeyProvider
-import PasskeyStore
+import PasskeyStoreIO
 import Proximity
 
 extension Passkey {

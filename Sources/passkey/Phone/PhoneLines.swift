@@ -2,7 +2,7 @@ import Basics
 import CTAP2
 import Foundation
 import Hybrid
-import HybridLink
+import HybridDriver
 import PasskeyProvider
 import Proximity
 

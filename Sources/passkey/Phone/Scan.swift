@@ -4,10 +4,10 @@ import CTAP2
 import Foundation
 import Hybrid
 import PasskeyProvider
-import PasskeyStore
-import HybridLink
+import PasskeyStoreIO
+import HybridDriver
 import Proximity
-import QRImage
+import QRImageIO
 
 extension Passkey {
     struct Scan: AsyncParsableCommand {

@@ -1,12 +1,12 @@
 import ArgumentParser
 import CTAP2
 import CTAPHID
-import CTAPHIDTransport
+import CTAPHIDIO
 import Foundation
 import Logging
 import NIOCore
 import PasskeyProvider
-import PasskeyStore
+import PasskeyStoreIO
 import UHID
 
 extension AttestationFormat: ExpressibleByArgument {}

@@ -5,7 +5,7 @@ import CTAP2
 import Crypto
 import Foundation
 import PasskeyProvider
-import PasskeyStore
+import PasskeyStoreIO
 import WebAuthn
 
 extension Passkey {

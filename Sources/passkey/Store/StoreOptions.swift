@@ -2,7 +2,7 @@ import ArgumentParser
 import CTAP2
 import Foundation
 import PasskeyProvider
-import PasskeyStore
+import PasskeyStoreIO
 import PasskeyFilesIO
 
 /// `--store PATH` and the passphrase that unlocks it, shared by every command that touches passkeys.

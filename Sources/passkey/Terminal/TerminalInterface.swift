@@ -1,7 +1,7 @@
 import Basics
 import CTAP2
 import Foundation
-import HybridLink
+import HybridDriver
 import PasskeyProvider
 import Proximity
 
