@@ -36,28 +36,28 @@ let package = Package(
         .library(name: "CTAP2", targets: ["CTAP2"]),
         .library(name: "CTAPHID", targets: ["CTAPHID"]),
         .library(name: "RelyingParty", targets: ["RelyingParty"]),
-        .library(name: "PasskeyStore", targets: ["PasskeyStore"]),
-        .library(name: "CTAPHIDTransport", targets: ["CTAPHIDTransport"]),
-        .library(name: "SecurityKey", targets: ["SecurityKey"]),
+        .library(name: "PasskeyStoreIO", targets: ["PasskeyStoreIO"]),
+        .library(name: "CTAPHIDIO", targets: ["CTAPHIDIO"]),
+        .library(name: "SecurityKeyDriver", targets: ["SecurityKeyDriver"]),
         .library(name: "UHID", targets: ["UHID"]),
         .library(name: "Hybrid", targets: ["Hybrid"]),
         .library(name: "Proximity", targets: ["Proximity"]),
-        .library(name: "HybridTransport", targets: ["HybridTransport"]),
-        .library(name: "HybridLink", targets: ["HybridLink"]),
+        .library(name: "HybridIO", targets: ["HybridIO"]),
+        .library(name: "HybridDriver", targets: ["HybridDriver"]),
         .library(name: "CrossDevice", targets: ["CrossDevice"]),
-        .library(name: "QRImage", targets: ["QRImage"]),
-        .library(name: "RelayServer", targets: ["RelayServer"]),
+        .library(name: "QRImageIO", targets: ["QRImageIO"]),
+        .library(name: "RelayIO", targets: ["RelayIO"]),
         .library(name: "WebRelyingParty", targets: ["WebRelyingParty"]),
-        .library(name: "RelyingPartyServer", targets: ["RelyingPartyServer"]),
+        .library(name: "WebRelyingPartyIO", targets: ["WebRelyingPartyIO"]),
         .library(name: "PublicSuffix", targets: ["PublicSuffix"]),
         .library(name: "WebAuthnClient", targets: ["WebAuthnClient"]),
         .library(name: "WebAuthnClientIO", targets: ["WebAuthnClientIO"]),
-        .library(name: "ClientAuthenticators", targets: ["ClientAuthenticators"]),
+        .library(name: "WebAuthnClientDriver", targets: ["WebAuthnClientDriver"]),
         .library(name: "CredentialExchange", targets: ["CredentialExchange"]),
         .library(name: "NearbyShare", targets: ["NearbyShare"]),
-        .library(name: "NearbyShareLink", targets: ["NearbyShareLink"]),
+        .library(name: "NearbyShareDriver", targets: ["NearbyShareDriver"]),
         .library(name: "PasswordRules", targets: ["PasswordRules"]),
-        .library(name: "SignedFiles", targets: ["SignedFiles"]),
+        .library(name: "SignedFilesIO", targets: ["SignedFilesIO"]),
         .executable(name: "passkey-fuzz", targets: ["passkey-fuzz"]),
     ],
     dependencies: [
@@ -88,7 +88,7 @@ let package = Package(
             name: "WebRelyingParty", dependencies: ["Basics", "RelyingParty", "WebAuthn", crypto],
             swiftSettings: strictSettings),
         .target(name: "Hybrid", dependencies: ["Basics", "CBOR", crypto, cryptoExtras], swiftSettings: strictSettings),
-        .target(name: "RelayCore", dependencies: ["Basics", "Hybrid"], swiftSettings: strictSettings),
+        .target(name: "Relay", dependencies: ["Basics", "Hybrid"], swiftSettings: strictSettings),
         // The Public Suffix List's format and algorithm, and RFC 3492 Punycode for its Unicode rules; the list comes
         // in as text or bytes.
         .target(name: "PublicSuffix", swiftSettings: strictSettings),
@@ -128,7 +128,7 @@ let package = Package(
         .systemLibrary(name: "CQRencode", pkgConfig: "libqrencode", providers: [.apt(["libqrencode-dev"])]),
         .systemLibrary(name: "CZbar", pkgConfig: "zbar", providers: [.apt(["libzbar-dev"])]),
         .systemLibrary(name: "CPNG", pkgConfig: "libpng", providers: [.apt(["libpng-dev"])]),
-        .target(name: "QRImage", dependencies: ["CQRencode", "CZbar", "CPNG"], swiftSettings: strictSettings),
+        .target(name: "QRImageIO", dependencies: ["CQRencode", "CZbar", "CPNG"], swiftSettings: strictSettings),
         .systemLibrary(name: "CBlueZ", pkgConfig: "bluez", providers: [.apt(["libbluetooth-dev"])]),
         // The radio protocol and both radios: BlueZ's raw HCI socket (pure codecs apart from the socket loop) and the
         // simulated radio over UDP.
@@ -141,29 +141,29 @@ let package = Package(
         .systemLibrary(name: "COpenSSL", pkgConfig: "libcrypto", providers: [.apt(["libssl-dev"])]),
         // CMS SignedData files (the signed apple-app-site-association): verify against a trust store and for a
         // domain, and sign, through OpenSSL.
-        .target(name: "SignedFiles", dependencies: ["Basics", "COpenSSL"], swiftSettings: strictSettings),
+        .target(name: "SignedFilesIO", dependencies: ["Basics", "COpenSSL"], swiftSettings: strictSettings),
         .target(
-            name: "PasskeyStore", dependencies: ["Basics", "CTAP2", "CSQLite", crypto],
+            name: "PasskeyStoreIO", dependencies: ["Basics", "CTAP2", "CSQLite", crypto],
             swiftSettings: strictSettings),
         .target(
-            name: "CTAPHIDTransport", dependencies: ["Basics", "CTAPHID", "UHID", nioCore, nioPosix, logging],
+            name: "CTAPHIDIO", dependencies: ["Basics", "CTAPHID", "UHID", nioCore, nioPosix, logging],
             swiftSettings: strictSettings),
         // The tunnel client.
         .target(
-            name: "HybridTransport",
+            name: "HybridIO",
             dependencies: ["Hybrid", "WebSocketMessages", nioCore, nioPosix, nioHTTP1, nioWebSocket, nioSSL],
             swiftSettings: strictSettings
         ),
         .target(
-            name: "RelayServer",
+            name: "RelayIO",
             dependencies: [
-                "Basics", "RelayCore", "Hybrid", "WebSocketMessages", nioCore, nioPosix, nioHTTP1, nioWebSocket, nioSSL,
+                "Basics", "Relay", "Hybrid", "WebSocketMessages", nioCore, nioPosix, nioHTTP1, nioWebSocket, nioSSL,
                 logging, metrics, prometheus, serviceLifecycle,
             ],
             swiftSettings: strictSettings
         ),
         .target(
-            name: "RelyingPartyServer",
+            name: "WebRelyingPartyIO",
             dependencies: ["WebRelyingParty", "RelyingParty", crypto, nioCore, nioPosix, nioHTTP1],
             swiftSettings: strictSettings
         ),
@@ -175,12 +175,12 @@ let package = Package(
             swiftSettings: strictSettings
         ),
 
-        // Checking associated domains over HTTPS (signed files through SignedFiles) and the approval table's file.
+        // Checking associated domains over HTTPS (signed files through SignedFilesIO) and the approval table's file.
         .target(
             name: "AssociatedDomainsIO",
             dependencies: [
-                "AssociatedDomainsCheck", "AssociatedDomains", "SignedFiles", "WebAuthnClient", "WebAuthnClientIO",
-                "PasskeyStore",
+                "AssociatedDomainsCheck", "AssociatedDomains", "SignedFilesIO", "WebAuthnClient", "WebAuthnClientIO",
+                "PasskeyStoreIO",
             ],
             swiftSettings: strictSettings
         ),
@@ -188,36 +188,36 @@ let package = Package(
         // MARK: Drivers: pure sessions carried out over adapters.
         // A platform's security key: CTAP2 over the host side of CTAPHID (UDP or hidraw), with the PIN when needed.
         .target(
-            name: "SecurityKey",
-            dependencies: ["Basics", "CBOR", "CTAP2", "CTAPHID", "CTAPHIDTransport", crypto],
+            name: "SecurityKeyDriver",
+            dependencies: ["Basics", "CBOR", "CTAP2", "CTAPHID", "CTAPHIDIO", crypto],
             swiftSettings: strictSettings
         ),
         // The WebAuthn client's authenticators: a phone over hybrid and a security key over CTAPHID.
         .target(
-            name: "ClientAuthenticators",
+            name: "WebAuthnClientDriver",
             dependencies: [
-                "Basics", "CBOR", "CTAP2", "Hybrid", "HybridLink", "HybridTransport", "Proximity", "SecurityKey",
+                "Basics", "CBOR", "CTAP2", "Hybrid", "HybridDriver", "HybridIO", "Proximity", "SecurityKeyDriver",
                 "WebAuthnClient",
             ],
             swiftSettings: strictSettings
         ),
         // One driver per hybrid role, carrying out its session's actions over an injected environment.
         .target(
-            name: "HybridLink",
-            dependencies: ["Hybrid", "HybridTransport", "Proximity", "CTAP2", crypto, nioSSL, nioWebSocket],
+            name: "HybridDriver",
+            dependencies: ["Hybrid", "HybridIO", "Proximity", "CTAP2", crypto, nioSSL, nioWebSocket],
             swiftSettings: strictSettings
         ),
         // What a browser and a relying party add around the client role, and the in-process nearby phone.
         .target(
-            name: "NearbyShareLink",
+            name: "NearbyShareDriver",
             dependencies: [
-                "NearbyShare", "CredentialExchange", "Hybrid", "HybridLink", "HybridTransport", "Proximity", crypto,
+                "NearbyShare", "CredentialExchange", "Hybrid", "HybridDriver", "HybridIO", "Proximity", crypto,
             ],
             swiftSettings: strictSettings
         ),
         .target(
             name: "CrossDevice",
-            dependencies: ["HybridLink", "Hybrid", "Proximity", "CBOR", "CTAP2", "RelyingParty", "WebAuthn", crypto],
+            dependencies: ["HybridDriver", "Hybrid", "Proximity", "CBOR", "CTAP2", "RelyingParty", "WebAuthn", crypto],
             swiftSettings: strictSettings
         ),
 
@@ -225,11 +225,11 @@ let package = Package(
         .executableTarget(
             name: "passkey",
             dependencies: [
-                "Basics", "CBOR", "WebAuthn", "CTAP2", "CTAPHID", "RelyingParty", "PasskeyStore", "CTAPHIDTransport",
-                "SecurityKey", "Hybrid", "QRImage", "Proximity", "HybridTransport", "HybridLink", "CrossDevice",
-                "RelayServer", "UHID", "WebRelyingParty", "RelyingPartyServer", "PublicSuffix", "WebAuthnClient",
-                "WebAuthnClientIO", "ClientAuthenticators", "CredentialExchange", "NearbyShare", "NearbyShareLink",
-                "AssociatedDomains", "AssociatedDomainsCheck", "AssociatedDomainsIO", "SignedFiles", "PasswordRules",
+                "Basics", "CBOR", "WebAuthn", "CTAP2", "CTAPHID", "RelyingParty", "PasskeyStoreIO", "CTAPHIDIO",
+                "SecurityKeyDriver", "Hybrid", "QRImageIO", "Proximity", "HybridIO", "HybridDriver", "CrossDevice",
+                "RelayIO", "UHID", "WebRelyingParty", "WebRelyingPartyIO", "PublicSuffix", "WebAuthnClient",
+                "WebAuthnClientIO", "WebAuthnClientDriver", "CredentialExchange", "NearbyShare", "NearbyShareDriver",
+                "AssociatedDomains", "AssociatedDomainsCheck", "AssociatedDomainsIO", "SignedFilesIO", "PasswordRules",
                 argumentParser, logging, crypto,
                 nioCore,
                 nioSSL,
@@ -239,15 +239,15 @@ let package = Package(
         .executableTarget(
             name: "passkey-relay",
             dependencies: [
-                "RelayServer", "RelayCore", "Hybrid", nioSSL, argumentParser, logging, serviceLifecycle, unixSignals,
+                "RelayIO", "Relay", "Hybrid", nioSSL, argumentParser, logging, serviceLifecycle, unixSignals,
             ],
             swiftSettings: strictSettings
         ),
         .executableTarget(
             name: "PasskeyBench",
             dependencies: [
-                "Basics", "CBOR", "WebAuthn", "CTAP2", "PasskeyStore", "Hybrid", "CrossDevice", "HybridTransport",
-                "HybridLink", "Proximity", "RelayServer", "RelayCore", "RelyingParty", "PublicSuffix", "WebAuthnClient",
+                "Basics", "CBOR", "WebAuthn", "CTAP2", "PasskeyStoreIO", "Hybrid", "CrossDevice", "HybridIO",
+                "HybridDriver", "Proximity", "RelayIO", "Relay", "RelyingParty", "PublicSuffix", "WebAuthnClient",
                 "WebAuthnClientIO", crypto, argumentParser, nioCore, nioPosix, logging,
             ],
             swiftSettings: strictSettings
@@ -258,9 +258,9 @@ let package = Package(
         .target(
             name: "FuzzTargets",
             dependencies: [
-                "CBOR", "CTAP2", "CTAPHID", "UHID", "Hybrid", "QRImage", "RelayServer", "RelayCore", "PasskeyStore",
+                "CBOR", "CTAP2", "CTAPHID", "UHID", "Hybrid", "QRImageIO", "RelayIO", "Relay", "PasskeyStoreIO",
                 "PublicSuffix", "WebAuthnClient", "CredentialExchange", "NearbyShare", "AssociatedDomains",
-                "AssociatedDomainsCheck", "SignedFiles", "PasswordRules", crypto, nioCore, nioEmbedded,
+                "AssociatedDomainsCheck", "SignedFilesIO", "PasswordRules", crypto, nioCore, nioEmbedded,
                 logging,
             ],
             swiftSettings: strictSettings
@@ -299,7 +299,7 @@ let package = Package(
             name: "WebAuthnClientIOTests",
             dependencies: [
                 "WebAuthnClientIO", "WebAuthnClient", "PublicSuffix", "TestSupport", "AssociatedDomains",
-                "AssociatedDomainsCheck", "AssociatedDomainsIO", "SignedFiles", "PasskeyStore", nioCore, nioPosix,
+                "AssociatedDomainsCheck", "AssociatedDomainsIO", "SignedFilesIO", "PasskeyStoreIO", nioCore, nioPosix,
                 nioHTTP1, nioSSL,
             ],
             swiftSettings: strictSettings
@@ -314,34 +314,34 @@ let package = Package(
             swiftSettings: strictSettings
         ),
         .testTarget(
-            name: "SignedFilesTests", dependencies: ["SignedFiles", "TestSupport"], swiftSettings: strictSettings),
+            name: "SignedFilesIOTests", dependencies: ["SignedFilesIO", "TestSupport"], swiftSettings: strictSettings),
         .testTarget(name: "FuzzTargetsTests", dependencies: ["FuzzTargets"], swiftSettings: strictSettings),
         .testTarget(
-            name: "HybridTransportTests",
+            name: "HybridIOTests",
             dependencies: [
-                "HybridTransport", "HybridLink", "CrossDevice", "RelayServer", "RelayCore", "Hybrid", "Proximity",
+                "HybridIO", "HybridDriver", "CrossDevice", "RelayIO", "Relay", "Hybrid", "Proximity",
                 "CTAP2", "RelyingParty", "WebSocketMessages", "TestSupport", crypto, nioCore, nioPosix, nioHTTP1,
                 nioSSL, nioEmbedded, nioWebSocket, logging,
             ],
             swiftSettings: strictSettings
         ),
         .testTarget(
-            name: "HybridLinkTests",
+            name: "HybridDriverTests",
             dependencies: [
-                "HybridLink", "HybridTransport", "Hybrid", "Proximity", "CTAP2", "NearbyShare", "NearbyShareLink",
+                "HybridDriver", "HybridIO", "Hybrid", "Proximity", "CTAP2", "NearbyShare", "NearbyShareDriver",
                 "CredentialExchange", "TestSupport", crypto,
             ],
             swiftSettings: strictSettings
         ),
         .testTarget(
-            name: "RelayCoreTests", dependencies: ["RelayCore", "Hybrid", "Basics"], swiftSettings: strictSettings),
+            name: "RelayTests", dependencies: ["Relay", "Hybrid", "Basics"], swiftSettings: strictSettings),
         .testTarget(
             name: "WebSocketMessagesTests", dependencies: ["WebSocketMessages", nioCore, nioWebSocket],
             swiftSettings: strictSettings),
         .testTarget(
-            name: "RelayServerTests",
+            name: "RelayIOTests",
             dependencies: [
-                "RelayServer", "RelayCore", "Hybrid", "TestSupport", nioCore, nioPosix, nioWebSocket, nioSSL,
+                "RelayIO", "Relay", "Hybrid", "TestSupport", nioCore, nioPosix, nioWebSocket, nioSSL,
                 nioEmbedded,
                 logging, serviceLifecycle,
             ],
@@ -360,22 +360,22 @@ let package = Package(
             swiftSettings: strictSettings
         ),
         .testTarget(
-            name: "PasskeyStoreTests",
-            dependencies: ["PasskeyStore", "CTAP2", "TestSupport", crypto],
+            name: "PasskeyStoreIOTests",
+            dependencies: ["PasskeyStoreIO", "CTAP2", "TestSupport", crypto],
             resources: [.copy("Fixtures")],
             swiftSettings: strictSettings
         ),
         .testTarget(
-            name: "CTAPHIDTransportTests",
+            name: "CTAPHIDIOTests",
             dependencies: [
-                "CTAPHIDTransport", "CTAPHID", "CTAP2", "UHID", "TestSupport", nioCore, nioPosix, nioEmbedded, logging,
+                "CTAPHIDIO", "CTAPHID", "CTAP2", "UHID", "TestSupport", nioCore, nioPosix, nioEmbedded, logging,
             ],
             swiftSettings: strictSettings
         ),
         .testTarget(
-            name: "SecurityKeyTests",
+            name: "SecurityKeyDriverTests",
             dependencies: [
-                "SecurityKey", "CTAPHIDTransport", "CTAPHID", "CTAP2", "CBOR", "WebAuthn", crypto, nioCore, nioPosix,
+                "SecurityKeyDriver", "CTAPHIDIO", "CTAPHID", "CTAP2", "CBOR", "WebAuthn", crypto, nioCore, nioPosix,
                 logging,
             ],
             swiftSettings: strictSettings
@@ -387,8 +387,8 @@ let package = Package(
             swiftSettings: strictSettings
         ),
         .testTarget(
-            name: "QRImageTests",
-            dependencies: ["QRImage", "Hybrid", "TestSupport", crypto],
+            name: "QRImageIOTests",
+            dependencies: ["QRImageIO", "Hybrid", "TestSupport", crypto],
             swiftSettings: strictSettings
         ),
         // A software authenticator that answers in the WebAuthn Level 3 JSON forms, for the two test targets below.
@@ -404,9 +404,9 @@ let package = Package(
             swiftSettings: strictSettings
         ),
         .testTarget(
-            name: "RelyingPartyServerTests",
+            name: "WebRelyingPartyIOTests",
             dependencies: [
-                "RelyingPartyServer", "WebRelyingParty", "RelyingParty", "RelyingPartyTestSupport", "TestSupport",
+                "WebRelyingPartyIO", "WebRelyingParty", "RelyingParty", "RelyingPartyTestSupport", "TestSupport",
                 crypto, nioCore, nioPosix, nioHTTP1, nioEmbedded,
             ],
             swiftSettings: strictSettings

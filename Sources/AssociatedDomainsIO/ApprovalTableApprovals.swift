@@ -1,6 +1,6 @@
 import AssociatedDomains
 import AssociatedDomainsCheck
-import PasskeyStore
+import PasskeyStoreIO
 
 /// The approval table that `passkey domains check` keeps, as the shared web credentials rules read it: the domains
 /// whose last check approved an app for a service. Denied and pending entries approve nothing.

@@ -1,6 +1,6 @@
 import AssociatedDomainsCheck
 import Foundation
-import PasskeyStore
+import PasskeyStoreIO
 
 /// The approval table as `domains.json` beside the passkey store: JSON, mode 0600, replaced atomically.
 public struct ApprovalTableFile: Sendable {

@@ -1,5 +1,5 @@
 import AssociatedDomainsCheck
-import SignedFiles
+import SignedFilesIO
 import WebAuthnClient
 import WebAuthnClientIO
 

@@ -3,7 +3,7 @@ import CTAP2
 import Crypto
 import Foundation
 import Hybrid
-import HybridLink
+import HybridDriver
 import Proximity
 import RelyingParty
 import WebAuthn

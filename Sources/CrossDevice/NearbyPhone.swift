@@ -1,6 +1,6 @@
 import CTAP2
 import Hybrid
-import HybridLink
+import HybridDriver
 import RelyingParty
 
 extension CrossDeviceClient {

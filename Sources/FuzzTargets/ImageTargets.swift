@@ -1,4 +1,4 @@
-import QRImage
+import QRImageIO
 
 /// The image readers behind `passkey scan --image` and `inspect qr --image`: PNG through libpng, PGM by hand.
 enum ImageTargets {

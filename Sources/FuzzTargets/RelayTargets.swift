@@ -2,8 +2,8 @@ import Foundation
 import Logging
 import NIOCore
 import NIOEmbedded
-import RelayCore
-import RelayServer
+import Relay
+import RelayIO
 
 /// The relay's input from the network, through the pipeline `RelayServer` gives every connection, in
 /// `EmbeddedChannel`s: no sockets, no threads, and time only moves when the target says so.

@@ -1,7 +1,7 @@
 import AssociatedDomains
 import AssociatedDomainsCheck
 import Foundation
-import SignedFiles
+import SignedFilesIO
 
 /// The signed apple-app-site-association reader (CMS through OpenSSL) and the approval table's file.
 enum SignedFileTargets {

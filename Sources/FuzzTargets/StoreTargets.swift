@@ -1,6 +1,6 @@
 import CTAP2
 import Foundation
-import PasskeyStore
+import PasskeyStoreIO
 import Synchronization
 
 /// Opening a store file that someone else wrote: damaged, truncated or hostile.

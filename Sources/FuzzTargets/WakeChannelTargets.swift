@@ -1,6 +1,6 @@
 import CBOR
 import Hybrid
-import RelayCore
+import Relay
 
 /// The wake channel of linked phones: the `X-caBLE-Client-Payload` header a relay reads from any client, and the
 /// listener messages and state machine a relay runs for any phone.

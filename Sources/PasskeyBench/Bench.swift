@@ -4,7 +4,7 @@ import CBOR
 import CTAP2
 import Crypto
 import Foundation
-import PasskeyStore
+import PasskeyStoreIO
 import Synchronization
 import WebAuthn
 

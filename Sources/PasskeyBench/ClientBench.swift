@@ -2,7 +2,7 @@ import ArgumentParser
 import Basics
 import CTAP2
 import Foundation
-import PasskeyStore
+import PasskeyStoreIO
 import PublicSuffix
 import WebAuthnClient
 import WebAuthnClientIO

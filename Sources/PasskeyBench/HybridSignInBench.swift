@@ -4,12 +4,12 @@ import CTAP2
 import CrossDevice
 import Foundation
 import Hybrid
-import HybridLink
-import HybridTransport
+import HybridDriver
+import HybridIO
 import Logging
 import Proximity
-import RelayCore
-import RelayServer
+import Relay
+import RelayIO
 import RelyingParty
 import Synchronization
 

@@ -3,8 +3,8 @@ import Foundation
 import Hybrid
 import Logging
 import NIOSSL
-import RelayCore
-import RelayServer
+import Relay
+import RelayIO
 import ServiceLifecycle
 import UnixSignals
 

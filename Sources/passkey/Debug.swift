@@ -4,7 +4,7 @@ import CTAP2
 import CTAPHID
 import Crypto
 import Foundation
-import SecurityKey
+import SecurityKeyDriver
 import Synchronization
 import WebAuthn
 

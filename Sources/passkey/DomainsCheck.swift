@@ -3,7 +3,7 @@ import AssociatedDomains
 import AssociatedDomainsCheck
 import AssociatedDomainsIO
 import Foundation
-import SignedFiles
+import SignedFilesIO
 import WebAuthnClientIO
 
 extension Passkey.Domains {

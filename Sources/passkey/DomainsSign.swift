@@ -1,7 +1,7 @@
 import ArgumentParser
 import AssociatedDomains
 import Foundation
-import SignedFiles
+import SignedFilesIO
 
 extension Passkey.Domains {
     struct Sign: AsyncParsableCommand {

@@ -4,7 +4,7 @@ import CTAP2
 import Crypto
 import CredentialExchange
 import Foundation
-import PasskeyStore
+import PasskeyStoreIO
 
 #if canImport(Glibc)
     import Glibc

@@ -1,7 +1,7 @@
 import ArgumentParser
 import Foundation
 import Hybrid
-import HybridTransport
+import HybridIO
 import NIOSSL
 import Proximity
 

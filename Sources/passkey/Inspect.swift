@@ -3,7 +3,7 @@ import ArgumentParser
 import CBOR
 import Foundation
 import Hybrid
-import QRImage
+import QRImageIO
 
 extension Passkey {
     struct Inspect: ParsableCommand {

@@ -1,10 +1,10 @@
 import ArgumentParser
 import Basics
-import ClientAuthenticators
+import WebAuthnClientDriver
 import Foundation
 import Hybrid
-import HybridLink
-import PasskeyStore
+import HybridDriver
+import PasskeyStoreIO
 
 extension Passkey {
     /// The phone's side of linking: the computers that can wake it, and revoking them.

@@ -3,9 +3,9 @@ import Basics
 import CTAP2
 import Foundation
 import Hybrid
-import HybridLink
-import HybridTransport
-import PasskeyStore
+import HybridDriver
+import HybridIO
+import PasskeyStoreIO
 import Proximity
 
 extension Passkey {

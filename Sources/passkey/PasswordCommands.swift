@@ -2,7 +2,7 @@ import ArgumentParser
 import AssociatedDomainsIO
 import Basics
 import Foundation
-import PasskeyStore
+import PasskeyStoreIO
 
 extension Passkey.Password {
     struct Add: AsyncParsableCommand {

@@ -3,8 +3,8 @@ import CTAP2
 import Crypto
 import Foundation
 import Hybrid
-import HybridLink
-import PasskeyStore
+import HybridDriver
+import PasskeyStoreIO
 
 /// What `passkey scan --link`, `passkey listen` and `passkey linked` share: the phone's sealed link state beside the
 /// store, and its contact at a relay.

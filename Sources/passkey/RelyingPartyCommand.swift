@@ -1,8 +1,8 @@
 import ArgumentParser
 import Foundation
-import PasskeyStore
+import PasskeyStoreIO
 import RelyingParty
-import RelyingPartyServer
+import WebRelyingPartyIO
 import WebRelyingParty
 
 extension Passkey {

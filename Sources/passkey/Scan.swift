@@ -4,11 +4,11 @@ import CTAP2
 import CrossDevice
 import Foundation
 import Hybrid
-import PasskeyStore
-import HybridLink
-import HybridTransport
+import PasskeyStoreIO
+import HybridDriver
+import HybridIO
 import Proximity
-import QRImage
+import QRImageIO
 
 extension Passkey {
     struct Scan: AsyncParsableCommand {

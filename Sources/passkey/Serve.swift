@@ -1,11 +1,11 @@
 import ArgumentParser
 import CTAP2
 import CTAPHID
-import CTAPHIDTransport
+import CTAPHIDIO
 import Foundation
 import Logging
 import NIOCore
-import PasskeyStore
+import PasskeyStoreIO
 import UHID
 
 extension AttestationFormat: ExpressibleByArgument {}

@@ -4,12 +4,12 @@ import CTAP2
 import CredentialExchange
 import Foundation
 import Hybrid
-import HybridLink
+import HybridDriver
 import NearbyShare
-import NearbyShareLink
-import PasskeyStore
+import NearbyShareDriver
+import PasskeyStoreIO
 import Proximity
-import QRImage
+import QRImageIO
 
 extension Passkey {
     struct Receive: AsyncParsableCommand {

@@ -1,7 +1,7 @@
 import ArgumentParser
 import CTAP2
 import Foundation
-import PasskeyStore
+import PasskeyStoreIO
 
 /// `--store PATH` and the passphrase that unlocks it, shared by every command that touches passkeys.
 struct StoreOptions: ParsableArguments {

@@ -2,7 +2,7 @@ import AssociatedDomains
 import AssociatedDomainsCheck
 import AssociatedDomainsIO
 import Foundation
-import PasskeyStore
+import PasskeyStoreIO
 import Testing
 
 /// The table `passkey domains check` writes, read by the shared web credentials rules: only approved entries of the

@@ -3,7 +3,7 @@ import AssociatedDomainsCheck
 import AssociatedDomainsIO
 import Foundation
 import NIOHTTP1
-import SignedFiles
+import SignedFilesIO
 import Synchronization
 import TestSupport
 import Testing

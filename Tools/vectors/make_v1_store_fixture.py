@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Makes Tests/PasskeyStoreTests/Fixtures/schema-v1.sqlite with a schema version 1 `passkey` binary.
+"""Makes Tests/PasskeyStoreIOTests/Fixtures/schema-v1.sqlite with a schema version 1 `passkey` binary.
 
 Run once with the binary built from commit f50bce7 (the last commit before the CTAP 2.1 work, whose
 stores are schema version 1). It starts `passkey serve --udp`, registers a discoverable passkey
@@ -21,7 +21,7 @@ sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[2] / "Tests/Inte
 import conftest  # noqa: E402
 from fido2.ctap2 import Ctap2  # noqa: E402
 
-OUT = pathlib.Path(__file__).resolve().parents[2] / "Tests/PasskeyStoreTests/Fixtures/schema-v1.sqlite"
+OUT = pathlib.Path(__file__).resolve().parents[2] / "Tests/PasskeyStoreIOTests/Fixtures/schema-v1.sqlite"
 conftest.PASSKEY_BIN = os.environ["PASSKEY_BIN"]
 conftest.PASSPHRASE = "fixture passphrase"
 

@@ -1,0 +1,233 @@
+import Hybrid
+import Relay
+import Testing
+
+/// The wake channel's rules without NIO: registration, ownership proofs, wakes (also to a listener that connects
+/// while a request waits), revocation, heartbeats, expiry.
+struct ContactRegistryTests {
+    static let start = ContinuousClock.now
+    static func at(_ seconds: Double) -> ContinuousClock.Instant { start + .seconds(seconds) }
+    static let routingID = try! RoutingID(bytes: [0xAA, 0xBB, 0xCC])
+    static let day: Int64 = 86_400
+
+    let secret = [UInt8](repeating: 0x5A, count: 32)
+    var verifier: [UInt8] { ContactOwnership.verifier(listenerSecret: secret) }
+    static func challenge(_ byte: UInt8) -> [UInt8] { .init(repeating: byte, count: 32) }
+
+    /// A registry where connection 1 registered a contact; returns its ID.
+    func registered(limits: ContactLimits = ContactLimits()) -> (ContactRegistry, [UInt8]) {
+        var registry = ContactRegistry(limits: limits)
+        _ = registry.listenerOpened(ConnectionID(1), challenge: Self.challenge(1), now: Self.at(0))
+        let actions = registry.listenerMessage(
+            ListenerMessage.register(verifier: verifier).bytes, from: ConnectionID(1), routingID: Self.routingID,
+            now: Self.at(0), date: 1000, randomBytes: { .init(repeating: 0x11, count: $0) })
+        let contactID = Self.routingID.bytes + [UInt8](repeating: 0x11, count: 29)
+        #expect(
+            actions == [
+                .persist, .send(.registered(contactID: contactID), to: ConnectionID(1)),
+                .close(ConnectionID(1), code: 1000),
+            ])
+        registry.listenerClosed(ConnectionID(1))
+        #expect(registry.counts.contacts == 1)
+        return (registry, contactID)
+    }
+
+    /// Opens listener `id` and proves ownership with `proof` (the right one by default).
+    func listen(
+        _ registry: inout ContactRegistry, _ id: UInt64, contactID: [UInt8], proof: [UInt8]? = nil, at time: Double = 1
+    ) -> [ContactRegistry.Action] {
+        let challenge = Self.challenge(UInt8(id))
+        let opened = registry.listenerOpened(ConnectionID(id), challenge: challenge, now: Self.at(time))
+        #expect(opened == [.send(.challenge(challenge, heartbeatSeconds: 30), to: ConnectionID(id))])
+        let proof = proof ?? ContactOwnership.proof(verifier: verifier, challenge: challenge, contactID: contactID)
+        return registry.listenerMessage(
+            ListenerMessage.listen(contactID: contactID, proof: proof).bytes, from: ConnectionID(id),
+            routingID: Self.routingID, now: Self.at(time), date: 1000, randomBytes: { .init(repeating: 0, count: $0) })
+    }
+
+    @Test func aProvenListenerIsWokenByAContactRequest() throws {
+        var (registry, contactID) = registered()
+        #expect(listen(&registry, 2, contactID: contactID) == [.send(.listening, to: ConnectionID(2))])
+        #expect(registry.contactRequested(contactID) == .known)
+        let tunnelID = try TunnelID(bytes: .init(repeating: 3, count: 16))
+        let wake = ListenerMessage.wake(routingID: Self.routingID, tunnelID: tunnelID, clientPayload: [0xA0])
+        let actions = registry.contactTunnelOpened(
+            ConnectionID(9), contactID: contactID, routingID: Self.routingID, tunnelID: tunnelID, clientPayload: [0xA0],
+            now: Self.at(2), date: 1000)
+        #expect(actions == [.send(wake, to: ConnectionID(2))])
+        #expect(registry.isWaiting(ConnectionID(9)))
+        // The phone joins before the wait ends: nothing to expire.
+        registry.contactRequestEnded(ConnectionID(9))
+        #expect(
+            !registry.tick(now: Self.at(40), date: 1000).contains(
+                .endContactRequest(ConnectionID(9), code: ListenerCloseCode.phoneUnreachable)))
+    }
+
+    @Test func forgedReplayedAndUnknownProofsAreRefused() {
+        var (registry, contactID) = registered()
+        #expect(
+            listen(&registry, 2, contactID: contactID, proof: .init(repeating: 0, count: 32)) == [
+                .close(ConnectionID(2), code: ListenerCloseCode.forgedProof)
+            ])
+        // A proof made for another connection's challenge.
+        let replayed = ContactOwnership.proof(verifier: verifier, challenge: Self.challenge(7), contactID: contactID)
+        #expect(
+            listen(&registry, 3, contactID: contactID, proof: replayed) == [
+                .close(ConnectionID(3), code: ListenerCloseCode.forgedProof)
+            ])
+        let unknown = Self.routingID.bytes + [UInt8](repeating: 0x22, count: 29)
+        #expect(
+            listen(&registry, 4, contactID: unknown) == [
+                .close(ConnectionID(4), code: ListenerCloseCode.unknownContact)
+            ])
+        // A listener that was refused gets no wake.
+        let actions = registry.contactTunnelOpened(
+            ConnectionID(9), contactID: contactID, routingID: Self.routingID,
+            tunnelID: try! TunnelID(bytes: .init(repeating: 3, count: 16)), clientPayload: [0xA0], now: Self.at(2),
+            date: 1000)
+        #expect(actions.isEmpty)
+        #expect(registry.contactRequested(unknown) == .gone)
+    }
+
+    @Test func aListenerThatConnectsWhileTheRequestWaitsGetsTheWake() throws {
+        var (registry, contactID) = registered()
+        let tunnelID = try TunnelID(bytes: .init(repeating: 4, count: 16))
+        #expect(
+            registry.contactTunnelOpened(
+                ConnectionID(9), contactID: contactID, routingID: Self.routingID, tunnelID: tunnelID,
+                clientPayload: [0xA0], now: Self.at(0), date: 1000
+            ).isEmpty)
+        let wake = ListenerMessage.wake(routingID: Self.routingID, tunnelID: tunnelID, clientPayload: [0xA0])
+        #expect(
+            listen(&registry, 2, contactID: contactID, at: 5) == [
+                .send(.listening, to: ConnectionID(2)), .send(wake, to: ConnectionID(2)),
+            ])
+        // It drops, and comes back: the wake goes to the new connection too.
+        registry.listenerClosed(ConnectionID(2))
+        #expect(
+            listen(&registry, 3, contactID: contactID, at: 8) == [
+                .send(.listening, to: ConnectionID(3)), .send(wake, to: ConnectionID(3)),
+            ])
+        // Nobody joined within the wait: the request expires (its tunnel closes with 4404).
+        #expect(
+            registry.tick(now: Self.at(29), date: 1000).filter {
+                $0 == .endContactRequest(ConnectionID(9), code: ListenerCloseCode.phoneUnreachable)
+            }.isEmpty)
+        #expect(
+            registry.tick(now: Self.at(30), date: 1000).contains(
+                .endContactRequest(ConnectionID(9), code: ListenerCloseCode.phoneUnreachable)))
+        #expect(!registry.isWaiting(ConnectionID(9)))
+    }
+
+    @Test func aDeclinedWakeEndsItsRequestWith4410() throws {
+        var (registry, contactID) = registered()
+        _ = listen(&registry, 2, contactID: contactID)
+        let tunnelID = try TunnelID(bytes: .init(repeating: 4, count: 16))
+        _ = registry.contactTunnelOpened(
+            ConnectionID(9), contactID: contactID, routingID: Self.routingID, tunnelID: tunnelID, clientPayload: [0xA0],
+            now: Self.at(0), date: 1000)
+        func decline(_ id: TunnelID, from connection: UInt64) -> [ContactRegistry.Action] {
+            registry.listenerMessage(
+                ListenerMessage.declined(tunnelID: id).bytes, from: ConnectionID(connection), routingID: Self.routingID,
+                now: Self.at(1), date: 1000, randomBytes: { .init(repeating: 0, count: $0) })
+        }
+        // Another tunnel's ID, or a listener that was not sent the wake, declines nothing.
+        #expect(decline(try TunnelID(bytes: .init(repeating: 5, count: 16)), from: 2).isEmpty)
+        _ = registry.listenerOpened(ConnectionID(3), challenge: Self.challenge(3), now: Self.at(1))
+        #expect(decline(tunnelID, from: 3) == [.close(ConnectionID(3), code: ListenerCloseCode.badMessage)])
+        #expect(
+            decline(tunnelID, from: 2) == [.endContactRequest(ConnectionID(9), code: ListenerCloseCode.unknownContact)])
+        #expect(!registry.isWaiting(ConnectionID(9)))
+        // The contact itself stays: other links are still served.
+        #expect(registry.contactRequested(contactID) == .known)
+    }
+
+    @Test func revocationForgetsTheContactAndClosesItsListeners() throws {
+        var (registry, contactID) = registered()
+        _ = listen(&registry, 2, contactID: contactID)
+        _ = registry.contactTunnelOpened(
+            ConnectionID(9), contactID: contactID, routingID: Self.routingID,
+            tunnelID: try TunnelID(bytes: .init(repeating: 4, count: 16)), clientPayload: [0xA0], now: Self.at(0),
+            date: 1000)
+        _ = registry.listenerOpened(ConnectionID(5), challenge: Self.challenge(5), now: Self.at(1))
+        let proof = ContactOwnership.proof(verifier: verifier, challenge: Self.challenge(5), contactID: contactID)
+        let actions = registry.listenerMessage(
+            ListenerMessage.revoke(contactID: contactID, proof: proof).bytes, from: ConnectionID(5),
+            routingID: Self.routingID, now: Self.at(1), date: 1000, randomBytes: { .init(repeating: 0, count: $0) })
+        #expect(
+            actions == [
+                .persist, .send(.revoked, to: ConnectionID(5)), .close(ConnectionID(5), code: 1000),
+                .close(ConnectionID(2), code: ListenerCloseCode.unknownContact),
+                .endContactRequest(ConnectionID(9), code: ListenerCloseCode.unknownContact),
+            ])
+        #expect(registry.contactRequested(contactID) == .gone)
+        #expect(registry.counts.contacts == 0)
+    }
+
+    @Test func badMessagesAndOrderAreRefused() {
+        var (registry, contactID) = registered()
+        _ = registry.listenerOpened(ConnectionID(2), challenge: Self.challenge(2), now: Self.at(0))
+        #expect(
+            registry.listenerMessage(
+                [0xFF], from: ConnectionID(2), routingID: Self.routingID, now: Self.at(0), date: 1000,
+                randomBytes: { .init(repeating: 0, count: $0) }) == [
+                    .close(ConnectionID(2), code: ListenerCloseCode.badMessage)
+                ])
+        // A heartbeat before the proof, or a second proof, is out of order.
+        _ = registry.listenerOpened(ConnectionID(3), challenge: Self.challenge(3), now: Self.at(0))
+        #expect(
+            registry.listenerMessage(
+                ListenerMessage.heartbeat.bytes, from: ConnectionID(3), routingID: Self.routingID, now: Self.at(0),
+                date: 1000, randomBytes: { .init(repeating: 0, count: $0) }) == [
+                    .close(ConnectionID(3), code: ListenerCloseCode.badMessage)
+                ])
+        _ = listen(&registry, 4, contactID: contactID)
+        #expect(
+            registry.listenerMessage(
+                ListenerMessage.register(verifier: verifier).bytes, from: ConnectionID(4), routingID: Self.routingID,
+                now: Self.at(1), date: 1000, randomBytes: { .init(repeating: 0, count: $0) }) == [
+                    .close(ConnectionID(4), code: ListenerCloseCode.badMessage)
+                ])
+    }
+
+    @Test func heartbeatsSilenceChallengesAndIdleExpiry() {
+        var limits = ContactLimits()
+        limits.idleExpiry = .seconds(10 * Self.day)
+        var (registry, contactID) = registered(limits: limits)
+        _ = listen(&registry, 2, contactID: contactID, at: 0)
+        _ = registry.listenerOpened(ConnectionID(3), challenge: Self.challenge(3), now: Self.at(0))
+        // The first tick sends a heartbeat to the proven listener; the silent challenge expires at 10 s.
+        #expect(registry.tick(now: Self.at(1), date: 1000) == [.send(.heartbeat, to: ConnectionID(2))])
+        #expect(
+            registry.tick(now: Self.at(10), date: 1000) == [.close(ConnectionID(3), code: ListenerCloseCode.timedOut)])
+        registry.listenerClosed(ConnectionID(3))
+        // A listener that answers stays; one silent for three intervals is closed.
+        #expect(
+            registry.listenerMessage(
+                ListenerMessage.heartbeat.bytes, from: ConnectionID(2), routingID: Self.routingID, now: Self.at(60),
+                date: 1000, randomBytes: { .init(repeating: 0, count: $0) }
+            ).isEmpty)
+        #expect(registry.tick(now: Self.at(100), date: 1000) == [.send(.heartbeat, to: ConnectionID(2))])
+        #expect(
+            registry.tick(now: Self.at(150), date: 1000).contains(
+                .close(ConnectionID(2), code: ListenerCloseCode.timedOut)))
+        registry.listenerClosed(ConnectionID(2))
+        // Without a listener, the contact expires after its idle time.
+        #expect(!registry.tick(now: Self.at(151), date: 1000 + 9 * Self.day).contains(.persist))
+        #expect(registry.tick(now: Self.at(152), date: 1000 + 10 * Self.day).contains(.persist))
+        #expect(registry.contactRequested(contactID) == .gone)
+    }
+
+    @Test func theNumberOfContactsIsBounded() {
+        var limits = ContactLimits()
+        limits.maximumContacts = 1
+        var (registry, _) = registered(limits: limits)
+        _ = registry.listenerOpened(ConnectionID(2), challenge: Self.challenge(2), now: Self.at(0))
+        #expect(
+            registry.listenerMessage(
+                ListenerMessage.register(verifier: verifier).bytes, from: ConnectionID(2), routingID: Self.routingID,
+                now: Self.at(0), date: 1000, randomBytes: { .init(repeating: 0x33, count: $0) }) == [
+                    .close(ConnectionID(2), code: ListenerCloseCode.tooManyContacts)
+                ])
+    }
+}
