@@ -32,6 +32,7 @@ let package = Package(
         .executable(name: "passkey-bench", targets: ["PasskeyBench"]),
         .executable(name: "passkey-relay", targets: ["passkey-relay"]),
         .library(name: "CBOR", targets: ["CBOR"]),
+        .library(name: "JSON", targets: ["JSON"]),
         .library(name: "WebAuthn", targets: ["WebAuthn"]),
         .library(name: "CTAP2", targets: ["CTAP2"]),
         .library(name: "CTAPHID", targets: ["CTAPHID"]),
@@ -76,6 +77,8 @@ let package = Package(
         // Hex, base64url, a digest's bytes and durations in seconds or milliseconds, for every module above.
         .target(name: "Basics", dependencies: [crypto, cryptoExtras], swiftSettings: strictSettings),
         .target(name: "CBOR", swiftSettings: strictSettings),
+        // JSON text (RFC 8259) read strictly as JavaScript's JSON.parse reads it, written as JSON.stringify writes it.
+        .target(name: "JSON", swiftSettings: strictSettings),
         .target(name: "WebAuthn", dependencies: ["Basics", "CBOR", crypto], swiftSettings: strictSettings),
         .target(
             name: "CTAP2", dependencies: ["Basics", "CBOR", "WebAuthn", crypto, cryptoExtras],
@@ -96,17 +99,20 @@ let package = Package(
         // options JSON in, response JSON out, the decision rules, CTAP2 over injected authenticators and UI
         // (Docs/Client.md).
         .target(
-            name: "WebAuthnClient", dependencies: ["PublicSuffix", "Basics", "CBOR", "CTAP2", "WebAuthn", crypto],
+            name: "WebAuthnClient",
+            dependencies: ["PublicSuffix", "Basics", "CBOR", "CTAP2", "JSON", "WebAuthn", crypto],
             swiftSettings: strictSettings),
         // Moving passkeys between providers: the FIDO Credential Exchange Format (CXF) and the CXP ExportResponse
         // sealed with HPKE, the passphrase archive, and the Bitwarden and KeePassXC files read for import
-        // (Docs/Exchange.md). JSON comes through WebAuthnClient's strict reader.
+        // (Docs/Exchange.md).
         .target(
-            name: "CredentialExchange", dependencies: ["Basics", "CTAP2", "WebAuthnClient", crypto],
+            name: "CredentialExchange", dependencies: ["Basics", "CTAP2", "JSON", crypto],
             swiftSettings: strictSettings),
         // Associated domains: the apple-app-site-association file and its universal-link rules, Android's
         // assetlinks.json and the Smart App Banner tag, read from bytes and text (Docs/Domains.md).
-        .target(name: "AssociatedDomains", dependencies: ["Basics", "WebAuthnClient"], swiftSettings: strictSettings),
+        // WebAuthnClient only for WebOrigin, the URL Standard's origin of an assetlinks.json web target.
+        .target(
+            name: "AssociatedDomains", dependencies: ["Basics", "JSON", "WebAuthnClient"], swiftSettings: strictSettings),
         // Sharing one passkey with a person nearby: the share QR code, messages, sender and receiver (pure).
         .target(
             name: "NearbyShare", dependencies: ["Basics", "CBOR", "CTAP2", "Hybrid", "CredentialExchange", crypto],
@@ -259,7 +265,7 @@ let package = Package(
             name: "FuzzTargets",
             dependencies: [
                 "CBOR", "CTAP2", "CTAPHID", "UHID", "Hybrid", "QRImageIO", "RelayIO", "Relay", "PasskeyStoreIO",
-                "PublicSuffix", "WebAuthnClient", "CredentialExchange", "NearbyShare", "AssociatedDomains",
+                "PublicSuffix", "JSON", "WebAuthnClient", "CredentialExchange", "NearbyShare", "AssociatedDomains",
                 "AssociatedDomainsCheck", "SignedFilesIO", "PasswordRules", crypto, nioCore, nioEmbedded,
                 logging,
             ],
@@ -276,6 +282,7 @@ let package = Package(
         .testTarget(name: "TestSupportTests", dependencies: ["TestSupport"], swiftSettings: strictSettings),
         .testTarget(name: "BasicsTests", dependencies: ["Basics", crypto], swiftSettings: strictSettings),
         .testTarget(name: "CBORTests", dependencies: ["Basics", "CBOR", "TestSupport"], swiftSettings: strictSettings),
+        .testTarget(name: "JSONTests", dependencies: ["JSON"], swiftSettings: strictSettings),
         .testTarget(
             name: "WebAuthnTests", dependencies: ["Basics", "WebAuthn", "CBOR", crypto], swiftSettings: strictSettings),
         .testTarget(
@@ -290,8 +297,8 @@ let package = Package(
         .testTarget(
             name: "WebAuthnClientTests",
             dependencies: [
-                "WebAuthnClient", "PublicSuffix", "WebRelyingParty", "RelyingParty", "CTAP2", "WebAuthn", "CBOR",
-                "Basics", "TestSupport", crypto,
+                "WebAuthnClient", "JSON", "PublicSuffix", "WebRelyingParty", "RelyingParty", "CTAP2", "WebAuthn",
+                "CBOR", "Basics", "TestSupport", crypto,
             ],
             swiftSettings: strictSettings
         ),
@@ -305,7 +312,7 @@ let package = Package(
             swiftSettings: strictSettings
         ),
         .testTarget(
-            name: "CredentialExchangeTests", dependencies: ["CredentialExchange", "CTAP2", "WebAuthnClient", crypto],
+            name: "CredentialExchangeTests", dependencies: ["CredentialExchange", "CTAP2", "JSON", crypto],
             swiftSettings: strictSettings),
         .testTarget(
             name: "AssociatedDomainsTests", dependencies: ["AssociatedDomains"], swiftSettings: strictSettings),
