@@ -109,10 +109,12 @@ let package = Package(
             name: "CredentialExchange", dependencies: ["Basics", "CTAP2", "JSON", crypto],
             swiftSettings: strictSettings),
         // Associated domains: the apple-app-site-association file and its universal-link rules, Android's
-        // assetlinks.json and the Smart App Banner tag, read from bytes and text (Docs/Domains.md).
+        // assetlinks.json and the Smart App Banner tag, read from bytes and text, and checking a domain for an app
+        // (the rules, with fetching, waiting and signatures as actions; the approval table) (Docs/Domains.md).
         // WebAuthnClient only for WebOrigin, the URL Standard's origin of an assetlinks.json web target.
         .target(
-            name: "AssociatedDomains", dependencies: ["Basics", "JSON", "WebAuthnClient"], swiftSettings: strictSettings),
+            name: "AssociatedDomains", dependencies: ["Basics", "JSON", "PublicSuffix", "WebAuthnClient"],
+            swiftSettings: strictSettings),
         // Sharing one passkey with a person nearby: the share QR code, messages, sender and receiver (pure).
         .target(
             name: "NearbyShare", dependencies: ["Basics", "CBOR", "CTAP2", "Hybrid", "CredentialExchange", crypto],
@@ -121,10 +123,6 @@ let package = Package(
         // The Password Rules language (`passwordrules`, UITextInputPasswordRules) read as Apple's reference parser
         // reads it, and Safari's generated password formats; randomness comes in as a generator (Docs/Passwords.md).
         .target(name: "PasswordRules", dependencies: ["Basics"], swiftSettings: strictSettings),
-        // Checking an associated domain for an app (the rules, with fetching, waiting and signatures as actions).
-        .target(
-            name: "AssociatedDomainsCheck", dependencies: ["AssociatedDomains", "Basics", "PublicSuffix"],
-            swiftSettings: strictSettings),
 
         // MARK: NIO values, no I/O.
         // WebSocket frames from NIO's decoder to whole binary messages, for the tunnel client and the relay alike.
@@ -185,7 +183,7 @@ let package = Package(
         .target(
             name: "AssociatedDomainsIO",
             dependencies: [
-                "AssociatedDomainsCheck", "AssociatedDomains", "SignedFilesIO", "WebAuthnClient", "WebAuthnClientIO",
+                "AssociatedDomains", "SignedFilesIO", "WebAuthnClient", "WebAuthnClientIO",
                 "PasskeyStoreIO",
             ],
             swiftSettings: strictSettings
@@ -235,7 +233,7 @@ let package = Package(
                 "SecurityKeyDriver", "Hybrid", "QRImageIO", "Proximity", "HybridIO", "HybridDriver", "CrossDevice",
                 "RelayIO", "UHID", "WebRelyingParty", "WebRelyingPartyIO", "PublicSuffix", "WebAuthnClient",
                 "WebAuthnClientIO", "WebAuthnClientDriver", "CredentialExchange", "NearbyShare", "NearbyShareDriver",
-                "AssociatedDomains", "AssociatedDomainsCheck", "AssociatedDomainsIO", "SignedFilesIO", "PasswordRules",
+                "AssociatedDomains", "AssociatedDomainsIO", "SignedFilesIO", "PasswordRules",
                 argumentParser, logging, crypto,
                 nioCore,
                 nioSSL,
@@ -266,7 +264,7 @@ let package = Package(
             dependencies: [
                 "CBOR", "CTAP2", "CTAPHID", "UHID", "Hybrid", "QRImageIO", "RelayIO", "Relay", "PasskeyStoreIO",
                 "PublicSuffix", "JSON", "WebAuthnClient", "CredentialExchange", "NearbyShare", "AssociatedDomains",
-                "AssociatedDomainsCheck", "SignedFilesIO", "PasswordRules", crypto, nioCore, nioEmbedded,
+                "SignedFilesIO", "PasswordRules", crypto, nioCore, nioEmbedded,
                 logging,
             ],
             swiftSettings: strictSettings
@@ -306,7 +304,7 @@ let package = Package(
             name: "WebAuthnClientIOTests",
             dependencies: [
                 "WebAuthnClientIO", "WebAuthnClient", "PublicSuffix", "TestSupport", "AssociatedDomains",
-                "AssociatedDomainsCheck", "AssociatedDomainsIO", "SignedFilesIO", "PasskeyStoreIO", nioCore, nioPosix,
+                "AssociatedDomainsIO", "SignedFilesIO", "PasskeyStoreIO", nioCore, nioPosix,
                 nioHTTP1, nioSSL,
             ],
             swiftSettings: strictSettings
@@ -316,10 +314,6 @@ let package = Package(
             swiftSettings: strictSettings),
         .testTarget(
             name: "AssociatedDomainsTests", dependencies: ["AssociatedDomains"], swiftSettings: strictSettings),
-        .testTarget(
-            name: "AssociatedDomainsCheckTests", dependencies: ["AssociatedDomainsCheck", "AssociatedDomains"],
-            swiftSettings: strictSettings
-        ),
         .testTarget(
             name: "SignedFilesIOTests", dependencies: ["SignedFilesIO", "TestSupport"], swiftSettings: strictSettings),
         .testTarget(name: "FuzzTargetsTests", dependencies: ["FuzzTargets"], swiftSettings: strictSettings),
