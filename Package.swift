@@ -43,6 +43,7 @@ let package = Package(
         .library(name: "UHID", targets: ["UHID"]),
         .library(name: "Hybrid", targets: ["Hybrid"]),
         .library(name: "Proximity", targets: ["Proximity"]),
+        .library(name: "ProximityIO", targets: ["ProximityIO"]),
         .library(name: "HybridIO", targets: ["HybridIO"]),
         .library(name: "HybridDriver", targets: ["HybridDriver"]),
         .library(name: "CrossDevice", targets: ["CrossDevice"]),
@@ -92,6 +93,8 @@ let package = Package(
             swiftSettings: strictSettings),
         .target(name: "Hybrid", dependencies: ["Basics", "CBOR", crypto, cryptoExtras], swiftSettings: strictSettings),
         .target(name: "Relay", dependencies: ["Basics", "Hybrid"], swiftSettings: strictSettings),
+        // The BLE radio protocol (advertiser, scanner, `--ble` modes) and the HCI command and event codecs.
+        .target(name: "Proximity", dependencies: ["Basics"], swiftSettings: strictSettings),
         // The Public Suffix List's format and algorithm, and RFC 3492 Punycode for its Unicode rules; the list comes
         // in as text or bytes.
         .target(name: "PublicSuffix", swiftSettings: strictSettings),
@@ -134,10 +137,11 @@ let package = Package(
         .systemLibrary(name: "CPNG", pkgConfig: "libpng", providers: [.apt(["libpng-dev"])]),
         .target(name: "QRImageIO", dependencies: ["CQRencode", "CZbar", "CPNG"], swiftSettings: strictSettings),
         .systemLibrary(name: "CBlueZ", pkgConfig: "bluez", providers: [.apt(["libbluetooth-dev"])]),
-        // The radio protocol and both radios: BlueZ's raw HCI socket (pure codecs apart from the socket loop) and the
-        // simulated radio over UDP.
+        // Both radios: BlueZ's raw HCI socket and the simulated radio over UDP, and `Radio`, which opens the one a
+        // `--ble` mode names.
         .target(
-            name: "Proximity", dependencies: ["Basics", "CBlueZ", nioCore, nioPosix], swiftSettings: strictSettings),
+            name: "ProximityIO", dependencies: ["Basics", "CBlueZ", "Proximity", nioCore, nioPosix],
+            swiftSettings: strictSettings),
         // <linux/uhid.h> sizes and offsets, for UHIDTests only (the header comes with linux-libc-dev).
         .systemLibrary(name: "CUHIDHeader", providers: [.apt(["linux-libc-dev"])]),
         .systemLibrary(name: "CSQLite", pkgConfig: "sqlite3", providers: [.apt(["libsqlite3-dev"])]),
@@ -230,8 +234,9 @@ let package = Package(
             name: "passkey",
             dependencies: [
                 "Basics", "CBOR", "WebAuthn", "CTAP2", "CTAPHID", "RelyingParty", "PasskeyStoreIO", "CTAPHIDIO",
-                "SecurityKeyDriver", "Hybrid", "QRImageIO", "Proximity", "HybridIO", "HybridDriver", "CrossDevice",
-                "RelayIO", "UHID", "WebRelyingParty", "WebRelyingPartyIO", "PublicSuffix", "WebAuthnClient",
+                "SecurityKeyDriver", "Hybrid", "QRImageIO", "Proximity", "ProximityIO", "HybridIO", "HybridDriver",
+                "CrossDevice", "RelayIO", "UHID", "WebRelyingParty", "WebRelyingPartyIO", "PublicSuffix",
+                "WebAuthnClient",
                 "WebAuthnClientIO", "WebAuthnClientDriver", "CredentialExchange", "NearbyShare", "NearbyShareDriver",
                 "AssociatedDomains", "AssociatedDomainsIO", "SignedFilesIO", "PasswordRules",
                 argumentParser, logging, crypto,
@@ -251,8 +256,8 @@ let package = Package(
             name: "PasskeyBench",
             dependencies: [
                 "Basics", "CBOR", "WebAuthn", "CTAP2", "PasskeyStoreIO", "Hybrid", "CrossDevice", "HybridIO",
-                "HybridDriver", "Proximity", "RelayIO", "Relay", "RelyingParty", "PublicSuffix", "WebAuthnClient",
-                "WebAuthnClientIO", crypto, argumentParser, nioCore, nioPosix, logging,
+                "HybridDriver", "Proximity", "ProximityIO", "RelayIO", "Relay", "RelyingParty", "PublicSuffix",
+                "WebAuthnClient", "WebAuthnClientIO", crypto, argumentParser, nioCore, nioPosix, logging,
             ],
             swiftSettings: strictSettings
         ),
@@ -320,7 +325,7 @@ let package = Package(
         .testTarget(
             name: "HybridIOTests",
             dependencies: [
-                "HybridIO", "HybridDriver", "CrossDevice", "RelayIO", "Relay", "Hybrid", "Proximity",
+                "HybridIO", "HybridDriver", "CrossDevice", "RelayIO", "Relay", "Hybrid", "Proximity", "ProximityIO",
                 "CTAP2", "RelyingParty", "WebSocketMessages", "TestSupport", crypto, nioCore, nioPosix, nioHTTP1,
                 nioSSL, nioEmbedded, nioWebSocket, logging,
             ],
@@ -384,7 +389,7 @@ let package = Package(
         .testTarget(name: "UHIDTests", dependencies: ["UHID", "CUHIDHeader"], swiftSettings: strictSettings),
         .testTarget(
             name: "ProximityTests",
-            dependencies: ["Proximity", "CBlueZ", "Hybrid", "TestSupport", nioCore, nioEmbedded],
+            dependencies: ["Proximity", "ProximityIO", "CBlueZ", "Hybrid", "TestSupport", nioCore, nioEmbedded],
             swiftSettings: strictSettings
         ),
         .testTarget(

@@ -7,6 +7,7 @@ import Hybrid
 import HybridDriver
 import PasskeyStoreIO
 import Proximity
+import ProximityIO
 import PublicSuffix
 import SecurityKeyDriver
 import Synchronization

@@ -7,6 +7,7 @@ import HybridDriver
 import HybridIO
 import PasskeyStoreIO
 import Proximity
+import ProximityIO
 
 extension Passkey {
     struct Listen: AsyncParsableCommand {

@@ -8,6 +8,7 @@ import PasskeyStoreIO
 import HybridDriver
 import HybridIO
 import Proximity
+import ProximityIO
 import QRImageIO
 
 extension Passkey {
