@@ -131,22 +131,31 @@ let package = Package(
         // WebSocket frames from NIO's decoder to whole binary messages, for the tunnel client and the relay alike.
         .target(name: "WebSocketMessages", dependencies: [nioCore, nioWebSocket], swiftSettings: strictSettings),
 
+        // MARK: C shims: system libraries' headers, and libFuzzer's entry point, all under Sources/C.
+        .systemLibrary(
+            name: "CQRencode", path: "Sources/C/CQRencode", pkgConfig: "libqrencode",
+            providers: [.apt(["libqrencode-dev"])]),
+        .systemLibrary(name: "CZbar", path: "Sources/C/CZbar", pkgConfig: "zbar", providers: [.apt(["libzbar-dev"])]),
+        .systemLibrary(name: "CPNG", path: "Sources/C/CPNG", pkgConfig: "libpng", providers: [.apt(["libpng-dev"])]),
+        .systemLibrary(
+            name: "CBlueZ", path: "Sources/C/CBlueZ", pkgConfig: "bluez", providers: [.apt(["libbluetooth-dev"])]),
+        // <linux/uhid.h> sizes and offsets, for UHIDTests only (the header comes with linux-libc-dev).
+        .systemLibrary(name: "CUHIDHeader", path: "Sources/C/CUHIDHeader", providers: [.apt(["linux-libc-dev"])]),
+        .systemLibrary(
+            name: "CSQLite", path: "Sources/C/CSQLite", pkgConfig: "sqlite3", providers: [.apt(["libsqlite3-dev"])]),
+        // OpenSSL's libcrypto for CMS (its symbols do not clash with swift-crypto's prefixed BoringSSL).
+        .systemLibrary(
+            name: "COpenSSL", path: "Sources/C/COpenSSL", pkgConfig: "libcrypto", providers: [.apt(["libssl-dev"])]),
+        // LLVMFuzzerRunDriver through a weak reference, so that the ordinary build links without libFuzzer.
+        .target(name: "CFuzzerDriver", path: "Sources/C/CFuzzerDriver"),
+
         // MARK: I/O adapters: sockets, files, radios, C libraries.
-        .systemLibrary(name: "CQRencode", pkgConfig: "libqrencode", providers: [.apt(["libqrencode-dev"])]),
-        .systemLibrary(name: "CZbar", pkgConfig: "zbar", providers: [.apt(["libzbar-dev"])]),
-        .systemLibrary(name: "CPNG", pkgConfig: "libpng", providers: [.apt(["libpng-dev"])]),
         .target(name: "QRImageIO", dependencies: ["CQRencode", "CZbar", "CPNG"], swiftSettings: strictSettings),
-        .systemLibrary(name: "CBlueZ", pkgConfig: "bluez", providers: [.apt(["libbluetooth-dev"])]),
         // Both radios: BlueZ's raw HCI socket and the simulated radio over UDP, and `Radio`, which opens the one a
         // `--ble` mode names.
         .target(
             name: "ProximityIO", dependencies: ["Basics", "CBlueZ", "Proximity", nioCore, nioPosix],
             swiftSettings: strictSettings),
-        // <linux/uhid.h> sizes and offsets, for UHIDTests only (the header comes with linux-libc-dev).
-        .systemLibrary(name: "CUHIDHeader", providers: [.apt(["linux-libc-dev"])]),
-        .systemLibrary(name: "CSQLite", pkgConfig: "sqlite3", providers: [.apt(["libsqlite3-dev"])]),
-        // OpenSSL's libcrypto for CMS (its symbols do not clash with swift-crypto's prefixed BoringSSL).
-        .systemLibrary(name: "COpenSSL", pkgConfig: "libcrypto", providers: [.apt(["libssl-dev"])]),
         // CMS SignedData files (the signed apple-app-site-association): verify against a trust store and for a
         // domain, and sign, through OpenSSL.
         .target(name: "SignedFilesIO", dependencies: ["Basics", "COpenSSL"], swiftSettings: strictSettings),
@@ -263,7 +272,6 @@ let package = Package(
         ),
 
         // MARK: Fuzzing: one target per parser and state machine (Tools/fuzz builds it with libFuzzer).
-        .target(name: "CFuzzerDriver"),
         .target(
             name: "FuzzTargets",
             dependencies: [
