@@ -244,9 +244,9 @@ let package = Package(
             dependencies: [
                 "Basics", "CBOR", "WebAuthn", "CTAP2", "CTAPHID", "RelyingParty", "PasskeyStoreIO", "CTAPHIDIO",
                 "SecurityKeyDriver", "Hybrid", "QRImageIO", "Proximity", "ProximityIO", "HybridIO", "HybridDriver",
-                "CrossDevice", "RelayIO", "UHID", "WebRelyingParty", "WebRelyingPartyIO", "PublicSuffix",
-                "WebAuthnClient",
-                "WebAuthnClientIO", "WebAuthnClientDriver", "CredentialExchange", "NearbyShare", "NearbyShareDriver",
+                "CrossDevice", "RelayIO", "UHID", "WebRelyingParty", "WebRelyingPartyIO", "PublicSuffix", "JSON",
+                "WebAuthnClient", "WebAuthnClientIO", "WebAuthnClientDriver", "CredentialExchange", "NearbyShare",
+                "NearbyShareDriver",
                 "AssociatedDomains", "AssociatedDomainsIO", "SignedFilesIO", "PasswordRules",
                 argumentParser, logging, crypto,
                 nioCore,
