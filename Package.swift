@@ -32,6 +32,7 @@ let package = Package(
         .executable(name: "passkey-bench", targets: ["PasskeyBench"]),
         .executable(name: "passkey-relay", targets: ["passkey-relay"]),
         .library(name: "CBOR", targets: ["CBOR"]),
+        .library(name: "JSON", targets: ["JSON"]),
         .library(name: "WebAuthn", targets: ["WebAuthn"]),
         .library(name: "CTAP2", targets: ["CTAP2"]),
         .library(name: "CTAPHID", targets: ["CTAPHID"]),
@@ -42,6 +43,7 @@ let package = Package(
         .library(name: "UHID", targets: ["UHID"]),
         .library(name: "Hybrid", targets: ["Hybrid"]),
         .library(name: "Proximity", targets: ["Proximity"]),
+        .library(name: "ProximityIO", targets: ["ProximityIO"]),
         .library(name: "HybridIO", targets: ["HybridIO"]),
         .library(name: "HybridDriver", targets: ["HybridDriver"]),
         .library(name: "CrossDevice", targets: ["CrossDevice"]),
@@ -76,6 +78,8 @@ let package = Package(
         // Hex, base64url, a digest's bytes and durations in seconds or milliseconds, for every module above.
         .target(name: "Basics", dependencies: [crypto, cryptoExtras], swiftSettings: strictSettings),
         .target(name: "CBOR", swiftSettings: strictSettings),
+        // JSON text (RFC 8259) read strictly as JavaScript's JSON.parse reads it, written as JSON.stringify writes it.
+        .target(name: "JSON", swiftSettings: strictSettings),
         .target(name: "WebAuthn", dependencies: ["Basics", "CBOR", crypto], swiftSettings: strictSettings),
         .target(
             name: "CTAP2", dependencies: ["Basics", "CBOR", "WebAuthn", crypto, cryptoExtras],
@@ -89,6 +93,8 @@ let package = Package(
             swiftSettings: strictSettings),
         .target(name: "Hybrid", dependencies: ["Basics", "CBOR", crypto, cryptoExtras], swiftSettings: strictSettings),
         .target(name: "Relay", dependencies: ["Basics", "Hybrid"], swiftSettings: strictSettings),
+        // The BLE radio protocol (advertiser, scanner, `--ble` modes) and the HCI command and event codecs.
+        .target(name: "Proximity", dependencies: ["Basics"], swiftSettings: strictSettings),
         // The Public Suffix List's format and algorithm, and RFC 3492 Punycode for its Unicode rules; the list comes
         // in as text or bytes.
         .target(name: "PublicSuffix", swiftSettings: strictSettings),
@@ -96,17 +102,22 @@ let package = Package(
         // options JSON in, response JSON out, the decision rules, CTAP2 over injected authenticators and UI
         // (Docs/Client.md).
         .target(
-            name: "WebAuthnClient", dependencies: ["PublicSuffix", "Basics", "CBOR", "CTAP2", "WebAuthn", crypto],
+            name: "WebAuthnClient",
+            dependencies: ["PublicSuffix", "Basics", "CBOR", "CTAP2", "JSON", "WebAuthn", crypto],
             swiftSettings: strictSettings),
         // Moving passkeys between providers: the FIDO Credential Exchange Format (CXF) and the CXP ExportResponse
         // sealed with HPKE, the passphrase archive, and the Bitwarden and KeePassXC files read for import
-        // (Docs/Exchange.md). JSON comes through WebAuthnClient's strict reader.
+        // (Docs/Exchange.md).
         .target(
-            name: "CredentialExchange", dependencies: ["Basics", "CTAP2", "WebAuthnClient", crypto],
+            name: "CredentialExchange", dependencies: ["Basics", "CTAP2", "JSON", crypto],
             swiftSettings: strictSettings),
         // Associated domains: the apple-app-site-association file and its universal-link rules, Android's
-        // assetlinks.json and the Smart App Banner tag, read from bytes and text (Docs/Domains.md).
-        .target(name: "AssociatedDomains", dependencies: ["Basics", "WebAuthnClient"], swiftSettings: strictSettings),
+        // assetlinks.json and the Smart App Banner tag, read from bytes and text, and checking a domain for an app
+        // (the rules, with fetching, waiting and signatures as actions; the approval table) (Docs/Domains.md).
+        // WebAuthnClient only for WebOrigin, the URL Standard's origin of an assetlinks.json web target.
+        .target(
+            name: "AssociatedDomains", dependencies: ["Basics", "JSON", "PublicSuffix", "WebAuthnClient"],
+            swiftSettings: strictSettings),
         // Sharing one passkey with a person nearby: the share QR code, messages, sender and receiver (pure).
         .target(
             name: "NearbyShare", dependencies: ["Basics", "CBOR", "CTAP2", "Hybrid", "CredentialExchange", crypto],
@@ -115,33 +126,39 @@ let package = Package(
         // The Password Rules language (`passwordrules`, UITextInputPasswordRules) read as Apple's reference parser
         // reads it, and Safari's generated password formats; randomness comes in as a generator (Docs/Passwords.md).
         .target(name: "PasswordRules", dependencies: ["Basics"], swiftSettings: strictSettings),
-        // Checking an associated domain for an app (the rules, with fetching, waiting and signatures as actions).
-        .target(
-            name: "AssociatedDomainsCheck", dependencies: ["AssociatedDomains", "Basics", "PublicSuffix"],
-            swiftSettings: strictSettings),
 
         // MARK: NIO values, no I/O.
         // WebSocket frames from NIO's decoder to whole binary messages, for the tunnel client and the relay alike.
         .target(name: "WebSocketMessages", dependencies: [nioCore, nioWebSocket], swiftSettings: strictSettings),
 
-        // MARK: I/O adapters: sockets, files, radios, C libraries.
-        .systemLibrary(name: "CQRencode", pkgConfig: "libqrencode", providers: [.apt(["libqrencode-dev"])]),
-        .systemLibrary(name: "CZbar", pkgConfig: "zbar", providers: [.apt(["libzbar-dev"])]),
-        .systemLibrary(name: "CPNG", pkgConfig: "libpng", providers: [.apt(["libpng-dev"])]),
-        .target(name: "QRImageIO", dependencies: ["CQRencode", "CZbar", "CPNG"], swiftSettings: strictSettings),
-        .systemLibrary(name: "CBlueZ", pkgConfig: "bluez", providers: [.apt(["libbluetooth-dev"])]),
-        // The radio protocol and both radios: BlueZ's raw HCI socket (pure codecs apart from the socket loop) and the
-        // simulated radio over UDP.
-        .target(
-            name: "Proximity", dependencies: ["Basics", "CBlueZ", nioCore, nioPosix], swiftSettings: strictSettings),
+        // MARK: C shims: system libraries' headers, and libFuzzer's entry point, all under Sources/C.
+        .systemLibrary(
+            name: "CQRencode", path: "Sources/C/CQRencode", pkgConfig: "libqrencode",
+            providers: [.apt(["libqrencode-dev"])]),
+        .systemLibrary(name: "CZbar", path: "Sources/C/CZbar", pkgConfig: "zbar", providers: [.apt(["libzbar-dev"])]),
+        .systemLibrary(name: "CPNG", path: "Sources/C/CPNG", pkgConfig: "libpng", providers: [.apt(["libpng-dev"])]),
+        .systemLibrary(
+            name: "CBlueZ", path: "Sources/C/CBlueZ", pkgConfig: "bluez", providers: [.apt(["libbluetooth-dev"])]),
         // <linux/uhid.h> sizes and offsets, for UHIDTests only (the header comes with linux-libc-dev).
-        .systemLibrary(name: "CUHIDHeader", providers: [.apt(["linux-libc-dev"])]),
-        .systemLibrary(name: "CSQLite", pkgConfig: "sqlite3", providers: [.apt(["libsqlite3-dev"])]),
+        .systemLibrary(name: "CUHIDHeader", path: "Sources/C/CUHIDHeader", providers: [.apt(["linux-libc-dev"])]),
+        .systemLibrary(
+            name: "CSQLite", path: "Sources/C/CSQLite", pkgConfig: "sqlite3", providers: [.apt(["libsqlite3-dev"])]),
+        // OpenSSL's libcrypto for CMS (its symbols do not clash with swift-crypto's prefixed BoringSSL).
+        .systemLibrary(
+            name: "COpenSSL", path: "Sources/C/COpenSSL", pkgConfig: "libcrypto", providers: [.apt(["libssl-dev"])]),
+        // LLVMFuzzerRunDriver through a weak reference, so that the ordinary build links without libFuzzer.
+        .target(name: "CFuzzerDriver", path: "Sources/C/CFuzzerDriver"),
+
+        // MARK: I/O adapters: sockets, files, radios, C libraries.
+        .target(name: "QRImageIO", dependencies: ["CQRencode", "CZbar", "CPNG"], swiftSettings: strictSettings),
         // Every file the provider keeps, named once (`PasskeyFiles`), and the one owner-only reader and writer
         // (`OwnerOnlyFile`: 0600 files, 0700 directories, temporary file, fsync, rename, fsync of the directory).
         .target(name: "PasskeyFilesIO", swiftSettings: strictSettings),
-        // OpenSSL's libcrypto for CMS (its symbols do not clash with swift-crypto's prefixed BoringSSL).
-        .systemLibrary(name: "COpenSSL", pkgConfig: "libcrypto", providers: [.apt(["libssl-dev"])]),
+        // Both radios: BlueZ's raw HCI socket and the simulated radio over UDP, and `Radio`, which opens the one a
+        // `--ble` mode names.
+        .target(
+            name: "ProximityIO", dependencies: ["Basics", "CBlueZ", "Proximity", nioCore, nioPosix],
+            swiftSettings: strictSettings),
         // CMS SignedData files (the signed apple-app-site-association): verify against a trust store and for a
         // domain, and sign, through OpenSSL.
         .target(name: "SignedFilesIO", dependencies: ["Basics", "COpenSSL"], swiftSettings: strictSettings),
@@ -160,8 +177,8 @@ let package = Package(
         .target(
             name: "RelayIO",
             dependencies: [
-                "Basics", "Relay", "Hybrid", "WebSocketMessages", "PasskeyFilesIO", nioCore, nioPosix, nioHTTP1, nioWebSocket, nioSSL,
-                logging, metrics, prometheus, serviceLifecycle,
+                "Basics", "Relay", "Hybrid", "WebSocketMessages", "PasskeyFilesIO", nioCore, nioPosix, nioHTTP1,
+                nioWebSocket, nioSSL, logging, metrics, prometheus, serviceLifecycle,
             ],
             swiftSettings: strictSettings
         ),
@@ -182,7 +199,7 @@ let package = Package(
         .target(
             name: "AssociatedDomainsIO",
             dependencies: [
-                "AssociatedDomainsCheck", "AssociatedDomains", "SignedFilesIO", "WebAuthnClient", "WebAuthnClientIO",
+                "AssociatedDomains", "SignedFilesIO", "WebAuthnClient", "WebAuthnClientIO",
                 "PasskeyStoreIO", "PasskeyFilesIO",
             ],
             swiftSettings: strictSettings
@@ -223,8 +240,8 @@ let package = Package(
         .target(
             name: "PasskeyProvider",
             dependencies: [
-                "Basics", "CTAP2", "CTAPHID", "Hybrid", "HybridDriver", "Proximity", "PasskeyStoreIO", "PasskeyFilesIO",
-                crypto,
+                "Basics", "CTAP2", "CTAPHID", "Hybrid", "HybridDriver", "Proximity", "PasskeyStoreIO",
+                "PasskeyFilesIO", crypto,
             ],
             swiftSettings: strictSettings
         ),
@@ -239,11 +256,12 @@ let package = Package(
             name: "passkey",
             dependencies: [
                 "Basics", "CBOR", "WebAuthn", "CTAP2", "CTAPHID", "RelyingParty", "PasskeyStoreIO", "CTAPHIDIO",
-                "SecurityKeyDriver", "Hybrid", "QRImageIO", "Proximity", "HybridIO", "HybridDriver", "CrossDevice",
-                "RelayIO", "UHID", "WebRelyingParty", "WebRelyingPartyIO", "PublicSuffix", "WebAuthnClient",
-                "WebAuthnClientIO", "WebAuthnClientDriver", "CredentialExchange", "NearbyShare", "NearbyShareDriver",
-                "AssociatedDomains", "AssociatedDomainsCheck", "AssociatedDomainsIO", "SignedFilesIO", "PasswordRules",
-                "PasskeyFilesIO", "PasskeyProvider", argumentParser, logging, crypto,
+                "SecurityKeyDriver", "Hybrid", "QRImageIO", "Proximity", "ProximityIO", "HybridIO", "HybridDriver",
+                "CrossDevice", "RelayIO", "UHID", "WebRelyingParty", "WebRelyingPartyIO", "PublicSuffix", "JSON",
+                "WebAuthnClient", "WebAuthnClientIO", "WebAuthnClientDriver", "CredentialExchange", "NearbyShare",
+                "NearbyShareDriver",
+                "AssociatedDomains", "AssociatedDomainsIO", "SignedFilesIO", "PasswordRules", "PasskeyFilesIO",
+                "PasskeyProvider", argumentParser, logging, crypto,
                 nioCore,
                 nioSSL,
             ],
@@ -260,20 +278,20 @@ let package = Package(
             name: "PasskeyBench",
             dependencies: [
                 "Basics", "CBOR", "WebAuthn", "CTAP2", "PasskeyStoreIO", "Hybrid", "CrossDevice", "HybridIO",
-                "HybridDriver", "Proximity", "RelayIO", "Relay", "RelyingParty", "PublicSuffix", "WebAuthnClient",
-                "WebAuthnClientIO", "PasskeyFilesIO", crypto, argumentParser, nioCore, nioPosix, logging,
+                "HybridDriver", "Proximity", "ProximityIO", "RelayIO", "Relay", "RelyingParty", "PublicSuffix",
+                "WebAuthnClient", "WebAuthnClientIO", "PasskeyFilesIO", crypto, argumentParser, nioCore, nioPosix,
+                logging,
             ],
             swiftSettings: strictSettings
         ),
 
         // MARK: Fuzzing: one target per parser and state machine (Tools/fuzz builds it with libFuzzer).
-        .target(name: "CFuzzerDriver"),
         .target(
             name: "FuzzTargets",
             dependencies: [
                 "CBOR", "CTAP2", "CTAPHID", "UHID", "Hybrid", "QRImageIO", "RelayIO", "Relay", "PasskeyStoreIO",
-                "PublicSuffix", "WebAuthnClient", "CredentialExchange", "NearbyShare", "AssociatedDomains",
-                "AssociatedDomainsCheck", "SignedFilesIO", "PasswordRules", "PasskeyFilesIO", crypto, nioCore, nioEmbedded,
+                "PublicSuffix", "JSON", "WebAuthnClient", "CredentialExchange", "NearbyShare", "AssociatedDomains",
+                "SignedFilesIO", "PasswordRules", "PasskeyFilesIO", crypto, nioCore, nioEmbedded,
                 logging,
             ],
             swiftSettings: strictSettings
@@ -291,6 +309,7 @@ let package = Package(
         .testTarget(
             name: "PasskeyFilesIOTests", dependencies: ["PasskeyFilesIO", "TestSupport"], swiftSettings: strictSettings),
         .testTarget(name: "CBORTests", dependencies: ["Basics", "CBOR", "TestSupport"], swiftSettings: strictSettings),
+        .testTarget(name: "JSONTests", dependencies: ["JSON"], swiftSettings: strictSettings),
         .testTarget(
             name: "WebAuthnTests", dependencies: ["Basics", "WebAuthn", "CBOR", crypto], swiftSettings: strictSettings),
         .testTarget(
@@ -305,8 +324,8 @@ let package = Package(
         .testTarget(
             name: "WebAuthnClientTests",
             dependencies: [
-                "WebAuthnClient", "PublicSuffix", "WebRelyingParty", "RelyingParty", "CTAP2", "WebAuthn", "CBOR",
-                "Basics", "TestSupport", crypto,
+                "WebAuthnClient", "JSON", "PublicSuffix", "WebRelyingParty", "RelyingParty", "CTAP2", "WebAuthn",
+                "CBOR", "Basics", "TestSupport", crypto,
             ],
             swiftSettings: strictSettings
         ),
@@ -314,27 +333,23 @@ let package = Package(
             name: "WebAuthnClientIOTests",
             dependencies: [
                 "WebAuthnClientIO", "WebAuthnClient", "PublicSuffix", "TestSupport", "AssociatedDomains",
-                "AssociatedDomainsCheck", "AssociatedDomainsIO", "SignedFilesIO", "PasskeyFilesIO", nioCore, nioPosix,
+                "AssociatedDomainsIO", "SignedFilesIO", "PasskeyStoreIO", "PasskeyFilesIO", nioCore, nioPosix,
                 nioHTTP1, nioSSL,
             ],
             swiftSettings: strictSettings
         ),
         .testTarget(
-            name: "CredentialExchangeTests", dependencies: ["CredentialExchange", "CTAP2", "WebAuthnClient", crypto],
+            name: "CredentialExchangeTests", dependencies: ["CredentialExchange", "CTAP2", "JSON", crypto],
             swiftSettings: strictSettings),
         .testTarget(
             name: "AssociatedDomainsTests", dependencies: ["AssociatedDomains"], swiftSettings: strictSettings),
-        .testTarget(
-            name: "AssociatedDomainsCheckTests", dependencies: ["AssociatedDomainsCheck", "AssociatedDomains"],
-            swiftSettings: strictSettings
-        ),
         .testTarget(
             name: "SignedFilesIOTests", dependencies: ["SignedFilesIO", "TestSupport"], swiftSettings: strictSettings),
         .testTarget(name: "FuzzTargetsTests", dependencies: ["FuzzTargets"], swiftSettings: strictSettings),
         .testTarget(
             name: "HybridIOTests",
             dependencies: [
-                "HybridIO", "HybridDriver", "CrossDevice", "RelayIO", "Relay", "Hybrid", "Proximity",
+                "HybridIO", "HybridDriver", "CrossDevice", "RelayIO", "Relay", "Hybrid", "Proximity", "ProximityIO",
                 "CTAP2", "RelyingParty", "WebSocketMessages", "TestSupport", crypto, nioCore, nioPosix, nioHTTP1,
                 nioSSL, nioEmbedded, nioWebSocket, logging,
             ],
@@ -356,7 +371,7 @@ let package = Package(
             name: "PasskeyProviderTests",
             dependencies: [
                 "PasskeyProvider", "PasskeyStoreIO", "PasskeyFilesIO", "HybridDriver", "HybridIO", "Hybrid",
-                "Proximity", "CTAP2", "HybridTestSupport", "TestSupport", crypto,
+                "Proximity", "CTAP2", "CTAPHID", "CBOR", "HybridTestSupport", "TestSupport", crypto,
             ],
             swiftSettings: strictSettings
         ),
@@ -410,7 +425,7 @@ let package = Package(
         .testTarget(name: "UHIDTests", dependencies: ["UHID", "CUHIDHeader"], swiftSettings: strictSettings),
         .testTarget(
             name: "ProximityTests",
-            dependencies: ["Proximity", "CBlueZ", "Hybrid", "TestSupport", nioCore, nioEmbedded],
+            dependencies: ["Proximity", "ProximityIO", "CBlueZ", "Hybrid", "TestSupport", nioCore, nioEmbedded],
             swiftSettings: strictSettings
         ),
         .testTarget(

@@ -1,4 +1,4 @@
-import WebAuthnClient
+import JSON
 
 /// An `apple-app-site-association` file: which apps the domain names for each service, and the universal-link
 /// patterns of each app.

@@ -1,3 +1,4 @@
+import JSON
 import WebAuthnClient
 
 /// Android's Digital Asset Links statement list, as a site serves it at `/.well-known/assetlinks.json`: which apps

@@ -1,6 +1,6 @@
-import WebAuthnClient
+import JSON
 
-/// Reading association files: the strict RFC 8259 reader of `WebAuthnClient`, with a size limit, and members read
+/// Reading association files: the strict RFC 8259 reader of `JSON`, with a size limit, and members read
 /// with the JSON path that errors name.
 enum AssociationJSON {
     /// Parses `bytes` as one JSON value, at most `maximumBytes` long and 32 levels deep.
@@ -15,7 +15,7 @@ enum AssociationJSON {
         do {
             return try JSONValue(parsing: bytes, limits: limits)
         } catch {
-            throw AssociationFileError(.malformedJSON, "the \(what) is not valid JSON (\(error.explanation))")
+            throw AssociationFileError(.malformedJSON, "the \(what) is not valid JSON (\(error))")
         }
     }
 

@@ -1,5 +1,4 @@
 import AssociatedDomains
-import AssociatedDomainsCheck
 import PasskeyStoreIO
 
 /// The approval table that `passkey domains check` keeps, as the shared web credentials rules read it: the domains

@@ -1,6 +1,7 @@
-import AssociatedDomainsCheck
+import AssociatedDomains
 import Foundation
 import PasskeyFilesIO
+import PasskeyStoreIO
 
 /// The approval table as a JSON file (`PasskeyFiles.domainApprovals`, `domains.json` beside the passkey store),
 /// read and written through `OwnerOnlyFile`: mode 0600, replaced atomically.

@@ -1,4 +1,4 @@
-import AssociatedDomainsCheck
+import AssociatedDomains
 import SignedFilesIO
 import WebAuthnClient
 import WebAuthnClientIO

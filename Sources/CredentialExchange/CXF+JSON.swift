@@ -1,5 +1,5 @@
 import Basics
-import WebAuthnClient
+import JSON
 
 // The JSON form of CXF: member names as the spec spells them, byte strings as unpadded base64url, times as whole
 // seconds. Reading is strict where the spec is (required members, `type` on every credential, major version 1) and

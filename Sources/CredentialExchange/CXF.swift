@@ -1,4 +1,4 @@
-import WebAuthnClient
+import JSON
 
 /// The FIDO Alliance Credential Exchange Format (CXF), version 1.0 (review draft): the JSON document one credential
 /// provider writes and another reads (https://fidoalliance.org/specs/cx/cxf-v1.0-rd-20250313.html).

@@ -1,6 +1,6 @@
 import Basics
 import Crypto
-import WebAuthnClient
+import JSON
 
 /// The Credential Exchange Protocol (CXP, working draft) `ExportResponse`: a CXF document sealed with HPKE to the
 /// importing provider's public key, in the JSON shape CXP gives it.

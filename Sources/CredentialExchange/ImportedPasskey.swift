@@ -2,7 +2,7 @@ import Basics
 import CTAP2
 import Crypto
 import Foundation
-import WebAuthnClient
+import JSON
 
 /// A passkey read from an import file and checked, ready to add to a store.
 public struct ImportedPasskey: Sendable {

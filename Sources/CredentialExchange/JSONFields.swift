@@ -1,5 +1,5 @@
 import Basics
-import WebAuthnClient
+import JSON
 
 /// The members of one JSON object, read with the path that error messages name (`accounts[0].items[1].title`).
 ///
@@ -95,7 +95,7 @@ struct JSONFields {
     }
 }
 
-/// Parsing JSON text for the exchange formats: the strict RFC 8259 reader of `WebAuthnClient`, with limits for
+/// Parsing JSON text for the exchange formats: the strict RFC 8259 reader of `JSON`, with limits for
 /// files (import files are bigger than WebAuthn options).
 enum ExchangeJSON {
     /// The largest JSON text read: 32 MiB, far above thousands of passkeys.
@@ -112,7 +112,7 @@ enum ExchangeJSON {
         do {
             return try JSONValue(parsing: bytes, limits: limits)
         } catch {
-            throw ExchangeError(.malformedJSON, "\(what) is not valid JSON (\(error.explanation))")
+            throw ExchangeError(.malformedJSON, "\(what) is not valid JSON (\(error))")
         }
     }
 

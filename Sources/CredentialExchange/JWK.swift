@@ -1,7 +1,7 @@
 import Basics
 import Crypto
 import Foundation
-import WebAuthnClient
+import JSON
 
 // P-256 keys as JSON Web Keys (RFC 7517, RFC 7518 §6.2): `{"kty":"EC","crv":"P-256","x":…,"y":…}`, with `d` for a
 // private key. The form CXP uses for an importer's HPKE key, and `passkey import-key new` writes.

@@ -1,6 +1,6 @@
 import Basics
 import Foundation
-import WebAuthnClient
+import JSON
 
 /// Bitwarden's unencrypted JSON export (`bw export --format json`, or the web vault's "File format: .json"): each
 /// login item's `login.fido2Credentials[]` is one passkey.

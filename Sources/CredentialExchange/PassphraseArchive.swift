@@ -1,7 +1,7 @@
 import Basics
 import Crypto
 import Foundation
-import WebAuthnClient
+import JSON
 
 /// A passphrase-protected backup of a CXF document: JSON holding the scrypt parameters, the salt, the AES-256-GCM
 /// nonce and the ciphertext.

@@ -1,3 +1,4 @@
+import JSON
 import WebAuthnClient
 
 /// The WebAuthn client's input: options JSON as relying parties' servers write it.
@@ -70,10 +71,11 @@ enum ClientOptionsTargets {
         do {
             _ = try JSONValue(parsing: input)
         } catch {
+            let refusal = ClientError(error)
             expect(
-                error.name == .syntaxError || error.name == .typeError,
-                "unparseable JSON raised \(error.name.rawValue)")
-            check(error)
+                refusal.name == .syntaxError || refusal.name == .typeError,
+                "unparseable JSON raised \(refusal.name.rawValue)")
+            check(refusal)
         }
     }
 

@@ -1,6 +1,7 @@
 import CBOR
 import CTAP2
 import Foundation
+import JSON
 import Synchronization
 import WebAuthnClient
 

@@ -2,7 +2,7 @@ import CTAP2
 import CredentialExchange
 import Crypto
 import Foundation
-import WebAuthnClient
+import JSON
 
 /// The credential exchange readers: CXF documents and CXP export responses, passphrase archives, and the Bitwarden
 /// and KeePassXC files `passkey import` reads. Whatever a reader accepts must write back to what it read, and every

@@ -1,7 +1,8 @@
 /// Bluetooth LE proximity for hybrid sign-in, behind one small protocol: the authenticator advertises the
-/// encrypted caBLE service data, the client scans for it. Both radios live in this module beside the protocol:
-/// BlueZ's raw HCI socket (`BlueZ/`, `--ble hci[:N]`) and a simulated radio over UDP (`Simulated/`,
-/// `--ble sim[:HOST:PORT]`); `Radio` opens the one a `--ble` mode names (Docs/Proximity.md).
+/// encrypted caBLE service data, the client scans for it. This module is the protocol, the `--ble` modes and the HCI
+/// codecs (`HCI/`), all pure; the radios live in `ProximityIO`: BlueZ's raw HCI socket (`BlueZ/`, `--ble hci[:N]`)
+/// and a simulated radio over UDP (`Simulated/`, `--ble sim[:HOST:PORT]`), and `Radio` opens the one a `--ble` mode
+/// names (Docs/Proximity.md).
 ///
 /// Both carry LE *advertising data*: the AD structures a controller puts in an advertising PDU, at most 31 bytes.
 /// Callers build and parse it with `Hybrid.AdvertisingData`.

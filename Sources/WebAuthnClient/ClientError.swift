@@ -1,4 +1,5 @@
 import CTAP2
+import JSON
 
 /// The exception a page would see, by name: the `DOMException` names of WebAuthn Level 3 §5.1.3.1 and §5.1.4.3
 /// ("Create/Get Request Exceptions"), plus the simple exception `TypeError` and the `SyntaxError` that `JSON.parse`
@@ -199,6 +200,28 @@ public struct ClientError: Error, Hashable, Sendable, CustomStringConvertible {
         case .userVerificationBlocked: ": user verification is blocked"
         case .keyStoreFull: ": it has no room for another passkey"
         default: ""
+        }
+    }
+}
+
+extension ClientError {
+    /// The exception `JSON.parse` raises for text the JSON reader refused: `SyntaxError`, or `TypeError` for text
+    /// longer than the engine reads.
+    public init(_ error: JSONError) {
+        switch error {
+        case .malformed(let offset, let expected): self.init(.malformedJSON(offset: offset, expected: expected))
+        case .tooLarge(let bytes, let limit): self.init(.inputTooLarge(bytes: bytes, limit: limit))
+        }
+    }
+}
+
+extension JSONValue {
+    /// Options text read as `JSON.parse` reads it, refused with the exception a page would see.
+    init(parsingOptions json: [UInt8]) throws(ClientError) {
+        do {
+            self = try JSONValue(parsing: json)
+        } catch {
+            throw ClientError(error)
         }
     }
 }

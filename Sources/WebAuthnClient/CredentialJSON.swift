@@ -1,4 +1,5 @@
 import Basics
+import JSON
 
 /// The `PublicKeyCredential` a registration returns, and its `toJSON()`: `RegistrationResponseJSON` (WebAuthn L3
 /// §5.1, "toJSON"), which py_webauthn's `verify_registration_response` and SimpleWebAuthn's

@@ -1,4 +1,5 @@
 import Basics
+import JSON
 
 /// The client extension inputs this client processes (`AuthenticationExtensionsClientInputsJSON`); every other
 /// extension is ignored, as a browser ignores extensions it does not support (WebAuthn L3 §5.1.3 step 12,

@@ -1,4 +1,5 @@
 import Basics
+import JSON
 
 /// A JSON object read as a WebIDL dictionary, with typed errors that name each member's path
 /// (`authenticatorSelection.userVerification`).

@@ -1,3 +1,5 @@
+import JSON
+
 /// `PublicKeyCredentialCreationOptionsJSON` (WebAuthn L3 §5.1.8) read as `parseCreationOptionsFromJSON` reads it:
 /// base64url members decoded, defaults filled in, unknown enumeration values and unknown extensions ignored.
 ///
@@ -71,7 +73,7 @@ public struct PublicKeyCredentialCreationOptions: Hashable, Sendable {
 
     /// Parses the JSON text (at most 1 MiB).
     public init(json: [UInt8]) throws(ClientError) {
-        try self.init(jsonValue: JSONValue(parsing: json))
+        try self.init(jsonValue: JSONValue(parsingOptions: json))
     }
 
     public init(jsonValue: JSONValue) throws(ClientError) {
@@ -150,7 +152,7 @@ public struct PublicKeyCredentialRequestOptions: Hashable, Sendable {
 
     /// Parses the JSON text (at most 1 MiB).
     public init(json: [UInt8]) throws(ClientError) {
-        try self.init(jsonValue: JSONValue(parsing: json))
+        try self.init(jsonValue: JSONValue(parsingOptions: json))
     }
 
     public init(jsonValue: JSONValue) throws(ClientError) {

@@ -1,12 +1,14 @@
 import ArgumentParser
 import Basics
 import CTAP2
+import JSON
 import WebAuthnClientDriver
 import Foundation
 import Hybrid
 import HybridDriver
 import PasskeyStoreIO
 import Proximity
+import ProximityIO
 import PublicSuffix
 import SecurityKeyDriver
 import Synchronization

@@ -9,6 +9,7 @@ import HybridIO
 import Logging
 import PasskeyStoreIO
 import Proximity
+import ProximityIO
 import QRImageIO
 import RelayIO
 import RelyingParty

@@ -9,6 +9,7 @@ import NearbyShare
 import NearbyShareDriver
 import PasskeyStoreIO
 import Proximity
+import ProximityIO
 import QRImageIO
 
 extension Passkey {

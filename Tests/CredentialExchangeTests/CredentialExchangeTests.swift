@@ -2,8 +2,8 @@ import CTAP2
 import CredentialExchange
 import Crypto
 import Foundation
+import JSON
 import Testing
-import WebAuthnClient
 
 /// A passkey credential with a fresh key.
 func makeCredential(hmacSecret: Bool = false, backupEligible: Bool = true) -> StoredCredential {

@@ -6,6 +6,7 @@ import HybridDriver
 import HybridIO
 import Logging
 import Proximity
+import ProximityIO
 import Relay
 import RelayIO
 import RelyingParty

@@ -7,6 +7,7 @@ import HybridIO
 import Logging
 import NIOSSL
 import Proximity
+import ProximityIO
 import RelayIO
 import RelyingParty
 import TestSupport

@@ -144,9 +144,9 @@ struct StoreRobustnessTests {
             let magic = Array("SQLite format 3\0".utf8)
             switch self {
             case .zeroLength: return []
-            case .randomBytes: return PasskeyStoreTests.randomBytes(8192)
+            case .randomBytes: return PasskeyStoreIOTests.randomBytes(8192)
             case .text: return Array(String(repeating: "this is not a database\n", count: 200).utf8)
-            case .sqliteMagicThenGarbage: return magic + PasskeyStoreTests.randomBytes(8192 - magic.count)
+            case .sqliteMagicThenGarbage: return magic + PasskeyStoreIOTests.randomBytes(8192 - magic.count)
             case .headerOnly: return magic
             }
         }

@@ -4,6 +4,7 @@ import Synchronization
 import Testing
 
 @testable import Proximity
+@testable import ProximityIO
 
 /// The simulated scanner's datagram handler in an `EmbeddedChannel`: what reaches the callback, what does not, and
 /// that nothing a peer sends ends the scan.

@@ -2,6 +2,7 @@ import Glibc
 import Testing
 
 @testable import Proximity
+@testable import ProximityIO
 
 /// The errors users see when the radio cannot be opened or used: each says what to do next.
 struct BlueZErrorTests {

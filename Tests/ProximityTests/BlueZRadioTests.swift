@@ -3,6 +3,7 @@ import TestSupport
 import Testing
 
 @testable import Proximity
+@testable import ProximityIO
 
 /// The advertiser and scanner against a fake HCI socket: exact command bytes out, event bytes in.
 struct BlueZRadioTests {

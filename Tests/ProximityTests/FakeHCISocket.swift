@@ -2,6 +2,7 @@ import Glibc
 import Synchronization
 
 @testable import Proximity
+@testable import ProximityIO
 
 /// A scripted controller behind the `HCISocket` seam: it records every packet written, answers each command
 /// through `respond`, and hands out queued packets (answers and injected events) in order.

@@ -3,6 +3,7 @@ import TestSupport
 import Testing
 
 @testable import Proximity
+@testable import ProximityIO
 
 /// The command bytes against `hcitool cmd` lines that worked on a real kernel (platform notes) and BlueZ's
 /// `lib/hci.h`; the event parser against hand-built events and hostile input.

@@ -4,6 +4,7 @@ import TestSupport
 import Testing
 
 @testable import Proximity
+@testable import ProximityIO
 
 /// The real socket loop (`LinuxHCISocket`: poll(2) on the socket and its eventfd, read, write, close) over a Unix
 /// packet socket pair standing in for the kernel's HCI socket; the test plays the controller on the other end.

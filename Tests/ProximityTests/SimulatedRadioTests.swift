@@ -5,6 +5,7 @@ import Synchronization
 import Testing
 
 @testable import Proximity
+@testable import ProximityIO
 
 struct SimulatedRadioTests {
     /// The one real-socket path: an advertiser and a scanner over loopback UDP, the scanner seeing the exact bytes.

@@ -1,5 +1,4 @@
 import AssociatedDomains
-import AssociatedDomainsCheck
 import AssociatedDomainsIO
 import Foundation
 import PasskeyFilesIO

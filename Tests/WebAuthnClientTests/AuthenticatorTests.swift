@@ -3,6 +3,7 @@ import CBOR
 import CTAP2
 import Crypto
 import Foundation
+import JSON
 import Testing
 import WebAuthn
 import WebAuthnClient

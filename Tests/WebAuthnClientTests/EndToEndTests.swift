@@ -1,6 +1,7 @@
 import Basics
 import CTAP2
 import Foundation
+import JSON
 import RelyingParty
 import Testing
 import WebAuthn

@@ -1,6 +1,5 @@
 import ArgumentParser
 import AssociatedDomains
-import AssociatedDomainsCheck
 import AssociatedDomainsIO
 import Foundation
 import SignedFilesIO

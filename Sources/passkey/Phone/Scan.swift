@@ -7,6 +7,8 @@ import PasskeyProvider
 import PasskeyStoreIO
 import HybridDriver
 import Proximity
+import HybridIO
+import ProximityIO
 import QRImageIO
 
 extension Passkey {

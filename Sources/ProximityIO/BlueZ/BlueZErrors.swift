@@ -1,4 +1,5 @@
 import Glibc
+import Proximity
 
 /// Turns socket failures into the errors users see, each saying what to do next.
 enum ProximityErrorMapping {

@@ -1,4 +1,3 @@
-import AssociatedDomains
 import Basics
 import Foundation
 import PublicSuffix

@@ -1,6 +1,7 @@
 import Basics
 import CBlueZ
 import Glibc
+import Proximity
 import Synchronization
 
 /// A system call on the HCI socket failed.

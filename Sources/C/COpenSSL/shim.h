@@ -10,7 +10,7 @@
 #include <openssl/x509v3.h>
 
 // OpenSSL 3 spells STACK_OF(X509)'s functions as macros over type-checking inline functions, which Swift does not
-// import; these are the few SignedFiles uses.
+// import; these are the few SignedFilesIO uses.
 
 /// A new, empty stack of certificates, or NULL when out of memory.
 static inline STACK_OF(X509) *passkey_sk_X509_new(void) { return sk_X509_new_null(); }

@@ -1,3 +1,4 @@
+import Proximity
 import Synchronization
 
 /// Timing for the BlueZ backend. Intervals are in the controller's units of 0.625 ms.

@@ -1,5 +1,5 @@
+import JSON
 import Testing
-import WebAuthnClient
 
 /// The JSON reader against RFC 8259's grammar and `JSON.parse`'s choices, and the writer against `JSON.stringify`.
 struct JSONValueTests {
@@ -46,14 +46,14 @@ struct JSONValueTests {
         #expect {
             try JSONValue(parsing: bytes)
         } throws: { error in
-            guard case .malformedJSON(let at, _) = (error as? ClientError)?.reason else { return false }
-            return at == offset && (error as? ClientError)?.name == .syntaxError
+            guard case .malformed(let at, _) = error as? JSONError else { return false }
+            return at == offset
         }
     }
 
     @Test func nestingIsBounded() throws {
         let deep = String(repeating: "[", count: 33) + String(repeating: "]", count: 33)
-        #expect(throws: ClientError(.malformedJSON(offset: 32, expected: "at most 32 nested arrays and objects"))) {
+        #expect(throws: JSONError.malformed(offset: 32, expected: "at most 32 nested arrays and objects")) {
             try JSONValue(parsing: Array(deep.utf8))
         }
         let fine = String(repeating: "[", count: 32) + String(repeating: "]", count: 32)

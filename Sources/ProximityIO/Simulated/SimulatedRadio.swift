@@ -1,5 +1,6 @@
 import NIOCore
 import NIOPosix
+import Proximity
 import Synchronization
 
 /// The simulated radio (`--ble sim:HOST:PORT`): one UDP datagram per advertisement, carrying exactly the LE

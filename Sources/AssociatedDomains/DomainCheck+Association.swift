@@ -1,5 +1,3 @@
-import AssociatedDomains
-
 extension DomainCheck {
     /// A check whose files are read by ``AppSiteAssociation``: approved when the file names `app` for `service`.
     public init(

@@ -56,9 +56,9 @@ extension JSONValue {
     /// Parses JSON text (RFC 8259) strictly as `JSON.parse` does: one value, whitespace around it, nothing else.
     /// Invalid UTF-8, a byte-order mark, raw control characters in strings, and text past `limits` are refused;
     /// a `\u` escape of a lone surrogate becomes U+FFFD (Swift strings hold only scalars).
-    public init(parsing bytes: [UInt8], limits: Limits = Limits()) throws(ClientError) {
+    public init(parsing bytes: [UInt8], limits: Limits = Limits()) throws(JSONError) {
         guard bytes.count <= limits.maximumBytes else {
-            throw ClientError(.inputTooLarge(bytes: bytes.count, limit: limits.maximumBytes))
+            throw .tooLarge(bytes: bytes.count, limit: limits.maximumBytes)
         }
         var parser = JSONParser(bytes: bytes, maximumDepth: limits.maximumDepth)
         self = try parser.document()
@@ -77,7 +77,7 @@ private struct JSONParser {
         self.maximumDepth = maximumDepth
     }
 
-    mutating func document() throws(ClientError) -> JSONValue {
+    mutating func document() throws(JSONError) -> JSONValue {
         skipWhitespace()
         let value = try value()
         skipWhitespace()
@@ -85,8 +85,8 @@ private struct JSONParser {
         return value
     }
 
-    private func fail(_ expected: String) -> ClientError {
-        ClientError(.malformedJSON(offset: offset, expected: expected))
+    private func fail(_ expected: String) -> JSONError {
+        .malformed(offset: offset, expected: expected)
     }
 
     private var current: UInt8? { offset < bytes.count ? bytes[offset] : nil }
@@ -95,7 +95,7 @@ private struct JSONParser {
         while let byte = current, byte == 0x20 || byte == 0x09 || byte == 0x0A || byte == 0x0D { offset += 1 }
     }
 
-    private mutating func expect(_ literal: StaticString, _ value: JSONValue) throws(ClientError) -> JSONValue {
+    private mutating func expect(_ literal: StaticString, _ value: JSONValue) throws(JSONError) -> JSONValue {
         let text = literal.withUTF8Buffer { Array($0) }
         guard bytes.count - offset >= text.count, Array(bytes[offset..<offset + text.count]) == text else {
             throw fail("\"\(literal)\"")
@@ -104,11 +104,11 @@ private struct JSONParser {
         return value
     }
 
-    private mutating func value() throws(ClientError) -> JSONValue {
+    private mutating func value() throws(JSONError) -> JSONValue {
         // NUL never starts a value, so it stands for the end of the text here.
         switch current ?? 0 {
-        case UInt8(ascii: "{"): return try nested { (parser) throws(ClientError) in try parser.object() }
-        case UInt8(ascii: "["): return try nested { (parser) throws(ClientError) in try parser.array() }
+        case UInt8(ascii: "{"): return try nested { (parser) throws(JSONError) in try parser.object() }
+        case UInt8(ascii: "["): return try nested { (parser) throws(JSONError) in try parser.array() }
         case UInt8(ascii: "\""): return .string(try string())
         case UInt8(ascii: "t"): return try expect("true", .bool(true))
         case UInt8(ascii: "f"): return try expect("false", .bool(false))
@@ -118,7 +118,7 @@ private struct JSONParser {
         }
     }
 
-    private mutating func nested(_ body: (inout JSONParser) throws(ClientError) -> JSONValue) throws(ClientError)
+    private mutating func nested(_ body: (inout JSONParser) throws(JSONError) -> JSONValue) throws(JSONError)
         -> JSONValue
     {
         guard depth < maximumDepth else { throw fail("at most \(maximumDepth) nested arrays and objects") }
@@ -127,7 +127,7 @@ private struct JSONParser {
         return try body(&self)
     }
 
-    private mutating func object() throws(ClientError) -> JSONValue {
+    private mutating func object() throws(JSONError) -> JSONValue {
         offset += 1  // {
         var members: [JSONMember] = []
         var index: [String: Int] = [:]
@@ -162,7 +162,7 @@ private struct JSONParser {
         }
     }
 
-    private mutating func array() throws(ClientError) -> JSONValue {
+    private mutating func array() throws(JSONError) -> JSONValue {
         offset += 1  // [
         var elements: [JSONValue] = []
         skipWhitespace()
@@ -184,7 +184,7 @@ private struct JSONParser {
         }
     }
 
-    private mutating func number() throws(ClientError) -> Double {
+    private mutating func number() throws(JSONError) -> Double {
         let start = offset
         if current == UInt8(ascii: "-") { offset += 1 }
         switch current ?? 0 {
@@ -216,7 +216,7 @@ private struct JSONParser {
         while let byte = current, isDigit(byte) { offset += 1 }
     }
 
-    private mutating func string() throws(ClientError) -> String {
+    private mutating func string() throws(JSONError) -> String {
         offset += 1  // "
         var scalars = String.UnicodeScalarView()
         var pendingHighSurrogate: UInt32? = nil
@@ -282,7 +282,7 @@ private struct JSONParser {
     }
 
     /// Four hexadecimal digits after `\u`.
-    private mutating func hexQuad() throws(ClientError) -> UInt32 {
+    private mutating func hexQuad() throws(JSONError) -> UInt32 {
         var value: UInt32 = 0
         for _ in 0..<4 {
             guard let byte = current else { throw fail("four hexadecimal digits after \"\\u\"") }
@@ -300,7 +300,7 @@ private struct JSONParser {
     }
 
     /// One UTF-8 sequence of two to four bytes, in its shortest form and outside the surrogates (RFC 3629 §4).
-    private mutating func multiByteScalar() throws(ClientError) -> Unicode.Scalar {
+    private mutating func multiByteScalar() throws(JSONError) -> Unicode.Scalar {
         let lead = bytes[offset]
         let (length, minimum, initial): (Int, UInt32, UInt32) =
             switch lead {

@@ -1,3 +1,5 @@
+import Proximity
+
 /// Opens the radio a `--ble` mode names.
 public enum Radio {
     /// An advertiser: BlueZ, or the simulated radio repeating every `interval`.

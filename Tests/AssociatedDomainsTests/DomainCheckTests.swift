@@ -1,4 +1,4 @@
-import AssociatedDomainsCheck
+import AssociatedDomains
 import Testing
 
 /// The check's rules alone: each sequence of answers, the actions it asks for and the verdict, with no network and

@@ -6,44 +6,44 @@ import Basics
 ///
 /// A command packet is `0x01 ‖ opcode (UInt16 LE) ‖ parameter length ‖ parameters`, where the opcode is
 /// `OGF << 10 | OCF` and every LE controller command has OGF 0x08.
-struct HCICommand: Hashable, Sendable, CustomStringConvertible {
+package struct HCICommand: Hashable, Sendable, CustomStringConvertible {
     /// `OGF << 10 | OCF`.
-    let opcode: UInt16
+    package let opcode: UInt16
     /// The parameters, already in wire order.
-    let parameters: [UInt8]
+    package let parameters: [UInt8]
 
     /// The H4 packet indicator of a command.
-    static let packetType: UInt8 = 0x01
+    package static let packetType: UInt8 = 0x01
     /// The OGF of the LE controller commands.
-    static let leControllerGroup: UInt16 = 0x08
+    package static let leControllerGroup: UInt16 = 0x08
 
     /// The opcode of an LE controller command with this OCF.
-    static func leOpcode(_ ocf: UInt16) -> UInt16 { leControllerGroup << 10 | ocf }
+    package static func leOpcode(_ ocf: UInt16) -> UInt16 { leControllerGroup << 10 | ocf }
 
     /// LE Set Random Address (0x2005).
-    static let setRandomAddressOpcode = leOpcode(0x0005)
+    package static let setRandomAddressOpcode = leOpcode(0x0005)
     /// LE Set Advertising Parameters (0x2006).
-    static let setAdvertisingParametersOpcode = leOpcode(0x0006)
+    package static let setAdvertisingParametersOpcode = leOpcode(0x0006)
     /// LE Set Advertising Data (0x2008).
-    static let setAdvertisingDataOpcode = leOpcode(0x0008)
+    package static let setAdvertisingDataOpcode = leOpcode(0x0008)
     /// LE Set Advertising Enable (0x200A).
-    static let setAdvertisingEnableOpcode = leOpcode(0x000A)
+    package static let setAdvertisingEnableOpcode = leOpcode(0x000A)
     /// LE Set Scan Parameters (0x200B).
-    static let setScanParametersOpcode = leOpcode(0x000B)
+    package static let setScanParametersOpcode = leOpcode(0x000B)
     /// LE Set Scan Enable (0x200C).
-    static let setScanEnableOpcode = leOpcode(0x000C)
+    package static let setScanEnableOpcode = leOpcode(0x000C)
 
     /// The whole packet as written to the socket.
-    var packet: [UInt8] {
+    package var packet: [UInt8] {
         [Self.packetType, UInt8(truncatingIfNeeded: opcode), UInt8(truncatingIfNeeded: opcode >> 8)]
             + [UInt8(parameters.count)] + parameters
     }
 
     /// The command's name in the Core specification, for error messages.
-    var description: String { Self.name(of: opcode) }
+    package var description: String { Self.name(of: opcode) }
 
     /// The Core specification's name for an opcode this backend sends, or its hex value.
-    static func name(of opcode: UInt16) -> String {
+    package static func name(of opcode: UInt16) -> String {
         switch opcode {
         case setRandomAddressOpcode: "LE Set Random Address"
         case setAdvertisingParametersOpcode: "LE Set Advertising Parameters"
@@ -58,7 +58,7 @@ struct HCICommand: Hashable, Sendable, CustomStringConvertible {
     /// LE Set Random Address: the address the controller advertises from when the advertising parameters name
     /// `HCIOwnAddressType.random`, least significant byte first. The controller refuses it ("command disallowed")
     /// while it advertises or scans.
-    static func setRandomAddress(_ address: StaticRandomAddress) -> HCICommand {
+    package static func setRandomAddress(_ address: StaticRandomAddress) -> HCICommand {
         HCICommand(opcode: setRandomAddressOpcode, parameters: address.littleEndianBytes)
     }
 
@@ -66,7 +66,7 @@ struct HCICommand: Hashable, Sendable, CustomStringConvertible {
     /// primary channels, with no filter policy:
     /// `min ‖ max (UInt16 LE, units of 0.625 ms) ‖ type 0x03 ‖ own address type ‖ peer address type 0x00 ‖
     /// peer address (6 zero bytes) ‖ channel map 0x07 ‖ filter policy 0x00`.
-    static func setAdvertisingParameters(
+    package static func setAdvertisingParameters(
         interval: UInt16, ownAddressType: HCIOwnAddressType = .public
     ) -> HCICommand {
         HCICommand(
@@ -77,7 +77,7 @@ struct HCICommand: Hashable, Sendable, CustomStringConvertible {
 
     /// LE Set Advertising Data: the significant length, then the data zero-padded to 31 bytes. The caller checks
     /// that `data` has at most 31 bytes.
-    static func setAdvertisingData(_ data: [UInt8]) -> HCICommand {
+    package static func setAdvertisingData(_ data: [UInt8]) -> HCICommand {
         precondition(data.count <= maximumAdvertisingDataCount, "advertising data longer than 31 bytes")
         return HCICommand(
             opcode: setAdvertisingDataOpcode,
@@ -86,25 +86,25 @@ struct HCICommand: Hashable, Sendable, CustomStringConvertible {
     }
 
     /// LE Set Advertising Enable.
-    static func setAdvertisingEnable(_ enable: Bool) -> HCICommand {
+    package static func setAdvertisingEnable(_ enable: Bool) -> HCICommand {
         HCICommand(opcode: setAdvertisingEnableOpcode, parameters: [enable ? 0x01 : 0x00])
     }
 
     /// LE Set Scan Parameters for a passive scan from the public address, accepting every advertiser:
     /// `type 0x00 ‖ interval ‖ window (UInt16 LE, units of 0.625 ms) ‖ own address type 0x00 ‖ filter policy 0x00`.
-    static func setScanParameters(interval: UInt16, window: UInt16) -> HCICommand {
+    package static func setScanParameters(interval: UInt16, window: UInt16) -> HCICommand {
         HCICommand(
             opcode: setScanParametersOpcode,
             parameters: [0x00] + littleEndian(interval) + littleEndian(window) + [0x00, 0x00])
     }
 
     /// LE Set Scan Enable with duplicate filtering off, so that every advertisement is reported.
-    static func setScanEnable(_ enable: Bool) -> HCICommand {
+    package static func setScanEnable(_ enable: Bool) -> HCICommand {
         HCICommand(opcode: setScanEnableOpcode, parameters: [enable ? 0x01 : 0x00, 0x00])
     }
 
     /// The most advertising data a legacy advertising PDU carries.
-    static let maximumAdvertisingDataCount = 31
+    package static let maximumAdvertisingDataCount = 31
 
     private static func littleEndian(_ value: UInt16) -> [UInt8] {
         [UInt8(truncatingIfNeeded: value), UInt8(truncatingIfNeeded: value >> 8)]
@@ -112,7 +112,7 @@ struct HCICommand: Hashable, Sendable, CustomStringConvertible {
 
     /// What `packet`, read while this command waits, says about it: its status if the packet is this command's
     /// Command Complete or Command Status, and `.unrelated` for anything else, including bytes that do not parse.
-    func answer(in packet: [UInt8]) -> HCICommandAnswer {
+    package func answer(in packet: [UInt8]) -> HCICommandAnswer {
         switch try? HCIEvent(packet: packet) {
         case .commandComplete(opcode, let returnParameters)?:
             returnParameters.first.map { .status(HCIStatus(rawValue: $0)) } ?? .noStatus
@@ -125,7 +125,7 @@ struct HCICommand: Hashable, Sendable, CustomStringConvertible {
 }
 
 /// What one packet says about a command waiting for its answer.
-enum HCICommandAnswer: Hashable, Sendable {
+package enum HCICommandAnswer: Hashable, Sendable {
     /// Not this command's Command Complete or Command Status: keep waiting.
     case unrelated
     /// The controller's answer.
@@ -135,7 +135,7 @@ enum HCICommandAnswer: Hashable, Sendable {
 }
 
 /// Which address an advertiser sends from (the Own_Address_Type parameter).
-enum HCIOwnAddressType: UInt8, Hashable, Sendable {
+package enum HCIOwnAddressType: UInt8, Hashable, Sendable {
     /// The controller's public device address: fixed for the controller's life.
     case `public` = 0x00
     /// The random device address set with LE Set Random Address.
@@ -143,23 +143,23 @@ enum HCIOwnAddressType: UInt8, Hashable, Sendable {
 }
 
 /// An HCI status code (Core 5.4, Vol 1 Part F). Unknown values survive as data.
-struct HCIStatus: RawRepresentable, Hashable, Sendable, CustomStringConvertible {
+package struct HCIStatus: RawRepresentable, Hashable, Sendable, CustomStringConvertible {
     /// The value as the wire carries it.
-    var rawValue: UInt8
-    init(rawValue: UInt8) { self.rawValue = rawValue }
+    package var rawValue: UInt8
+    package init(rawValue: UInt8) { self.rawValue = rawValue }
 
-    static let success = HCIStatus(rawValue: 0x00)
-    static let unknownCommand = HCIStatus(rawValue: 0x01)
-    static let hardwareFailure = HCIStatus(rawValue: 0x03)
-    static let memoryCapacityExceeded = HCIStatus(rawValue: 0x07)
-    static let commandDisallowed = HCIStatus(rawValue: 0x0C)
-    static let unsupportedFeature = HCIStatus(rawValue: 0x11)
-    static let invalidParameters = HCIStatus(rawValue: 0x12)
-    static let unspecifiedError = HCIStatus(rawValue: 0x1F)
-    static let controllerBusy = HCIStatus(rawValue: 0x3A)
+    package static let success = HCIStatus(rawValue: 0x00)
+    package static let unknownCommand = HCIStatus(rawValue: 0x01)
+    package static let hardwareFailure = HCIStatus(rawValue: 0x03)
+    package static let memoryCapacityExceeded = HCIStatus(rawValue: 0x07)
+    package static let commandDisallowed = HCIStatus(rawValue: 0x0C)
+    package static let unsupportedFeature = HCIStatus(rawValue: 0x11)
+    package static let invalidParameters = HCIStatus(rawValue: 0x12)
+    package static let unspecifiedError = HCIStatus(rawValue: 0x1F)
+    package static let controllerBusy = HCIStatus(rawValue: 0x3A)
 
     /// `status 0x12: invalid parameters`.
-    var description: String {
+    package var description: String {
         let name: String? =
             switch self {
             case .success: "success"

@@ -1,4 +1,5 @@
 import Foundation
+import Proximity
 
 /// Sends commands to one controller and waits for their answers: the command/response half of HCI. The bytes are
 /// `HCICommand`'s; this only writes, reads and keeps the time.

@@ -1,4 +1,5 @@
 import Glibc
+import Proximity
 import Synchronization
 
 /// The scanner's dedicated thread: waits for events on the socket (with no timeout: an idle scan never wakes it),

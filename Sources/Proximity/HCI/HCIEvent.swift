@@ -1,5 +1,5 @@
 /// Why an HCI event packet was not understood. The scanner skips such packets; they never crash it.
-enum HCIEventError: Error, Hashable, Sendable {
+package enum HCIEventError: Error, Hashable, Sendable {
     /// The packet is not an event (its H4 indicator is not 0x04), or it is empty.
     case notAnEvent
     /// The header's parameter length disagrees with the bytes that follow it.
@@ -15,25 +15,25 @@ enum HCIEventError: Error, Hashable, Sendable {
 }
 
 /// One advertisement seen by the controller, from an LE Advertising Report or LE Extended Advertising Report.
-struct HCIAdvertisingReport: Hashable, Sendable {
+package struct HCIAdvertisingReport: Hashable, Sendable {
     /// The report's event type: for legacy reports 0x00–0x04 (0x03 is ADV_NONCONN_IND); for extended reports the
     /// 16-bit field, whose bits 5–6 give the data status.
-    var eventType: UInt16
+    package var eventType: UInt16
     /// 0x00 public, 0x01 random, and so on.
-    var addressType: UInt8
+    package var addressType: UInt8
     /// The advertiser's address as the wire carries it: least significant byte first.
-    var address: [UInt8]
+    package var address: [UInt8]
     /// The advertising data (AD structures).
-    var data: [UInt8]
+    package var data: [UInt8]
     /// Signal strength in dBm; 127 means not available.
-    var rssi: Int8
+    package var rssi: Int8
     /// Whether the report carries all of the advertisement's data. Legacy reports always do; an extended report
     /// may announce that more data follows in another report, or that the controller truncated it.
-    var isComplete: Bool
+    package var isComplete: Bool
 }
 
 /// The events the BlueZ backend reads (Core 5.4, Vol 4 Part E §7.7). Pure: bytes in, values out.
-enum HCIEvent: Hashable, Sendable {
+package enum HCIEvent: Hashable, Sendable {
     /// Command Complete (0x0E): the command's opcode and its return parameters, whose first byte is the status
     /// for every command this backend sends.
     case commandComplete(opcode: UInt16, returnParameters: [UInt8])
@@ -45,16 +45,16 @@ enum HCIEvent: Hashable, Sendable {
     case other(code: UInt8, subevent: UInt8?)
 
     /// The H4 packet indicator of an event.
-    static let packetType: UInt8 = 0x04
-    static let commandCompleteCode: UInt8 = 0x0E
-    static let commandStatusCode: UInt8 = 0x0F
-    static let leMetaCode: UInt8 = 0x3E
-    static let advertisingReportSubevent: UInt8 = 0x02
-    static let extendedAdvertisingReportSubevent: UInt8 = 0x0D
+    package static let packetType: UInt8 = 0x04
+    package static let commandCompleteCode: UInt8 = 0x0E
+    package static let commandStatusCode: UInt8 = 0x0F
+    package static let leMetaCode: UInt8 = 0x3E
+    package static let advertisingReportSubevent: UInt8 = 0x02
+    package static let extendedAdvertisingReportSubevent: UInt8 = 0x0D
 
     /// Parses one packet as a raw HCI socket delivers it: `0x04 ‖ event code ‖ parameter length ‖ parameters`.
     /// Every length is checked against the bytes present; an inconsistent packet is an error, never a crash.
-    init(packet: [UInt8]) throws(HCIEventError) {
+    package init(packet: [UInt8]) throws(HCIEventError) {
         guard packet.count >= 3, packet[0] == Self.packetType else {
             guard packet.first == Self.packetType else { throw .notAnEvent }
             throw .truncated("event header")
@@ -140,17 +140,17 @@ enum HCIEvent: Hashable, Sendable {
 /// The kernel filter on the backend's socket (`HCI_FILTER`, `struct hci_filter` in BlueZ's `lib/hci.h`): which
 /// packet types and event codes reach it. Bit `n` of the type mask passes packet type `n`; bit `n % 32` of event
 /// mask word `n / 32` passes event code `n`.
-struct HCIEventFilter: Hashable, Sendable {
-    var typeMask: UInt32 = 0
-    var eventMask: [UInt32] = [0, 0]
+package struct HCIEventFilter: Hashable, Sendable {
+    package var typeMask: UInt32 = 0
+    package var eventMask: [UInt32] = [0, 0]
 
     /// Event packets only, and of them only the codes the backend reads: Command Complete, Command Status, LE Meta.
-    static let backend = HCIEventFilter(
+    package static let backend = HCIEventFilter(
         types: [HCIEvent.packetType],
         events: [HCIEvent.commandCompleteCode, HCIEvent.commandStatusCode, HCIEvent.leMetaCode])
 
     /// Passes the packet types in `types` (each below 32) and the event codes in `events` (each below 64).
-    init(types: [UInt8], events: [UInt8]) {
+    package init(types: [UInt8], events: [UInt8]) {
         for type in types where type < 32 { typeMask |= 1 << UInt32(type) }
         for code in events where code < 64 { eventMask[Int(code / 32)] |= 1 << UInt32(code % 32) }
     }
