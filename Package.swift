@@ -314,6 +314,8 @@ let package = Package(
             swiftSettings: strictSettings
         ),
         .testTarget(
+            name: "PasswordRulesTests", dependencies: ["PasswordRules", "TestSupport"], swiftSettings: strictSettings),
+        .testTarget(
             name: "SignedFilesTests", dependencies: ["SignedFiles", "TestSupport"], swiftSettings: strictSettings),
         .testTarget(name: "FuzzTargetsTests", dependencies: ["FuzzTargets"], swiftSettings: strictSettings),
         .testTarget(
