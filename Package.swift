@@ -345,6 +345,8 @@ let package = Package(
             name: "AssociatedDomainsTests", dependencies: ["AssociatedDomains"], swiftSettings: strictSettings),
         .testTarget(
             name: "SignedFilesIOTests", dependencies: ["SignedFilesIO", "TestSupport"], swiftSettings: strictSettings),
+        .testTarget(
+            name: "PasswordRulesTests", dependencies: ["PasswordRules", "TestSupport"], swiftSettings: strictSettings),
         .testTarget(name: "FuzzTargetsTests", dependencies: ["FuzzTargets"], swiftSettings: strictSettings),
         .testTarget(
             name: "HybridIOTests",

@@ -45,8 +45,19 @@ extension SQLiteCredentialStore {
         passphrase: String,
         busyTimeout: Duration = .seconds(5)
     ) throws(CredentialStoreError) -> SQLiteCredentialStore {
+        try open(at: url, passphrase: passphrase, busyTimeout: busyTimeout, fileAccess: .system)
+    }
+
+    /// `open(at:passphrase:busyTimeout:)` with the check for a store SQLite could only read answered by
+    /// `fileAccess`: the tests of that check run as root too, where `access(2)` ignores the permission bits.
+    static func open(
+        at url: URL,
+        passphrase: String,
+        busyTimeout: Duration,
+        fileAccess: FileAccess
+    ) throws(CredentialStoreError) -> SQLiteCredentialStore {
         let path = try filePath(of: url)
-        return try openExisting(url: url, path: path, busyTimeout: busyTimeout) {
+        return try openExisting(url: url, path: path, busyTimeout: busyTimeout, fileAccess: fileAccess) {
             (parameters, salt) throws(CredentialStoreError) -> SymmetricKey in
             guard !passphrase.isEmpty else {
                 throw CredentialStoreError(.wrongPassphrase, "the passphrase does not open the passkey store")
@@ -126,7 +137,7 @@ extension SQLiteCredentialStore {
             StoreFiles.removeDatabase(temporary)
             throw error
         }
-        return try openExisting(url: url, path: path, busyTimeout: busyTimeout) {
+        return try openExisting(url: url, path: path, busyTimeout: busyTimeout, fileAccess: .system) {
             (_, _) throws(CredentialStoreError) in key
         }
     }
@@ -136,6 +147,7 @@ extension SQLiteCredentialStore {
         url: URL,
         path: String,
         busyTimeout: Duration,
+        fileAccess: FileAccess,
         storeKey deriveKey: (KDFParameters, [UInt8]) throws(CredentialStoreError) -> SymmetricKey
     ) throws(CredentialStoreError) -> SQLiteCredentialStore {
         switch try StoreFiles.status(of: path) {
@@ -155,7 +167,7 @@ extension SQLiteCredentialStore {
         }
 
         // SQLite gives new -wal and -shm files the store file's mode: never let it open a file it cannot write.
-        try StoreFiles.checkWritable(path)
+        try StoreFiles.checkWritable(path, fileAccess: fileAccess)
         let action = "open the passkey store at \(path)"
         let busyMilliseconds = Int32(clamping: max(0, busyTimeout.inMilliseconds))
 

@@ -48,10 +48,10 @@ enum StoreFiles {
     /// SQLite gives the `-wal` and `-shm` files it creates the store file's permissions, so opening a store whose
     /// file is read-only would leave read-only side files behind, which keep the store read-only after the file's
     /// mode is restored. The store file, its directory (where SQLite makes those files) and any side file already
-    /// there must be writable. `access(2)` answers for the real user, so root passes the permission checks.
-    static func checkWritable(_ path: String) throws(CredentialStoreError) {
-        if access(path, R_OK | W_OK) != 0 {
-            let error = errno
+    /// there must be writable, as `fileAccess` answers: `access(2)` in use, which answers for the real user, so root
+    /// passes the permission checks.
+    static func checkWritable(_ path: String, fileAccess: FileAccess) throws(CredentialStoreError) {
+        if let error = fileAccess.refusal(path, R_OK | W_OK) {
             let mode = permissions(of: path).map { " (mode \(String($0, radix: 8)))" } ?? ""
             throw CredentialStoreError(
                 .io,
@@ -62,16 +62,15 @@ enum StoreFiles {
             )
         }
         let directory = (path as NSString).deletingLastPathComponent
-        if access(directory.isEmpty ? "." : directory, W_OK | X_OK) != 0 {
-            let error = errno
+        if let error = fileAccess.refusal(directory.isEmpty ? "." : directory, W_OK | X_OK) {
             throw CredentialStoreError(
                 .io,
                 "the directory \(directory), which holds the passkey store, is not writable "
                     + "(\(describe(error))); SQLite keeps the store's -wal and -shm files next to it"
             )
         }
-        for suffix in ["-wal", "-shm"] where access(path + suffix, F_OK) == 0 {
-            guard access(path + suffix, R_OK | W_OK) != 0 else { continue }
+        for suffix in ["-wal", "-shm"] where fileAccess.refusal(path + suffix, F_OK) == nil {
+            guard fileAccess.refusal(path + suffix, R_OK | W_OK) != nil else { continue }
             let mode = permissions(of: path + suffix).map { " (mode \(String($0, radix: 8)))" } ?? ""
             throw CredentialStoreError(
                 .io,
@@ -182,4 +181,17 @@ enum StoreFiles {
     static func describe(_ error: Int32) -> String {
         String(cString: strerror(error))
     }
+}
+
+/// Whether this process may use a path as `access(2)` asks it: the question behind `StoreFiles.checkWritable`.
+///
+/// Always `.system` in use. It is a value so that the tests of a read-only store can run as root, as CI does:
+/// `access(2)` grants root whatever the permission bits deny, so those tests answer from the bits instead.
+struct FileAccess: Sendable {
+    /// nil when `path` allows `mode` (`F_OK`, or a union of `R_OK`, `W_OK` and `X_OK`); otherwise the `errno` of
+    /// the refusal.
+    let refusal: @Sendable (_ path: String, _ mode: Int32) -> Int32?
+
+    /// `access(2)`, for the real user and group.
+    static let system = FileAccess { path, mode in access(path, mode) == 0 ? nil : errno }
 }

@@ -140,9 +140,17 @@ struct LinkedSessionTests {
         #expect(pair.client.received(postHandshake).last == .ready(getInfo: [0xA0], linking: nil))
 
         // CTAP goes through both ways.
-        guard case .send(let request) = pair.client.sendCTAP([0x04]).first else { return }
+        let sending = pair.client.sendCTAP([0x04])
+        guard case .send(let request) = sending.first else {
+            Issue.record("the request is not sent: \(sending)")
+            return
+        }
         #expect(pair.phone.received(request).last == .deliverCTAPRequest([0x04]))
-        guard case .send(let response) = pair.phone.ctapResponse([0x00, 0xA0]).first else { return }
+        let answering = pair.phone.ctapResponse([0x00, 0xA0])
+        guard case .send(let response) = answering.first else {
+            Issue.record("the response is not sent: \(answering)")
+            return
+        }
         #expect(pair.client.received(response).last == .deliverCTAPResponse([0x00, 0xA0]))
     }
 
@@ -168,7 +176,11 @@ struct LinkedSessionTests {
         var pair = try Self.wake(
             link: link, phoneSecret: offer.linkSecret, identityKey: P256.KeyAgreement.PrivateKey(),
             nonce: Self.random(16))
-        guard case .send(let message1) = pair.client.advertReceived(pair.advert)[3] else { return }
+        let hello = pair.client.advertReceived(pair.advert)
+        guard hello.count > 3, case .send(let message1) = hello[3] else {
+            Issue.record("no handshake message: \(hello)")
+            return
+        }
         let answer = pair.phone.received(message1)
         #expect(answer == [.stopAdvertising, .close(.handshake(.authenticationFailed))])
         #expect(pair.phone.phase == .closed)

@@ -122,7 +122,11 @@ struct SessionTests {
                 authenticator: authenticator))
         let shutdown = registration.client.shutdown()
         #expect(shutdown.count == 2 && shutdown.last == .close(nil))
-        if case .send(let sealed) = shutdown[0] { #expect(registration.phone.received(sealed) == [.close(nil)]) }
+        if case .send(let sealed) = shutdown.first {
+            #expect(registration.phone.received(sealed) == [.close(nil)])
+        } else {
+            Issue.record("the shutdown sends nothing to the phone: \(shutdown)")
+        }
 
         var signIn = try Self.connect(requestType: .getAssertion, getInfo: getInfo)
         let assertion = try GetAssertionResponse(
@@ -316,7 +320,10 @@ struct SessionDecisionTests {
         _ = late.advertReceived(advert)  // another QR code's advert: ignored, still waiting for its own
         #expect(late.phase == .qrShown)
 
-        guard case .send(let message1) = hello.first else { return }
+        guard case .send(let message1) = hello.first else {
+            Issue.record("no handshake message: \(hello)")
+            return
+        }
         let answer = phone.received(message1)
         #expect(answer.last == .armTimer(.seconds(3)))  // the phone now waits up to 3 s for a request
         for case .send(let message) in answer { _ = client.received(message) }
@@ -331,7 +338,11 @@ struct SessionDecisionTests {
         var phone = try Self.phone(for: client, keepOpen: false)
         _ = client.start()
         _ = phone.start()
-        guard case .advertise(let advert) = phone.tunnelConnected(routingIDHeader: "0a0b0c").first else { return }
+        let advertising = phone.tunnelConnected(routingIDHeader: "0a0b0c")
+        guard case .advertise(let advert) = advertising.first else {
+            Issue.record("no advert: \(advertising)")
+            return
+        }
         _ = client.advertReceived(advert)
         _ = client.tunnelConnected()
         #expect(client.timerExpired() == [.stopScanning, .close(.timedOut(.handshake, timeout: .seconds(2)))])
@@ -346,11 +357,23 @@ struct SessionDecisionTests {
             var phone = try Self.phone(for: client, keepOpen: keepOpen)
             _ = client.start()
             _ = phone.start()
-            guard case .advertise(let advert) = phone.tunnelConnected(routingIDHeader: "010203").first else { return }
+            let advertising = phone.tunnelConnected(routingIDHeader: "010203")
+            guard case .advertise(let advert) = advertising.first else {
+                Issue.record("keepOpen \(keepOpen): no advert: \(advertising)")
+                return
+            }
             _ = client.advertReceived(advert)
-            guard case .send(let message1) = client.tunnelConnected().first else { return }
+            let hello = client.tunnelConnected()
+            guard case .send(let message1) = hello.first else {
+                Issue.record("keepOpen \(keepOpen): no handshake message: \(hello)")
+                return
+            }
             for case .send(let message) in phone.received(message1) { _ = client.received(message) }
-            guard case .send(let request) = client.sendCTAP([0x04]).first else { return }
+            let sending = client.sendCTAP([0x04])
+            guard case .send(let request) = sending.first else {
+                Issue.record("keepOpen \(keepOpen): the request is not sent: \(sending)")
+                return
+            }
             #expect(phone.received(request).last == .deliverCTAPRequest([0x04]))
             let answered = phone.ctapResponse([0x00, 0xA0])
             #expect(phone.answeredRequests == 1)

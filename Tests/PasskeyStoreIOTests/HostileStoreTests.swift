@@ -1,7 +1,7 @@
 import CTAP2
 import Crypto
 import Foundation
-import PasskeyStoreIO
+@testable import PasskeyStoreIO
 import TestSupport
 import Testing
 
@@ -10,7 +10,8 @@ import Testing
 #endif
 
 /// Issue 10: a store file changed by someone without the passphrase, left by a killed process, or not writable.
-/// Each test failed before its fix; they use only the API that existed then.
+/// Each test failed before its fix; they use only the API that existed then, except that the read-only store's tests
+/// now say who answers whether the store may write (`Writability`), so that they run as root too.
 struct HostileStoreTests {
     static let passphrase = "correct horse"
 
@@ -157,10 +158,29 @@ struct HostileStoreTests {
 
     // MARK: Defect 10: a store SQLite could only open read-only
 
-    static let asRoot = geteuid() == 0
+    /// Who answers whether the store may write: the kernel's `access(2)`, and the owner's permission bits alone.
+    ///
+    /// Root's `access(2)` allows whatever the bits deny, so as root (CI) only the bits can make a store read-only;
+    /// they answer as `access(2)` answers an owner who is not root. Otherwise both run, so the kernel's answer
+    /// stays tested wherever it can be.
+    enum Writability: String, CaseIterable, CustomTestStringConvertible {
+        case kernel
+        case ownerPermissionBits
 
-    @Test(.disabled(if: asRoot, "root may write files whatever their mode: permissions cannot make a store read-only"))
-    func aReadOnlyStoreIsRefusedAndLeavesNoReadOnlySideFiles() async throws {
+        var fileAccess: FileAccess {
+            switch self {
+            case .kernel: .system
+            case .ownerPermissionBits: .ownerPermissionBits
+            }
+        }
+
+        var testDescription: String { rawValue }
+
+        static let testable: [Writability] = geteuid() == 0 ? [.ownerPermissionBits] : allCases
+    }
+
+    @Test(arguments: Writability.testable)
+    func aReadOnlyStoreIsRefusedAndLeavesNoReadOnlySideFiles(writability: Writability) async throws {
         let scratch = try Scratch()
         let credential = makeCredential()
         let store = try scratch.makeStore()
@@ -169,21 +189,25 @@ struct HostileStoreTests {
         let path = scratch.url().path
         chmod(path, 0o400)
         let error = expectStoreError(.io) {
-            try SQLiteCredentialStore.open(at: scratch.url(), passphrase: Self.passphrase)
+            try SQLiteCredentialStore.open(
+                at: scratch.url(), passphrase: Self.passphrase, busyTimeout: .seconds(5),
+                fileAccess: writability.fileAccess)
         }
-        #expect(error?.message.contains("not writable") == true)
+        #expect(error?.message.contains("not writable (mode 400)") == true)
         #expect(error?.message.contains(path) == true)
         #expect(access(path + "-wal", F_OK) != 0 && access(path + "-shm", F_OK) != 0, "side files were created")
 
         // Once the owner restores the mode, the store is writable again.
         chmod(path, 0o600)
-        let reopened = try SQLiteCredentialStore.open(at: scratch.url(), passphrase: Self.passphrase)
+        let reopened = try SQLiteCredentialStore.open(
+            at: scratch.url(), passphrase: Self.passphrase, busyTimeout: .seconds(5),
+            fileAccess: writability.fileAccess)
         try reopened.save(makeCredential(userHandle: [9]))
         #expect(try reopened.allCredentials().count == 2)
     }
 
-    @Test(.disabled(if: asRoot, "root may write in any directory: permissions cannot make one read-only"))
-    func aStoreInAReadOnlyDirectoryIsRefusedNamingTheDirectory() async throws {
+    @Test(arguments: Writability.testable)
+    func aStoreInAReadOnlyDirectoryIsRefusedNamingTheDirectory(writability: Writability) async throws {
         let scratch = try Scratch()
         let directory = scratch.url("sub").path
         let url = scratch.url("sub/passkeys.sqlite")
@@ -191,8 +215,23 @@ struct HostileStoreTests {
         chmod(directory, 0o500)
         defer { chmod(directory, 0o700) }
         let error = expectStoreError(.io) {
-            try SQLiteCredentialStore.open(at: url, passphrase: Self.passphrase)
+            try SQLiteCredentialStore.open(
+                at: url, passphrase: Self.passphrase, busyTimeout: .seconds(5), fileAccess: writability.fileAccess)
         }
         #expect(error?.message.contains("directory \(directory)") == true)
+        #expect(error?.message.contains("(Permission denied)") == true)
+    }
+}
+
+extension FileAccess {
+    /// `access(2)` as it answers a file's owner who is not root: from the owner's permission bits alone (each scratch
+    /// file here is this process's own). Search permission on the path's ancestors is not checked: the scratch
+    /// directories are 0700 and this process's.
+    static let ownerPermissionBits = FileAccess { path, mode in
+        var info = stat()
+        guard stat(path, &info) == 0 else { return errno }
+        // R_OK, W_OK and X_OK are 4, 2 and 1: the owner's r, w and x bits, shifted down.
+        let granted = Int32((info.st_mode >> 6) & 0o7)
+        return mode & ~granted & 0o7 == 0 ? nil : EACCES
     }
 }

@@ -70,7 +70,10 @@ struct UHIDEventTests {
         bytes[4102] = 1  // UHID_OUTPUT_REPORT
         let decoded = try UHIDEvent(bytes: bytes)
         #expect(decoded == .output(data: data, type: .output))
-        guard case .output(let output, _) = decoded else { return }
+        guard case .output(let output, _) = decoded else {
+            Issue.record("not an output event: \(decoded)")
+            return
+        }
         #expect(FIDOHIDDevice.report(fromOutput: output) == report)
     }
 

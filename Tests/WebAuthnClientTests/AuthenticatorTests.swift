@@ -51,6 +51,23 @@ struct AuthenticatorTests {
         #expect(try key.store.allCredentials().isEmpty)
     }
 
+    /// A CTAP 2.0 key knows no permissions: its token comes from getPinToken, which takes neither permissions nor an
+    /// RP ID.
+    @Test func aKeyWithoutPermissionTokensGetsItsTokenWithGetPinToken() async throws {
+        let key = Self.pinKey()
+        let legacy = EditedAuthenticator(base: key.client) { $0.options["pinUvAuthToken"] = nil }
+        let interface = ScriptedInterface(pins: ["1234"])
+        let created = try await makeEngine([legacy], interface: interface).create(
+            PublicKeyCredentialCreationOptions(
+                json: creationOptionsJSON(#""authenticatorSelection":{"residentKey":"required"}"#)),
+            origin: Site.origin)
+        #expect(try AuthenticatorData(bytes: created.authenticatorData).flags.contains(.userVerified))
+        #expect(interface.pinRequests == [PINRequest(relyingPartyID: "example.com", retriesLeft: 8)])
+        #expect(
+            try tokenRequests(legacy.answers) == [TokenRequest(subCommand: 0x05, permissions: nil, relyingPartyID: nil)]
+        )
+    }
+
     @Test func attestationNoneStripsPackedAttestation() async throws {
         let key = TestAuthenticator(kind: .securityKey, configuration: .securityKey)
         let interface = ScriptedInterface()

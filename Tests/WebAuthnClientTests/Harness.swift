@@ -244,7 +244,8 @@ struct Site {
     }
 }
 
-/// Another authenticator with its getInfo edited: to play an authenticator without some capability.
+/// Another authenticator with its getInfo edited: to play an authenticator without some capability, or (through
+/// `answers`) one that answers what this package's authenticator never would.
 struct EditedAuthenticator: ClientAuthenticator {
     let base: any ClientAuthenticator
     let edit: @Sendable (inout AuthenticatorInfo) -> Void
@@ -260,20 +261,25 @@ struct EditedAuthenticator: ClientAuthenticator {
         let session = try await base.open(for: ceremony)
         var info = session.info
         edit(&info)
-        return Session(base: session, info: info, log: log)
+        return Session(base: session, info: info, log: log, answers: answers)
     }
 
     /// The command byte of every message sent.
     let log = CommandLog()
+    /// Answers the test puts in place of the authenticator's own, or makes from them.
+    let answers = ScriptedAnswers()
 
     struct Session: AuthenticatorSession {
         let base: any AuthenticatorSession
         let info: AuthenticatorInfo
         let log: CommandLog
+        let answers: ScriptedAnswers
 
         func send(_ message: [UInt8]) async throws(AuthenticatorTransportError) -> [UInt8] {
             log.append(message[0])
-            return try await base.send(message)
+            return try await answers.answer(message) { () async throws(AuthenticatorTransportError) in
+                try await base.send(message)
+            }
         }
 
         func close() async { await base.close() }
@@ -286,4 +292,47 @@ final class CommandLog: Sendable {
 
     func append(_ command: UInt8) { commands.withLock { $0.append(command) } }
     var all: [UInt8] { commands.withLock { $0 } }
+}
+
+/// What an `EditedAuthenticator` answers in place of the authenticator behind it: to play one that misbehaves in ways
+/// this package's never does (another RP ID hash, a flag missing, CTAP2_ERR_PUAT_REQUIRED where getInfo promised none).
+/// Canned answers are given without asking the authenticator; rewrites change what it answered. Every message sent is
+/// kept whole.
+final class ScriptedAnswers: Sendable {
+    private struct State {
+        var canned: [UInt8: [[UInt8]]] = [:]
+        var rewrites: [UInt8: @Sendable ([UInt8]) -> [UInt8]] = [:]
+        var messages: [[UInt8]] = []
+    }
+
+    private let state = Mutex(State())
+
+    /// The next request with `command` is answered `response` (a status byte and CBOR), and reaches no authenticator.
+    func answerNext(_ command: CTAPCommand, with response: [UInt8]) {
+        state.withLock { $0.canned[command.rawValue, default: []].append(response) }
+    }
+
+    /// Every answer the authenticator gives to `command` goes through `edit` on its way back.
+    func rewrite(_ command: CTAPCommand, with edit: @escaping @Sendable ([UInt8]) -> [UInt8]) {
+        state.withLock { $0.rewrites[command.rawValue] = edit }
+    }
+
+    /// The messages sent with `command`, whole (command byte and CBOR), in order.
+    func sent(_ command: CTAPCommand) -> [[UInt8]] {
+        state.withLock { $0.messages.filter { $0.first == command.rawValue } }
+    }
+
+    func answer(
+        _ message: [UInt8], asking authenticator: () async throws(AuthenticatorTransportError) -> [UInt8]
+    ) async throws(AuthenticatorTransportError) -> [UInt8] {
+        let command = message.first ?? 0
+        let (canned, rewrite) = state.withLock { state -> ([UInt8]?, (@Sendable ([UInt8]) -> [UInt8])?) in
+            state.messages.append(message)
+            let canned = state.canned[command]?.isEmpty == false ? state.canned[command]?.removeFirst() : nil
+            return (canned, state.rewrites[command])
+        }
+        if let canned { return canned }
+        let response = try await authenticator()
+        return rewrite?(response) ?? response
+    }
 }

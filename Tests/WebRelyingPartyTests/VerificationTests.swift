@@ -67,7 +67,10 @@ struct VerificationTests {
         #expect(replayed.refusalCode == .challengeReplayed)
         #expect(replayed.verdict.status == 409)
         #expect(harness.state.accounts.isEmpty)
-        guard case .refused(_, _, let userName) = replayed.verdict else { return }
+        guard case .refused(_, _, let userName) = replayed.verdict else {
+            Issue.record("not refused: \(replayed.verdict)")
+            return
+        }
         #expect(userName == nil)  // a spent challenge no longer names its ceremony
     }
 
@@ -254,7 +257,10 @@ struct VerificationTests {
         body["response"] = response
         let outcome = harness.verifyRegistration(Array(try JSONSerialization.data(withJSONObject: body)))
         #expect(outcome.refusalCode == .malformedResponse)
-        guard case .refused(_, let error, let userName) = outcome.verdict else { return }
+        guard case .refused(_, let error, let userName) = outcome.verdict else {
+            Issue.record("not refused: \(outcome.verdict)")
+            return
+        }
         #expect(error.message == "response.attestationObject is missing" && userName == "alice")
         #expect(harness.relyingParty.pendingCount == 0)
     }

@@ -7,6 +7,7 @@ import HybridDriver
 import PasskeyProvider
 import PasskeyStoreIO
 import Proximity
+import ProximityIO
 
 extension Passkey {
     struct Listen: AsyncParsableCommand {
