@@ -223,7 +223,10 @@ let package = Package(
         .target(
             name: "PasskeyProvider",
             dependencies: [
-                "Basics", "CTAP2", "Hybrid", "HybridLink", "Proximity", "PasskeyStore", "PasskeyFilesIO", crypto,
+                "Basics", "CTAP2", "Hybrid", "HybridLink", "Proximity", "PasskeyStore", "PasskeyFilesIO",
+                "ClientAuthenticators", "SecurityKey", "WebAuthnClient", "WebAuthnClientIO", "AssociatedDomains",
+                "AssociatedDomainsCheck", "AssociatedDomainsIO", "RelyingParty", "RelyingPartyServer", "WebRelyingParty",
+                "WebAuthn", crypto,
             ],
             swiftSettings: strictSettings
         ),
@@ -355,7 +358,9 @@ let package = Package(
             name: "PasskeyProviderTests",
             dependencies: [
                 "PasskeyProvider", "PasskeyStore", "PasskeyFilesIO", "HybridLink", "HybridTransport", "Hybrid",
-                "Proximity", "CTAP2", "HybridTestSupport", "TestSupport", crypto,
+                "Proximity", "CTAP2", "HybridTestSupport", "TestSupport", "ClientAuthenticators", "SecurityKey",
+                "WebAuthnClient", "AssociatedDomains", "AssociatedDomainsCheck", "AssociatedDomainsIO", "RelyingParty",
+                "WebRelyingParty", crypto,
             ],
             swiftSettings: strictSettings
         ),
