@@ -240,8 +240,10 @@ let package = Package(
         .target(
             name: "PasskeyProvider",
             dependencies: [
-                "Basics", "CTAP2", "CTAPHID", "Hybrid", "HybridDriver", "Proximity", "PasskeyStoreIO",
-                "PasskeyFilesIO", crypto,
+                "Basics", "CTAP2", "CTAPHID", "Hybrid", "HybridDriver", "Proximity", "PasskeyStoreIO", "PasskeyFilesIO",
+                "WebAuthnClientDriver", "SecurityKeyDriver", "WebAuthnClient", "WebAuthnClientIO", "AssociatedDomains",
+                "AssociatedDomainsIO", "RelyingParty", "WebRelyingPartyIO", "WebRelyingParty",
+                "WebAuthn", crypto,
             ],
             swiftSettings: strictSettings
         ),
@@ -373,7 +375,9 @@ let package = Package(
             name: "PasskeyProviderTests",
             dependencies: [
                 "PasskeyProvider", "PasskeyStoreIO", "PasskeyFilesIO", "HybridDriver", "HybridIO", "Hybrid",
-                "Proximity", "CTAP2", "CTAPHID", "CBOR", "HybridTestSupport", "TestSupport", crypto,
+                "Proximity", "CTAP2", "CTAPHID", "CBOR", "HybridTestSupport", "TestSupport", "WebAuthnClientDriver", "SecurityKeyDriver",
+                "WebAuthnClient", "AssociatedDomains", "AssociatedDomainsIO", "RelyingParty",
+                "WebRelyingParty", crypto,
             ],
             swiftSettings: strictSettings
         ),

@@ -42,6 +42,11 @@ final class ScriptedPerson: ProviderUserInterface {
         events.compactMap { if case .phone(let event) = $0 { event } else { nil } }
     }
 
+    /// The computer's events, in order.
+    var computerEvents: [ComputerEvent] {
+        events.compactMap { if case .computer(let event) = $0 { event } else { nil } }
+    }
+
     private func next(_ prompt: Prompt) -> Reply? {
         state.withLock { state in
             state.prompts.append(prompt)

@@ -19,6 +19,8 @@ public enum ProviderEvent: Sendable {
     case autoApproved(UserAction, verification: Bool)
     /// The phone's steps.
     case phone(PhoneEvent)
+    /// The computer's (browser's) steps.
+    case computer(ComputerEvent)
 }
 
 /// What the phone role reports (`PhoneService`).
@@ -43,4 +45,17 @@ public enum PhoneEvent: Sendable {
     case linkedSessionFailed(reason: String)
     /// The phone stopped listening.
     case stopped
+}
+
+/// What the computer role reports (`BrowserService`, `ComputerLinks`).
+public enum ComputerEvent: Hashable, Sendable {
+    /// A phone sent linking information after a QR session and is kept in the links file `file` under `name`.
+    case phoneRemembered(name: String, file: String)
+    /// A phone sent linking information but the links file could not be written.
+    case linkNotSaved(reason: String)
+    /// The relay said the linked phone `name` revoked the link (410, or close code 4410): it was forgotten from
+    /// `file`.
+    case linkRevoked(name: String, file: String)
+    /// The local relying party accepted the answer (`client register`, `client sign-in`); its state is saved.
+    case verifiedByRelyingParty
 }

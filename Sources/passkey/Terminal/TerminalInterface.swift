@@ -95,6 +95,23 @@ struct TerminalInterface: ProviderUserInterface {
             terminal.write(line + "\n")
         case .phone(let event):
             status(PhoneLines.line(for: event))
+        case .computer(let event):
+            terminal.write("passkey: " + Self.line(for: event) + "\n")
+        }
+    }
+
+    /// The computer's events: plain lines, as the browser commands printed them before the provider held them.
+    static func line(for event: ComputerEvent) -> String {
+        switch event {
+        case .phoneRemembered(let name, let file):
+            "remembered the phone \"\(name.terminalSafe)\" (\(file)): "
+                + "`passkey client get --linked \"\(name.terminalSafe)\"` reaches it without a QR code"
+        case .linkNotSaved(let reason):
+            "the phone's link could not be saved: \(reason)"
+        case .linkRevoked(let name, let file):
+            "the phone \"\(name.terminalSafe)\" revoked this link (the relay says it is gone); forgot it (\(file))"
+        case .verifiedByRelyingParty:
+            "verified by the relying party"
         }
     }
 

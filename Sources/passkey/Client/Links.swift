@@ -6,6 +6,7 @@ import Hybrid
 import HybridDriver
 import PasskeyStoreIO
 import PasskeyFilesIO
+import PasskeyProvider
 
 extension Passkey.Client {
     /// The computer's linked phones (`links.json`).
@@ -25,16 +26,14 @@ extension Passkey.Client {
         @Flag(help: "Print one JSON object.") var json = false
 
         func run() async throws {
-            let book = LinkedPhoneBook(
-                url: links.map { URL(fileURLWithPath: $0) } ?? ClientLinking.bookURL(store: store))
+            let computerLinks = ComputerLinks(
+                files: store.files, file: links.map { URL(fileURLWithPath: $0) }, interface: TerminalInterface())
             if let remove {
-                guard try book.forget(remove) else {
-                    throw CommandFailure("no linked phone called \(remove.terminalSafe)")
-                }
+                try computerLinks.remove(named: remove)
                 print("forgot \(remove.terminalSafe)")
                 return
             }
-            let phones = try book.load()
+            let phones = try computerLinks.phones()
             let format = Date.ISO8601FormatStyle()
             if json {
                 try ClientOptions.printJSON([
@@ -56,24 +55,6 @@ extension Passkey.Client {
                 print(
                     "\(phone.name.terminalSafe)  via \(phone.relay), linked \(phone.created.formatted(format))\(used)")
             }
-        }
-    }
-}
-
-/// The computer's side of linking in `passkey client`: where the book is, remembering a phone after a QR session,
-/// and the linked phone as an authenticator.
-enum ClientLinking {
-    static func bookURL(store: StoreOptions) -> URL { store.files.computerLinks }
-
-    /// Remembers what a phone sent, saying so on standard error.
-    static func remember(_ linking: LinkingInfo, relay: TunnelServerBaseURL, book: LinkedPhoneBook) {
-        do {
-            let name = try book.remember(linking, relay: relay, now: Date())
-            Terminal.shared.write(
-                "passkey: remembered the phone \"\(name.terminalSafe)\" (\(book.url.path)): "
-                    + "`passkey client get --linked \"\(name.terminalSafe)\"` reaches it without a QR code\n")
-        } catch {
-            Terminal.shared.write("passkey: the phone's link could not be saved: \(error)\n")
         }
     }
 }

@@ -1,0 +1,91 @@
+import ArgumentParser
+import Basics
+import CTAP2
+import WebAuthnClientDriver
+import Foundation
+import Hybrid
+import HybridDriver
+import HybridIO
+import PasskeyStoreIO
+import Proximity
+import PublicSuffix
+import QRImageIO
+import RelyingParty
+import WebRelyingPartyIO
+import WebAuthn
+import WebAuthnClient
+import WebAuthnClientIO
+import WebRelyingParty
+import PasskeyFilesIO
+import PasskeyProvider
+
+extension Passkey.Client {
+    struct Register: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Register a discoverable passkey for an account through a phone.",
+            discussion: """
+                A convenience over `client create`: this package's relying party for --rp writes the options \
+                (resident key and user verification required, the account's passkeys excluded), the WebAuthn \
+                client reaches a phone by QR code, and the relying party verifies the answer and keeps the public \
+                key in its state file.
+                """)
+
+        @OptionGroup var options: ClientOptions
+        @Option(help: "Account name to register.") var user: String
+        @Option(help: "Display name (default: the account name).") var displayName: String?
+
+        func run() async throws {
+            let options = options
+            let accepted = try await options.run {
+                try await options.localRelyingParty.register(
+                    user: user, displayName: displayName, makeEngine: options.phoneEngine)
+            }
+            let credentialID = accepted.credential.id.base64URLEncodedString
+            if options.json {
+                try ClientOptions.printJSON([
+                    "outcome": "registered", "rpID": options.rp, "user": accepted.userName,
+                    "credentialID": credentialID, "attestationFormat": accepted.credential.attestationFormat,
+                    "userVerified": accepted.userVerified, "aaguid": accepted.credential.aaguid.description,
+                    "rpState": options.stateURL.path,
+                ])
+            } else {
+                print("registered \(accepted.userName) at \(options.rp)")
+                print("  credential ID  \(credentialID)")
+                print(
+                    "  attestation    \(accepted.credential.attestationFormat), user verified \(accepted.userVerified)")
+                print("  saved to       \(options.stateURL.path)")
+            }
+        }
+    }
+
+    struct SignIn: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            commandName: "sign-in",
+            abstract: "Sign in with a passkey registered earlier, through a phone.",
+            discussion: """
+                A convenience over `client get`, with this package's relying party for --rp. Without --user the \
+                request has no allowCredentials and the phone picks the account.
+                """)
+
+        @OptionGroup var options: ClientOptions
+        @Option(help: "Sign in as this registered account (its credential goes in the allowList).") var user: String?
+
+        func run() async throws {
+            let options = options
+            let accepted = try await options.run {
+                try await options.localRelyingParty.signIn(user: user, makeEngine: options.phoneEngine)
+            }
+            let credentialID = accepted.credential.id.base64URLEncodedString
+            if options.json {
+                try ClientOptions.printJSON([
+                    "outcome": "signedIn", "rpID": options.rp, "credentialID": credentialID,
+                    "userVerified": accepted.userVerified, "user": accepted.userName,
+                ])
+            } else {
+                print("signed in to \(options.rp) as \(accepted.userName)")
+                print("  credential ID  \(credentialID)")
+                print("  user verified  \(accepted.userVerified)")
+            }
+        }
+    }
+}

@@ -1,0 +1,188 @@
+import ArgumentParser
+import Basics
+import CTAP2
+import WebAuthnClientDriver
+import Foundation
+import Hybrid
+import HybridDriver
+import PasskeyStoreIO
+import Proximity
+import PublicSuffix
+import SecurityKeyDriver
+import Synchronization
+import WebAuthnClient
+import WebAuthnClientIO
+import PasskeyFilesIO
+import PasskeyProvider
+
+extension CredentialMediation: ExpressibleByArgument {}
+extension PublicKeyCredentialHint: ExpressibleByArgument {}
+
+/// What `client create` and `client get` share: where the options come from, the origin, the authenticators, and how
+/// the result is printed.
+struct WebAuthnClientOptions: ParsableArguments {
+    @Option(
+        name: .customLong("options"),
+        help: ArgumentHelp(
+            "The relying party's options JSON (PublicKeyCredentialCreationOptionsJSON or …RequestOptionsJSON, bare "
+                + "or inside {\"publicKey\": …}); - reads standard input.", valueName: "file|-"))
+    var optionsPath: String
+
+    @Option(help: ArgumentHelp("The origin of the page asking, for example https://example.com.", valueName: "url"))
+    var origin: String
+
+    @Option(
+        help: ArgumentHelp(
+            "Order the choices by these hints (repeatable); they win over transports and authenticatorAttachment.",
+            valueName: "security-key|client-device|hybrid"))
+    var hint: [PublicKeyCredentialHint] = []
+
+    @Option(
+        name: .customLong("security-key"),
+        help: ArgumentHelp(
+            "Also offer a security key over CTAPHID: hidraw:/dev/hidrawN, udp:HOST:PORT, or auto (the one FIDO "
+                + "hidraw device). Its PIN comes from $PASSKEY_CLIENT_PIN or the terminal.",
+            valueName: "spec"))
+    var securityKey: String?
+
+    @Flag(help: "Do not offer a phone (hybrid): only this computer's passkeys and a security key.")
+    var noPhone = false
+
+    @OptionGroup var linking: ClientLinkOptions
+
+    @Flag(help: "Print exactly the credential's toJSON() on one line, and nothing else on standard output.")
+    var json = false
+
+    @Option(help: ArgumentHelp("Also write the phone's QR code to this PNG file.", valueName: "file")) var qrPNG:
+        String?
+
+    @OptionGroup var store: StoreOptions
+    @OptionGroup var approval: ApprovalOptions
+    @OptionGroup var hybrid: HybridOptions
+    @OptionGroup var appAssociation: AppAssociationOptions
+
+    /// The largest options file read: well above what any relying party sends, and what the engine refuses beyond.
+    static let maximumOptionsBytes = 1 << 20
+
+    func validate() throws {
+        if noPhone && (linking.link || linking.linked != nil) {
+            throw ValidationError("--link and --linked need a phone: drop --no-phone.")
+        }
+        if let securityKey {
+            do {
+                _ = try SecurityKeySpec(parsing: securityKey)
+            } catch {
+                throw ValidationError("--security-key: \(error)")
+            }
+        }
+    }
+
+    /// The options text, from the file or standard input; at most one byte more than the engine reads, so that it
+    /// reports the size itself.
+    func readOptions() throws(CommandFailure) -> [UInt8] {
+        let handle: FileHandle
+        if optionsPath == "-" {
+            handle = FileHandle.standardInput
+        } else {
+            guard let file = FileHandle(forReadingAtPath: optionsPath) else {
+                throw CommandFailure("cannot read the options file \(optionsPath.terminalSafe)")
+            }
+            handle = file
+        }
+        defer { if optionsPath != "-" { try? handle.close() } }
+        var bytes: [UInt8] = []
+        while bytes.count <= Self.maximumOptionsBytes {
+            guard let chunk = try? handle.read(upToCount: 64 * 1024), !chunk.isEmpty else { break }
+            bytes += chunk
+        }
+        return Array(bytes.prefix(Self.maximumOptionsBytes + 1))
+    }
+
+    /// The engine over what the flags ask for; which authenticators that is, and how links are kept, is the
+    /// browser service's.
+    func makeEngine(ceremony: ClientCeremony, holder: StoreHolder) throws -> ClientEngine {
+        let interface = TerminalClientInterface(
+            unattended: approval.unattended,
+            pin: ClientPINSource.provider(environment: ProcessInfo.processInfo.environment))
+        let store = store
+        let approval = approval
+        let service = BrowserService(
+            links: linking.computerLinks(files: store.files),
+            factory: hybrid.browserFactory(
+                json: json, qrPNG: qrPNG,
+                thisComputer: { LocalPasskeys.authenticator(store: store, approval: approval, holder: holder) }))
+        let authenticators = try service.authenticators(
+            for: BrowserAuthenticators(
+                thisComputer: FileManager.default.fileExists(atPath: store.url.path),
+                phone: noPhone ? .notOffered : linking.phone,
+                securityKey: securityKey.flatMap { try? SecurityKeySpec(parsing: $0) }))
+        return ClientEngine(
+            environment: ClientEnvironment(
+                authenticators: authenticators, userInterface: interface,
+                relyingPartyIDChecker: try SuffixListRelyingPartyIDChecker.fromSystemList(
+                    relatedOrigins: HTTPSRelatedOriginsSource())))
+    }
+
+    /// Prints the credential: its `toJSON()` alone with `--json`, else a summary and the JSON laid out.
+    func printCredential(json credentialJSON: [UInt8], pretty: [UInt8], summary: [String]) {
+        if json {
+            FileHandle.standardOutput.write(Data(credentialJSON + Array("\n".utf8)))
+        } else {
+            let text = summary.map { $0 + "\n" }.joined() + String(decoding: pretty, as: UTF8.self) + "\n"
+            FileHandle.standardOutput.write(Data(text.utf8))
+        }
+    }
+
+    /// Runs a ceremony, turning its `ClientError` into one line on standard error and the exception's exit status.
+    /// Ctrl-C cancels it, which the engine reports as `AbortError`, as a page's AbortSignal would.
+    func run<T: Sendable>(_ body: @escaping @Sendable () async throws -> T) async throws -> T {
+        let task = Task { try await body() }
+        signal(SIGINT, SIG_IGN)
+        let interrupt = DispatchSource.makeSignalSource(signal: SIGINT)
+        interrupt.setEventHandler { task.cancel() }
+        interrupt.resume()
+        defer {
+            interrupt.cancel()
+            signal(SIGINT, SIG_DFL)
+        }
+        do {
+            return try await task.value
+        } catch let error as ClientError {
+            Terminal.shared.write("passkey: \(error.description.terminalSafe)\n")
+            throw ExitCode(error.exitStatus)
+        }
+    }
+}
+
+/// `--link` and `--linked NAME`: remembering a phone after a QR session, and reaching it later without one.
+struct ClientLinkOptions: ParsableArguments {
+    @Flag(
+        help: """
+            Offer the phone to remember this computer (QR code key 4): the link it sends is kept in links.json \
+            beside the store, and `--linked NAME` reaches it later without a QR code.
+            """)
+    var link = false
+
+    @Option(
+        help: ArgumentHelp(
+            "Reach the linked phone with this name through its relay instead of showing a QR code "
+                + "(`passkey client links` lists them).", valueName: "name"))
+    var linked: String?
+
+    @Option(help: ArgumentHelp("The links file (default: links.json beside the store).", valueName: "file"))
+    var links: String?
+
+    func validate() throws {
+        if link && linked != nil {
+            throw ValidationError("--link (a QR session) and --linked (no QR code) exclude each other.")
+        }
+    }
+
+    /// The phone these flags ask for, when a phone is offered at all.
+    var phone: BrowserAuthenticators.Phone { linked.map { .linked(name: $0) } ?? .qrCode(link: link) }
+
+    /// The links beside `files`' store, or in `--links`.
+    func computerLinks(files: PasskeyFiles) -> ComputerLinks {
+        ComputerLinks(files: files, file: links.map { URL(fileURLWithPath: $0) }, interface: TerminalInterface())
+    }
+}
