@@ -223,7 +223,8 @@ let package = Package(
         .target(
             name: "PasskeyProvider",
             dependencies: [
-                "Basics", "CTAP2", "Hybrid", "HybridLink", "Proximity", "PasskeyStore", "PasskeyFilesIO", crypto,
+                "Basics", "CTAP2", "Hybrid", "HybridLink", "Proximity", "PasskeyStore", "PasskeyFilesIO",
+                "AssociatedDomainsCheck", "AssociatedDomainsIO", "CredentialExchange", crypto,
             ],
             swiftSettings: strictSettings
         ),
@@ -355,7 +356,7 @@ let package = Package(
             name: "PasskeyProviderTests",
             dependencies: [
                 "PasskeyProvider", "PasskeyStore", "PasskeyFilesIO", "HybridLink", "HybridTransport", "Hybrid",
-                "Proximity", "CTAP2", "HybridTestSupport", "TestSupport", crypto,
+                "Proximity", "CTAP2", "CredentialExchange", "HybridTestSupport", "TestSupport", crypto,
             ],
             swiftSettings: strictSettings
         ),
