@@ -243,7 +243,7 @@ let package = Package(
                 "Basics", "CTAP2", "CTAPHID", "Hybrid", "HybridDriver", "Proximity", "PasskeyStoreIO", "PasskeyFilesIO",
                 "WebAuthnClientDriver", "SecurityKeyDriver", "WebAuthnClient", "WebAuthnClientIO", "AssociatedDomains",
                 "AssociatedDomainsIO", "RelyingParty", "WebRelyingPartyIO", "WebRelyingParty",
-                "WebAuthn", crypto,
+                "WebAuthn", "CredentialExchange", crypto,
             ],
             swiftSettings: strictSettings
         ),
@@ -377,7 +377,7 @@ let package = Package(
                 "PasskeyProvider", "PasskeyStoreIO", "PasskeyFilesIO", "HybridDriver", "HybridIO", "Hybrid",
                 "Proximity", "CTAP2", "CTAPHID", "CBOR", "HybridTestSupport", "TestSupport", "WebAuthnClientDriver", "SecurityKeyDriver",
                 "WebAuthnClient", "AssociatedDomains", "AssociatedDomainsIO", "RelyingParty",
-                "WebRelyingParty", crypto,
+                "WebRelyingParty", "CredentialExchange", crypto,
             ],
             swiftSettings: strictSettings
         ),

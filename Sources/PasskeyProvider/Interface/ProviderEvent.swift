@@ -17,6 +17,12 @@ public enum ProviderEvent: Sendable {
     case wrongPassphrase(attemptsLeft: Int)
     /// The unattended approver approved this.
     case autoApproved(UserAction, verification: Bool)
+    /// The unattended approver answered yes to this question.
+    case autoAnswered(ProviderQuestion)
+    /// The unattended approver took entry `index` of this list.
+    case autoChose(ChoiceRequest, index: Int)
+    /// What an import will add, before the person is asked.
+    case importing(ImportPreview)
     /// The phone's steps.
     case phone(PhoneEvent)
     /// The computer's (browser's) steps.

@@ -18,6 +18,16 @@ extension PromptAnswer: Equatable where Value: Equatable {}
 public enum ProviderQuestion: Hashable, Sendable {
     /// An authenticator asks for the person's presence (create a passkey, sign in, reset, select).
     case authenticator(UserAction)
+    /// Replace the different password saved for `user` at `service`?
+    case replacePassword(user: String, service: String)
+    /// `app` wants to change the saved password for `user` at `service`.
+    case appChangesPassword(app: String, user: String, service: String)
+    /// Delete the saved password for `user` at `service`?
+    case deletePassword(user: String, service: String)
+    /// `app` wants to delete the saved password for `user` at `service`.
+    case appDeletesPassword(app: String, user: String, service: String)
+    /// Add `count` imported passkeys to the store at `store`?
+    case importPasskeys(count: Int, store: String)
 }
 
 /// A secret the provider asks for. Secrets are used once, never shown, logged or kept.
@@ -28,12 +38,18 @@ public enum SecretRequest: Hashable, Sendable {
     case newStorePassphrase(path: String, confirming: Bool)
     /// The store passphrase again, as user verification for a request.
     case verification
+    /// A password to save in the vault; `confirming` the second time it is asked.
+    case newPassword(confirming: Bool)
+    /// The passphrase of an export archive; `confirming` the second time it is asked (a new archive).
+    case archivePassphrase(confirming: Bool)
 }
 
 /// A list to choose one entry from.
 public enum ChoiceRequest: Hashable, Sendable {
     /// Which account to sign in as, chosen on this authenticator.
     case account(relyingPartyID: String, accounts: [AccountSummary])
+    /// Which saved login to give `app` (`password request`); refusing gives it nothing.
+    case sharedLogin(app: String, logins: [SavedLoginSummary])
 }
 
 /// What the provider asks of the person and tells them, whichever role it plays: a phone answering a QR code, a

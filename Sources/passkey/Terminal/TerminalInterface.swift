@@ -11,7 +11,9 @@ import Proximity
 struct TerminalInterface: ProviderUserInterface {
     /// How long a question waits for an answer (CTAP platforms give up after about 30 s).
     var answerTimeout = Duration.seconds(60)
-    /// How long a store passphrase prompt waits.
+    /// How long a question about saved passwords waits.
+    var vaultAnswerTimeout = Duration.seconds(120)
+    /// How long a store passphrase prompt waits (and a password to save).
     var passphraseTimeout = Duration.seconds(300)
     /// When the command started, for the phone's status lines.
     let started = ContinuousClock.now
@@ -22,11 +24,16 @@ struct TerminalInterface: ProviderUserInterface {
     var canAsk: Bool { terminal.isInteractive }
 
     func confirm(_ question: ProviderQuestion) async -> PromptAnswer<Bool> {
-        switch question {
-        case .authenticator(let action):
-            terminal.write(Self.question(for: action) + " [y/N] ")
-        }
-        switch await terminal.readLine(timeout: answerTimeout) {
+        terminal.write(Self.text(of: question) + " [y/N] ")
+        // The vault's questions wait as long as the password commands always have; an authenticator's, as long as
+        // its platform does.
+        let timeout =
+            switch question {
+            case .authenticator: answerTimeout
+            case .importPasskeys: passphraseTimeout
+            default: vaultAnswerTimeout
+            }
+        switch await terminal.readLine(timeout: timeout) {
         case .line(let answer):
             return .given(["y", "yes"].contains(answer.trimmingCharacters(in: .whitespaces).lowercased()))
         case .endOfInput: return .declined
@@ -42,17 +49,49 @@ struct TerminalInterface: ProviderUserInterface {
             for (index, account) in accounts.enumerated() {
                 terminal.write("  \(index + 1)) \(Self.describe(account))\n")
             }
-            terminal.write("Choose 1-\(accounts.count), or press Enter to refuse: ")
-            switch await terminal.readLine(timeout: answerTimeout) {
-            case .line(let answer):
-                guard let choice = Int(answer.trimmingCharacters(in: .whitespaces)),
-                    (1...accounts.count).contains(choice)
-                else { return .declined }
-                return .given(choice - 1)
-            case .endOfInput: return .declined
-            case .cancelled: return cancelled()
-            case .timedOut: return timedOut()
-            }
+            return await pick(among: accounts.count, timeout: answerTimeout)
+        case .sharedLogin:
+            show(request)
+            return await pick(among: logins.count, timeout: vaultAnswerTimeout)
+        }
+    }
+
+    /// Shows a list of logins to choose from (accounts are shown as they are asked for).
+    private func show(_ request: ChoiceRequest) {
+        guard case .sharedLogin(let app, let logins) = request else { return }
+        terminal.write("\(app.siteChosen) wants to use one of your saved passwords:\n")
+        for (index, login) in logins.enumerated() {
+            terminal.write("  \(index + 1)) \(login.user.siteChosen) at \(login.service.terminalSafe)\n")
+        }
+    }
+
+    /// What an import will add: one line a passkey, its notes, and the credentials of other types skipped.
+    private func show(_ preview: ImportPreview) {
+        terminal.write("\(preview.file.terminalSafe): \(preview.source) with \(preview.entries.count) passkeys\n")
+        let dates = ISO8601DateFormatter()
+        for entry in preview.entries {
+            var line = "  \(entry.relyingPartyID.terminalSafe)  \((entry.userName ?? "no name").siteChosen)"
+            line += "  created \(dates.string(from: entry.created))"
+            if entry.duplicate { line += "  (already in the store: skipped)" }
+            terminal.write(line + "\n")
+            for note in entry.notes { terminal.write("      note: \(note.terminalSafe)\n") }
+        }
+        for (type, count) in preview.skippedTypes.sorted(by: { $0.key < $1.key }) {
+            terminal.write("  skipped \(count) credential\(count == 1 ? "" : "s") of type \(type.siteChosen)\n")
+        }
+    }
+
+    /// Reads the number of one of `count` entries; anything else refuses.
+    private func pick(among count: Int, timeout: Duration) async -> PromptAnswer<Int> {
+        terminal.write("Choose 1-\(count), or press Enter to refuse: ")
+        switch await terminal.readLine(timeout: timeout) {
+        case .line(let answer):
+            guard let choice = Int(answer.trimmingCharacters(in: .whitespaces)), (1...count).contains(choice)
+            else { return .declined }
+            return .given(choice - 1)
+        case .endOfInput: return .declined
+        case .cancelled: return cancelled()
+        case .timedOut: return timedOut()
         }
     }
 
@@ -68,6 +107,10 @@ struct TerminalInterface: ProviderUserInterface {
             (prompt, timeout) = ("Repeat the passphrase: ", passphraseTimeout)
         case .verification:
             (prompt, timeout) = ("Store passphrase to verify it is you: ", answerTimeout)
+        case .newPassword(let confirming):
+            (prompt, timeout) = (confirming ? "Repeat it: " : "Password: ", passphraseTimeout)
+        case .archivePassphrase(let confirming):
+            (prompt, timeout) = (confirming ? "Repeat it: " : "Archive passphrase: ", passphraseTimeout)
         }
         switch await terminal.readSecret(prompt: prompt, timeout: timeout) {
         case .line(let secret): return .given(secret)
@@ -93,6 +136,16 @@ struct TerminalInterface: ProviderUserInterface {
             var line = "passkey: auto-approved: " + Self.question(for: action)
             if verification { line += " (user verification auto-approved)" }
             terminal.write(line + "\n")
+        case .autoAnswered(.importPasskeys(let count, let store)):
+            terminal.write(
+                "passkey: auto-approved (--yes): \(Self.text(of: .importPasskeys(count: count, store: store)))\n")
+        case .autoAnswered(let question):
+            terminal.write("passkey: auto-approved: \(Self.text(of: question))\n")
+        case .importing(let preview):
+            show(preview)
+        case .autoChose(let request, let index):
+            show(request)
+            terminal.write("passkey: auto-chose \(index + 1) (unattended approval)\n")
         case .phone(let event):
             status(PhoneLines.line(for: event))
         case .computer(let event):
@@ -152,6 +205,26 @@ struct TerminalInterface: ProviderUserInterface {
         case .verifyUser(let rp):
             if let rp { return "\(rp.terminalSafe): verify yourself?" }
             return "Verify yourself to manage this authenticator?"
+        }
+    }
+
+    /// A question on one line. Names an app, a site or a person chose are quoted (`siteChosen`).
+    static func text(of question: ProviderQuestion) -> String {
+        switch question {
+        case .authenticator(let action):
+            return Self.question(for: action)
+        case .replacePassword(let user, let service):
+            return "A different password is saved for \(user.siteChosen) at \(service.terminalSafe). Replace it?"
+        case .appChangesPassword(let app, let user, let service):
+            return "\(app.siteChosen) wants to change your saved password for \(user.siteChosen) at "
+                + "\(service.terminalSafe)."
+        case .deletePassword(let user, let service):
+            return "Delete the saved password for \(user.siteChosen) at \(service.terminalSafe)?"
+        case .appDeletesPassword(let app, let user, let service):
+            return "\(app.siteChosen) wants to delete your saved password for \(user.siteChosen) at "
+                + "\(service.terminalSafe)."
+        case .importPasskeys(let count, let store):
+            return "Add \(count) passkey\(count == 1 ? "" : "s") to \(store)?"
         }
     }
 

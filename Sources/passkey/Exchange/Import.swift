@@ -1,0 +1,69 @@
+import ArgumentParser
+import Foundation
+import PasskeyProvider
+
+extension Passkey {
+    struct Import: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Import passkeys from an export, an archive, Bitwarden or KeePassXC.",
+            discussion: """
+                Reads a `passkey export` file (with --key, the importer's private key), a passphrase archive \
+                ($PASSKEY_EXPORT_PASSPHRASE or asked), a CXF document, a Bitwarden unencrypted JSON export or a \
+                KeePassXC .passkey file. Every passkey is checked first (a P-256 key, sizes the store accepts); \
+                one bad entry stops the import and nothing is written. Shows what it will add, asks, and adds them \
+                in one transaction; credential IDs already in the store are skipped and counted. See \
+                Docs/Exchange.md.
+                """)
+
+        @OptionGroup var store: StoreOptions
+        @Argument(help: ArgumentHelp("The file to import.", valueName: "file")) var file: String
+        @Option(help: ArgumentHelp("The importer's private key (JWK), for a sealed export.", valueName: "file"))
+        var key: String?
+        @Flag(help: "Add the passkeys without asking (scripts; the output says so).") var yes = false
+
+        func run() async throws {
+            let imported = try await ExchangeService(access: store.access()).import(file: file, key: key, yes: yes)
+            var summary = "Imported \(imported.added) passkey\(imported.added == 1 ? "" : "s")"
+            if imported.skippedDuplicates > 0 {
+                summary += "; skipped \(imported.skippedDuplicates) already in the store"
+            }
+            if imported.otherTypes > 0 { summary += "; skipped \(imported.otherTypes) credentials of other types" }
+            print(summary + ".")
+            if imported.wasClearText {
+                Terminal.shared.write(
+                    "passkey: \(file.terminalSafe) holds private keys in clear text: delete it now "
+                        + "(for example `shred -u \(file.terminalSafe)`), and empty any trash or backup that has it.\n")
+            }
+        }
+    }
+
+    struct ImportKey: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            commandName: "import-key",
+            abstract: "Make the key pair an export is sealed to.",
+            subcommands: [New.self])
+
+        struct New: ParsableCommand {
+            static let configuration = CommandConfiguration(
+                abstract: "Make a new importer key pair (P-256 JWK files).",
+                discussion: """
+                    Writes the private key to FILE (mode 0600: keep it, it opens every export sealed to it) and \
+                    the public key to FILE with .pub.jwk, to give to the exporting side (`passkey export --to`). \
+                    Neither file is replaced if it exists.
+                    """)
+
+            @Option(name: .shortAndLong, help: ArgumentHelp("The private key file.", valueName: "file"))
+            var output = "importer.jwk"
+
+            func run() throws {
+                let fingerprint = try ExchangeService.newImporterKey(output: output)
+                let publicPath = ExchangeService.publicKeyPath(for: output)
+                print("Wrote the private key to \(output) (mode 0600; keep it for `passkey import --key \(output)`).")
+                print(
+                    "Wrote the public key to \(publicPath): give it to the exporter (`passkey export --to \(publicPath)`)."
+                )
+                print("Fingerprint \(fingerprint)")
+            }
+        }
+    }
+}

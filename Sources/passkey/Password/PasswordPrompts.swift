@@ -1,0 +1,42 @@
+import ArgumentParser
+import Foundation
+import PasskeyProvider
+import PasskeyStoreIO
+
+/// What the password commands share: the vault on the terminal, the user name's limit and the JSON they print.
+enum PasswordPrompts {
+    static func validateUserName(_ user: String) throws {
+        guard user.utf8.count <= SQLiteCredentialStore.maximumUserNameLength else {
+            throw ValidationError("The user name is longer than \(SQLiteCredentialStore.maximumUserNameLength) bytes.")
+        }
+    }
+
+    /// The vault over the unlocked `store`, asking at the terminal, with the approval table at `approvals` (else
+    /// beside the store).
+    static func vault(
+        _ store: SQLiteCredentialStore, options: StoreOptions, approvals: String? = nil,
+        approval: ApprovalOptions = ApprovalOptions()
+    ) -> PasswordVault {
+        let interface = TerminalInterface()
+        return PasswordVault(
+            store: store, interface: interface, mode: approval.mode, canAsk: interface.canAsk,
+            environment: ProcessInfo.processInfo.environment,
+            approvalTable: approvals.map { URL(fileURLWithPath: $0) } ?? options.files.domainApprovals)
+    }
+
+    /// The store and what it says, as `passkey password` prints it: quoted names, a terminal-safe service.
+    static func login(_ user: String, _ service: PasswordService) -> String {
+        "\(user.siteChosen) at \(service.text.terminalSafe)"
+    }
+
+    /// One line of JSON with the members in this order.
+    static func jsonObject(_ members: [(String, String)]) -> String {
+        "{" + members.map { "\(jsonString($0.0)):\(jsonString($0.1))" }.joined(separator: ",") + "}"
+    }
+
+    static func jsonString(_ text: String) -> String {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.withoutEscapingSlashes]
+        return (try? encoder.encode(text)).map { String(decoding: $0, as: UTF8.self) } ?? "\"\""
+    }
+}
