@@ -76,7 +76,7 @@ let package = Package(
     targets: [
         // MARK: Pure code: no I/O, no NIO. Time, randomness and storage come in as values or protocols.
         // Hex, base64url, a digest's bytes and durations in seconds or milliseconds, for every module above.
-        .target(name: "Basics", dependencies: [crypto, cryptoExtras], swiftSettings: strictSettings),
+        .target(name: "Basics", dependencies: ["COpenSSL", crypto], swiftSettings: strictSettings),
         .target(name: "CBOR", swiftSettings: strictSettings),
         // JSON text (RFC 8259) read strictly as JavaScript's JSON.parse reads it, written as JSON.stringify writes it.
         .target(name: "JSON", swiftSettings: strictSettings),
@@ -307,7 +307,7 @@ let package = Package(
         // no Crypto, none of our modules, so any test target can use it.
         .target(name: "TestSupport", path: "Tests/TestSupport", swiftSettings: strictSettings),
         .testTarget(name: "TestSupportTests", dependencies: ["TestSupport"], swiftSettings: strictSettings),
-        .testTarget(name: "BasicsTests", dependencies: ["Basics", crypto], swiftSettings: strictSettings),
+        .testTarget(name: "BasicsTests", dependencies: ["Basics", crypto, cryptoExtras], swiftSettings: strictSettings),
         .testTarget(
             name: "PasskeyFilesIOTests", dependencies: ["PasskeyFilesIO", "TestSupport"], swiftSettings: strictSettings),
         .testTarget(name: "CBORTests", dependencies: ["Basics", "CBOR", "TestSupport"], swiftSettings: strictSettings),

@@ -1,6 +1,6 @@
+import COpenSSL
 import Crypto
 import Foundation
-import _CryptoExtras
 
 /// scrypt (RFC 7914) as every passphrase file here uses it: the bounds on its cost that a file must stay within, so
 /// that a file can neither weaken its own passphrase nor make opening it take minutes or gigabytes, and the
@@ -53,13 +53,41 @@ public enum ScryptCost {
     }
 
     /// Derives an `outputByteCount`-byte key from a passphrase already `normalized`; nil when scrypt fails (it could
-    /// not allocate its memory). Callers refuse an empty passphrase or salt first: swift-crypto's scrypt needs both.
+    /// not allocate its memory). Callers refuse an empty passphrase or salt, and parameters `problem` refuses, first.
+    ///
+    /// The derivation is libcrypto's `EVP_PBE_scrypt` (the system OpenSSL), not swift-crypto's: SwiftPM compiles a
+    /// package's C dependencies without optimization in debug builds, where BoringSSL's scrypt took about ten times
+    /// as long as this one (most of the test suite's time went into unlocking stores); release builds gain nothing
+    /// either way, and the two agree on RFC 7914's vectors (`ScryptCostTests`).
     public static func deriveKey(
         normalizedPassphrase: [UInt8], salt: [UInt8], outputByteCount: Int, rounds: Int, blockSize: Int,
         parallelism: Int
     ) -> SymmetricKey? {
-        try? KDF.Scrypt.deriveKey(
-            from: normalizedPassphrase, salt: salt, outputByteCount: outputByteCount, rounds: rounds,
-            blockSize: blockSize, parallelism: parallelism)
+        guard rounds > 1, blockSize > 0, parallelism > 0, outputByteCount > 0 else { return nil }
+        // The working memory scrypt needs (V and B), with room for its bookkeeping.
+        let memoryLimit =
+            memoryByteCount(rounds: rounds, blockSize: blockSize) + 128 * blockSize * parallelism
+            + (1 << 16)
+        var key = [UInt8](repeating: 0, count: outputByteCount)
+        defer { key.withUnsafeMutableBytes { memset_s($0.baseAddress, $0.count) } }
+        let status = normalizedPassphrase.withUnsafeBytes { passphrase in
+            salt.withUnsafeBytes { salt in
+                key.withUnsafeMutableBytes { output in
+                    EVP_PBE_scrypt(
+                        passphrase.baseAddress?.assumingMemoryBound(to: CChar.self), passphrase.count,
+                        salt.baseAddress?.assumingMemoryBound(to: UInt8.self), salt.count, UInt64(rounds),
+                        UInt64(blockSize), UInt64(parallelism), UInt64(memoryLimit),
+                        output.baseAddress?.assumingMemoryBound(to: UInt8.self), output.count)
+                }
+            }
+        }
+        guard status == 1 else { return nil }
+        return SymmetricKey(data: key)
     }
+}
+
+/// Overwrites `count` bytes at `pointer` with zeros in a way the optimizer keeps.
+private func memset_s(_ pointer: UnsafeMutableRawPointer?, _ count: Int) {
+    guard let pointer else { return }
+    OPENSSL_cleanse(pointer, count)
 }

@@ -54,9 +54,9 @@ private func errorText(_ code: Int32) -> String { String(cString: strerror(code)
 /// The file the uhid events travel through: /dev/uhid, or a stand-in in tests.
 ///
 /// ``read()`` blocks, so it is only called on a dedicated thread; ``interrupt()`` makes a blocked or later
-/// ``read()`` return `nil`. ``write(_:)`` writes one whole event.
+/// ``read()`` return `nil`. ``write(_:)`` writes one whole event and never waits: it runs on an event loop.
 public protocol UHIDDeviceFile: Sendable {
-    /// Writes one event of ``UHIDLayout/eventSize`` bytes.
+    /// Writes one event of ``UHIDLayout/eventSize`` bytes, without waiting for the reader.
     func write(_ event: [UInt8]) throws(UHIDError)
     /// Waits for the next event and returns its bytes, or `nil` at end of file or after ``interrupt()``.
     func read() throws(UHIDError) -> [UInt8]?
@@ -69,7 +69,9 @@ public protocol UHIDDeviceFile: Sendable {
 /// A ``UHIDDeviceFile`` over a file descriptor: /dev/uhid, or one end of a socket pair in tests.
 ///
 /// Reads poll the descriptor together with a pipe that ``interrupt()`` writes to, so a blocked read can be ended
-/// without closing the descriptor under it.
+/// without closing the descriptor under it. The descriptor is non-blocking: the kernel's uhid driver takes every
+/// write at once, and a stand-in whose reader has stopped reading makes ``write(_:)`` fail with `EAGAIN` (the
+/// report is lost, as it is for a HID host that stops polling) instead of stopping the event loop that writes.
 public final class UHIDFileDescriptor: UHIDDeviceFile {
     /// The default device file.
     public static let defaultPath = "/dev/uhid"
@@ -102,6 +104,7 @@ public final class UHIDFileDescriptor: UHIDDeviceFile {
             _ = fcntl(end, F_SETFD, FD_CLOEXEC)
             _ = fcntl(end, F_SETFL, O_NONBLOCK)
         }
+        _ = fcntl(descriptor, F_SETFL, fcntl(descriptor, F_GETFL) | O_NONBLOCK)
         self.descriptor = descriptor
         (wakeRead, wakeWrite) = (pipeEnds[0], pipeEnds[1])
     }

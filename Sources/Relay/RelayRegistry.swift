@@ -31,6 +31,9 @@ public struct RelayLimits: Hashable, Sendable {
     /// bytes for it); if the side is still not reading after this long, the tunnel ends with 1008 (outcome
     /// `peerNotReading`).
     public var stalledPeerTimeout = Duration.seconds(10)
+    /// How long a connection that was sent a close frame may take to answer it (RFC 6455 §5.5.1) before the relay
+    /// ends its TCP connection anyway.
+    public var closeGrace = Duration.seconds(1)
 
     public init() {}
 }

@@ -12,9 +12,6 @@ import Relay
 final class RelayConnection: Sendable {
     typealias StateMachine = RelayConnectionStateMachine<ByteBuffer>
 
-    /// How long a close frame may take to leave before the connection is cut off anyway.
-    static let closeGrace = TimeAmount.seconds(1)
-
     let id: ConnectionID
     /// The TCP peer's IP address (a trusted proxy's, behind one; see ``AddressRules``).
     let address: String
@@ -183,7 +180,7 @@ final class RelayConnection: Sendable {
         // that never reads or answers is cut off after the grace period.
         let written = channel.pipeline.syncOperations.writeAndFlush(NIOAny(frame))
         if closeWhenWritten { written.whenComplete { _ in channel.close(promise: nil) } }
-        channel.eventLoop.scheduleTask(in: Self.closeGrace) { channel.close(promise: nil) }
+        channel.eventLoop.scheduleTask(in: TimeAmount(state.limits.closeGrace)) { channel.close(promise: nil) }
     }
 
     /// The peer's close frame arrived after the relay's.

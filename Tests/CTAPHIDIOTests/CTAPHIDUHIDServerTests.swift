@@ -3,6 +3,8 @@ import CTAPHID
 import CTAPHIDIO
 import Foundation
 import Glibc
+import NIOCore
+import NIOPosix
 import Testing
 import UHID
 
@@ -135,6 +137,33 @@ struct CTAPHIDUHIDServerTests {
             try kernel.send(cid, 0x10, [0x04])
             #expect(try await kernel.receive(cid) == HostMessage(command: 0x10, payload: [0x00]))
         }
+    }
+
+    /// A host that stops reading must not stop the event loop that writes the device's reports: the loop is shared
+    /// with everything else in the process (a full socket buffer once blocked the process-wide loop for every test).
+    @Test func aHostThatStopsReadingLosesReportsButNeverStopsTheEventLoop() async throws {
+        let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
+        let (kernel, file) = try FakeKernel.make()
+        var configuration = CTAPHIDUHIDServer.Configuration()
+        configuration.phys = "test/uhid"
+        configuration.tickInterval = .milliseconds(1)
+        configuration.protocolConfiguration.keepaliveInterval = .milliseconds(1)
+        let server = try await CTAPHIDUHIDServer.start(
+            file: file, configuration: configuration, group: group,
+            handler: { _, setStatus in
+                setStatus(.userPresenceNeeded)
+                return await Gate().wait() ? [0x00] : [CTAPError.keepaliveCancel.rawValue]
+            })
+        #expect(try await kernel.next() == .create2(try FIDOHIDDevice.create(phys: "test/uhid")))
+        try kernel.send(.start(flags: 0))
+        try kernel.send(.open)
+        let cid = try await kernel.initialize()
+        try kernel.send(cid, 0x10, [0x01])
+        // About 400 keepalives of 4,380 bytes each, far more than a socket buffer holds, and none read.
+        try await Task.sleep(for: .milliseconds(400))
+        try await group.next().submit {}.get()
+        await server.close()
+        try await group.shutdownGracefully()
     }
 
     @Test func outputReportsSentAsSetReportAreAnswered() async throws {

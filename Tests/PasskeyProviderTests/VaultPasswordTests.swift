@@ -266,7 +266,7 @@ struct VaultPasswordTests {
         let vault = world.vault(ScriptedPerson())
         _ = try await vault.add(service: Self.example, user: "alice", password: .given("alice-Secret"))
         _ = try await vault.add(service: Self.example, user: "bob", password: .given("bob-Secret"))
-        let several = await #expect(throws: ProviderError.self) { try vault.get(service: Self.example, user: nil) }
+        let several = #expect(throws: ProviderError.self) { try vault.get(service: Self.example, user: nil) }
         #expect(several?.message == "example.com has 2 saved logins")
         #expect(several?.hint?.hasPrefix("Choose one with --user: ") == true)
         #expect(try vault.get(service: Self.example, user: "bob") == "bob-Secret")

@@ -95,7 +95,7 @@ struct RelayConnectionTests {
         recorder.holdsWrites = true
         connection.close(code: 1000)
         #expect(recorder.frames.last?.opcode == .connectionClose)
-        channel.embeddedEventLoop.advanceTime(by: RelayConnection.closeGrace - .milliseconds(1))
+        channel.embeddedEventLoop.advanceTime(by: TimeAmount(RelayLimits().closeGrace) - .milliseconds(1))
         #expect(channel.isActive)
         channel.embeddedEventLoop.advanceTime(by: .milliseconds(1))
         #expect(!channel.isActive)

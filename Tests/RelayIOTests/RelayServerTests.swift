@@ -85,7 +85,8 @@ struct RelayServerTests {
     /// RFC 6455 §5.5.1: the side the relay closes gets the close frame and keeps its TCP connection until it
     /// answers, so that the frame never arrives together with the end of the stream.
     @Test func theRelayEndsTheConnectionWhenThePeerAnswersItsClose() async throws {
-        let relay = try await Relay.start()
+        // A grace far beyond the test's waits: only the answer can end the connection.
+        let relay = try await Relay.start { $0.limits.closeGrace = .seconds(60) }
         defer { Task { await relay.server.shutdown() } }
         let (authenticator, client) = try await relay.pair()
         await authenticator.close()

@@ -88,8 +88,10 @@ public struct BrowserService: Sendable {
             break
         case .qrCode(let link):
             let links = links
-            let onLinking: BrowserAuthenticatorFactory.OnLinking? =
-                link ? { linking, relay in links.remember(linking, relay: relay) } : nil
+            var onLinking: BrowserAuthenticatorFactory.OnLinking?
+            if link {
+                onLinking = { @Sendable linking, relay in links.remember(linking, relay: relay) }
+            }
             authenticators.append(try factory.phone(onLinking))
         case .linked(let name):
             let phone = try links.phone(named: name)

@@ -112,6 +112,13 @@ public struct ExchangeService: Sendable {
         public var otherTypes: Int
         /// The file held private keys in clear text: the person should delete it.
         public var wasClearText: Bool
+
+        public init(added: Int, skippedDuplicates: Int, otherTypes: Int, wasClearText: Bool) {
+            self.added = added
+            self.skippedDuplicates = skippedDuplicates
+            self.otherTypes = otherTypes
+            self.wasClearText = wasClearText
+        }
     }
 
     /// Imports the passkeys of `file` (opened with the importer key at `key`, or the archive passphrase) after

@@ -156,6 +156,12 @@ public struct PasswordVault: Sendable {
         public var server: String
         public var account: String
         public var password: String
+
+        public init(server: String, account: String, password: String) {
+            self.server = server
+            self.account = account
+            self.password = password
+        }
     }
 
     /// `SecRequestSharedWebCredential`: offers `app` the logins of the domains that approved it (of `domain` alone

@@ -1,18 +1,19 @@
 import ArgumentParser
 import Basics
 import CTAP2
-import WebAuthnClientDriver
 import Foundation
 import Hybrid
 import HybridDriver
+import JSON
+import PasskeyFilesIO
 import PasskeyStoreIO
 import Proximity
 import PublicSuffix
 import SecurityKeyDriver
 import Synchronization
 import WebAuthnClient
+import WebAuthnClientDriver
 import WebAuthnClientIO
-import PasskeyFilesIO
 
 extension Passkey.Client {
     struct Create: AsyncParsableCommand {

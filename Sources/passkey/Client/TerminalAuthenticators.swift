@@ -1,19 +1,20 @@
 import ArgumentParser
 import Basics
 import CTAP2
-import WebAuthnClientDriver
 import Foundation
 import Hybrid
 import HybridDriver
+import PasskeyFilesIO
+import PasskeyProvider
 import PasskeyStoreIO
 import Proximity
+import ProximityIO
 import PublicSuffix
 import SecurityKeyDriver
 import Synchronization
 import WebAuthnClient
+import WebAuthnClientDriver
 import WebAuthnClientIO
-import PasskeyFilesIO
-import PasskeyProvider
 
 extension HybridOptions {
     /// The authenticators as this terminal reaches them, for the browser service: the radio `mode`, the relay's

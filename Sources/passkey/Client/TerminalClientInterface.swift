@@ -1,6 +1,7 @@
+import CTAP2
 import Foundation
-import WebAuthnClient
 import SecurityKeyDriver
+import WebAuthnClient
 import WebAuthnClientIO
 
 /// The browser's dialogs on the terminal: the chooser, the attestation question, the security key's PIN and

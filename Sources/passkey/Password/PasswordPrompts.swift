@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import PasskeyFilesIO
 import PasskeyProvider
 import PasskeyStoreIO
 

@@ -50,7 +50,7 @@ struct TerminalInterface: ProviderUserInterface {
                 terminal.write("  \(index + 1)) \(Self.describe(account))\n")
             }
             return await pick(among: accounts.count, timeout: answerTimeout)
-        case .sharedLogin:
+        case .sharedLogin(_, let logins):
             show(request)
             return await pick(among: logins.count, timeout: vaultAnswerTimeout)
         }
