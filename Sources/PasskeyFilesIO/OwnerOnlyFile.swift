@@ -73,16 +73,18 @@ public enum OwnerOnlyFile {
         syncDirectory(directory)
     }
 
-    /// Creates the file with `bytes` as a 0600 file, durably; never replaces anything already at its place.
-    public static func create(_ bytes: [UInt8], at url: URL) throws(OwnerOnlyFileError) {
+    /// Creates the file with `bytes`, durably; never replaces anything already at its place (a symbolic link
+    /// included). The mode is 0600 unless the file is meant for others to read (a public key, a signed association
+    /// file: 0644).
+    public static func create(_ bytes: [UInt8], at url: URL, mode: mode_t = 0o600) throws(OwnerOnlyFileError) {
         let path = url.path
-        let descriptor = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0o600)
+        let descriptor = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, mode)
         guard descriptor >= 0 else {
             let error = errno
             if error == EEXIST { throw OwnerOnlyFileError(path, "it already exists; not replacing it") }
             throw OwnerOnlyFileError(path, "cannot create it: \(describe(error))")
         }
-        var failure = writeAll(descriptor, bytes)
+        var failure = writeAll(descriptor, bytes, mode: mode)
         if failure == 0, fsync(descriptor) != 0 { failure = errno }
         close(descriptor)
         guard failure == 0 else {
@@ -128,10 +130,10 @@ public enum OwnerOnlyFile {
         }
     }
 
-    /// Sets the open file's mode to exactly 0600 (`O_CREAT` applies the umask, which can only remove bits) and writes
-    /// all of `bytes`, retrying after `EINTR`; 0, or the errno that stopped it.
-    private static func writeAll(_ descriptor: Int32, _ bytes: [UInt8]) -> Int32 {
-        guard fchmod(descriptor, 0o600) == 0 else { return errno }
+    /// Sets the open file's mode to exactly `mode` (`O_CREAT` applies the umask, which can only remove bits) and
+    /// writes all of `bytes`, retrying after `EINTR`; 0, or the errno that stopped it.
+    private static func writeAll(_ descriptor: Int32, _ bytes: [UInt8], mode: mode_t = 0o600) -> Int32 {
+        guard fchmod(descriptor, mode) == 0 else { return errno }
         var written = 0
         while written < bytes.count {
             let count = bytes.withUnsafeBytes { Glibc.write(descriptor, $0.baseAddress! + written, $0.count - written) }

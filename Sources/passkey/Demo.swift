@@ -7,6 +7,7 @@ import Hybrid
 import HybridDriver
 import HybridIO
 import Logging
+import PasskeyProvider
 import PasskeyStoreIO
 import Proximity
 import ProximityIO
@@ -62,7 +63,7 @@ extension Passkey {
                 configuration: .hybridPhone(oneRequestPerSession: true),
                 environment: AuthenticatorEnvironment(
                     store: store,
-                    userInteraction: Unattended.LoggingApproval(report: { clock.step("phone: " + $0) })))
+                    userInteraction: ReportingApproval(interface: DemoPerson(clock: clock))))
             clock.step(
                 "phone: authenticator AAGUID \(authenticator.configuration.aaguid), encrypted store \(store.url.lastPathComponent)"
             )
@@ -178,6 +179,22 @@ extension Passkey {
                 phone, authenticator: authenticator, phoneFailed: { error in clock.step("phone: \(error)") },
                 state: &state, body)
         }
+    }
+}
+
+/// The demo's person: the demo approves the phone's requests itself (`ReportingApproval`), so nobody is asked;
+/// each approval is a step of the demo's output.
+private struct DemoPerson: ProviderUserInterface {
+    let clock: DemoClock
+
+    func confirm(_ question: ProviderQuestion) async -> PromptAnswer<Bool> { .declined }
+    func choose(_ request: ChoiceRequest) async -> PromptAnswer<Int> { .declined }
+    func secret(_ request: SecretRequest) async -> PromptAnswer<String> { .declined }
+
+    func report(_ event: ProviderEvent) {
+        guard case .autoApproved(let action, let verification) = event else { return }
+        let line = "phone: auto-approved: " + TerminalInterface.question(for: action)
+        clock.step(verification ? line + " (user verification auto-approved)" : line)
     }
 }
 

@@ -110,7 +110,7 @@ extension Passkey {
             case .hybrid(.advertSeen(let routingID, let domain)):
                 status.say("advert seen: the sender is near; relay \(domain.host), routing ID \(routingID)")
             case .hybrid(.tunnelConnected(let url)):
-                status.say("tunnel connected: \(Passkey.Scan.host(of: url))")
+                status.say("tunnel connected: \(PhoneLines.host(of: url))")
             case .hybrid(.handshakeDone):
                 status.say("handshake done: end-to-end encrypted")
             case .hybrid(.requestSent), .hybrid(.responseReceived), .hybrid(.showQRCode), .hybrid(.contacting),
@@ -269,7 +269,7 @@ extension Passkey {
 
         static func describe(_ event: HybridAuthenticatorProgress, mode: ProximityMode) -> String {
             switch event {
-            case .connecting(let url): "connecting to the relay \(Passkey.Scan.host(of: url))"
+            case .connecting(let url): "connecting to the relay \(PhoneLines.host(of: url))"
             case .advertising(let routingID): "tunnel registered (routing ID \(routingID)); advertising over \(mode)"
             case .handshakeDone: "receiver connected: handshake done"
             case .requestReceived(let command):

@@ -108,6 +108,18 @@ struct OwnerOnlyFileTests {
         let error = #expect(throws: OwnerOnlyFileError.self) { try OwnerOnlyFile.create(Array("other".utf8), at: file) }
         #expect(error?.reason == "it already exists; not replacing it")
         #expect(try OwnerOnlyFile.read(file, limit: 100) == Array("secret".utf8))
+
+        // A file meant for others (a public key, a signed association file) gets exactly its mode, umask or not,
+        // and is never written through a symbolic link.
+        let previous = umask(0o077)
+        defer { umask(previous) }
+        let publicFile = directory.url.appendingPathComponent("key.pub.jwk")
+        try OwnerOnlyFile.create(Array("public".utf8), at: publicFile, mode: 0o644)
+        #expect(try mode(publicFile) == 0o644)
+        let link = directory.url.appendingPathComponent("link.jwk")
+        try #require(symlink(directory.url.appendingPathComponent("elsewhere").path, link.path) == 0)
+        #expect(throws: OwnerOnlyFileError.self) { try OwnerOnlyFile.create([1], at: link, mode: 0o644) }
+        #expect(!FileManager.default.fileExists(atPath: directory.url.appendingPathComponent("elsewhere").path))
     }
 
     @Test func readingRefusesWhatItCannotTrust() throws {

@@ -41,24 +41,10 @@ extension ExchangeService {
     /// Creates `path` (never replacing anything) with `mode`, for files others may read (a public key, a signed
     /// association file), and writes `bytes` to disk.
     public static func writeNew(_ bytes: [UInt8], to path: String, mode: mode_t) throws(ProviderError) {
-        let descriptor = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, mode)
-        guard descriptor >= 0 else {
-            throw ProviderError("cannot create \(path): \(String(cString: strerror(errno)))")
-        }
-        defer { close(descriptor) }
-        _ = fchmod(descriptor, mode)
-        let written = bytes.withUnsafeBytes { buffer in
-            var offset = 0
-            while offset < buffer.count {
-                let count = write(descriptor, buffer.baseAddress! + offset, buffer.count - offset)
-                if count <= 0 { return false }
-                offset += count
-            }
-            return true
-        }
-        guard written, fsync(descriptor) == 0 else {
-            unlink(path)
-            throw ProviderError("cannot write \(path): \(String(cString: strerror(errno)))")
+        do {
+            try OwnerOnlyFile.create(bytes, at: URL(fileURLWithPath: path), mode: mode)
+        } catch {
+            throw ProviderError("cannot create \(path): \(error.reason)")
         }
     }
 }

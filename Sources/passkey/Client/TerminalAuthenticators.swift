@@ -60,7 +60,7 @@ extension HybridOptions {
                 case .advertSeen(let routingID, let domain):
                     status.say("advert seen: the phone is near; relay \(domain.host), routing ID \(routingID)")
                 case .tunnelConnected(let url):
-                    status.say("tunnel connected: \(Passkey.Scan.host(of: url))")
+                    status.say("tunnel connected: \(PhoneLines.host(of: url))")
                 case .handshakeDone, .requestSent, .responseReceived:
                     Self.sayTunnelStep(event, on: status)
                 case .contacting, .linkedPhoneNear:
@@ -102,7 +102,7 @@ extension HybridOptions {
                 switch event {
                 case .contacting(let url):
                     status.say(
-                        "asking the relay \(Passkey.Scan.host(of: url)) to wake the phone \"\(name.terminalSafe)\" "
+                        "asking the relay \(PhoneLines.host(of: url)) to wake the phone \"\(name.terminalSafe)\" "
                             + "(Bluetooth: \(mode))")
                 case .tunnelConnected:
                     status.say("relay reached: waiting for the phone to come near")

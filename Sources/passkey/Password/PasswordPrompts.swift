@@ -13,15 +13,18 @@ enum PasswordPrompts {
     }
 
     /// The vault over the unlocked `store`, asking at the terminal, with the approval table at `approvals` (else
-    /// beside the store).
+    /// beside the store). A command without `--yes` passes no `approval` (an `ApprovalOptions` exists only as
+    /// ArgumentParser decoded it): approval is then unattended only under `PASSKEY_ASSUME_YES=1`.
     static func vault(
         _ store: SQLiteCredentialStore, options: StoreOptions, approvals: String? = nil,
-        approval: ApprovalOptions = ApprovalOptions()
+        approval: ApprovalOptions? = nil
     ) -> PasswordVault {
         let interface = TerminalInterface()
+        let environment = ProcessInfo.processInfo.environment
         return PasswordVault(
-            store: store, interface: interface, mode: approval.mode, canAsk: interface.canAsk,
-            environment: ProcessInfo.processInfo.environment,
+            store: store, interface: interface,
+            mode: approval?.mode ?? ApprovalMode(yes: false, environment: environment), canAsk: interface.canAsk,
+            environment: environment,
             approvalTable: approvals.map { URL(fileURLWithPath: $0) } ?? options.files.domainApprovals)
     }
 

@@ -124,21 +124,6 @@ extension Passkey {
             }
             return text.trimmingCharacters(in: .whitespacesAndNewlines)
         }
-
-        static func host(of url: String) -> String { PhoneLines.host(of: url) }
-    }
-}
-
-/// Bad input found while running (not a usage mistake): printed as "Error: …", exit status 1, no usage text.
-/// Progress lines on standard error, with the time since the command started.
-struct StatusLine: Sendable {
-    let enabled: Bool
-    let start = ContinuousClock.now
-
-    func say(_ text: String) {
-        guard enabled else { return }
-        let elapsed = ContinuousClock.now - start
-        Terminal.shared.write(String(format: "[%6.3f s] ", Double(elapsed.inMilliseconds) / 1000) + text + "\n")
     }
 }
 

@@ -169,10 +169,7 @@ struct TerminalInterface: ProviderUserInterface {
     }
 
     /// A status line, stamped with the time since the command started.
-    func status(_ text: String) {
-        let elapsed = ContinuousClock.now - started
-        terminal.write(String(format: "[%6.3f s] ", Double(elapsed.inMilliseconds) / 1000) + text + "\n")
-    }
+    func status(_ text: String) { terminal.write(StatusLine.line(text, since: started)) }
 
     private func cancelled<Value>() -> PromptAnswer<Value> {
         terminal.write("\n(cancelled by the platform)\n")
@@ -242,21 +239,5 @@ enum Unattended {
         Terminal.shared.write(
             "passkey: unattended approval is ON (\(reason)): every request is approved without asking. "
                 + "Use it for tests and CI only.\n")
-    }
-
-    /// The approver that also logs each approval, so the output shows what was approved.
-    struct LoggingApproval: UserInteraction {
-        /// Where each approval is reported; standard error unless the caller says otherwise.
-        var report: @Sendable (String) -> Void = { Terminal.shared.write($0 + "\n") }
-
-        func requestConsent(_ request: ConsentRequest) async -> ConsentResult {
-            let result = await UnattendedApproval().requestConsent(request)
-            if case .approved = result {
-                var line = "passkey: auto-approved: " + TerminalInterface.question(for: request.action)
-                if request.requiresVerification { line += " (user verification auto-approved)" }
-                report(line)
-            }
-            return result
-        }
     }
 }
