@@ -243,7 +243,7 @@ let package = Package(
                 "Basics", "CTAP2", "CTAPHID", "Hybrid", "HybridDriver", "Proximity", "PasskeyStoreIO", "PasskeyFilesIO",
                 "WebAuthnClientDriver", "SecurityKeyDriver", "WebAuthnClient", "WebAuthnClientIO", "AssociatedDomains",
                 "AssociatedDomainsIO", "RelyingParty", "WebRelyingPartyIO", "WebRelyingParty",
-                "WebAuthn", "CredentialExchange", crypto,
+                "WebAuthn", "CredentialExchange", "NearbyShare", crypto,
             ],
             swiftSettings: strictSettings
         ),
@@ -377,7 +377,7 @@ let package = Package(
                 "PasskeyProvider", "PasskeyStoreIO", "PasskeyFilesIO", "HybridDriver", "HybridIO", "Hybrid",
                 "Proximity", "CTAP2", "CTAPHID", "CBOR", "HybridTestSupport", "TestSupport", "WebAuthnClientDriver", "SecurityKeyDriver",
                 "WebAuthnClient", "AssociatedDomains", "AssociatedDomainsIO", "RelyingParty",
-                "WebRelyingParty", "CredentialExchange", crypto,
+                "WebRelyingParty", "CredentialExchange", "NearbyShare", crypto,
             ],
             swiftSettings: strictSettings
         ),

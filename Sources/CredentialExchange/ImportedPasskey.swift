@@ -12,6 +12,12 @@ public struct ImportedPasskey: Sendable {
     public var location: String
     /// What did not come across and the user should know (a signature counter reset, PRF values not kept).
     public var notes: [String]
+
+    public init(credential: StoredCredential, location: String, notes: [String] = []) {
+        self.credential = credential
+        self.location = location
+        self.notes = notes
+    }
 }
 
 /// What an import file holds: the passkeys that passed every check, and what was left aside.

@@ -7,6 +7,7 @@ import Hybrid
 import HybridDriver
 import NearbyShare
 import NearbyShareDriver
+import PasskeyProvider
 import PasskeyStoreIO
 import Proximity
 import ProximityIO
@@ -27,13 +28,14 @@ extension Passkey {
         @OptionGroup var hybrid: HybridOptions
         @OptionGroup var store: StoreOptions
         @Option(help: ArgumentHelp("Also write the QR code to this PNG file.", valueName: "file")) var qrPNG: String?
-        @Flag(name: .long, help: "Add the passkey without asking. For tests and CI only; the output says so.")
-        var yes = false
+        @OptionGroup var approval: ApprovalOptions
 
         func run() async throws {
-            let unattended = yes || ProcessInfo.processInfo.environment["PASSKEY_ASSUME_YES"] == "1"
             let store = try await store.open(create: true)
             defer { store.close() }
+            let interface = TerminalInterface()
+            let service = ShareService(
+                store: store, interface: interface, mode: approval.mode, canAsk: interface.canAsk)
             let mode = hybrid.mode
             let scanner = try await Radio.scanner(for: mode)
             let status = StatusLine(enabled: true)
@@ -45,8 +47,12 @@ extension Passkey {
             do {
                 outcome = try await link.receive(
                     progress: { event in Self.report(event, status: status, mode: mode, png: qrPNG) },
-                    decide: { passkey in try await Self.decide(passkey, store: store, unattended: unattended) })
-            } catch let error as CommandFailure {
+                    decide: { passkey in
+                        let outcome = try await service.receive(passkey)
+                        Self.render(outcome, passkey.credential, store: store)
+                        return outcome
+                    })
+            } catch let error as ProviderError {
                 await scanner.close()
                 throw error
             } catch {
@@ -60,46 +66,19 @@ extension Passkey {
             }
         }
 
-        /// Shows the passkey (never its key), asks, and adds it in one transaction.
-        static func decide(_ passkey: ImportedPasskey, store: SQLiteCredentialStore, unattended: Bool) async throws
-            -> ShareOutcome
-        {
-            let credential = passkey.credential
-            let terminal = Terminal.shared
+        /// What was done with the passkey, on standard output.
+        static func render(_ outcome: ShareOutcome, _ credential: StoredCredential, store: SQLiteCredentialStore) {
             let site = credential.relyingPartyID.terminalSafe
             let name = (credential.userName ?? "no name").siteChosen
-            var line = "A person nearby shares a passkey:\n  \(site)  \(name)"
-            if let displayName = credential.userDisplayName, displayName != credential.userName {
-                line += " (\(displayName.siteChosen))"
-            }
-            line += "  created \(ISO8601DateFormatter().string(from: credential.creationDate))\n"
-            for note in passkey.notes { line += "      note: \(note.terminalSafe)\n" }
-            terminal.write(line)
-            if try store.entry(id: credential.id) != nil {
+            switch outcome {
+            case .added:
+                print("Added the passkey for \(name) at \(site).")
+                print("  credential ID  \(credential.id.base64URLEncodedString)")
+            case .alreadyPresent:
                 print("This store already has that passkey (\(site), \(name)); nothing was added.")
-                return .alreadyPresent
+            default:
+                break
             }
-            let question = "Add it to \(store.url.path)?"
-            if unattended {
-                Unattended.announce(reason: "--yes or PASSKEY_ASSUME_YES=1")
-                terminal.write("passkey: auto-approved: \(question)\n")
-            } else {
-                guard terminal.isInteractive else {
-                    throw CommandFailure("adding a passkey needs your approval", hint: "Run it in a terminal.")
-                }
-                terminal.write(question + " [y/N] ")
-                guard case .line(let answer) = await terminal.readLine(timeout: .seconds(300)),
-                    ["y", "yes"].contains(answer.trimmingCharacters(in: .whitespaces).lowercased())
-                else { return .declined }
-            }
-            let outcome = try store.importCredentials([credential])
-            guard outcome.added.count == 1 else {
-                print("This store already has that passkey (\(site), \(name)); nothing was added.")
-                return .alreadyPresent
-            }
-            print("Added the passkey for \(name) at \(site).")
-            print("  credential ID  \(credential.id.base64URLEncodedString)")
-            return .added
         }
 
         static func report(_ event: ShareReceiverProgress, status: StatusLine, mode: ProximityMode, png: String?) {
@@ -172,24 +151,18 @@ extension Passkey {
             let qrCode = try readQRCode()
             let store = try await store.open(create: false)
             defer { store.close() }
-            var found: [StoredCredential] = []
-            for id in CredentialIDText(credentialID)?.candidates ?? [] {
-                if let credential = try store.credential(id: id) { found.append(credential) }
-            }
-            guard found.count == 1, let credential = found.first else {
-                throw CommandFailure(
-                    found.isEmpty
-                        ? "no passkey with credential ID \(credentialID)"
-                        : "'\(credentialID)' names two passkeys, read as base64url and as hex",
-                    hint: found.isEmpty ? "`passkey list` shows the IDs." : "Prefix it with b64: or hex: to say which.")
-            }
+            let interface = TerminalInterface()
+            let service = ShareService(
+                store: store, interface: interface, mode: approval.mode, canAsk: interface.canAsk)
+            let credential = try service.passkey(
+                candidates: CredentialIDText(credentialID)?.candidates ?? [], text: credentialID)
             let sender: ShareSender
             do throws(ShareError) {
                 sender = try ShareSender(credential, to: qrCode, at: Date())
             } catch {
                 throw CommandFailure("\(error)")
             }
-            try await confirm(credential, store: store)
+            try await service.confirmSharing(credential)
 
             let status = StatusLine(enabled: true)
             let mode = hybrid.mode
@@ -215,35 +188,6 @@ extension Passkey {
             case .declined: throw CommandFailure("the receiver declined the passkey for \(account)")
             default: throw CommandFailure("the receiver refused the passkey for \(account) (\(outcome))")
             }
-        }
-
-        /// User verification before anything leaves: the question names what goes, then the store passphrase (the
-        /// authenticator's UV everywhere in this program), or the announced unattended approval.
-        private func confirm(_ credential: StoredCredential, store: SQLiteCredentialStore) async throws {
-            let terminal = Terminal.shared
-            var question = "\(credential.relyingPartyID.terminalSafe): share the passkey for "
-            question += "\((credential.userName ?? "no name").siteChosen) with the person nearby?"
-            if approval.unattended {
-                Unattended.announce(reason: approval.yes ? "--yes" : "PASSKEY_ASSUME_YES=1")
-                terminal.write("passkey: auto-approved: \(question) (user verification auto-approved)\n")
-                return
-            }
-            guard terminal.isInteractive else {
-                throw CommandFailure("sharing a passkey needs your approval", hint: "Run it in a terminal.")
-            }
-            terminal.write(question + " [y/N] ")
-            guard case .line(let answer) = await terminal.readLine(timeout: .seconds(120)),
-                ["y", "yes"].contains(answer.trimmingCharacters(in: .whitespaces).lowercased())
-            else { throw CommandFailure("nothing was shared") }
-            for attempt in 1...3 {
-                guard
-                    case .line(let passphrase) = await terminal.readSecret(
-                        prompt: "Store passphrase to verify it is you: ", timeout: .seconds(120))
-                else { break }
-                if store.verifyPassphrase(passphrase) { return }
-                terminal.write(attempt < 3 ? "Wrong passphrase, try again.\n" : "Wrong passphrase.\n")
-            }
-            throw CommandFailure("user verification failed; nothing was shared")
         }
 
         /// The code from the argument, the image or standard input, checked before the store is opened.

@@ -43,6 +43,11 @@ public struct ProviderConsent: UserInteraction {
         guard request.requiresVerification else {
             return .approved(userVerified: false, selectedAccount: selectedAccount)
         }
+        return await verify(selectedAccount: selectedAccount)
+    }
+
+    /// User verification alone: the store passphrase, `attempts` tries, each wrong one reported.
+    public func verify(selectedAccount: Int?) async -> ConsentResult {
         let attempts = max(attempts, 1)
         for attempt in 1...attempts {
             switch await interface.secret(.verification) {

@@ -27,6 +27,8 @@ public enum ProviderEvent: Sendable {
     case phone(PhoneEvent)
     /// The computer's (browser's) steps.
     case computer(ComputerEvent)
+    /// Nearby sharing's steps.
+    case share(ShareEvent)
 }
 
 /// What the phone role reports (`PhoneService`).

@@ -28,6 +28,10 @@ public enum ProviderQuestion: Hashable, Sendable {
     case appDeletesPassword(app: String, user: String, service: String)
     /// Add `count` imported passkeys to the store at `store`?
     case importPasskeys(count: Int, store: String)
+    /// Share the passkey for `user` at `relyingPartyID` with the person nearby? (User verification follows.)
+    case sharePasskey(relyingPartyID: String, user: String)
+    /// Add the passkey a person nearby shares (shown just before) to the store at `store`?
+    case addSharedPasskey(store: String)
 }
 
 /// A secret the provider asks for. Secrets are used once, never shown, logged or kept.

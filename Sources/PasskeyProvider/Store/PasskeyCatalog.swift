@@ -56,15 +56,8 @@ public struct PasskeyCatalog: Sendable {
         let store = try await access.open(create: false)
         defer { store.close() }
         do {
-            var matches: [(id: [UInt8], entry: CredentialEntry)] = []
-            for id in candidates {
-                if let entry = try store.entry(id: id) { matches.append((id, entry)) }
-            }
-            guard let (id, entry) = matches.first else { throw ProviderError("no passkey with credential ID \(text)") }
-            guard matches.count == 1 else {
-                throw ProviderError(
-                    "'\(text)' names two passkeys, read as base64url and as hex",
-                    hint: "Prefix it with b64: or hex: to say which.")
+            let (id, entry) = try CredentialLookup.one(candidates: candidates, text: text, notFoundHint: nil) {
+                id throws(CredentialStoreError) in try store.entry(id: id).map { (id, $0) }
             }
             guard try store.deleteCredential(id: id) else {
                 throw ProviderError("no passkey with credential ID \(text)")

@@ -30,7 +30,7 @@ struct TerminalInterface: ProviderUserInterface {
         let timeout =
             switch question {
             case .authenticator: answerTimeout
-            case .importPasskeys: passphraseTimeout
+            case .importPasskeys, .addSharedPasskey: passphraseTimeout
             default: vaultAnswerTimeout
             }
         switch await terminal.readLine(timeout: timeout) {
@@ -140,7 +140,8 @@ struct TerminalInterface: ProviderUserInterface {
             terminal.write(
                 "passkey: auto-approved (--yes): \(Self.text(of: .importPasskeys(count: count, store: store)))\n")
         case .autoAnswered(let question):
-            terminal.write("passkey: auto-approved: \(Self.text(of: question))\n")
+            let verification = if case .sharePasskey = question { " (user verification auto-approved)" } else { "" }
+            terminal.write("passkey: auto-approved: \(Self.text(of: question))\(verification)\n")
         case .importing(let preview):
             show(preview)
         case .autoChose(let request, let index):
@@ -150,6 +151,13 @@ struct TerminalInterface: ProviderUserInterface {
             status(PhoneLines.line(for: event))
         case .computer(let event):
             terminal.write("passkey: " + Self.line(for: event) + "\n")
+        case .share(.offered(let relyingPartyID, let userName, let displayName, let created, let notes)):
+            var text = "A person nearby shares a passkey:\n  \(relyingPartyID.terminalSafe)  "
+            text += (userName ?? "no name").siteChosen
+            if let displayName, displayName != userName { text += " (\(displayName.siteChosen))" }
+            text += "  created \(ISO8601DateFormatter().string(from: created))\n"
+            for note in notes { text += "      note: \(note.terminalSafe)\n" }
+            terminal.write(text)
         }
     }
 
@@ -222,6 +230,10 @@ struct TerminalInterface: ProviderUserInterface {
                 + "\(service.terminalSafe)."
         case .importPasskeys(let count, let store):
             return "Add \(count) passkey\(count == 1 ? "" : "s") to \(store)?"
+        case .sharePasskey(let relyingPartyID, let user):
+            return "\(relyingPartyID.terminalSafe): share the passkey for \(user.siteChosen) with the person nearby?"
+        case .addSharedPasskey(let store):
+            return "Add it to \(store)?"
         }
     }
 
