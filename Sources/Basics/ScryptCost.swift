@@ -69,7 +69,7 @@ public enum ScryptCost {
             memoryByteCount(rounds: rounds, blockSize: blockSize) + 128 * blockSize * parallelism
             + (1 << 16)
         var key = [UInt8](repeating: 0, count: outputByteCount)
-        defer { key.withUnsafeMutableBytes { memset_s($0.baseAddress, $0.count) } }
+        defer { key.withUnsafeMutableBytes { OPENSSL_cleanse($0.baseAddress, $0.count) } }
         let status = normalizedPassphrase.withUnsafeBytes { passphrase in
             salt.withUnsafeBytes { salt in
                 key.withUnsafeMutableBytes { output in
@@ -84,10 +84,4 @@ public enum ScryptCost {
         guard status == 1 else { return nil }
         return SymmetricKey(data: key)
     }
-}
-
-/// Overwrites `count` bytes at `pointer` with zeros in a way the optimizer keeps.
-private func memset_s(_ pointer: UnsafeMutableRawPointer?, _ count: Int) {
-    guard let pointer else { return }
-    OPENSSL_cleanse(pointer, count)
 }

@@ -41,16 +41,10 @@ public struct ShareService: Sendable {
     public func confirmSharing(_ credential: StoredCredential) async throws(ProviderError) {
         let question = ProviderQuestion.sharePasskey(
             relyingPartyID: credential.relyingPartyID, user: credential.userName ?? "no name")
-        if let reason = mode.unattendedReason {
-            interface.report(.unattendedApprovalOn(reason: reason))
-            interface.report(.autoAnswered(question))
-            return
-        }
-        guard canAsk else {
-            throw ProviderError("sharing a passkey needs your approval", hint: "Run it in a terminal.")
-        }
-        guard case .given(true) = await interface.confirm(question) else {
-            throw ProviderError("nothing was shared")
+        switch try await ask(question, needing: "sharing a passkey") {
+        case .unattended: return
+        case .yes: break
+        case .no: throw ProviderError("nothing was shared")
         }
         let consent = ProviderConsent(interface: interface, attempts: attempts) { store.verifyPassphrase($0) }
         guard case .approved = await consent.verify(selectedAccount: nil) else {
@@ -75,20 +69,27 @@ public struct ShareService: Sendable {
             throw ProviderError(error.message)
         }
         let question = ProviderQuestion.addSharedPasskey(store: store.url.path)
-        if let reason = mode.unattendedReason {
-            interface.report(.unattendedApprovalOn(reason: reason))
-            interface.report(.autoAnswered(question))
-        } else {
-            guard canAsk else {
-                throw ProviderError("adding a passkey needs your approval", hint: "Run it in a terminal.")
-            }
-            guard case .given(true) = await interface.confirm(question) else { return .declined }
-        }
+        if try await ask(question, needing: "adding a passkey") == .no { return .declined }
         do {
             return try store.importCredentials([credential]).added.count == 1 ? .added : .alreadyPresent
         } catch {
             throw ProviderError(error.message)
         }
+    }
+
+    private enum Answer { case unattended, yes, no }
+
+    /// The question, answered by the announced unattended approver, or by the person; with nobody to ask it is
+    /// refused: "`action` needs your approval".
+    private func ask(_ question: ProviderQuestion, needing action: String) async throws(ProviderError) -> Answer {
+        if let reason = mode.unattendedReason {
+            interface.report(.unattendedApprovalOn(reason: reason))
+            interface.report(.autoAnswered(question))
+            return .unattended
+        }
+        guard canAsk else { throw ProviderError("\(action) needs your approval", hint: "Run it in a terminal.") }
+        guard case .given(true) = await interface.confirm(question) else { return .no }
+        return .yes
     }
 }
 
