@@ -46,7 +46,6 @@ let package = Package(
         .library(name: "ProximityIO", targets: ["ProximityIO"]),
         .library(name: "HybridIO", targets: ["HybridIO"]),
         .library(name: "HybridDriver", targets: ["HybridDriver"]),
-        .library(name: "CrossDevice", targets: ["CrossDevice"]),
         .library(name: "QRImageIO", targets: ["QRImageIO"]),
         .library(name: "RelayIO", targets: ["RelayIO"]),
         .library(name: "WebRelyingParty", targets: ["WebRelyingParty"]),
@@ -247,11 +246,6 @@ let package = Package(
             ],
             swiftSettings: strictSettings
         ),
-        .target(
-            name: "CrossDevice",
-            dependencies: ["HybridDriver", "Hybrid", "Proximity", "CBOR", "CTAP2", "RelyingParty", "WebAuthn", crypto],
-            swiftSettings: strictSettings
-        ),
 
         // MARK: Executables: wiring only.
         .executableTarget(
@@ -259,7 +253,7 @@ let package = Package(
             dependencies: [
                 "Basics", "CBOR", "WebAuthn", "CTAP2", "CTAPHID", "RelyingParty", "PasskeyStoreIO", "CTAPHIDIO",
                 "SecurityKeyDriver", "Hybrid", "QRImageIO", "Proximity", "ProximityIO", "HybridIO", "HybridDriver",
-                "CrossDevice", "RelayIO", "UHID", "WebRelyingParty", "WebRelyingPartyIO", "PublicSuffix", "JSON",
+                "RelayIO", "UHID", "WebRelyingParty", "WebRelyingPartyIO", "PublicSuffix", "JSON",
                 "WebAuthnClient", "WebAuthnClientIO", "WebAuthnClientDriver", "CredentialExchange", "NearbyShare",
                 "NearbyShareDriver",
                 "AssociatedDomains", "AssociatedDomainsIO", "SignedFilesIO", "PasswordRules", "PasskeyFilesIO",
@@ -279,9 +273,10 @@ let package = Package(
         .executableTarget(
             name: "PasskeyBench",
             dependencies: [
-                "Basics", "CBOR", "WebAuthn", "CTAP2", "PasskeyStoreIO", "Hybrid", "CrossDevice", "HybridIO",
+                "Basics", "CBOR", "WebAuthn", "CTAP2", "PasskeyStoreIO", "Hybrid", "HybridIO",
                 "HybridDriver", "Proximity", "ProximityIO", "RelayIO", "Relay", "RelyingParty", "PublicSuffix",
-                "WebAuthnClient", "WebAuthnClientIO", "PasskeyFilesIO", crypto, argumentParser, nioCore, nioPosix,
+                "WebAuthnClient", "WebAuthnClientIO", "WebAuthnClientDriver", "WebRelyingParty", "PasskeyProvider",
+                "PasskeyFilesIO", crypto, argumentParser, nioCore, nioPosix,
                 logging,
             ],
             swiftSettings: strictSettings
@@ -307,7 +302,8 @@ let package = Package(
         // no Crypto, none of our modules, so any test target can use it.
         .target(name: "TestSupport", path: "Tests/TestSupport", swiftSettings: strictSettings),
         .testTarget(name: "TestSupportTests", dependencies: ["TestSupport"], swiftSettings: strictSettings),
-        .testTarget(name: "BasicsTests", dependencies: ["Basics", crypto, cryptoExtras], swiftSettings: strictSettings),
+        .testTarget(
+            name: "BasicsTests", dependencies: ["Basics", crypto, cryptoExtras], swiftSettings: strictSettings),
         .testTarget(
             name: "PasskeyFilesIOTests", dependencies: ["PasskeyFilesIO", "TestSupport"], swiftSettings: strictSettings),
         .testTarget(name: "CBORTests", dependencies: ["Basics", "CBOR", "TestSupport"], swiftSettings: strictSettings),
@@ -353,8 +349,9 @@ let package = Package(
         .testTarget(
             name: "HybridIOTests",
             dependencies: [
-                "HybridIO", "HybridDriver", "CrossDevice", "RelayIO", "Relay", "Hybrid", "Proximity", "ProximityIO",
-                "CTAP2", "RelyingParty", "WebSocketMessages", "TestSupport", crypto, nioCore, nioPosix, nioHTTP1,
+                "HybridIO", "HybridDriver", "RelayIO", "Relay", "Hybrid", "Proximity", "ProximityIO",
+                "CTAP2", "RelyingParty", "WebSocketMessages", "WebAuthnClient", "WebAuthnClientDriver",
+                "WebRelyingParty", "PublicSuffix", "TestSupport", crypto, nioCore, nioPosix, nioHTTP1,
                 nioSSL, nioEmbedded, nioWebSocket, logging,
             ],
             swiftSettings: strictSettings
@@ -375,7 +372,8 @@ let package = Package(
             name: "PasskeyProviderTests",
             dependencies: [
                 "PasskeyProvider", "PasskeyStoreIO", "PasskeyFilesIO", "HybridDriver", "HybridIO", "Hybrid",
-                "Proximity", "CTAP2", "CTAPHID", "CBOR", "HybridTestSupport", "TestSupport", "WebAuthnClientDriver", "SecurityKeyDriver",
+                "Proximity", "CTAP2", "CTAPHID", "CBOR", "HybridTestSupport", "TestSupport", "WebAuthnClientDriver",
+                "SecurityKeyDriver",
                 "WebAuthnClient", "AssociatedDomains", "AssociatedDomainsIO", "RelyingParty",
                 "WebRelyingParty", "CredentialExchange", "NearbyShare", crypto,
             ],

@@ -106,7 +106,7 @@ struct ClientBench: AsyncParsableCommand {
         let engine = ClientEngine(
             environment: ClientEnvironment(
                 authenticators: [InProcessAuthenticator(authenticator, store: store)],
-                userInterface: FirstChoice(),
+                userInterface: FirstChoiceInterface(),
                 relyingPartyIDChecker: SuffixListRelyingPartyIDChecker(list: list, relatedOrigins: nil)))
         _ = try await engine.create(
             PublicKeyCredentialCreationOptions(json: Array(Self.creationOptions().utf8)), origin: Self.origin)
@@ -208,12 +208,4 @@ struct ClientBench: AsyncParsableCommand {
     private static func padded(_ name: String) -> String {
         name.padding(toLength: 40, withPad: " ", startingAt: 0)
     }
-}
-
-/// The chooser's first entry, every time: the bench measures the engine, not a person.
-private struct FirstChoice: ClientUserInterface {
-    func choose(_ prompt: ChoicePrompt) async -> Int? { 0 }
-    func confirm(_ question: ClientQuestion) async -> Bool { true }
-    func collectPIN(_ request: PINRequest) async -> String? { nil }
-    func notify(_ event: ClientEvent) async {}
 }

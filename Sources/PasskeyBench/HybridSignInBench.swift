@@ -1,18 +1,22 @@
 import Basics
 import ArgumentParser
 import CTAP2
-import CrossDevice
 import Foundation
 import Hybrid
 import HybridDriver
 import HybridIO
 import Logging
+import PasskeyProvider
 import Proximity
+import PublicSuffix
 import ProximityIO
 import Relay
 import RelayIO
 import RelyingParty
 import Synchronization
+import WebAuthnClient
+import WebAuthnClientDriver
+import WebRelyingParty
 
 /// `Tools/bench hybrid`: complete cross-device sign-ins through a relay and the simulated radio.
 ///
@@ -88,13 +92,17 @@ struct HybridSignInBench: AsyncParsableCommand {
         }
     }
 
-    /// One computer and one phone that know each other: a registered passkey, a scanner and an advertiser.
+    /// One computer and one phone that know each other: a registered passkey, a scanner and an advertiser. The
+    /// computer is the WebAuthn engine and local relying party that `passkey client sign-in` uses, with its
+    /// accounts in memory.
     struct Worker: Sendable {
-        let client: CrossDeviceClient
-        let phone: HybridAuthenticatorLink
-        let authenticator: Authenticator
-        let state: RelyingPartyState
+        let phone: NearbyPhone
+        let scanner: SharedScanner
+        let relay: TunnelServerBaseURL
+        let timeout: Duration
+        let relyingParty: LocalRelyingParty
         let recorder: PhoneRecorder
+        let checker: SuffixListRelyingPartyIDChecker
 
         static func make(relay: TunnelServerBaseURL, timeout: Duration = .seconds(10)) async throws -> Worker {
             let scanner = try await SimulatedRadio.scanner(host: "127.0.0.1", port: 0)
@@ -106,33 +114,52 @@ struct HybridSignInBench: AsyncParsableCommand {
                 environment: AuthenticatorEnvironment(
                     store: InMemoryCredentialStore(), userInteraction: UnattendedApproval()))
             let recorder = PhoneRecorder()
-            let phone = HybridAuthenticatorLink(
-                advertiser: advertiser, tunnelServer: relay, timeouts: HybridTimeouts(all: timeout),
-                environment: .system(), progress: { recorder.record($0) })
-            let client = try CrossDeviceClient(
-                relyingParty: RelyingPartyEntity(id: "example.com"), scanner: scanner, tunnelServer: relay,
-                timeouts: HybridTimeouts(all: timeout))
-            var state = RelyingPartyState()
-            _ = try await client.withNearbyPhone(phone, authenticator: authenticator, state: &state) {
-                client, state throws(CrossDeviceError) in
-                try await client.register(userName: "alice", state: &state)
+            let phone = NearbyPhone(
+                link: HybridAuthenticatorLink(
+                    advertiser: advertiser, tunnelServer: relay, timeouts: HybridTimeouts(all: timeout),
+                    environment: .system(), progress: { recorder.record($0) }),
+                authenticator: authenticator, onFailure: { recorder.failed($0) })
+            let worker = Worker(
+                phone: phone, scanner: SharedScanner(scanner), relay: relay, timeout: timeout,
+                relyingParty: LocalRelyingParty(
+                    relyingPartyID: "example.com", state: .memory(), random: AuthenticatorEnvironment.systemRandomBytes),
+                recorder: recorder,
+                checker: SuffixListRelyingPartyIDChecker(list: try PublicSuffixList(text: "com\n"), relatedOrigins: nil)
+            )
+            _ = try await worker.ceremony { engine in
+                try await worker.relyingParty.register(user: "alice", displayName: nil, makeEngine: engine)
             }
             _ = recorder.take()
-            return Worker(
-                client: client, phone: phone, authenticator: authenticator, state: state, recorder: recorder)
+            return worker
+        }
+
+        /// One ceremony through a fresh engine whose phone this worker's phone is.
+        private func ceremony<T: Sendable>(
+            _ body: (_ makeEngine: () throws -> ClientEngine) async throws -> T
+        ) async throws -> T {
+            let (scanner, relay, timeout, checker) = (scanner, relay, timeout, checker)
+            return try await phone.watching { show in
+                let overHybrid = HybridPhoneAuthenticator(
+                    makeScanner: { scanner }, tunnelServer: relay, timeouts: HybridTimeouts(all: timeout),
+                    environment: .system(),
+                    progress: { event in
+                        if case .showQRCode(let url) = event { show(url) }
+                    })
+                let engine = ClientEngine(
+                    environment: ClientEnvironment(
+                        authenticators: [overHybrid], userInterface: FirstChoiceInterface(),
+                        relyingPartyIDChecker: checker))
+                return try await body { engine }
+            }
         }
 
         /// One verified sign-in; returns its duration.
         func signIn() async throws -> Duration {
-            var state = state
             let started = ContinuousClock.now
-            let recorder = recorder
-            let result = try await client.withNearbyPhone(
-                phone, authenticator: authenticator, phoneFailed: { recorder.failed($0) }, state: &state
-            ) { client, state throws(CrossDeviceError) in
-                try await client.signIn(state: &state)
+            let accepted = try await ceremony { engine in
+                try await relyingParty.signIn(user: nil, makeEngine: engine)
             }
-            guard result.userName == "alice" else { throw ValidationError("signed in as the wrong account") }
+            guard accepted.userName == "alice" else { throw ValidationError("signed in as the wrong account") }
             return ContinuousClock.now - started
         }
     }

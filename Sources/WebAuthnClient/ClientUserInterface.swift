@@ -82,3 +82,15 @@ public protocol ClientUserInterface: Sendable {
     /// Reports progress.
     func notify(_ event: ClientEvent) async
 }
+
+/// The browser's dialogs answered without a person: the chooser's first entry, no to every question, no PIN. For
+/// runs where nobody sits at the computer (the demo, the benchmarks, tests of the layers above the engine); the
+/// authenticator still asks for its own user presence and verification.
+public struct FirstChoiceInterface: ClientUserInterface {
+    public init() {}
+
+    public func choose(_ prompt: ChoicePrompt) async -> Int? { prompt.choices.isEmpty ? nil : 0 }
+    public func confirm(_ question: ClientQuestion) async -> Bool { false }
+    public func collectPIN(_ request: PINRequest) async -> String? { nil }
+    public func notify(_ event: ClientEvent) async {}
+}

@@ -1,7 +1,6 @@
 import Basics
 import ArgumentParser
 import CTAP2
-import CrossDevice
 import Foundation
 import Hybrid
 import HybridDriver
@@ -14,6 +13,9 @@ import ProximityIO
 import QRImageIO
 import RelayIO
 import RelyingParty
+import WebAuthnClient
+import WebAuthnClientDriver
+import WebRelyingParty
 import Synchronization
 import WebAuthn
 
@@ -73,16 +75,18 @@ extension Passkey {
             let scanner = try await SimulatedRadio.scanner(host: "127.0.0.1", port: 0)
             let radio = ProximityMode.simulated(host: "127.0.0.1", port: scanner.port)
             clock.step("simulated Bluetooth radio on udp://127.0.0.1:\(scanner.port) (Docs/Proximity.md)")
-            var state = RelyingPartyState()
-            let showQR = !noQR
+            let relyingParty = LocalRelyingParty(
+                relyingPartyID: rp, state: .file(directory.appendingPathComponent("rp-state.json")),
+                interface: DemoPerson(clock: clock), random: AuthenticatorEnvironment.systemRandomBytes)
+            let checker = try SuffixListRelyingPartyIDChecker.fromSystemList(relatedOrigins: nil)
+            clock.step("computer: this package's WebAuthn client, as `passkey client register` and `sign-in` run it")
+            let computer = Computer(
+                clock: clock, relay: tunnelServer, scanner: scanner, authenticator: authenticator, checker: checker)
 
             // 1. Registration.
             print("\n1. Registration of \(user) at \(rp)")
-            let registration = try await ceremony(
-                clock: clock, relay: tunnelServer, radio: radio, scanner: scanner, authenticator: authenticator,
-                showQR: showQR, state: &state
-            ) { client, state throws(CrossDeviceError) in
-                try await client.register(userName: user, displayName: user.capitalized, state: &state)
+            let registration = try await computer.ceremony(radio: radio, showQR: !noQR) { engine in
+                try await relyingParty.register(user: user, displayName: user.capitalized, makeEngine: engine)
             }
             clock.step(
                 "registered: credential \(registration.credential.id.base64URLEncodedString.prefix(16))…, "
@@ -90,28 +94,21 @@ extension Passkey {
 
             // 2. Sign-in, discoverable: no allowList, the phone offers its account.
             print("\n2. Sign-in at \(rp) (discoverable: the phone picks the account)")
-            let signIn = try await ceremony(
-                clock: clock, relay: tunnelServer, radio: radio, scanner: scanner, authenticator: authenticator,
-                showQR: false, state: &state
-            ) { client, state throws(CrossDeviceError) in
-                try await client.signIn(state: &state)
+            let signIn = try await computer.ceremony(radio: radio, showQR: false) { engine in
+                try await relyingParty.signIn(user: nil, makeEngine: engine)
             }
-            clock.step(
-                "signed in as \(signIn.userName ?? "?"): signature verified, user verified \(signIn.userVerified)")
+            clock.step("signed in as \(signIn.userName): signature verified, user verified \(signIn.userVerified)")
 
             // 3. The same QR flow, but the phone is out of radio range: it cannot help the computer.
             print("\n3. A QR code seen from afar (mailed, or on a fake site): the advert never reaches the computer")
             let farAway = try await SimulatedRadio.scanner(host: "127.0.0.1", port: 0)
             let farRadio = ProximityMode.simulated(host: "127.0.0.1", port: farAway.port)
             do {
-                _ = try await ceremony(
-                    clock: clock, relay: tunnelServer, radio: farRadio, scanner: scanner, authenticator: authenticator,
-                    showQR: false, timeout: .seconds(2), state: &state
-                ) { client, state throws(CrossDeviceError) in
-                    try await client.signIn(state: &state)
+                _ = try await computer.ceremony(radio: farRadio, showQR: false, timeout: .seconds(2)) { engine in
+                    try await relyingParty.signIn(user: nil, makeEngine: engine)
                 }
                 throw CommandFailure("the sign-in succeeded without the advert: this is a bug")
-            } catch let error as CrossDeviceError {
+            } catch let error as ClientError {
                 clock.step("computer: \(error)")
             }
             await farAway.close()
@@ -122,46 +119,28 @@ extension Passkey {
             clock.step("relay saw only ciphertext: \(metrics.joined(separator: ", "))")
             print("\nDone in \(clock.elapsed): 1 passkey registered and used over hybrid; the relay never saw a key.")
         }
+    }
+}
 
-        /// One ceremony: the computer shows a QR code, the phone scans it (as soon as it appears), both meet.
-        private func ceremony<T: Sendable>(
-            clock: DemoClock, relay: TunnelServerBaseURL, radio: ProximityMode, scanner: SimulatedScanner,
-            authenticator: Authenticator, showQR: Bool, timeout: Duration = .seconds(30),
-            state: inout RelyingPartyState,
-            _ body: (CrossDeviceClient, inout RelyingPartyState) async throws(CrossDeviceError) -> T
-        ) async throws -> T {
-            let client = try CrossDeviceClient(
-                relyingParty: RelyingPartyEntity(id: rp, name: "Demo RP"), scanner: scanner, tunnelServer: relay,
-                timeouts: HybridTimeouts(all: timeout),
-                progress: { event in
-                    switch event {
-                    case .hybrid(.showQRCode(let url)):
-                        if showQR, let matrix = try? QRMatrix(encoding: url),
-                            let text = try? matrix.terminalText(
-                                style: .preferred(
-                                    environment: ProcessInfo.processInfo.environment, isTerminal: isatty(1) == 1))
-                        {
-                            print(text.hasSuffix("\n") ? text : text + "\n", terminator: "")
-                        }
-                        clock.step("computer: QR code shown: \(url.prefix(40))… (\(url.count) characters)")
-                    case .hybrid(.advertSeen(let routingID, _)):
-                        clock.step("computer: advert decrypted with the QR secret: routing ID \(routingID)")
-                    case .hybrid(.tunnelConnected):
-                        clock.step("computer: tunnel connected through the relay")
-                    case .hybrid(.handshakeDone):
-                        clock.step("computer: Noise handshake done, getInfo received (end-to-end encrypted)")
-                    case .hybrid(.requestSent(let command)):
-                        clock.step("computer: → \(CTAPCommandName.name(command)) with a browser-built clientDataJSON")
-                    case .hybrid(.responseReceived):
-                        clock.step("computer: ← answer received")
-                    case .hybrid(.contacting), .hybrid(.linkedPhoneNear):
-                        break  // linked sessions only
-                    case .verified:
-                        clock.step("relying party: response verified (WebAuthn L3 §7)")
-                    }
-                })
-            let advertiser = try await Radio.advertiser(for: radio, interval: .milliseconds(20))
-            let phone = HybridAuthenticatorLink(
+/// The demo's computer: the WebAuthn engine a person's `passkey client` uses, whose one authenticator is a phone
+/// over hybrid; the demo's phone (`NearbyPhone`) scans every QR code it shows.
+private struct Computer {
+    let clock: DemoClock
+    let relay: TunnelServerBaseURL
+    let scanner: SimulatedScanner
+    let authenticator: Authenticator
+    let checker: SuffixListRelyingPartyIDChecker
+
+    /// One ceremony: the computer shows a QR code, the phone advertising on `radio` scans it at once, both meet.
+    func ceremony<T: Sendable>(
+        radio: ProximityMode, showQR: Bool, timeout: Duration = .seconds(30),
+        _ body: (_ makeEngine: () throws -> ClientEngine) async throws -> T
+    ) async throws -> T {
+        let clock = clock
+        let advertiser = try await Radio.advertiser(for: radio, interval: .milliseconds(20))
+        defer { Task { await advertiser.close() } }
+        let phone = NearbyPhone(
+            link: HybridAuthenticatorLink(
                 advertiser: advertiser, tunnelServer: relay, timeouts: HybridTimeouts(all: timeout),
                 environment: .system(),
                 progress: { event in
@@ -173,12 +152,49 @@ extension Passkey {
                     case .requestReceived(let command): clock.step("phone: request \(CTAPCommandName.name(command))")
                     case .responseSent: clock.step("phone: answer sent; closing the tunnel")
                     }
+                }),
+            authenticator: authenticator, onFailure: { error in clock.step("phone: \(error)") })
+        let scanner = SharedScanner(scanner)
+        let checker = checker
+        let relay = relay
+        return try await phone.watching { show in
+            let overHybrid = HybridPhoneAuthenticator(
+                makeScanner: { scanner }, tunnelServer: relay, timeouts: HybridTimeouts(all: timeout),
+                environment: .system(),
+                progress: { event in
+                    switch event {
+                    case .showQRCode(let url):
+                        show(url)
+                        if showQR { Self.draw(url) }
+                        clock.step("computer: QR code shown: \(url.prefix(40))… (\(url.count) characters)")
+                    case .advertSeen(let routingID, _):
+                        clock.step("computer: advert decrypted with the QR secret: routing ID \(routingID)")
+                    case .tunnelConnected:
+                        clock.step("computer: tunnel connected through the relay")
+                    case .handshakeDone:
+                        clock.step("computer: Noise handshake done, getInfo received (end-to-end encrypted)")
+                    case .requestSent(let command):
+                        clock.step("computer: → \(CTAPCommandName.name(command)) with a browser-built clientDataJSON")
+                    case .responseReceived:
+                        clock.step("computer: ← answer received")
+                    case .contacting, .linkedPhoneNear:
+                        break  // linked sessions only
+                    }
                 })
-            defer { Task { await advertiser.close() } }
-            return try await client.withNearbyPhone(
-                phone, authenticator: authenticator, phoneFailed: { error in clock.step("phone: \(error)") },
-                state: &state, body)
+            let engine = ClientEngine(
+                environment: ClientEnvironment(
+                    authenticators: [overHybrid], userInterface: FirstChoiceInterface(),
+                    relyingPartyIDChecker: checker))
+            return try await body { engine }
         }
+    }
+
+    private static func draw(_ url: String) {
+        guard let matrix = try? QRMatrix(encoding: url),
+            let text = try? matrix.terminalText(
+                style: .preferred(environment: ProcessInfo.processInfo.environment, isTerminal: isatty(1) == 1))
+        else { return }
+        print(text.hasSuffix("\n") ? text : text + "\n", terminator: "")
     }
 }
 
@@ -192,9 +208,15 @@ private struct DemoPerson: ProviderUserInterface {
     func secret(_ request: SecretRequest) async -> PromptAnswer<String> { .declined }
 
     func report(_ event: ProviderEvent) {
-        guard case .autoApproved(let action, let verification) = event else { return }
-        let line = "phone: auto-approved: " + TerminalInterface.question(for: action)
-        clock.step(verification ? line + " (user verification auto-approved)" : line)
+        switch event {
+        case .autoApproved(let action, let verification):
+            let line = "phone: auto-approved: " + TerminalInterface.question(for: action)
+            clock.step(verification ? line + " (user verification auto-approved)" : line)
+        case .computer(.verifiedByRelyingParty):
+            clock.step("relying party: response verified (WebAuthn L3 §7)")
+        default:
+            break
+        }
     }
 }
 

@@ -1,5 +1,4 @@
 import CTAP2
-import CrossDevice
 import Foundation
 import Hybrid
 import HybridDriver
@@ -7,15 +6,20 @@ import HybridIO
 import Logging
 import Proximity
 import ProximityIO
+import PublicSuffix
 import Relay
 import RelayIO
 import RelyingParty
 import Synchronization
 import Testing
+import WebAuthnClient
+import WebAuthnClientDriver
+import WebRelyingParty
 
 /// Cross-device registration and sign-in end to end, in process: a real relay on loopback, the simulated radio,
-/// the client role as a browser and relying party, and the authenticator role with this package's CTAP2
-/// authenticator. Every sign-in is verified by the relying-party verifier.
+/// the computer as `passkey client` is one (the WebAuthn engine with a phone over hybrid, and this package's web
+/// relying party), and the phone with this package's CTAP2 authenticator. Every answer is verified by the relying
+/// party.
 @Suite(.serialized)
 struct CrossDeviceScenarioTests {
     @Test func registrationThenSignIn() async throws {
@@ -58,18 +62,18 @@ struct CrossDeviceScenarioTests {
         }
     }
 
-    /// A phone that answers one request per QR code cannot serve prf's second request: a transport error.
+    /// A phone that answers one request per QR code cannot serve prf's key agreement, so its getInfo offers no
+    /// PIN/UV protocol; the engine then does not ask it for the PRF, as a browser does: the sign-in succeeds and
+    /// carries no PRF result (and `prf: {}` is still reported, empty).
     @Test func prfNeedsAPhoneThatKeepsTheSessionOpen() async throws {
         try await withRelay { relay in
             let phone = Phone()
             var state = RelyingPartyState()
             _ = try await Pair(relay: relay, phone: phone).register("alice", prf: true, state: &state)
-            do {
-                _ = try await Pair(relay: relay, phone: phone).signIn(prf: [1], state: &state)
-                Issue.record("prf worked although the phone closed after the key agreement")
-            } catch let error as CrossDeviceError {
-                guard case .transport = error else { throw error }
-            }
+            let signIn = try await Pair(relay: relay, phone: phone).signIn(prf: [1], state: &state)
+            #expect(signIn.userName == "alice")
+            #expect(signIn.prfFirst == nil)
+            #expect(relay.metricsText().contains("relay_tunnels_closed_total{outcome=\"completed\"} 2"))
         }
     }
 
@@ -82,8 +86,9 @@ struct CrossDeviceScenarioTests {
             do {
                 _ = try await Pair(relay: relay, phone: phone).register("alice", state: &state)
                 Issue.record("a second passkey for alice was made despite excludeCredentials")
-            } catch let error as CrossDeviceError {
-                guard case .authenticator(.credentialExcluded) = error else { throw error }
+            } catch let error as ClientError {
+                #expect(error.reason == .authenticator(.credentialExcluded))
+                #expect(error.name == .invalidStateError)
             }
             #expect(state == before)
             #expect(phone.store.credentialCount == 1)
@@ -128,12 +133,10 @@ struct CrossDeviceScenarioTests {
             let scanner = try await SimulatedRadio.scanner(host: "127.0.0.1", port: 0)
             let farAway = try await SimulatedRadio.scanner(host: "127.0.0.1", port: 0)  // the attacker's radio range
             let (qrCodes, shown) = AsyncStream.makeStream(of: String.self)
-            let client = try CrossDeviceClient(
-                relyingParty: RelyingPartyEntity(id: "example.com"), scanner: scanner,
-                tunnelServer: try TunnelServerBaseURL(string: relay.baseURL),
-                timeouts: HybridTimeouts(all: .seconds(1)),
+            let computer = Computer(
+                scanner: scanner, relayURL: try TunnelServerBaseURL(string: relay.baseURL), timeout: .seconds(1),
                 progress: { event in
-                    if case .hybrid(.showQRCode(let url)) = event { shown.yield(url) }
+                    if case .showQRCode(let url) = event { shown.yield(url) }
                 })
             let phone = Phone()
             let attackerAdvertiser = try await SimulatedRadio.advertiser(
@@ -146,11 +149,11 @@ struct CrossDeviceScenarioTests {
                     .serve(qrCode: payload, authenticator: phone.authenticator)
             }()
             do {
-                _ = try await client.register(userName: "alice", state: &state)
+                _ = try await computer.register("alice", state: &state)
                 Issue.record("registered without a nearby authenticator")
-            } catch let error as CrossDeviceError {
-                guard case .transport(.session(.noNearbyAuthenticator)) = error else { throw error }
-                #expect(error.description.hasPrefix("no nearby authenticator answered within 1 s"))
+            } catch let error as ClientError {
+                guard case .transport(let why) = error.reason else { throw error }
+                #expect(why.hasPrefix("no nearby authenticator answered within 1 s"))
             }
             do {
                 _ = try await attacker
@@ -174,29 +177,40 @@ struct CrossDeviceScenarioTests {
         try await withRelay { relay in
             let scanner = try await SimulatedRadio.scanner(host: "127.0.0.1", port: 0)
             let started = Box(false)
-            let cases: [(rp: String, origin: String)] = [
-                ("example.com", "https://evil.example"), ("example.com", "http://example.com"),
-                ("login.example.com", "https://example.com"), ("com", "https://example.com"),
-                ("example.com", "https://example.com/path"), ("example.com", "not a url"),
+            let cases: [(rp: String, origin: String, refusal: DOMExceptionName)] = [
+                ("example.com", "https://evil.example", .securityError),
+                ("example.com", "http://example.com", .securityError),
+                ("login.example.com", "https://example.com", .securityError),
+                ("com", "https://example.com", .securityError),
+                ("example.com", "not a url", .securityError),
             ]
-            let relayURL = try TunnelServerBaseURL(string: relay.baseURL)
-            for (rp, origin) in cases {
-                do throws(CrossDeviceError) {
-                    _ = try CrossDeviceClient(
-                        relyingParty: RelyingPartyEntity(id: rp), origin: origin, scanner: scanner,
-                        tunnelServer: relayURL, progress: { _ in started.set(true) })
+            let computer = Computer(
+                scanner: scanner, relayURL: try TunnelServerBaseURL(string: relay.baseURL), timeout: .seconds(1),
+                progress: { _ in started.set(true) })
+            var relyingParty = WebRelyingParty(
+                configuration: .init(
+                    relyingParty: RelyingPartyEntity(id: "example.com"), origins: ["https://example.com"]))
+            for (rp, origin, refusal) in cases {
+                var options = try PublicKeyCredentialCreationOptions(
+                    json: relyingParty.registrationOptions(
+                        for: RegistrationOptionsRequest(userName: "alice"), state: RelyingPartyState(),
+                        challenge: randomBytes(32), newUserHandle: randomBytes(16), now: .now))
+                options.relyingParty.id = rp
+                do {
+                    _ = try await computer.engine().create(options, origin: origin)
                     Issue.record("\(rp) from \(origin) was accepted")
-                } catch {
-                    guard case .origin = error else {
-                        Issue.record("\(rp) from \(origin): unexpected \(error)")
-                        continue
-                    }
+                } catch let error as ClientError {
+                    #expect(error.name == refusal, "\(rp) from \(origin): \(error)")
                 }
             }
-            // A subdomain origin for a parent RP ID is what browsers allow.
-            _ = try CrossDeviceClient(
-                relyingParty: RelyingPartyEntity(id: "example.com"), origin: "https://login.example.com:8443",
-                scanner: scanner)
+            // A subdomain origin for a parent RP ID is what browsers allow; a page's URL stands for its origin.
+            let checker = Computer.relyingPartyIDChecker
+            #expect(
+                try await checker.check(origin: "https://login.example.com:8443", requested: "example.com")
+                    == RelyingPartyIDDecision(origin: "https://login.example.com:8443", relyingPartyID: "example.com"))
+            #expect(
+                try await checker.check(origin: "https://example.com/path", requested: "example.com")
+                    == RelyingPartyIDDecision(origin: "https://example.com", relyingPartyID: "example.com"))
             #expect(started.value == false)
             #expect(relay.metricsText().contains("relay_connections_total 0"))
             await scanner.close()
@@ -213,11 +227,9 @@ struct CrossDeviceScenarioTests {
                 _ = try await Pair(relay: relay, phone: phone, clientRelayURL: proxy.url).register(
                     "alice", state: &state)
                 Issue.record("registered through a tampering relay")
-            } catch let error as CrossDeviceError {
-                guard case .transport(.session(.crypter)) = error else {
-                    Issue.record("expected a decrypt error, got \(error)")
-                    return
-                }
+            } catch let error as ClientError {
+                guard case .transport(let why) = error.reason else { throw error }
+                #expect(why.hasPrefix("hybrid message rejected"), "expected a decrypt error, got \(why)")
             }
             #expect(proxy.flipped)
             #expect(state.accounts.isEmpty)
@@ -237,16 +249,13 @@ struct CrossDeviceScenarioTests {
                 _ = try await Pair(relay: relay, phone: phone, clientRelayURL: proxy.url, phoneError: phoneError)
                     .register("alice", state: &state)
                 Issue.record("registered through a tampering relay")
-            } catch let error as CrossDeviceError {
-                guard case .transport = error else {
-                    Issue.record("expected a transport error, got \(error)")
-                    return
-                }
+            } catch let error as ClientError {
+                guard case .transport = error.reason else { throw error }
             }
             let error = try #require(phoneError.error as? HybridLinkError)
             guard case .session(.crypter) = error else {
                 Issue.record("expected a decrypt error on the phone, got \(error)")
-                return
+                throw error
             }
             #expect(proxy.flipped)
             #expect(state.accounts.isEmpty)
@@ -269,13 +278,11 @@ struct CrossDeviceScenarioTests {
                 relayURL: blackHole.url, phone: phone, timeout: .milliseconds(500), phoneError: phoneError
             ).register("alice", state: &state)
             Issue.record("registered through a relay that relays nothing")
-        } catch let error as CrossDeviceError {
-            guard case .transport(.session(.timedOut(let what, let timeout))) = error else {
-                Issue.record("expected a timeout, got \(error)")
-                return
-            }
-            #expect(what == .handshake && timeout == .milliseconds(500))
-            #expect(error.description == "timed out waiting for the authenticator's handshake (0.5 s)")
+        } catch let error as ClientError {
+            #expect(error.reason == .transport("timed out waiting for the authenticator's handshake (0.5 s)"))
+            #expect(
+                HybridLinkError.session(.timedOut(.handshake, timeout: .milliseconds(500))).description
+                    == "timed out waiting for the authenticator's handshake (0.5 s)")
         }
         #expect(ContinuousClock.now - started < .seconds(5))
         let error = try #require(phoneError.error as? HybridLinkError)
@@ -459,52 +466,48 @@ struct Pair {
         self.onAdvertSeen = onAdvertSeen
     }
 
-    func register(_ userName: String, prf: Bool = false, state: inout RelyingPartyState) async throws
-        -> CrossDeviceRegistration
-    {
-        try await run(state: &state) { client, state throws(CrossDeviceError) in
-            try await client.register(userName: userName, prf: prf, state: &state)
-        }
+    func register(_ userName: String, prf: Bool = false, state: inout RelyingPartyState) async throws -> Registered {
+        try await run { computer in try await computer.register(userName, prf: prf, state: &state) }
     }
 
-    func signIn(userName: String? = nil, prf: [UInt8]? = nil, state: inout RelyingPartyState) async throws
-        -> CrossDeviceSignIn
-    {
-        try await run(state: &state) { client, state throws(CrossDeviceError) in
-            try await client.signIn(userName: userName, prf: prf, state: &state)
-        }
+    func signIn(userName: String? = nil, prf: [UInt8]? = nil, state: inout RelyingPartyState) async throws -> SignedIn {
+        try await run { computer in try await computer.signIn(userName: userName, prf: prf, state: &state) }
     }
 
-    private func run<T: Sendable>(
-        state: inout RelyingPartyState,
-        _ body: (CrossDeviceClient, inout RelyingPartyState) async throws(CrossDeviceError) -> T
-    ) async throws -> T {
+    /// Runs `body` with the computer, while the phone (advertising to the computer's scanner) scans every QR code
+    /// it shows.
+    private func run<T: Sendable>(_ body: (Computer) async throws -> T) async throws -> T {
         let ownScanner = scanner == nil ? try await SimulatedRadio.scanner(host: "127.0.0.1", port: 0) : nil
         let scanner: any ProximityScanner = self.scanner ?? ownScanner!
         let port = scannerPort ?? ownScanner!.port
-        let onAdvertSeen = onAdvertSeen
-        let client = try CrossDeviceClient(
-            relyingParty: RelyingPartyEntity(id: "example.com"), scanner: scanner,
-            tunnelServer: try TunnelServerBaseURL(string: clientRelayURL ?? relayURL),
-            timeouts: HybridTimeouts(all: timeout),
-            progress: { event in
-                if case .hybrid(.advertSeen(let routingID, _)) = event { onAdvertSeen?(routingID) }
-            })
         let radio = try await SimulatedRadio.advertiser(host: "127.0.0.1", port: port, interval: .milliseconds(20))
         let advertiser: any ProximityAdvertiser = advertiserWrapper.map { $0.wrapping(radio) } ?? radio
-        let service = HybridAuthenticatorLink(
-            advertiser: advertiser, tunnelServer: try TunnelServerBaseURL(string: relayURL),
-            timeouts: HybridTimeouts(all: timeout), keepOpen: phone.keepOpen, environment: .system(),
-            progress: { [advertiserWrapper] event in
-                if case .advertising(let routingID) = event { advertiserWrapper?.record(routingID) }
-            })
         let phoneError = phoneError
-        let result: Result<T, CrossDeviceError>
-        do throws(CrossDeviceError) {
+        let nearby = NearbyPhone(
+            link: HybridAuthenticatorLink(
+                advertiser: advertiser, tunnelServer: try TunnelServerBaseURL(string: relayURL),
+                timeouts: HybridTimeouts(all: timeout), keepOpen: phone.keepOpen, environment: .system(),
+                progress: { [advertiserWrapper] event in
+                    if case .advertising(let routingID) = event { advertiserWrapper?.record(routingID) }
+                }),
+            authenticator: phone.authenticator, scanDelay: phoneDelay, onFailure: { phoneError?.set($0) })
+        let clientRelayURL = try TunnelServerBaseURL(string: clientRelayURL ?? relayURL)
+        let (timeout, onAdvertSeen) = (timeout, onAdvertSeen)
+        let result: Result<T, any Error>
+        do {
             result = .success(
-                try await client.withNearbyPhone(
-                    service, authenticator: phone.authenticator, scanDelay: phoneDelay,
-                    phoneFailed: { phoneError?.set($0) }, state: &state, body))
+                try await nearby.watching { show in
+                    try await body(
+                        Computer(
+                            scanner: SharedScanner(scanner), relayURL: clientRelayURL, timeout: timeout,
+                            progress: { event in
+                                switch event {
+                                case .showQRCode(let url): show(url)
+                                case .advertSeen(let routingID, _): onAdvertSeen?(routingID)
+                                default: break
+                                }
+                            }))
+                })
         } catch {
             result = .failure(error)
         }
@@ -513,6 +516,100 @@ struct Pair {
         return try result.get()
     }
 }
+
+/// What a verified registration gave the relying party, and the prf extension's `enabled` output.
+struct Registered {
+    var userName: String
+    var userVerified: Bool
+    var credential: CredentialRecord
+    var prfEnabled: Bool?
+}
+
+/// What a verified sign-in gave the relying party, and the prf extension's first result.
+struct SignedIn {
+    var userName: String?
+    var credentialID: [UInt8]
+    var userVerified: Bool
+    var prfFirst: [UInt8]?
+}
+
+/// The relying party refused an answer the engine returned.
+struct Refused: Error, CustomStringConvertible {
+    var verdict: Verdict
+    var description: String { "the relying party refused: \(verdict)" }
+}
+
+/// The computer as `passkey client register` and `sign-in` are one: the WebAuthn engine whose only authenticator
+/// is a phone over hybrid, and this package's web relying party for example.com, its accounts in `state`.
+struct Computer: Sendable {
+    /// The RP ID check over a Public Suffix List of one rule, `com`.
+    static let relyingPartyIDChecker = SuffixListRelyingPartyIDChecker(
+        list: try! PublicSuffixList(text: "com\n"), relatedOrigins: nil)
+
+    var scanner: any ProximityScanner
+    var relayURL: TunnelServerBaseURL
+    var timeout: Duration
+    var environment = HybridEnvironment.system()
+    var progress: @Sendable (HybridClientProgress) -> Void = { _ in }
+
+    func engine() -> ClientEngine {
+        let (scanner, progress) = (scanner, progress)
+        return ClientEngine(
+            environment: ClientEnvironment(
+                authenticators: [
+                    HybridPhoneAuthenticator(
+                        makeScanner: { scanner }, tunnelServer: relayURL, timeouts: HybridTimeouts(all: timeout),
+                        environment: environment, progress: progress)
+                ],
+                userInterface: FirstChoiceInterface(), relyingPartyIDChecker: Self.relyingPartyIDChecker))
+    }
+
+    private static var relyingParty: WebRelyingParty {
+        WebRelyingParty(
+            configuration: .init(relyingParty: RelyingPartyEntity(id: "example.com"), origins: ["https://example.com"]))
+    }
+
+    /// A discoverable passkey for `userName` with user verification (the account's passkeys excluded); with `prf`,
+    /// the prf extension asked for.
+    func register(_ userName: String, prf: Bool = false, state: inout RelyingPartyState) async throws -> Registered {
+        var relyingParty = Self.relyingParty
+        var options = try PublicKeyCredentialCreationOptions(
+            json: relyingParty.registrationOptions(
+                for: RegistrationOptionsRequest(
+                    userName: userName, residentKey: .required, userVerification: .required),
+                state: state, challenge: randomBytes(32), newUserHandle: randomBytes(16), now: .now))
+        if prf { options.extensions.prf = PRFInputs() }
+        let credential = try await engine().create(options, origin: "https://example.com")
+        let outcome = relyingParty.verifyRegistration(credential.json(), state: state, now: .now, date: Date())
+        guard case .registered(let accepted) = outcome.verdict, let newState = outcome.newState else {
+            throw Refused(verdict: outcome.verdict)
+        }
+        state = newState
+        return Registered(
+            userName: accepted.userName, userVerified: accepted.userVerified, credential: accepted.credential,
+            prfEnabled: credential.clientExtensionResults.prf?.enabled)
+    }
+
+    /// A sign-in with user verification as `userName` (its passkeys in allowCredentials) or as whichever account
+    /// the phone offers; with `prf`, the prf extension evaluated at it.
+    func signIn(userName: String? = nil, prf: [UInt8]? = nil, state: inout RelyingPartyState) async throws -> SignedIn {
+        var relyingParty = Self.relyingParty
+        var options = try PublicKeyCredentialRequestOptions(
+            json: relyingParty.authenticationOptions(
+                for: AuthenticationOptionsRequest(userName: userName, userVerification: .required), state: state,
+                challenge: randomBytes(32), now: .now))
+        if let prf { options.extensions.prf = PRFInputs(eval: PRFValues(first: prf)) }
+        let credential = try await engine().get(options, origin: "https://example.com")
+        let outcome = relyingParty.verifyAuthentication(credential.json(), state: state, now: .now)
+        guard case .authenticated(let accepted) = outcome.verdict else { throw Refused(verdict: outcome.verdict) }
+        if let newState = outcome.newState { state = newState }
+        return SignedIn(
+            userName: accepted.userName, credentialID: credential.id, userVerified: accepted.userVerified,
+            prfFirst: credential.clientExtensionResults.prf?.results?.first)
+    }
+}
+
+func randomBytes(_ count: Int) -> [UInt8] { AuthenticatorEnvironment.systemRandomBytes(count) }
 
 /// Remembers what a phone advertised and the routing IDs it advertised under.
 final class RecordingAdvertiser: Sendable {

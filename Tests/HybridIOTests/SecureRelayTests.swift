@@ -1,5 +1,4 @@
 import CTAP2
-import CrossDevice
 import Foundation
 import Hybrid
 import HybridDriver
@@ -12,11 +11,11 @@ import RelayIO
 import RelyingParty
 import TestSupport
 import Testing
+import WebAuthnClient
 
 /// Both roles through a `wss://` relay with a private certificate authority, as `--relay-ca` sets up.
 struct SecureRelayTests {
-    @Test(.enabled(if: TestCA.openssl != nil, "the openssl command-line tool is not installed"))
-    func registrationAndSignInOverWSSWithAPrivateCA() async throws {
+    @Test func registrationAndSignInOverWSSWithAPrivateCA() async throws {
         let ca = try await TestCA.make()
         defer { ca.remove() }
 
@@ -35,39 +34,42 @@ struct SecureRelayTests {
         let phone = Phone()
         let scanner = try await SimulatedRadio.scanner(host: "127.0.0.1", port: 0)
         let advertiser = try await SimulatedRadio.advertiser(host: "127.0.0.1", port: scanner.port)
-        func pair(clientTLS: TLSConfiguration?) throws -> (CrossDeviceClient, HybridAuthenticatorLink) {
-            let client = try CrossDeviceClient(
-                relyingParty: RelyingPartyEntity(id: "example.com"), scanner: scanner, tunnelServer: relayURL,
-                environment: .system(tls: clientTLS), timeouts: HybridTimeouts(all: .seconds(10)))
-            let service = HybridAuthenticatorLink(
+        let nearby = NearbyPhone(
+            link: HybridAuthenticatorLink(
                 advertiser: advertiser, tunnelServer: relayURL, timeouts: HybridTimeouts(all: .seconds(10)),
-                environment: .system(tls: trusting))
-            return (client, service)
+                environment: .system(tls: trusting)),
+            authenticator: phone.authenticator)
+        /// The computer, trusting the private CA or not, with the phone near.
+        func withComputer<T: Sendable>(clientTLS: TLSConfiguration?, _ body: (Computer) async throws -> T)
+            async throws -> T
+        {
+            try await nearby.watching { show in
+                try await body(
+                    Computer(
+                        scanner: SharedScanner(scanner), relayURL: relayURL, timeout: .seconds(10),
+                        environment: .system(tls: clientTLS),
+                        progress: { event in
+                            if case .showQRCode(let url) = event { show(url) }
+                        }))
+            }
         }
 
         var state = RelyingPartyState()
-        let (client, service) = try pair(clientTLS: trusting)
-        let registration = try await client.withNearbyPhone(service, authenticator: phone.authenticator, state: &state)
-        {
-            client, state throws(CrossDeviceError) in
-            try await client.register(userName: "alice", state: &state)
+        let registration = try await withComputer(clientTLS: trusting) { computer in
+            try await computer.register("alice", state: &state)
         }
-        let signIn = try await client.withNearbyPhone(service, authenticator: phone.authenticator, state: &state) {
-            client, state throws(CrossDeviceError) in
-            try await client.signIn(state: &state)
+        let signIn = try await withComputer(clientTLS: trusting) { computer in
+            try await computer.signIn(state: &state)
         }
         #expect(signIn.credentialID == registration.credential.id)
 
         // Without the private CA the client refuses the relay's certificate and nothing is signed.
-        let (untrusting, _) = try pair(clientTLS: nil)
         do {
-            _ = try await untrusting.withNearbyPhone(service, authenticator: phone.authenticator, state: &state) {
-                client, state throws(CrossDeviceError) in
-                try await client.signIn(state: &state)
-            }
+            _ = try await withComputer(clientTLS: nil) { computer in try await computer.signIn(state: &state) }
             Issue.record("signed in through a relay with an untrusted certificate")
-        } catch {
-            guard case .transport(.tunnel) = error else { throw error }
+        } catch let error as ClientError {
+            guard case .transport(let why) = error.reason else { throw error }
+            #expect(why.contains("unreachable: TLS failed"), "expected a TLS refusal, got \(why)")
         }
         #expect(relay.metricsText().contains("relay_tunnels_paired_total 2\n"))
         await advertiser.close()

@@ -26,14 +26,6 @@ struct ComputerRelyingPartyTests {
         }
     }
 
-    /// The browser's dialogs, answered with the first choice.
-    struct FirstChoice: ClientUserInterface {
-        func choose(_ prompt: ChoicePrompt) async -> Int? { prompt.choices.isEmpty ? nil : 0 }
-        func confirm(_ question: ClientQuestion) async -> Bool { false }
-        func collectPIN(_ request: PINRequest) async -> String? { nil }
-        func notify(_ event: ClientEvent) async {}
-    }
-
     /// A phone that approves everything, over one in-memory store, and how many engines were made for it.
     final class Phone: Sendable {
         let store = InMemoryCredentialStore()
@@ -49,7 +41,7 @@ struct ComputerRelyingPartyTests {
                     authenticators: [
                         InProcessAuthenticator(authenticator, kind: .hybrid, transports: [.hybrid], listing: nil)
                     ],
-                    userInterface: FirstChoice(), relyingPartyIDChecker: HostChecker()))
+                    userInterface: FirstChoiceInterface(), relyingPartyIDChecker: HostChecker()))
         }
     }
 
@@ -93,6 +85,29 @@ struct ComputerRelyingPartyTests {
         #expect(world.person.computerEvents.count == 3)
     }
 
+    /// The benchmarks' relying party: accounts in memory, shared by the copies of one storage, and no file anywhere.
+    @Test func anInMemoryRelyingPartyKeepsItsAccountsWithoutAFile() async throws {
+        let world = try World()
+        let random = world.random
+        let state = RelyingPartyStateStorage.memory()
+        let relyingParty = LocalRelyingParty(relyingPartyID: "example.com", state: state, random: { random($0) })
+        let registered = try await relyingParty.register(
+            user: "alice", displayName: nil, makeEngine: world.phone.engine)
+        #expect(try state.load().accounts(for: "example.com").map(\.userName) == ["alice"])
+        let signedIn = try await relyingParty.signIn(user: nil, makeEngine: world.phone.engine)
+        #expect(signedIn.credential.id == registered.credential.id)
+        #expect(
+            try state.load().accounts(for: "example.com").first?.credential.signCount == signedIn.credential.signCount)
+        #expect(try FileManager.default.contentsOfDirectory(atPath: world.directory.url.path).isEmpty)
+        await #expect(
+            throws: ProviderError(
+                "no passkey for example.com and bob in memory",
+                hint: "Register one first with `passkey client register`.")
+        ) {
+            try await relyingParty.signIn(user: "bob", makeEngine: world.phone.engine)
+        }
+    }
+
     /// No passkey for the RP ID, or none for the user: the error says so before any phone is reached.
     @Test func signInWithoutARegisteredPasskeyFailsBeforeAnyPhone() async throws {
         let world = try World()
@@ -121,7 +136,7 @@ struct ComputerRelyingPartyTests {
                     authenticators: [
                         InProcessAuthenticator(authenticator, kind: .hybrid, transports: [.hybrid], listing: nil)
                     ],
-                    userInterface: FirstChoice(), relyingPartyIDChecker: HostChecker()))
+                    userInterface: FirstChoiceInterface(), relyingPartyIDChecker: HostChecker()))
         }
         await #expect(throws: ClientError.self) {
             try await world.relyingParty.register(user: "alice", displayName: nil, makeEngine: refusing)

@@ -6,7 +6,6 @@ import Testing
 /// CMS both ways against the `openssl` command: files it signs (`smime -sign -nodetach -outform DER`, as Apple's
 /// documentation shows for the signed apple-app-site-association) verify here; files signed here pass
 /// `openssl cms -verify`; every reason to refuse has its own code.
-@Suite(.enabled(if: TestCA.openssl != nil, "the openssl command-line tool is not installed"))
 struct SignedFileTests {
     static let content = Array(#"{"webcredentials": {"apps": ["ABCDE12345.com.example.app"]}}"#.utf8)
 
@@ -257,7 +256,7 @@ final class TestPKI: Sendable {
     func keyPEM(_ name: String) throws -> [UInt8] { Array(try Data(contentsOf: URL(fileURLWithPath: key(name)))) }
 
     func openssl(_ arguments: [String]) async throws -> ChildProcess.Output {
-        try await ChildProcess.run(TestCA.openssl!, arguments, timeout: .seconds(60))
+        try await ChildProcess.run(try TestCA.opensslPath(), arguments, timeout: .seconds(60))
     }
 
     /// Signs with SignedFile, the intermediate carried when `chain`.
@@ -337,7 +336,7 @@ final class TestPKI: Sendable {
             "pass:test-only", "-out", directory.file("encrypted-key.pem"),
         ])
         for arguments in steps {
-            let result = try await ChildProcess.run(TestCA.openssl!, arguments, timeout: .seconds(60))
+            let result = try await ChildProcess.run(try TestCA.opensslPath(), arguments, timeout: .seconds(60))
             guard result.termination.exitStatus == 0 else {
                 throw PKIFailure(description: "openssl \(arguments[0]) failed: \(result.stderr)")
             }

@@ -4,9 +4,16 @@ import Foundation
 /// the `openssl` command into a ``TemporaryDirectory`` (every file mode 0600): EC P-256 keys, valid for a day.
 /// Servers load ``certificate`` and ``privateKey``; clients trust ``caCertificate``.
 public final class TestCA: Sendable {
-    /// The `openssl` executable, if one is installed; tests that need it are enabled only then.
+    /// The `openssl` executable, if one is installed (`Tools/test` installs it: a test that needs it fails
+    /// without it, and never skips).
     public static let openssl: String? = ["/usr/bin/openssl", "/usr/local/bin/openssl"].first {
         FileManager.default.isExecutableFile(atPath: $0)
+    }
+
+    /// The `openssl` executable, or a failure that says it is missing.
+    public static func opensslPath() throws -> String {
+        guard let openssl else { throw Failure(description: "the openssl command-line tool is not installed") }
+        return openssl
     }
 
     /// Why making a certificate failed.
@@ -29,7 +36,7 @@ public final class TestCA: Sendable {
 
     /// Makes the authority and the server certificate. Fails when `openssl` is missing or refuses.
     public static func make() async throws -> TestCA {
-        guard let openssl else { throw Failure(description: "the openssl command-line tool is not installed") }
+        let openssl = try opensslPath()
         let ca = TestCA(directory: try TemporaryDirectory(prefix: "test-ca"))
         let caKey = ca.directory.file("ca-key.pem")
         let request = ca.directory.file("cert.csr")

@@ -10,7 +10,6 @@ import WebAuthnClientIO
 
 /// `passkey domains check`'s fetches against a local HTTPS server (TestSupport's test CA, `localhost`), one case per
 /// answer a site can give, each ending in its state. Waits between tries are recorded, not slept.
-@Suite(.enabled(if: TestCA.openssl != nil, "the openssl command-line tool is not installed"))
 struct DomainCheckerTests {
     static let app = try! AppID("ABCDE12345.com.example.app")
     static let wellKnown = "/.well-known/apple-app-site-association"
@@ -100,7 +99,7 @@ struct DomainCheckerTests {
                 "-set_serial", "9", "-days", "1", "-extfile", ext, "-out", certificate,
             ],
         ] {
-            let result = try await ChildProcess.run(TestCA.openssl!, arguments, timeout: .seconds(60))
+            let result = try await ChildProcess.run(try TestCA.opensslPath(), arguments, timeout: .seconds(60))
             #expect(result.termination.exitStatus == 0, "\(result.stderr)")
         }
         let body = try Self.signed(Self.naming, ca: ca, certificate: certificate, key: key)

@@ -11,7 +11,6 @@ import WebAuthnClientIO
 
 /// The real fetch against a local HTTPS server whose certificate a test CA (TestSupport's, made with `openssl`)
 /// signed for `localhost`: the RP ID is `localhost`, the port the server's.
-@Suite(.enabled(if: TestCA.openssl != nil, "the openssl command-line tool is not installed"))
 struct HTTPSRelatedOriginsSourceTests {
     static let list = try! PublicSuffixList(text: "com\nde\nco.uk\n")
     static let rpID = try! DomainName("localhost")

@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import RelyingParty
 import WebRelyingPartyIO
 import WebAuthn
@@ -16,20 +17,31 @@ public struct LocalRelyingParty: Sendable {
     public let relyingPartyID: String
     /// The origin of the page asking: `https://RPID` unless the command names one.
     public let origin: String
-    public let stateURL: URL
-    public let interface: any ProviderUserInterface
+    public let state: RelyingPartyStateStorage
+    /// Told when the relying party verified an answer; nil reports nothing.
+    public let interface: (any ProviderUserInterface)?
     /// Challenges and user handles.
     public let random: @Sendable (Int) -> [UInt8]
 
     public init(
-        relyingPartyID: String, origin: String? = nil, stateURL: URL, interface: any ProviderUserInterface,
-        random: @escaping @Sendable (Int) -> [UInt8]
+        relyingPartyID: String, origin: String? = nil, state: RelyingPartyStateStorage,
+        interface: (any ProviderUserInterface)? = nil, random: @escaping @Sendable (Int) -> [UInt8]
     ) {
         self.relyingPartyID = relyingPartyID
         self.origin = origin ?? "https://\(relyingPartyID)"
-        self.stateURL = stateURL
+        self.state = state
         self.interface = interface
         self.random = random
+    }
+
+    /// The relying party whose accounts are kept in the state file at `stateURL`.
+    public init(
+        relyingPartyID: String, origin: String? = nil, stateURL: URL, interface: (any ProviderUserInterface)? = nil,
+        random: @escaping @Sendable (Int) -> [UInt8]
+    ) {
+        self.init(
+            relyingPartyID: relyingPartyID, origin: origin, state: .file(stateURL), interface: interface,
+            random: random)
     }
 
     var relyingParty: WebRelyingParty {
@@ -44,7 +56,7 @@ public struct LocalRelyingParty: Sendable {
     public func register(
         user: String, displayName: String?, makeEngine: () throws -> ClientEngine
     ) async throws -> AcceptedResponse {
-        let state = try RelyingPartyState.load(from: stateURL)
+        let state = try self.state.load()
         var relyingParty = relyingParty
         let request = relyingParty.registrationOptions(
             for: RegistrationOptionsRequest(
@@ -58,10 +70,10 @@ public struct LocalRelyingParty: Sendable {
     /// Signs in through the engine `makeEngine` gives as `user` (its credentials in allowCredentials), or as whichever account the
     /// authenticator picks. Fails before any authenticator is reached when the state has no such passkey.
     public func signIn(user: String?, makeEngine: () throws -> ClientEngine) async throws -> AcceptedResponse {
-        let state = try RelyingPartyState.load(from: stateURL)
+        let state = try self.state.load()
         guard state.accounts(for: relyingPartyID).contains(where: { user == nil || $0.userName == user }) else {
             throw ProviderError(
-                "no passkey for \(relyingPartyID)\(user.map { " and \($0)" } ?? "") in \(stateURL.path)",
+                "no passkey for \(relyingPartyID)\(user.map { " and \($0)" } ?? "") in \(self.state.name)",
                 hint: "Register one first with `passkey client register`.")
         }
         var relyingParty = relyingParty
@@ -81,13 +93,40 @@ public struct LocalRelyingParty: Sendable {
     func conclude(_ outcome: VerificationOutcome) throws -> AcceptedResponse {
         switch outcome.verdict {
         case .registered(let accepted), .authenticated(let accepted):
-            if let newState = outcome.newState { try newState.save(to: stateURL) }
-            interface.report(.computer(.verifiedByRelyingParty))
+            if let newState = outcome.newState { try state.save(newState) }
+            interface?.report(.computer(.verifiedByRelyingParty))
             return accepted
         case .refused(_, let error, _):
             throw ProviderError("the relying party refused the answer: \(error)")
         case .clientError(let result):
             throw ProviderError("the relying party refused the answer: \(result.message)")
         }
+    }
+}
+
+/// Where a local relying party keeps its accounts between ceremonies: its state file, or memory.
+public struct RelyingPartyStateStorage: Sendable {
+    /// How messages name it: the file's path, or "memory".
+    public let name: String
+    public let load: @Sendable () throws -> RelyingPartyState
+    public let save: @Sendable (RelyingPartyState) throws -> Void
+
+    /// The state file at `url` (`RelyingPartyState.load`/`save`: absent is empty, written owner-only).
+    public static func file(_ url: URL) -> Self {
+        Self(
+            name: url.path, load: { try RelyingPartyState.load(from: url) }, save: { try $0.save(to: url) })
+    }
+
+    /// Accounts kept in memory for as long as this value lives (the benchmarks, where a file write per ceremony
+    /// would be what is measured).
+    public static func memory(_ initial: RelyingPartyState = RelyingPartyState()) -> Self {
+        let kept = Kept(initial)
+        return Self(
+            name: "memory", load: { kept.value.withLock { $0 } }, save: { state in kept.value.withLock { $0 = state } })
+    }
+
+    private final class Kept: Sendable {
+        let value: Mutex<RelyingPartyState>
+        init(_ state: RelyingPartyState) { value = Mutex(state) }
     }
 }
