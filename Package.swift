@@ -242,7 +242,7 @@ let package = Package(
                 "Basics", "CTAP2", "CTAPHID", "Hybrid", "HybridDriver", "Proximity", "PasskeyStoreIO", "PasskeyFilesIO",
                 "WebAuthnClientDriver", "SecurityKeyDriver", "WebAuthnClient", "WebAuthnClientIO", "AssociatedDomains",
                 "AssociatedDomainsIO", "RelyingParty", "WebRelyingPartyIO", "WebRelyingParty",
-                "WebAuthn", "CredentialExchange", "NearbyShare", crypto,
+                "WebAuthn", "CredentialExchange", "NearbyShare", "JSON", crypto,
             ],
             swiftSettings: strictSettings
         ),

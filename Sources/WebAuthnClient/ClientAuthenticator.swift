@@ -92,9 +92,15 @@ public protocol ClientAuthenticator: Sendable {
 public protocol AuthenticatorSession: Sendable {
     /// The authenticator's getInfo.
     var info: AuthenticatorInfo { get }
+    /// How the PIN prompt names the device (a security key's hidraw node or address); nil names none.
+    var name: String? { get }
     func send(_ message: [UInt8]) async throws(AuthenticatorTransportError) -> [UInt8]
     /// Ends the session; called once, whatever happened.
     func close() async
+}
+
+extension AuthenticatorSession {
+    public var name: String? { nil }
 }
 
 /// This package's CTAP2 `Authenticator`, in process, as a `ClientAuthenticator`: the platform authenticator over the

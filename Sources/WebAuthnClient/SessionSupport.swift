@@ -76,6 +76,7 @@ struct SessionContext: Sendable {
             throw ClientError(.noEligibleAuthenticator("the security key offers no PIN protocol this client supports"))
         }
         var request = PINRequest(relyingPartyID: relyingPartyID, retriesLeft: try? await pinRetries(pinProtocol))
+        request.key = session.name
         while true {
             guard let pin = await environment.userInterface.collectPIN(request) else {
                 throw ClientError(.userCancelled)

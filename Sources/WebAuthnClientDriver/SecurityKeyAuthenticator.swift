@@ -42,6 +42,7 @@ public struct SecurityKeyAuthenticator: ClientAuthenticator {
     private struct Session: AuthenticatorSession {
         let key: SecurityKey
         let info: AuthenticatorInfo
+        var name: String? { key.name }
 
         func send(_ message: [UInt8]) async throws(AuthenticatorTransportError) -> [UInt8] {
             let key = key

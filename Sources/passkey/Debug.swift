@@ -4,9 +4,12 @@ import CTAP2
 import CTAPHID
 import Crypto
 import Foundation
+import PasskeyProvider
 import SecurityKeyDriver
 import Synchronization
 import WebAuthn
+import WebAuthnClient
+import WebAuthnClientDriver
 
 extension Passkey {
     /// Checks of this package against real devices, for Tools/vm-test and for people debugging a key; not part of the
@@ -48,12 +51,15 @@ struct SecurityKeyOptionGroup: ParsableArguments {
         guard (1...600).contains(timeout) else { throw ValidationError("--timeout takes 1 to 600 seconds.") }
     }
 
-    /// Opens the key with the PIN and status handling the CLI uses.
+    /// Opens the key with the status lines the CLI prints.
     func open() async throws -> SecurityKey {
+        try await SecurityKey.open(try SecurityKeySpec(parsing: securityKey), options: options())
+    }
+
+    /// The key's time limit, and "touch your security key" and "busy" on standard error.
+    func options() -> SecurityKeyOptions {
         var options = SecurityKeyOptions()
         options.requestTimeout = .seconds(timeout)
-        options.pin = ClientPINSource.provider(environment: ProcessInfo.processInfo.environment)
-        options.pinAttempts = ProcessInfo.processInfo.environment["PASSKEY_CLIENT_PIN"] == nil ? 3 : 1
         let busyTold = Once()
         options.onStatus = { status in
             switch status {
@@ -65,7 +71,7 @@ struct SecurityKeyOptionGroup: ParsableArguments {
             case .processing: break
             }
         }
-        return try await SecurityKey.open(try SecurityKeySpec(parsing: securityKey), options: options)
+        return options
     }
 }
 
@@ -161,84 +167,49 @@ extension Passkey.Debug.SecurityKeyCommands {
             false
 
         func run() async throws {
-            let securityKey = try await key.open()
-            defer { Task { await securityKey.close() } }
-            let origin = "https://\(rp)"
-            let userHandle = Array(SHA256.hash(data: Array("passkey debug \(user)".utf8)).bytes.prefix(16))
-
-            let registration = CollectedClientData(type: .create, challenge: Self.challenge(), origin: origin)
-            let created = try MakeCredentialResponse(
-                ctapResponse: try await Self.expectSuccess(
-                    "makeCredential",
-                    securityKey.send(
-                        ctapCommand: CTAPClient.makeCredentialMessage(
-                            clientDataHash: SHA256.hash(data: registration.jsonBytes).bytes, relyingPartyID: rp,
-                            relyingPartyName: rp, userHandle: userHandle, userName: user, userDisplayName: user,
-                            discoverable: discoverable, userVerification: uv))))
-            let madeData = created.attestationObject.authenticatorData
-            guard let credential = madeData.attestedCredentialData else {
-                throw CheckFailed("makeCredential answered without attested credential data")
+            let roundTrip = SecurityKeyRoundTrip(
+                relyingPartyID: rp, userName: user, userVerification: uv, discoverable: discoverable)
+            let outcome: SecurityKeyRoundTrip.Outcome
+            do {
+                outcome = try await roundTrip.run(
+                    on: SecurityKeyAuthenticator(try SecurityKeySpec(parsing: key.securityKey), options: key.options()),
+                    pin: ClientPINSource.provider(environment: ProcessInfo.processInfo.environment),
+                    pinAttempts: ProcessInfo.processInfo.environment["PASSKEY_CLIENT_PIN"] == nil ? 3 : 1,
+                    checker: try SuffixListRelyingPartyIDChecker.fromSystemList(relatedOrigins: nil),
+                    random: AuthenticatorEnvironment.systemRandomBytes
+                ) { credentialID, format, flags in
+                    Terminal.shared.write(
+                        "passkey: makeCredential OK: credential \(credentialID.hexString.prefix(16))…, format "
+                            + "\(format.terminalSafe), flags \(Self.flags(flags))\n")
+                }
+            } catch let error as ProviderError {
+                throw CheckFailed(error.message)
             }
-            let publicKey = try credential.publicKey.signingKey()
-            Terminal.shared.write(
-                "passkey: makeCredential OK: credential \(credential.credentialID.hexString.prefix(16))…, format "
-                    + "\(created.attestationObject.format.terminalSafe), flags \(Self.flags(madeData.flags))\n")
-
-            let authentication = CollectedClientData(type: .get, challenge: Self.challenge(), origin: origin)
-            let clientDataHash = SHA256.hash(data: authentication.jsonBytes).bytes
-            let assertion = try GetAssertionResponse(
-                ctapResponse: try await Self.expectSuccess(
-                    "getAssertion",
-                    securityKey.send(
-                        ctapCommand: CTAPClient.getAssertionMessage(
-                            relyingPartyID: rp, clientDataHash: clientDataHash, allowList: [credential.credentialID],
-                            userVerification: uv))))
-            let signedData = try AuthenticatorData(bytes: assertion.authenticatorData)
-            let signature = try P256.Signing.ECDSASignature(derRepresentation: assertion.signature)
-            guard assertion.credentialID == credential.credentialID,
-                signedData.relyingPartyIDHash == SHA256.hash(data: Array(rp.utf8)).bytes,
-                publicKey.isValidSignature(signature, for: assertion.authenticatorData + clientDataHash)
-            else { throw CheckFailed("the assertion does not verify with the registered credential") }
-            if uv, !(madeData.flags.contains(.userVerified) && signedData.flags.contains(.userVerified)) {
-                throw CheckFailed("user verification was required, but the key did not set the UV flag")
-            }
+            let (registration, authentication) = (outcome.registration, outcome.authentication)
             Terminal.shared.write(
                 "passkey: getAssertion OK: signature verified with the registered key, flags "
-                    + "\(Self.flags(signedData.flags))\n")
+                    + "\(Self.flags(outcome.authenticationFlags))\n")
             if json {
                 let object: [String: Any] = [
-                    "rpId": rp, "origin": origin, "credentialId": credential.credentialID.base64URLEncodedString,
+                    "rpId": rp, "origin": outcome.origin, "credentialId": registration.id.base64URLEncodedString,
                     "registration": [
-                        "clientDataJSON": registration.jsonBytes.base64URLEncodedString,
-                        "attestationObject": created.attestationObject.bytes.base64URLEncodedString,
-                        "challenge": registration.challenge.base64URLEncodedString,
+                        "clientDataJSON": registration.clientDataJSON.base64URLEncodedString,
+                        "attestationObject": registration.attestationObject.base64URLEncodedString,
+                        "challenge": outcome.registrationChallenge.base64URLEncodedString,
                     ],
                     "authentication": [
-                        "clientDataJSON": authentication.jsonBytes.base64URLEncodedString,
-                        "authenticatorData": assertion.authenticatorData.base64URLEncodedString,
-                        "signature": assertion.signature.base64URLEncodedString,
-                        "challenge": authentication.challenge.base64URLEncodedString,
+                        "clientDataJSON": authentication.clientDataJSON.base64URLEncodedString,
+                        "authenticatorData": authentication.authenticatorData.base64URLEncodedString,
+                        "signature": authentication.signature.base64URLEncodedString,
+                        "challenge": outcome.authenticationChallenge.base64URLEncodedString,
                     ],
-                    "userVerified": signedData.flags.contains(.userVerified),
+                    "userVerified": outcome.userVerified,
                 ]
                 let data = try JSONSerialization.data(withJSONObject: object, options: [.sortedKeys])
                 print(String(decoding: data, as: UTF8.self))
             } else {
                 print("round trip: ok")
             }
-            await securityKey.close()
-        }
-
-        private static func challenge() -> [UInt8] {
-            AuthenticatorEnvironment.systemRandomBytes(32)
-        }
-
-        /// The answer, or an error naming the request and its status.
-        private static func expectSuccess(_ request: String, _ response: [UInt8]) throws -> [UInt8] {
-            guard response.first == 0 else {
-                throw CheckFailed("\(request) failed: \(CTAPError(rawValue: response.first ?? 0x7F))")
-            }
-            return response
         }
 
         private static func flags(_ flags: AuthenticatorFlags) -> String {
