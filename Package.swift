@@ -208,7 +208,7 @@ let package = Package(
         // A platform's security key: CTAP2 over the host side of CTAPHID (UDP or hidraw), with the PIN when needed.
         .target(
             name: "SecurityKeyDriver",
-            dependencies: ["Basics", "CBOR", "CTAP2", "CTAPHID", "CTAPHIDIO", crypto],
+            dependencies: ["Basics", "CBOR", "CTAP2", "CTAPHID", "CTAPHIDIO"],
             swiftSettings: strictSettings
         ),
         // The WebAuthn client's authenticators: a phone over hybrid and a security key over CTAPHID.
@@ -421,7 +421,8 @@ let package = Package(
         .testTarget(
             name: "SecurityKeyDriverTests",
             dependencies: [
-                "SecurityKeyDriver", "CTAPHIDIO", "CTAPHID", "CTAP2", "CBOR", "WebAuthn", crypto, nioCore, nioPosix,
+                "Basics", "SecurityKeyDriver", "WebAuthnClient", "WebAuthnClientDriver", "CTAPHIDIO", "CTAPHID",
+                "CTAP2", "CBOR", "WebAuthn", crypto, nioCore, nioPosix,
                 logging,
             ],
             swiftSettings: strictSettings

@@ -1,7 +1,6 @@
 import CTAP2
 import CTAPHID
 import CTAPHIDIO
-import Crypto
 import Synchronization
 
 /// What a security key is doing while it handles a request, from its CTAPHID keepalives.
@@ -14,43 +13,31 @@ public enum SecurityKeyStatus: Hashable, Sendable {
     case busyElsewhere
 }
 
-/// Asks the user for the PIN (without echo) or reads it from the environment; `nil` when there is none.
-public typealias PINProvider = @Sendable (PINRequest) async -> String?
-
 /// Settings of a ``SecurityKey``.
 public struct SecurityKeyOptions: Sendable {
-    /// Where the PIN comes from when the key needs it; without one, such requests fail with
-    /// ``SecurityKeyError/pinRequired``.
-    public var pin: PINProvider?
-    /// How many PINs to ask for, per request, while the key says the PIN is wrong (default 1: a wrong PIN is an
-    /// error at once; a terminal may allow 3).
-    public var pinAttempts = 1
     /// Told when the key starts waiting for a touch, and when it is working again; called on an event loop, so it
     /// must return at once.
     public var onStatus: (@Sendable (SecurityKeyStatus) -> Void)?
     /// The time limit of requests sent with ``SecurityKey/send(ctapCommand:timeout:)``, which may wait for a touch
     /// (default 60 s).
     public var requestTimeout: Duration = .seconds(60)
-    /// The time limit of the platform's own steps: the channel, getInfo, clientPIN (default 10 s).
+    /// The time limit of the platform's own steps: the channel and getInfo (default 10 s).
     public var commandTimeout: Duration = .seconds(10)
     /// How long to wait before sending a request again that the key refused as busy with another program's
     /// (default 100 ms); it is sent again until its time limit.
     public var busyRetryInterval: Duration = .milliseconds(100)
-    /// Secure random bytes: the platform's key agreement keys and the PIN protocol's IVs.
-    public var randomBytes: @Sendable (Int) -> [UInt8] = AuthenticatorEnvironment.systemRandomBytes
     /// The CTAPHID connection's settings.
     public var connection = CTAPHIDHostConnection.Configuration()
 
-    /// The defaults: no PIN, no status reports.
+    /// The defaults: no status reports.
     public init() {}
 }
 
-/// A FIDO2 security key, as a platform talks to it: CTAP2 requests over CTAPHID, with the PIN asked for when the key
-/// needs it (Docs/SecurityKey.md).
+/// A FIDO2 security key, as a platform talks to it: CTAP2 requests over CTAPHID, sent as they are; user
+/// verification and the PIN are the WebAuthn engine's, through `SecurityKeyAuthenticator` (Docs/SecurityKey.md).
 ///
 /// ```swift
 /// var options = SecurityKeyOptions()
-/// options.pin = { request in Terminal.shared.readPIN(for: request) }
 /// options.onStatus = { status in if status == .touchNeeded { print("Touch your security key") } }
 /// let key = try await SecurityKey.open(try SecurityKeySpec(parsing: "auto"), options: options)
 /// let info = try await key.getInfo()
@@ -151,44 +138,25 @@ public actor SecurityKey {
         return try await currentInfo()
     }
 
-    /// Sends one CTAP2 request (command byte and CBOR parameters) and returns the key's answer (status byte and
-    /// CBOR), keepalives reported through ``SecurityKeyOptions/onStatus``.
-    ///
-    /// makeCredential and getAssertion are verified as the key needs (Docs/SecurityKey.md): `uv: true` asks for
-    /// user verification, which a key with a PIN and no built-in verification gets through a pinUvAuthToken (the
-    /// PIN from ``SecurityKeyOptions/pin``, protocol two when the key has it, else one); a key that needs a token
-    /// anyway (a discoverable credential, `alwaysUv`, CTAP2_ERR_PUAT_REQUIRED) gets one too. A request that already
-    /// has a pinUvAuthParam, and every other command, is sent as it is. Error statuses of the request itself are
-    /// returned, not thrown.
+    /// Sends one CTAP2 request (command byte and CBOR parameters) as it is and returns the key's answer (status byte
+    /// and CBOR), keepalives reported through ``SecurityKeyOptions/onStatus``. User verification and the PIN are
+    /// the caller's (the WebAuthn engine's, Docs/SecurityKey.md); error statuses of the request itself are returned,
+    /// not thrown.
     ///
     /// - Parameter timeout: How long the key may take, waiting for a touch included (default
     ///   ``SecurityKeyOptions/requestTimeout``).
-    /// - Throws: ``SecurityKeyError``: the PIN errors, time limits, cancellation, a broken connection.
+    /// - Throws: ``SecurityKeyError``: time limits, cancellation, a broken connection.
     public func send(ctapCommand message: [UInt8], timeout: Duration? = nil) async throws(SecurityKeyError)
         -> [UInt8]
     {
         try enter()
         defer { leave() }
-        let limit = timeout ?? options.requestTimeout
-        let request = VerifiableRequest(message: message)
-        guard let request else { return try await exchange(message, timeout: limit) }
-        switch UserVerificationPlan.before(request, info: try await currentInfo()) {
-        case .impossible(let error):
-            throw error
-        case .pinToken:
-            return try await exchange(try await sign(request), timeout: limit)
-        case .asIs:
-            break
+        let response = try await exchange(message, timeout: timeout ?? options.requestTimeout)
+        // A clientPIN or config request may have changed what getInfo says (a PIN set, a UV block).
+        if message.first == CTAPCommand.clientPIN.rawValue || message.first == CTAPCommand.config.rawValue {
+            info = nil
         }
-        let response = try await exchange(message, timeout: limit)
-        guard response.first == CTAPError.pinUvAuthTokenRequired.rawValue else { return response }
-        // A PIN may have been set since getInfo was read.
-        info = nil
-        switch UserVerificationPlan.afterTokenRequired(request, info: try await currentInfo()) {
-        case .pinToken: return try await exchange(try await sign(request), timeout: limit)
-        case .builtInUserVerification: return try await exchange(request.withBuiltInUserVerification(), timeout: limit)
-        case nil: return response
-        }
+        return response
     }
 
     /// Cancels the request in progress: the key gets `CTAPHID_CANCEL`, and the request ends with
@@ -196,96 +164,6 @@ public actor SecurityKey {
     public nonisolated func cancel() {
         cancelRequested.withLock { $0 = true }
         connection.cancel()
-    }
-
-    // MARK: The PIN
-
-    /// The request signed with a token for it, after asking for the PIN.
-    private func sign(_ request: VerifiableRequest) async throws(SecurityKeyError) -> [UInt8] {
-        let token = try await pinToken(permission: request.permission, relyingPartyID: request.relyingPartyID)
-        return request.signed(with: token)
-    }
-
-    /// A pinUvAuthToken from the PIN (CTAP 2.1 §6.5.5.7.2, or getPinToken, §6.5.5.7.1, for keys without
-    /// permission tokens).
-    private func pinToken(permission: PinUvAuthPermissions, relyingPartyID: String) async throws(SecurityKeyError)
-        -> PinUvAuthToken
-    {
-        let info = try await currentInfo()
-        guard let pinProtocol = info.preferredPinUvAuthProtocol else {
-            throw .unsupportedPinUvAuthProtocols(info.pinUvAuthProtocols.map(\.rawValue))
-        }
-        guard let provider = options.pin else { throw .pinRequired }
-        var retries = try await pinRetries(pinProtocol)
-        var attempt = 1
-        while true {
-            guard retries > 0 else { throw .pinBlocked }
-            let question = PINRequest(
-                key: name, relyingPartyID: relyingPartyID, retriesLeft: retries, previousAttemptWasWrong: attempt > 1)
-            guard let pin = await provider(question) else { throw .pinEntryCancelled }
-            guard (try? PinUvAuthSession.pinHash(pin)) != nil else { throw .pinImpossible }
-            let session = try await keyAgreement(pinProtocol)
-            let message: [UInt8]
-            do {
-                message = try session.pinTokenMessage(
-                    pin: pin, permissions: info.supportsPermissionTokens ? permission : nil,
-                    relyingPartyID: relyingPartyID, iv: options.randomBytes(16))
-            } catch {
-                throw .pinImpossible
-            }
-            let step = info.supportsPermissionTokens ? "getPinUvAuthTokenUsingPinWithPermissions" : "getPinToken"
-            let response = try await exchange(message, timeout: options.commandTimeout)
-            do {
-                return try session.token(from: response)
-            } catch {
-                switch error {
-                case .pinInvalid:
-                    retries = try await pinRetries(pinProtocol)
-                    guard attempt < options.pinAttempts, retries > 0 else {
-                        throw retries == 0 ? .pinBlocked : .pinInvalid(retriesLeft: retries)
-                    }
-                    attempt += 1
-                case .pinBlocked: throw .pinBlocked
-                case .pinAuthBlocked: throw .pinAuthBlocked
-                case .pinNotSet: throw .pinNotSet
-                case .pinPolicyViolation: throw .pinChangeRequired
-                default:
-                    guard response.first == 0 else { throw .refused(step: step, status: error) }
-                    throw .invalidResponse("\(step) answered without a usable token (\(error))")
-                }
-            }
-        }
-    }
-
-    /// getPINRetries.
-    private func pinRetries(_ pinProtocol: PinUvAuthProtocol) async throws(SecurityKeyError) -> Int {
-        let response = try await exchange(
-            CTAPClient.getPINRetriesMessage(pinUvAuthProtocol: pinProtocol), timeout: options.commandTimeout)
-        do {
-            return try CTAPClient.pinRetries(from: response).retries
-        } catch {
-            guard response.first == 0 else { throw .refused(step: "clientPIN getPINRetries", status: error) }
-            throw .invalidResponse("getPINRetries: \(error)")
-        }
-    }
-
-    /// getKeyAgreement, and the shared secret with a fresh platform key.
-    private func keyAgreement(_ pinProtocol: PinUvAuthProtocol) async throws(SecurityKeyError) -> PinUvAuthSession {
-        let response = try await exchange(
-            CTAPClient.getKeyAgreementMessage(pinUvAuthProtocol: pinProtocol), timeout: options.commandTimeout)
-        do {
-            return try PinUvAuthSession(
-                pinUvAuthProtocol: pinProtocol, keyAgreementResponse: response, platformKey: platformKey())
-        } catch {
-            guard response.first == 0 else { throw .refused(step: "clientPIN getKeyAgreement", status: error) }
-            throw .invalidResponse("getKeyAgreement: \(error)")
-        }
-    }
-
-    private func platformKey() -> P256.KeyAgreement.PrivateKey {
-        while true {
-            if let key = try? P256.KeyAgreement.PrivateKey(rawRepresentation: options.randomBytes(32)) { return key }
-        }
     }
 
     // MARK: Plumbing

@@ -4,7 +4,7 @@ import CTAPHID
 import CTAPHIDIO
 
 /// Why a security key could not be used. Each case's description says what happened and, where the user can do
-/// something, what; none ever contains a PIN.
+/// something, what. User verification and the PIN are the WebAuthn engine's (`ClientError`).
 public enum SecurityKeyError: Error, Hashable, Sendable, CustomStringConvertible {
     // MARK: Finding and opening the key
 
@@ -35,31 +35,8 @@ public enum SecurityKeyError: Error, Hashable, Sendable, CustomStringConvertible
     case keyBusy(Duration)
     /// An answer the key should not have given: what was wrong with it.
     case invalidResponse(String)
-    /// The key refused a step the platform took on its own (getInfo, clientPIN): the step and the status.
+    /// The key refused a step the platform took on its own (getInfo): the step and the status.
     case refused(step: String, status: CTAPError)
-
-    // MARK: User verification and the PIN
-
-    /// The request needs user verification, and the key has neither built-in verification nor a PIN set.
-    case pinNotSet
-    /// The request needs user verification, and the key can verify users neither itself nor with a PIN.
-    case userVerificationUnavailable
-    /// The key needs its PIN, but no way to ask for one was given.
-    case pinRequired
-    /// The key lists only PIN/UV auth protocols this platform does not implement (their numbers).
-    case unsupportedPinUvAuthProtocols([Int])
-    /// The user gave no PIN.
-    case pinEntryCancelled
-    /// The PIN cannot be right (under 4 characters or over 63 bytes); it was not sent, so no retry was spent.
-    case pinImpossible
-    /// The PIN was wrong; the key allows this many more tries.
-    case pinInvalid(retriesLeft: Int)
-    /// No tries are left: the PIN is blocked until the key is reset (which deletes its credentials).
-    case pinBlocked
-    /// Three wrong PINs in a row: the key takes no PIN until it is unplugged and plugged in again.
-    case pinAuthBlocked
-    /// The key wants its PIN changed before it is used again.
-    case pinChangeRequired
 
     public var description: String {
         switch self {
@@ -94,31 +71,6 @@ public enum SecurityKeyError: Error, Hashable, Sendable, CustomStringConvertible
             "the security key sent an invalid answer: \(what)"
         case .refused(let step, let status):
             "the security key refused \(step): \(status)"
-        case .pinNotSet:
-            "user verification is required, but the security key has no PIN set: set one (for example with "
-                + "`fido2-token -S`) and try again"
-        case .userVerificationUnavailable:
-            "user verification is required, but the security key can verify users neither itself nor with a PIN"
-        case .pinRequired:
-            "the security key needs its PIN, and no PIN was given (set PASSKEY_CLIENT_PIN, or run in a terminal)"
-        case .unsupportedPinUvAuthProtocols(let numbers):
-            "the security key offers only PIN/UV auth protocol(s) "
-                + numbers.map(String.init).joined(separator: ", ") + ", which this platform does not implement"
-        case .pinEntryCancelled:
-            "no PIN was entered"
-        case .pinImpossible:
-            "a PIN has 4 to 63 characters: nothing was sent to the security key, no try was spent"
-        case .pinInvalid(let retries) where retries == 1:
-            "wrong PIN: 1 try left; one more wrong PIN blocks the PIN until the key is reset"
-        case .pinInvalid(let retries):
-            "wrong PIN: \(retries) tries left"
-        case .pinBlocked:
-            "the PIN is blocked (no tries left): only a reset of the key, which deletes its credentials, unblocks it"
-        case .pinAuthBlocked:
-            "too many wrong PINs in a row: unplug the security key and plug it in again before the next try"
-        case .pinChangeRequired:
-            "the security key requires a new PIN before it is used again: change it (for example with "
-                + "`fido2-token -C`)"
         }
     }
 }

@@ -67,7 +67,8 @@ struct SessionContext: Sendable {
 
     /// A pinUvAuthToken obtained with the user's PIN (CTAP 2.1 §6.5.5.7): getPinUvAuthTokenUsingPinWithPermissions
     /// with `permissions` for `relyingPartyID`, or getPinToken on CTAP 2.0 keys. A wrong PIN asks again with the
-    /// attempts left; a blocked PIN or a cancelled prompt ends the ceremony. The PIN goes only into the encrypted
+    /// attempts left; a blocked PIN (before anyone is asked, when no tries are left) or a cancelled prompt ends the
+    /// ceremony. The PIN goes only into the encrypted
     /// PIN hash and is never kept.
     func pinToken(permissions: PinUvAuthPermissions, relyingPartyID: String) async throws(ClientError)
         -> PinUvAuthToken
@@ -78,6 +79,8 @@ struct SessionContext: Sendable {
         var request = PINRequest(relyingPartyID: relyingPartyID, retriesLeft: try? await pinRetries(pinProtocol))
         request.key = session.name
         while true {
+            // No tries left: the key would refuse any PIN, so nobody is asked for one.
+            if request.retriesLeft == 0 { throw Self.failure(.pinBlocked) }
             guard let pin = await environment.userInterface.collectPIN(request) else {
                 throw ClientError(.userCancelled)
             }

@@ -3,8 +3,8 @@ import SecurityKeyDriver
 import WebAuthnClient
 
 /// A security key over CTAPHID (`hidraw:` or `udp:`), as a `ClientAuthenticator`. The engine decides about user
-/// verification and asks for the PIN through its own interface, so the key is opened without a PIN source of its
-/// own: a request the engine signed goes out as it is. Cancelling a request sends CTAPHID_CANCEL.
+/// verification and asks for the PIN through its own interface; the key sends each request as it is. Cancelling a
+/// request sends CTAPHID_CANCEL.
 public struct SecurityKeyAuthenticator: ClientAuthenticator {
     public var kind: AuthenticatorKind { .securityKey }
     public var transports: [AuthenticatorTransport] { [.usb] }
@@ -12,11 +12,8 @@ public struct SecurityKeyAuthenticator: ClientAuthenticator {
     private let spec: SecurityKeySpec
     private let options: SecurityKeyOptions
 
-    /// - Parameter options: the key's settings; its `pin` is not used.
     public init(_ spec: SecurityKeySpec, options: SecurityKeyOptions = SecurityKeyOptions()) {
         self.spec = spec
-        var options = options
-        options.pin = nil
         self.options = options
     }
 

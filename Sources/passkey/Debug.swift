@@ -96,7 +96,7 @@ struct CheckFailed: Error, CustomStringConvertible {
 /// Where the client's PIN comes from: PASSKEY_CLIENT_PIN (for scripts; used once, never retried), else the terminal,
 /// read without echo.
 enum ClientPINSource {
-    static func provider(environment: [String: String]) -> PINProvider {
+    static func provider(environment: [String: String]) -> PINSource {
         if let pin = environment["PASSKEY_CLIENT_PIN"] {
             return { request in request.previousAttemptWasWrong || pin.isEmpty ? nil : pin }
         }

@@ -6,6 +6,9 @@ import Synchronization
 import WebAuthn
 import WebAuthnClient
 
+/// Where a security key's PIN comes from: the terminal without echo, or the environment; `nil` when there is none.
+public typealias PINSource = @Sendable (PINRequest) async -> String?
+
 /// `passkey debug security-key roundtrip`: a passkey made on a security key and used at once, through the WebAuthn
 /// engine a person's `passkey client` uses (its user verification, its PIN flow), then checked as a relying party
 /// checks it: the assertion's signature with the registered public key, the RP ID hash, and the UV flags when user
@@ -48,7 +51,7 @@ public struct SecurityKeyRoundTrip: Sendable {
     /// - Throws: ``ProviderError`` when the PIN was wrong (with the tries left) or the answers do not verify;
     ///   the engine's `ClientError` otherwise.
     public func run(
-        on key: any ClientAuthenticator, pin: @escaping @Sendable (PINRequest) async -> String?, pinAttempts: Int,
+        on key: any ClientAuthenticator, pin: @escaping PINSource, pinAttempts: Int,
         checker: any RelyingPartyIDChecker, random: @escaping @Sendable (Int) -> [UInt8],
         onRegistered: (_ credentialID: [UInt8], _ format: String, _ flags: AuthenticatorFlags) -> Void = { _, _, _ in }
     ) async throws -> Outcome {
@@ -133,11 +136,11 @@ public struct SecurityKeyRoundTrip: Sendable {
     /// The engine's dialogs with one authenticator and nobody to choose: the PIN, and yes to showing the key's
     /// attestation.
     private final class PINOnly: ClientUserInterface {
-        let pin: @Sendable (PINRequest) async -> String?
+        let pin: PINSource
         let attempts: Int
         private let state = Mutex<(asked: Int, declined: String?)>((0, nil))
 
-        init(pin: @escaping @Sendable (PINRequest) async -> String?, attempts: Int) {
+        init(pin: @escaping PINSource, attempts: Int) {
             self.pin = pin
             self.attempts = attempts
         }

@@ -1,5 +1,6 @@
 import CTAP2
 import Foundation
+import PasskeyProvider
 import SecurityKeyDriver
 import WebAuthnClient
 import WebAuthnClientIO
@@ -8,7 +9,7 @@ import WebAuthnClientIO
 /// progress, all on standard error. With `--yes` (tests and CI) the first choice is taken and said so.
 struct TerminalClientInterface: ClientUserInterface {
     let unattended: Bool
-    let pin: PINProvider
+    let pin: PINSource
 
     func choose(_ prompt: ChoicePrompt) async -> Int? {
         let terminal = Terminal.shared
