@@ -261,57 +261,24 @@ def approval(domain, state="approved", app=APP, service="webcredentials"):
             "status": 200}
 
 
-def test_an_app_gets_a_login_of_an_approved_domain_after_the_user_confirms(store):
-    write_approvals(store, [approval("example.com"), approval("denied.example", state="denied"),
-                            approval("links.example", service="applinks")])
-    for service, user, password in [("example.com", "alice", SECRET), ("denied.example", "bob", "bob-Secret-2"),
-                                     ("links.example", "carol", "carol-Secret-3")]:
-        assert run(store, "password", "add", service, user, password=password).returncode == 0
-
-    requested = run(store, "password", "request", "--app", APP, "--yes")
-    assert requested.returncode == 0, requested.stderr
-    assert json.loads(requested.stdout) == {"server": "example.com", "account": "alice", "password": SECRET}
-    assert "bob" not in requested.stderr and "carol" not in requested.stderr  # never offered
-    # Without a terminal to confirm on, nothing is given.
-    unconfirmed = run(store, "password", "request", "--app", APP)
-    assert unconfirmed.returncode == 1 and unconfirmed.stdout == ""
-
-    # Not approved (denied, another service, unknown) and approved-but-empty: one answer.
-    write_approvals(store, [approval("example.com"), approval("empty.example"),
-                            approval("denied.example", state="denied"), approval("links.example", service="applinks")])
-    answers = set()
-    for domain in ["empty.example", "denied.example", "links.example", "unknown.example"]:
-        result = run(store, "password", "request", "--app", APP, "--domain", domain, "--yes")
-        answers.add((result.returncode, result.stdout, result.stderr.replace("passkey: unattended approval is ON "
-                     "(--yes): every request is approved without asking. Use it for tests and CI only.\n", "")))
-    assert answers == {(4, "", "passkey: no shared web credential for this app\n")}
-    other_app = run(store, "password", "request", "--app", "ZZZZZ99999.com.other.app", "--yes")
-    assert (other_app.returncode, other_app.stdout) == (4, "")
-
-    # A damaged approval table is an error, never "not approved".
-    with open(approvals_path(store), "w") as file:
-        file.write("{not json")
-    damaged = run(store, "password", "request", "--app", APP, "--yes")
-    assert damaged.returncode == 1 and "approval table" in damaged.stderr, damaged.stderr
-
-
-def test_an_app_adds_silently_but_changing_or_deleting_asks(store):
+def test_an_app_saves_and_gets_a_login_of_an_approved_domain(store):
+    """The binary's I/O contract of `password add --app` and `password request --app`: the login as one JSON object
+    on standard output, and status 4 with one line when the app gets nothing. The approval table's rules (denied,
+    another service, unknown, empty, a damaged table, changing and deleting asked first) are the vault's, proved in
+    process by `Tests/PasskeyProviderTests/VaultPasswordTests.swift`."""
     write_approvals(store, [approval("example.com")])
     added = run(store, "password", "add", "example.com", "alice", "--app", APP, password=SECRET)
     assert added.returncode == 0, added.stderr
-    assert run(store, "password", "get", "example.com").stdout == SECRET + "\n"
-
-    before = digests(store)
-    change = run(store, "password", "add", "example.com", "alice", "--app", APP, password="changed-Secret-3")
-    assert change.returncode == 1 and "confirmation" in change.stderr
-    assert digests(store) == before
+    requested = run(store, "password", "request", "--app", APP, "--yes")
+    assert requested.returncode == 0, requested.stderr
+    assert json.loads(requested.stdout) == {"server": "example.com", "account": "alice", "password": SECRET}
+    assert SECRET not in requested.stderr
+    unknown = run(store, "password", "request", "--app", APP, "--domain", "unknown.example", "--yes")
+    assert (unknown.returncode, unknown.stdout) == (4, "")
+    assert unknown.stderr.endswith("passkey: no shared web credential for this app\n")
+    # What unattended approval says it approved, on standard error.
     changed = run(store, "password", "add", "example.com", "alice", "--app", APP, "--yes", password="changed-Secret-3")
     assert changed.returncode == 0 and "wants to change" in changed.stderr
-
-    refused = run(store, "password", "add", "other.example", "alice", "--app", APP, password=SECRET)
-    assert refused.returncode == 1 and "not approved" in refused.stderr
-    assert run(store, "password", "delete", "other.example", "alice", "--app", APP, "--yes").returncode == 1
-    assert run(store, "password", "delete", "example.com", "alice", "--app", APP).returncode == 1
     deleted = run(store, "password", "delete", "example.com", "alice", "--app", APP, "--yes")
     assert deleted.returncode == 0 and "wants to delete" in deleted.stderr
     assert json.loads(run(store, "password", "list", "--json").stdout) == []
