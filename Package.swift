@@ -48,6 +48,7 @@ let package = Package(
         .library(name: "HybridDriver", targets: ["HybridDriver"]),
         .library(name: "QRImageIO", targets: ["QRImageIO"]),
         .library(name: "RelayIO", targets: ["RelayIO"]),
+        .library(name: "RelayTLSIO", targets: ["RelayTLSIO"]),
         .library(name: "WebRelyingParty", targets: ["WebRelyingParty"]),
         .library(name: "WebRelyingPartyIO", targets: ["WebRelyingPartyIO"]),
         .library(name: "PublicSuffix", targets: ["PublicSuffix"]),
@@ -177,10 +178,12 @@ let package = Package(
             name: "RelayIO",
             dependencies: [
                 "Basics", "Relay", "Hybrid", "WebSocketMessages", "PasskeyFilesIO", nioCore, nioPosix, nioHTTP1,
-                nioWebSocket, nioSSL, logging, metrics, prometheus, serviceLifecycle,
+                nioWebSocket, logging, metrics, prometheus, serviceLifecycle,
             ],
             swiftSettings: strictSettings
         ),
+        // The relay's wss, with swift-nio-ssl: apart, so that the relay's fuzz targets build without a TLS library.
+        .target(name: "RelayTLSIO", dependencies: ["RelayIO", nioCore, nioSSL], swiftSettings: strictSettings),
         .target(
             name: "WebRelyingPartyIO",
             dependencies: ["WebRelyingParty", "RelyingParty", "PasskeyFilesIO", crypto, nioCore, nioPosix, nioHTTP1],
@@ -266,7 +269,7 @@ let package = Package(
         .executableTarget(
             name: "passkey-relay",
             dependencies: [
-                "RelayIO", "Relay", "Hybrid", nioSSL, argumentParser, logging, serviceLifecycle, unixSignals,
+                "RelayIO", "RelayTLSIO", "Relay", "Hybrid", argumentParser, logging, serviceLifecycle, unixSignals,
             ],
             swiftSettings: strictSettings
         ),
@@ -349,7 +352,7 @@ let package = Package(
         .testTarget(
             name: "HybridIOTests",
             dependencies: [
-                "HybridIO", "HybridDriver", "RelayIO", "Relay", "Hybrid", "Proximity", "ProximityIO",
+                "HybridIO", "HybridDriver", "RelayIO", "RelayTLSIO", "Relay", "Hybrid", "Proximity", "ProximityIO",
                 "CTAP2", "RelyingParty", "WebSocketMessages", "WebAuthnClient", "WebAuthnClientDriver",
                 "WebRelyingParty", "PublicSuffix", "TestSupport", crypto, nioCore, nioPosix, nioHTTP1,
                 nioSSL, nioEmbedded, nioWebSocket, logging,
@@ -387,7 +390,7 @@ let package = Package(
         .testTarget(
             name: "RelayIOTests",
             dependencies: [
-                "RelayIO", "Relay", "Hybrid", "TestSupport", nioCore, nioPosix, nioWebSocket, nioSSL,
+                "RelayIO", "RelayTLSIO", "Relay", "Hybrid", "TestSupport", nioCore, nioPosix, nioWebSocket, nioSSL,
                 nioEmbedded,
                 logging, serviceLifecycle,
             ],

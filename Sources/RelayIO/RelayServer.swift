@@ -3,7 +3,6 @@ import Logging
 import NIOCore
 import NIOHTTP1
 import NIOPosix
-import NIOSSL
 import NIOWebSocket
 import Prometheus
 import Relay
@@ -185,9 +184,7 @@ public final class RelayServer: Sendable {
 
         let pipeline = channel.pipeline.syncOperations
         try addConnectionHandlers(to: pipeline)
-        if let tls = configuration.tls {
-            try pipeline.addHandler(NIOSSLServerHandler(context: tls))
-        }
+        try configuration.tls?.addHandlers(to: pipeline)
         let httpHandler = RelayHTTPHandler(connection: connection, state: state)
         let boundHTTPHandler = NIOLoopBound(httpHandler, eventLoop: channel.eventLoop)
         let upgrader = NIOWebSocketServerUpgrader(

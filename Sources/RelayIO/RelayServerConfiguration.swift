@@ -1,6 +1,5 @@
 import Hybrid
 import NIOCore
-import NIOSSL
 import Prometheus
 import Relay
 
@@ -34,8 +33,9 @@ public struct RelayServerConfiguration: Sendable {
     /// `nil` (the default): the server makes its own, so servers in one process never share counters. The
     /// process-wide `MetricsSystem` is not used.
     public var metrics: PrometheusCollectorRegistry?
-    /// Serve `wss` with this TLS context instead of plain `ws`; see ``makeTLSContext(certificateChainFile:privateKeyFile:)``.
-    public var tls: NIOSSLContext?
+    /// Serve `wss` with this TLS termination instead of plain `ws`: `RelayTLS` (RelayTLSIO, swift-nio-ssl) from PEM
+    /// files.
+    public var tls: (any RelayConnectionSecurity)?
     /// How long a connection may take to complete its TLS handshake and HTTP upgrade request before it is
     /// closed (default 10 s).
     public var requestTimeout = Duration.seconds(10)
@@ -56,29 +56,13 @@ public struct RelayServerConfiguration: Sendable {
         let shortest = min(limits.tunnelLifetime, limits.idleTimeout) / 10
         return min(max(shortest, .milliseconds(10)), .seconds(1))
     }
+}
 
-    /// A server TLS context from PEM files: the certificate chain (leaf first) and its private key. It speaks
-    /// TLS 1.2 and 1.3 only.
-    /// - Throws: ``RelayServerError/tls(_:)`` when a file cannot be read or parsed.
-    public static func makeTLSContext(certificateChainFile: String, privateKeyFile: String) throws(RelayServerError)
-        -> NIOSSLContext
-    {
-        do {
-            let chain = try NIOSSLCertificate.fromPEMFile(certificateChainFile)
-            guard !chain.isEmpty else { throw RelayServerError.tls("\(certificateChainFile) holds no certificate") }
-            let key = try NIOSSLPrivateKey(file: privateKeyFile, format: .pem)
-            var configuration = TLSConfiguration.makeServerConfiguration(
-                certificateChain: chain.map { .certificate($0) }, privateKey: .privateKey(key))
-            // swift-nio-ssl's default accepts TLS 1.0 and 1.1; phones and browsers speak 1.2 and 1.3 (1.3 is chosen
-            // whenever the client offers it).
-            configuration.minimumTLSVersion = .tlsv12
-            return try NIOSSLContext(configuration: configuration)
-        } catch let error as RelayServerError {
-            throw error
-        } catch {
-            throw .tls("cannot load \(certificateChainFile) and \(privateKeyFile): \(error)")
-        }
-    }
+/// TLS termination for the relay's connections, injected so that the relay names no TLS library of its own (its fuzz
+/// targets then build without one): `RelayTLS` in RelayTLSIO is swift-nio-ssl's.
+public protocol RelayConnectionSecurity: Sendable {
+    /// Adds the handlers that terminate TLS to an accepted connection's pipeline, before HTTP.
+    func addHandlers(to pipeline: ChannelPipeline.SynchronousOperations) throws
 }
 
 /// Why a ``RelayServer`` could not start.

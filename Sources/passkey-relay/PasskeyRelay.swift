@@ -2,9 +2,9 @@ import ArgumentParser
 import Foundation
 import Hybrid
 import Logging
-import NIOSSL
 import Relay
 import RelayIO
+import RelayTLSIO
 import ServiceLifecycle
 import UnixSignals
 
@@ -166,7 +166,7 @@ struct PasskeyRelay: AsyncParsableCommand {
         configuration.contacts.limits.heartbeatInterval = .seconds(heartbeatInterval)
         configuration.contacts.limits.maximumContacts = maxContacts
         if let tlsCert, let tlsKey {
-            configuration.tls = try RelayServerConfiguration.makeTLSContext(
+            configuration.tls = try RelayTLS(
                 certificateChainFile: tlsCert, privateKeyFile: tlsKey)
         }
 

@@ -8,6 +8,7 @@ import NIOSSL
 import Proximity
 import ProximityIO
 import RelayIO
+import RelayTLSIO
 import RelyingParty
 import TestSupport
 import Testing
@@ -22,7 +23,7 @@ struct SecureRelayTests {
         var configuration = RelayServerConfiguration()
         configuration.port = 0
         configuration.threads = 1
-        configuration.tls = try RelayServerConfiguration.makeTLSContext(
+        configuration.tls = try RelayTLS(
             certificateChainFile: ca.certificate, privateKeyFile: ca.privateKey)
         var logger = Logger(label: "test.relay")
         logger.logLevel = .critical

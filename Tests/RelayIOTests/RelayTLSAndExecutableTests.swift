@@ -1,6 +1,7 @@
 import Foundation
 import NIOSSL
 import RelayIO
+import RelayTLSIO
 import TestSupport
 import Testing
 
@@ -11,7 +12,7 @@ struct RelayTLSAndExecutableTests {
         let ca = try await TestCA.make()
         defer { ca.remove() }
         let relay = try await Relay.start {
-            $0.tls = try? RelayServerConfiguration.makeTLSContext(
+            $0.tls = try? RelayTLS(
                 certificateChainFile: ca.certificate, privateKeyFile: ca.privateKey)
         }
         defer { Task { await relay.server.shutdown() } }
@@ -44,7 +45,7 @@ struct RelayTLSAndExecutableTests {
         let ca = try await TestCA.make()
         defer { ca.remove() }
         let relay = try await Relay.start {
-            $0.tls = try? RelayServerConfiguration.makeTLSContext(
+            $0.tls = try? RelayTLS(
                 certificateChainFile: ca.certificate, privateKeyFile: ca.privateKey)
         }
         defer { Task { await relay.server.shutdown() } }
@@ -67,7 +68,7 @@ struct RelayTLSAndExecutableTests {
 
     @Test func missingCertificateFilesAreATypedError() {
         #expect {
-            _ = try RelayServerConfiguration.makeTLSContext(
+            _ = try RelayTLS(
                 certificateChainFile: "/nonexistent/cert.pem", privateKeyFile: "/nonexistent/key.pem")
         } throws: { error in
             if case .tls = error as? RelayServerError { return true }
