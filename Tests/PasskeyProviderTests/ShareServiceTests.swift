@@ -11,23 +11,7 @@ import Testing
 /// Nearby sharing's decisions, in process: which passkey goes, what is asked before it leaves, and what is asked
 /// before one that arrived is added. The radio and relay side is `NearbyShareDriverTests`'.
 struct ShareServiceTests {
-    struct World {
-        let directory: TemporaryDirectory
-        let store: SQLiteCredentialStore
-
-        init() throws {
-            directory = try TemporaryDirectory()
-            store = try SQLiteCredentialStore.create(
-                at: directory.url("passkeys.sqlite"), passphrase: "correct horse", kdf: .testing)
-        }
-
-        func service(_ person: ScriptedPerson, yes: Bool = false, canAsk: Bool = true) -> ShareService {
-            ShareService(
-                store: store, interface: person, mode: ApprovalMode(yes: yes, environment: [:]), canAsk: canAsk)
-        }
-
-        func ids() throws -> [[UInt8]] { try store.entries().map(\.id) }
-    }
+    typealias World = TestStore
 
     static func credential(id: [UInt8], user: String = "alice") -> StoredCredential {
         StoredCredential(
@@ -130,7 +114,7 @@ struct ShareServiceTests {
         let credential = Self.credential(id: [7])
         let question = ProviderQuestion.sharePasskey(relyingPartyID: "example.com", user: "alice")
 
-        let verified = ScriptedPerson([.yes, .type("wrong"), .type("correct horse")])
+        let verified = ScriptedPerson([.yes, .type("wrong"), .type(TestStore.passphrase)])
         try await world.service(verified).confirmSharing(credential)
         #expect(verified.prompts == [.confirm(question), .secret(.verification), .secret(.verification)])
 
@@ -157,4 +141,12 @@ struct ShareServiceTests {
         #expect(unattended.prompts.isEmpty)
         #expect(unattended.events.contains { if case .autoAnswered(question) = $0 { true } else { false } })
     }
+}
+
+extension TestStore {
+    func service(_ person: ScriptedPerson, yes: Bool = false, canAsk: Bool = true) -> ShareService {
+        ShareService(store: store, interface: person, mode: ApprovalMode(yes: yes, environment: [:]), canAsk: canAsk)
+    }
+
+    func ids() throws -> [[UInt8]] { try store.entries().map(\.id) }
 }

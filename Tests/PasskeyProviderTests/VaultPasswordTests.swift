@@ -12,46 +12,7 @@ struct VaultPasswordTests {
     static let example = PasswordService("example.com")!
 
     /// A store, its approval table beside it, and the person.
-    struct World {
-        let directory: TemporaryDirectory
-        let store: SQLiteCredentialStore
-
-        init() throws {
-            directory = try TemporaryDirectory()
-            store = try SQLiteCredentialStore.create(
-                at: directory.url("passkeys.sqlite"), passphrase: "correct horse", kdf: .testing)
-        }
-
-        func vault(
-            _ person: ScriptedPerson, yes: Bool = false, canAsk: Bool = true, environment: [String: String] = [:]
-        ) -> PasswordVault {
-            PasswordVault(
-                store: store, interface: person, mode: ApprovalMode(yes: yes, environment: [:]), canAsk: canAsk,
-                environment: environment,
-                approvalTable: PasskeyFiles(store: directory.url("passkeys.sqlite")).domainApprovals)
-        }
-
-        /// Writes the table as `passkey domains check` would: `(domain, state, service)` for `VaultPasswordTests.app`.
-        func approve(_ entries: [(String, String, String)]) throws {
-            let rows = entries.map { domain, state, service in
-                """
-                {"entitlement": "\(service):\(domain)", "app": "\(VaultPasswordTests.app)", "state": "\(state)", \
-                "reason": "checked in the test", "checked": "2025-11-24T12:00:00Z", \
-                "url": "https://\(domain)/.well-known/apple-app-site-association", "status": 200}
-                """
-            }
-            let json = "{\"version\": 1, \"entries\": [\(rows.joined(separator: ","))], \"files\": {}}"
-            _ = try directory.write(Array(json.utf8), to: "domains.json")
-        }
-
-        /// Every saved login and its password.
-        func saved() throws -> [String: String] {
-            Dictionary(
-                uniqueKeysWithValues: try store.passwords().map {
-                    ("\($0.login.userName)@\($0.login.service.text)", $0.password)
-                })
-        }
-    }
+    typealias World = TestStore
 
     @Test func aNewLoginIsSavedWithoutAskingAndReplacingADifferentPasswordAsksFirst() async throws {
         let world = try World()
@@ -273,5 +234,37 @@ struct VaultPasswordTests {
         #expect(throws: ProviderError("no saved password for \"carol\" at example.com")) {
             try vault.get(service: Self.example, user: "carol")
         }
+    }
+}
+
+extension TestStore {
+    func vault(
+        _ person: ScriptedPerson, yes: Bool = false, canAsk: Bool = true, environment: [String: String] = [:]
+    ) -> PasswordVault {
+        PasswordVault(
+            store: store, interface: person, mode: ApprovalMode(yes: yes, environment: [:]), canAsk: canAsk,
+            environment: environment,
+            approvalTable: PasskeyFiles(store: directory.url("passkeys.sqlite")).domainApprovals)
+    }
+
+    /// Writes the table as `passkey domains check` would: `(domain, state, service)` for `VaultPasswordTests.app`.
+    func approve(_ entries: [(String, String, String)]) throws {
+        let rows = entries.map { domain, state, service in
+            """
+            {"entitlement": "\(service):\(domain)", "app": "\(VaultPasswordTests.app)", "state": "\(state)", \
+            "reason": "checked in the test", "checked": "2025-11-24T12:00:00Z", \
+            "url": "https://\(domain)/.well-known/apple-app-site-association", "status": 200}
+            """
+        }
+        let json = "{\"version\": 1, \"entries\": [\(rows.joined(separator: ","))], \"files\": {}}"
+        _ = try directory.write(Array(json.utf8), to: "domains.json")
+    }
+
+    /// Every saved login and its password.
+    func saved() throws -> [String: String] {
+        Dictionary(
+            uniqueKeysWithValues: try store.passwords().map {
+                ("\($0.login.userName)@\($0.login.service.text)", $0.password)
+            })
     }
 }

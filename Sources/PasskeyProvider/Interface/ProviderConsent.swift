@@ -80,6 +80,14 @@ public struct ReportingApproval: UserInteraction {
     }
 }
 
+/// How a provider question was answered.
+public enum ApprovalAnswer: Hashable, Sendable {
+    /// Unattended approval answered yes (and it was reported).
+    case unattended
+    case yes
+    case no
+}
+
 /// Whether requests are approved without asking: `--yes` or `PASSKEY_ASSUME_YES=1`.
 public struct ApprovalMode: Hashable, Sendable {
     /// Why approval is unattended, or nil when the person is asked.
@@ -91,6 +99,20 @@ public struct ApprovalMode: Hashable, Sendable {
     }
 
     public var unattended: Bool { unattendedReason != nil }
+
+    /// `question`, answered by unattended approval (reported as answered) or by the person through `interface`;
+    /// nil when it is not unattended and `canAsk` says there is nobody to ask.
+    public func answer(
+        _ question: ProviderQuestion, interface: any ProviderUserInterface, canAsk: Bool
+    ) async -> ApprovalAnswer? {
+        if unattended {
+            interface.report(.autoAnswered(question))
+            return .unattended
+        }
+        guard canAsk else { return nil }
+        guard case .given(true) = await interface.confirm(question) else { return .no }
+        return .yes
+    }
 
     /// The consent to give an authenticator: announced unattended approval, or the person asked through `interface`.
     public func consent(

@@ -77,19 +77,16 @@ public struct ShareService: Sendable {
         }
     }
 
-    private enum Answer { case unattended, yes, no }
-
     /// The question, answered by the announced unattended approver, or by the person; with nobody to ask it is
     /// refused: "`action` needs your approval".
-    private func ask(_ question: ProviderQuestion, needing action: String) async throws(ProviderError) -> Answer {
-        if let reason = mode.unattendedReason {
-            interface.report(.unattendedApprovalOn(reason: reason))
-            interface.report(.autoAnswered(question))
-            return .unattended
+    private func ask(_ question: ProviderQuestion, needing action: String) async throws(ProviderError)
+        -> ApprovalAnswer
+    {
+        if let reason = mode.unattendedReason { interface.report(.unattendedApprovalOn(reason: reason)) }
+        guard let answer = await mode.answer(question, interface: interface, canAsk: canAsk) else {
+            throw ProviderError("\(action) needs your approval", hint: "Run it in a terminal.")
         }
-        guard canAsk else { throw ProviderError("\(action) needs your approval", hint: "Run it in a terminal.") }
-        guard case .given(true) = await interface.confirm(question) else { return .no }
-        return .yes
+        return answer
     }
 }
 

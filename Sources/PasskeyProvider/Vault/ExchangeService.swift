@@ -148,15 +148,13 @@ public struct ExchangeService: Sendable {
         let fresh = entries.filter { !$0.duplicate }.count
         if fresh > 0 {
             let question = ProviderQuestion.importPasskeys(count: fresh, store: store.url.path)
-            if yes {
-                interface.report(.autoAnswered(question))
-            } else {
-                guard access.canAsk else {
-                    throw ProviderError("the import needs your approval", hint: "Run it in a terminal, or pass --yes.")
-                }
-                guard case .given(true) = await interface.confirm(question) else {
-                    throw ProviderError("nothing was imported")
-                }
+            switch await ApprovalMode(yes: yes, environment: [:]).answer(
+                question, interface: interface, canAsk: access.canAsk)
+            {
+            case .unattended, .yes: break
+            case .no: throw ProviderError("nothing was imported")
+            case nil:
+                throw ProviderError("the import needs your approval", hint: "Run it in a terminal, or pass --yes.")
             }
         }
         let outcome: ImportOutcome

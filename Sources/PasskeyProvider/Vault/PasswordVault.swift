@@ -221,13 +221,10 @@ public struct PasswordVault: Sendable {
 
     /// Asks `question`; returns on yes, throws otherwise. Unattended mode answers yes and reports it.
     func confirm(_ question: ProviderQuestion) async throws(ProviderError) {
-        if mode.unattended {
-            interface.report(.autoAnswered(question))
-            return
-        }
-        guard canAsk else { throw Self.needsConfirmation }
-        guard case .given(true) = await interface.confirm(question) else {
-            throw ProviderError("not confirmed; nothing changed")
+        switch await mode.answer(question, interface: interface, canAsk: canAsk) {
+        case .unattended, .yes: return
+        case .no: throw ProviderError("not confirmed; nothing changed")
+        case nil: throw Self.needsConfirmation
         }
     }
 

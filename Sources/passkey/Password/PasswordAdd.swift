@@ -52,11 +52,9 @@ extension Passkey.Password {
             guard let service = PasswordService(service) else { return }
             // Made before anything is opened, so impossible rules change nothing.
             let generated = generate ? try await newPassword() : nil
-            let store = try await store.open(create: false)
-            defer { store.close() }
-            let vault = PasswordPrompts.vault(store, options: self.store, approvals: approvals, approval: approval)
-            let saved = try await vault.add(
-                service: service, user: user, app: app, password: generated.map { .given($0) } ?? .ask)
+            let saved = try await PasswordPrompts.withVault(store, approvals: approvals, approval: approval) {
+                try await $0.add(service: service, user: user, app: app, password: generated.map { .given($0) } ?? .ask)
+            }
             let login = PasswordPrompts.login(user, service)
             switch saved {
             case .added: print("Saved the password for \(login).")
@@ -89,9 +87,7 @@ extension Passkey.Password {
 
         func run() async throws {
             guard let service = PasswordService(service) else { return }
-            let store = try await store.open(create: false)
-            defer { store.close() }
-            let password = try PasswordPrompts.vault(store, options: self.store).get(service: service, user: user)
+            let password = try await PasswordPrompts.withVault(store) { try $0.get(service: service, user: user) }
             FileHandle.standardOutput.write(Data((password + "\n").utf8))
         }
     }

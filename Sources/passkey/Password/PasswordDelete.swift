@@ -32,10 +32,9 @@ extension Passkey.Password {
 
         func run() async throws {
             guard let service = PasswordService(service) else { return }
-            let store = try await store.open(create: false)
-            defer { store.close() }
-            try await PasswordPrompts.vault(store, options: self.store, approvals: approvals, approval: approval)
-                .delete(service: service, user: user, app: app)
+            try await PasswordPrompts.withVault(store, approvals: approvals, approval: approval) {
+                try await $0.delete(service: service, user: user, app: app)
+            }
             print("Deleted the saved password for \(PasswordPrompts.login(user, service)).")
         }
     }
@@ -69,11 +68,9 @@ extension Passkey.Password {
             // before anything is decided.
             let mode = approval.mode
             guard mode.unattended || TerminalInterface().canAsk else { throw PasswordVault.needsConfirmation }
-            let store = try await store.open(create: false)
-            defer { store.close() }
-            let login = try await PasswordPrompts.vault(
-                store, options: self.store, approvals: approvals, approval: approval
-            ).request(app: app, domain: domain)
+            let login = try await PasswordPrompts.withVault(store, approvals: approvals, approval: approval) {
+                try await $0.request(app: app, domain: domain)
+            }
             print(
                 PasswordPrompts.jsonObject([
                     ("server", login.server), ("account", login.account), ("password", login.password),

@@ -12,20 +12,24 @@ enum PasswordPrompts {
         }
     }
 
-    /// The vault over the unlocked `store`, asking at the terminal, with the approval table at `approvals` (else
-    /// beside the store). A command without `--yes` passes no `approval` (an `ApprovalOptions` exists only as
-    /// ArgumentParser decoded it): approval is then unattended only under `PASSKEY_ASSUME_YES=1`.
-    static func vault(
-        _ store: SQLiteCredentialStore, options: StoreOptions, approvals: String? = nil,
-        approval: ApprovalOptions? = nil
-    ) -> PasswordVault {
+    /// Runs `body` with the vault over the store `options` names, unlocked (it must exist), asking at the terminal,
+    /// with the approval table at `approvals` (else beside the store); the store is closed afterwards. A command
+    /// without `--yes` passes no `approval` (an `ApprovalOptions` exists only as ArgumentParser decoded it): approval
+    /// is then unattended only under `PASSKEY_ASSUME_YES=1`.
+    static func withVault<T>(
+        _ options: StoreOptions, approvals: String? = nil, approval: ApprovalOptions? = nil,
+        _ body: (PasswordVault) async throws -> T
+    ) async throws -> T {
+        let store = try await options.open(create: false)
+        defer { store.close() }
         let interface = TerminalInterface()
         let environment = ProcessInfo.processInfo.environment
-        return PasswordVault(
-            store: store, interface: interface,
-            mode: approval?.mode ?? ApprovalMode(yes: false, environment: environment), canAsk: interface.canAsk,
-            environment: environment,
-            approvalTable: approvals.map { URL(fileURLWithPath: $0) } ?? options.files.domainApprovals)
+        return try await body(
+            PasswordVault(
+                store: store, interface: interface,
+                mode: approval?.mode ?? ApprovalMode(yes: false, environment: environment), canAsk: interface.canAsk,
+                environment: environment,
+                approvalTable: approvals.map { URL(fileURLWithPath: $0) } ?? options.files.domainApprovals))
     }
 
     /// The store and what it says, as `passkey password` prints it: quoted names, a terminal-safe service.
