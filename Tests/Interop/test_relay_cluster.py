@@ -203,7 +203,10 @@ class Cluster:
              "--relay", RELAY_BIN, "--dir", os.path.join(directory, "cluster"),
              "--relay-arg=--max-connections-per-address=100000", "--relay-arg=--max-tunnels=4000",
              "--relay-arg=--tunnel-lifetime=30", "--relay-arg=--threads=1", "--relay-arg=--log-level=warning"],
-            stdout=subprocess.PIPE, stderr=self.log, text=True, start_new_session=True)
+            stdout=subprocess.PIPE, stderr=self.log, text=True, start_new_session=True,
+            # SIGHUP asks for a rolling restart; a test runner started under nohup would pass it on ignored, and a
+            # shell cannot trap a signal ignored at its start.
+            preexec_fn=lambda: signal.signal(signal.SIGHUP, signal.SIG_DFL))
         ready, _, _ = select.select([self.process.stdout], [], [], 60)
         line = self.process.stdout.readline() if ready else "(nothing within 60 s)\n"
         if line != f"listening on ws://127.0.0.1:{self.port}\n":
