@@ -97,7 +97,7 @@ struct HybridSignInBench: AsyncParsableCommand {
     /// accounts in memory.
     struct Worker: Sendable {
         let phone: NearbyPhone
-        let scanner: SharedScanner
+        let scanner: SimulatedScanner
         let relay: TunnelServerBaseURL
         let timeout: Duration
         let relyingParty: LocalRelyingParty
@@ -120,7 +120,7 @@ struct HybridSignInBench: AsyncParsableCommand {
                     environment: .system(), progress: { recorder.record($0) }),
                 authenticator: authenticator, onFailure: { recorder.failed($0) })
             let worker = Worker(
-                phone: phone, scanner: SharedScanner(scanner), relay: relay, timeout: timeout,
+                phone: phone, scanner: scanner, relay: relay, timeout: timeout,
                 relyingParty: LocalRelyingParty(
                     relyingPartyID: "example.com", state: .memory(), random: AuthenticatorEnvironment.systemRandomBytes),
                 recorder: recorder,
@@ -137,20 +137,10 @@ struct HybridSignInBench: AsyncParsableCommand {
         private func ceremony<T: Sendable>(
             _ body: (_ makeEngine: () throws -> ClientEngine) async throws -> T
         ) async throws -> T {
-            let (scanner, relay, timeout, checker) = (scanner, relay, timeout, checker)
-            return try await phone.watching { show in
-                let overHybrid = HybridPhoneAuthenticator(
-                    makeScanner: { scanner }, tunnelServer: relay, timeouts: HybridTimeouts(all: timeout),
-                    environment: .system(),
-                    progress: { event in
-                        if case .showQRCode(let url) = event { show(url) }
-                    })
-                let engine = ClientEngine(
-                    environment: ClientEnvironment(
-                        authenticators: [overHybrid], userInterface: FirstChoiceInterface(),
-                        relyingPartyIDChecker: checker))
-                return try await body { engine }
-            }
+            try await phone.withClient(
+                scanner: scanner, tunnelServer: relay, timeouts: HybridTimeouts(all: timeout),
+                relyingPartyIDChecker: checker
+            ) { engine in try await body { engine } }
         }
 
         /// One verified sign-in; returns its duration.

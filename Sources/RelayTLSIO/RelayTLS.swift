@@ -8,10 +8,6 @@ import RelayIO
 public struct RelayTLS: RelayConnectionSecurity {
     public let context: NIOSSLContext
 
-    public init(context: NIOSSLContext) {
-        self.context = context
-    }
-
     /// Loads PEM files once: the certificate chain (leaf first) and its private key.
     /// - Throws: ``RelayServerError/tls(_:)`` when a file cannot be read or parsed.
     public init(certificateChainFile: String, privateKeyFile: String) throws(RelayServerError) {

@@ -154,39 +154,29 @@ private struct Computer {
                     }
                 }),
             authenticator: authenticator, onFailure: { error in clock.step("phone: \(error)") })
-        let scanner = SharedScanner(scanner)
-        let checker = checker
-        let relay = relay
-        return try await phone.watching { show in
-            let overHybrid = HybridPhoneAuthenticator(
-                makeScanner: { scanner }, tunnelServer: relay, timeouts: HybridTimeouts(all: timeout),
-                environment: .system(),
-                progress: { event in
-                    switch event {
-                    case .showQRCode(let url):
-                        show(url)
-                        if showQR { Self.draw(url) }
-                        clock.step("computer: QR code shown: \(url.prefix(40))… (\(url.count) characters)")
-                    case .advertSeen(let routingID, _):
-                        clock.step("computer: advert decrypted with the QR secret: routing ID \(routingID)")
-                    case .tunnelConnected:
-                        clock.step("computer: tunnel connected through the relay")
-                    case .handshakeDone:
-                        clock.step("computer: Noise handshake done, getInfo received (end-to-end encrypted)")
-                    case .requestSent(let command):
-                        clock.step("computer: → \(CTAPCommandName.name(command)) with a browser-built clientDataJSON")
-                    case .responseReceived:
-                        clock.step("computer: ← answer received")
-                    case .contacting, .linkedPhoneNear:
-                        break  // linked sessions only
-                    }
-                })
-            let engine = ClientEngine(
-                environment: ClientEnvironment(
-                    authenticators: [overHybrid], userInterface: FirstChoiceInterface(),
-                    relyingPartyIDChecker: checker))
-            return try await body { engine }
-        }
+        return try await phone.withClient(
+            scanner: scanner, tunnelServer: relay, timeouts: HybridTimeouts(all: timeout),
+            relyingPartyIDChecker: checker,
+            progress: { event in
+                switch event {
+                case .showQRCode(let url):
+                    if showQR { Self.draw(url) }
+                    clock.step("computer: QR code shown: \(url.prefix(40))… (\(url.count) characters)")
+                case .advertSeen(let routingID, _):
+                    clock.step("computer: advert decrypted with the QR secret: routing ID \(routingID)")
+                case .tunnelConnected:
+                    clock.step("computer: tunnel connected through the relay")
+                case .handshakeDone:
+                    clock.step("computer: Noise handshake done, getInfo received (end-to-end encrypted)")
+                case .requestSent(let command):
+                    clock.step("computer: → \(CTAPCommandName.name(command)) with a browser-built clientDataJSON")
+                case .responseReceived:
+                    clock.step("computer: ← answer received")
+                case .contacting, .linkedPhoneNear:
+                    break  // linked sessions only
+                }
+            }
+        ) { engine in try await body { engine } }
     }
 
     private static func draw(_ url: String) {

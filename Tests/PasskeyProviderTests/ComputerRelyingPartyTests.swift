@@ -63,7 +63,7 @@ struct ComputerRelyingPartyTests {
         var relyingParty: LocalRelyingParty {
             let random = random
             return LocalRelyingParty(
-                relyingPartyID: "example.com", stateURL: stateURL, interface: person, random: { random($0) })
+                relyingPartyID: "example.com", state: .file(stateURL), interface: person, random: { random($0) })
         }
     }
 

@@ -34,16 +34,6 @@ public struct LocalRelyingParty: Sendable {
         self.random = random
     }
 
-    /// The relying party whose accounts are kept in the state file at `stateURL`.
-    public init(
-        relyingPartyID: String, origin: String? = nil, stateURL: URL, interface: (any ProviderUserInterface)? = nil,
-        random: @escaping @Sendable (Int) -> [UInt8]
-    ) {
-        self.init(
-            relyingPartyID: relyingPartyID, origin: origin, state: .file(stateURL), interface: interface,
-            random: random)
-    }
-
     var relyingParty: WebRelyingParty {
         WebRelyingParty(
             configuration: .init(

@@ -67,7 +67,7 @@ struct ClientOptions: ParsableArguments {
     /// The relying party these conveniences play, over the state file.
     var localRelyingParty: LocalRelyingParty {
         LocalRelyingParty(
-            relyingPartyID: rp, origin: origin, stateURL: stateURL, interface: TerminalInterface(),
+            relyingPartyID: rp, origin: origin, state: .file(stateURL), interface: TerminalInterface(),
             random: { AuthenticatorEnvironment.systemRandomBytes($0) })
     }
 
