@@ -170,7 +170,9 @@ public struct HybridClientSession: ~Copyable {
         switch state {
         case .qrShown:
             guard let qrCode else { return [] }
-            return [.report(.showQRCode(url: qrCode.url)), .startScanning, .armTimer(timeouts.advert)]
+            // The radio listens before the code is shown: a phone that scans it at once and advertises only
+            // briefly must not find the computer deaf.
+            return [.startScanning, .report(.showQRCode(url: qrCode.url)), .armTimer(timeouts.advert)]
         case .contacting(let url):
             guard case .linked(_, _, _, let payload) = mode else { return [] }
             return [.report(.contacting(url: url)), .contact(url: url, clientPayload: payload.headerValue)]

@@ -25,7 +25,8 @@ struct SessionTests {
             qrKey: P256.KeyAgreement.PrivateKey(), secret: random(16), ephemeralKey: P256.KeyAgreement.PrivateKey(),
             requestType: requestType, timestamp: 1_800_000_000, tunnelServer: relay)
         let shown = try client.requireQRCode()
-        #expect(client.start() == [.report(.showQRCode(url: shown.url)), .startScanning, .armTimer(.seconds(120))])
+        // Scanning starts before the code is shown, so no advert of a quick phone is missed.
+        #expect(client.start() == [.startScanning, .report(.showQRCode(url: shown.url)), .armTimer(.seconds(120))])
         #expect(client.phase == .qrShown)
 
         // The phone scans the QR code as text, as a camera would read it.
