@@ -1,3 +1,4 @@
+import Foundation
 import Basics
 import Testing
 
@@ -61,5 +62,30 @@ struct Base64URLTests {
     @Test(arguments: ["Zg==", "Zm8=", "_x", "_-5", "a", "Zm9v+", "Zm9v/"])
     func otherFormsAreRefusedByTheCanonicalDecoder(text: String) {
         #expect([UInt8](canonicalBase64URLEncoded: text) == nil)
+    }
+
+    /// The byte-level decoder agrees with the plain statement of its rule (Foundation's decoder after swapping the
+    /// alphabet, padding only at the end and completing a group) on 20,000 random texts near the alphabet.
+    @Test func agreesWithTheRuleOnRandomText() {
+        let characters = Array("AZaz09-_+/=é \n")
+        var generator = SystemRandomNumberGenerator()
+        for _ in 0..<20_000 {
+            let text = String(
+                (0..<Int.random(in: 0...9, using: &generator)).map { _ in
+                    characters.randomElement(using: &generator)!
+                })
+            #expect([UInt8](base64URLEncoded: text) == Self.reference(text), "\(text)")
+        }
+    }
+
+    static func reference(_ text: String) -> [UInt8]? {
+        let padding = text.reversed().prefix(while: { $0 == "=" }).count
+        let body = text.dropLast(padding)
+        guard body.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "-" || $0 == "_") }),
+            body.count % 4 != 1, padding == 0 || (padding <= 2 && (body.count + padding) % 4 == 0)
+        else { return nil }
+        var standard = body.replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
+        standard += String(repeating: "=", count: (4 - standard.count % 4) % 4)
+        return Data(base64Encoded: standard).map { Array($0) }
     }
 }
