@@ -250,6 +250,17 @@ let package = Package(
             swiftSettings: strictSettings
         ),
 
+        // The terminal as the provider's user interface: prompts on the controlling terminal, status lines, and each
+        // role's questions and events as text (I/O: the terminal device and standard error).
+        .target(
+            name: "TerminalIO",
+            dependencies: [
+                "Basics", "CTAP2", "Hybrid", "HybridDriver", "Proximity", "PasskeyProvider", "SecurityKeyDriver",
+                "WebAuthnClient", "WebAuthnClientIO",
+            ],
+            swiftSettings: strictSettings
+        ),
+
         // MARK: Executables: wiring only.
         .executableTarget(
             name: "passkey",
@@ -260,7 +271,7 @@ let package = Package(
                 "WebAuthnClient", "WebAuthnClientIO", "WebAuthnClientDriver", "CredentialExchange", "NearbyShare",
                 "NearbyShareDriver",
                 "AssociatedDomains", "AssociatedDomainsIO", "SignedFilesIO", "PasswordRules", "PasskeyFilesIO",
-                "PasskeyProvider", argumentParser, logging, crypto,
+                "PasskeyProvider", "TerminalIO", argumentParser, logging, crypto,
                 nioCore,
                 nioSSL,
             ],
@@ -369,6 +380,11 @@ let package = Package(
                 "HybridDriver", "HybridIO", "Hybrid", "Proximity", "CTAP2", "NearbyShare", "NearbyShareDriver",
                 "CredentialExchange", "HybridTestSupport", "TestSupport", crypto,
             ],
+            swiftSettings: strictSettings
+        ),
+        .testTarget(
+            name: "TerminalIOTests",
+            dependencies: ["TerminalIO", "PasskeyProvider", "Hybrid", "HybridDriver", "Proximity"],
             swiftSettings: strictSettings
         ),
         .testTarget(

@@ -7,6 +7,7 @@ import Foundation
 import PasskeyProvider
 import SecurityKeyDriver
 import Synchronization
+import TerminalIO
 import WebAuthn
 import WebAuthnClient
 import WebAuthnClientDriver

@@ -13,6 +13,7 @@ import ProximityIO
 import QRImageIO
 import RelayIO
 import RelyingParty
+import TerminalIO
 import WebAuthnClient
 import WebAuthnClientDriver
 import WebRelyingParty

@@ -2,6 +2,7 @@ import ArgumentParser
 import Foundation
 import PasskeyStoreIO
 import RelyingParty
+import TerminalIO
 import WebRelyingPartyIO
 import WebRelyingParty
 import PasskeyFilesIO

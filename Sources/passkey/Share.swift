@@ -12,6 +12,7 @@ import PasskeyStoreIO
 import Proximity
 import ProximityIO
 import QRImageIO
+import TerminalIO
 
 extension Passkey {
     struct Receive: AsyncParsableCommand {

@@ -1,6 +1,7 @@
 import ArgumentParser
 import Basics
 import CTAP2
+import TerminalIO
 import WebAuthnClientDriver
 import Foundation
 import Hybrid

@@ -1,5 +1,6 @@
 import ArgumentParser
 import Basics
+import TerminalIO
 import WebAuthnClientDriver
 import Foundation
 import Hybrid

@@ -12,6 +12,7 @@ import ProximityIO
 import PublicSuffix
 import SecurityKeyDriver
 import Synchronization
+import TerminalIO
 import WebAuthnClient
 import WebAuthnClientDriver
 import WebAuthnClientIO

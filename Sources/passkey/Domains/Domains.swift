@@ -3,6 +3,7 @@ import AssociatedDomains
 import AssociatedDomainsIO
 import Foundation
 import PasskeyFilesIO
+import TerminalIO
 
 extension Passkey {
     struct Domains: AsyncParsableCommand {

@@ -3,6 +3,7 @@ import AssociatedDomains
 import AssociatedDomainsIO
 import Foundation
 import SignedFilesIO
+import TerminalIO
 import WebAuthnClientIO
 import PasskeyFilesIO
 

@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import PasskeyProvider
+import TerminalIO
 
 extension Passkey {
     struct Export: AsyncParsableCommand {

@@ -4,6 +4,7 @@ import CBOR
 import Foundation
 import Hybrid
 import QRImageIO
+import TerminalIO
 
 extension Passkey {
     struct Inspect: ParsableCommand {

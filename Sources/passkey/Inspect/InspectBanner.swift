@@ -1,6 +1,7 @@
 import ArgumentParser
 import AssociatedDomains
 import Foundation
+import TerminalIO
 import WebAuthnClient
 import WebAuthnClientIO
 

@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import PublicSuffix
+import TerminalIO
 import WebAuthnClient
 import WebAuthnClientIO
 

@@ -2,6 +2,7 @@ import ArgumentParser
 import Foundation
 import PasskeyProvider
 import PasskeyStoreIO
+import TerminalIO
 
 extension Passkey.Password {
     struct Delete: AsyncParsableCommand {

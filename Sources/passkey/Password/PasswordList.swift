@@ -2,6 +2,7 @@ import ArgumentParser
 import Basics
 import Foundation
 import PasskeyStoreIO
+import TerminalIO
 
 extension Passkey.Password {
     struct List: AsyncParsableCommand {

@@ -3,6 +3,7 @@ import Foundation
 import PasskeyFilesIO
 import PasskeyProvider
 import PasskeyStoreIO
+import TerminalIO
 
 /// What the password commands share: the vault on the terminal, the user name's limit and the JSON they print.
 enum PasswordPrompts {

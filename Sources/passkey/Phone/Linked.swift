@@ -5,6 +5,7 @@ import Hybrid
 import HybridDriver
 import PasskeyProvider
 import PasskeyStoreIO
+import TerminalIO
 
 extension Passkey {
     /// The phone's side of linking: the computers that can wake it, and revoking them.

@@ -8,6 +8,7 @@ import PasskeyProvider
 import PasskeyStoreIO
 import Proximity
 import ProximityIO
+import TerminalIO
 
 extension Passkey {
     struct Listen: AsyncParsableCommand {

@@ -10,6 +10,7 @@ import Proximity
 import HybridIO
 import ProximityIO
 import QRImageIO
+import TerminalIO
 
 extension Passkey {
     struct Scan: AsyncParsableCommand {

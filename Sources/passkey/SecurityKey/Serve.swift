@@ -7,6 +7,7 @@ import Logging
 import NIOCore
 import PasskeyProvider
 import PasskeyStoreIO
+import TerminalIO
 import UHID
 
 extension AttestationFormat: ExpressibleByArgument {}

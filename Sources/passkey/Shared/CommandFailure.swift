@@ -2,6 +2,7 @@ import ArgumentParser
 import CTAP2
 import Foundation
 import PasskeyProvider
+import TerminalIO
 
 /// A command that was given good arguments but could not do its work: no store there, a damaged index, a file that
 /// holds no QR code.

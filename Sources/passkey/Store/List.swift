@@ -6,6 +6,7 @@ import Crypto
 import Foundation
 import PasskeyProvider
 import PasskeyStoreIO
+import TerminalIO
 import WebAuthn
 
 extension Passkey {

@@ -4,6 +4,7 @@ import Foundation
 import PasskeyProvider
 import PasskeyStoreIO
 import PasskeyFilesIO
+import TerminalIO
 
 /// `--store PATH` and the passphrase that unlocks it, shared by every command that touches passkeys.
 struct StoreOptions: ParsableArguments {

@@ -7,8 +7,8 @@ import PasskeyProvider
 import Proximity
 
 /// The phone's events as status lines (`passkey scan`, `passkey listen`).
-enum PhoneLines {
-    static func line(for event: PhoneEvent) -> String {
+public enum PhoneLines {
+    public static func line(for event: PhoneEvent) -> String {
         switch event {
         case .qrCodeRead(let creates):
             "QR code read: the computer asks to \(creates ? "create a passkey" : "sign in")"
@@ -34,7 +34,7 @@ enum PhoneLines {
         }
     }
 
-    static func session(_ event: HybridAuthenticatorProgress, radio: ProximityMode, linked: Bool) -> String {
+    public static func session(_ event: HybridAuthenticatorProgress, radio: ProximityMode, linked: Bool) -> String {
         switch event {
         case .connecting where linked: "joining the computer's tunnel"
         case .advertising where linked: "tunnel joined; advertising over \(radio)"
@@ -47,7 +47,7 @@ enum PhoneLines {
         }
     }
 
-    static func listener(_ event: ContactListenerEvent, relay: String) -> String {
+    public static func listener(_ event: ContactListenerEvent, relay: String) -> String {
         switch event {
         case .connecting(let attempt):
             attempt == 1 ? "connecting to the relay \(relay)" : "connecting to the relay \(relay) (attempt \(attempt))"
@@ -62,7 +62,7 @@ enum PhoneLines {
     }
 
     /// `scheme://host[:port]` of a URL, for status lines (the tunnel path is not for people).
-    static func host(of url: String) -> String {
+    public static func host(of url: String) -> String {
         guard let components = URLComponents(string: url), let scheme = components.scheme,
             let host = components.host
         else { return url }

@@ -2,17 +2,19 @@ import Basics
 import Foundation
 
 /// Progress lines on standard error, with the time since the command started.
-struct StatusLine: Sendable {
-    let enabled: Bool
-    let start = ContinuousClock.now
+public struct StatusLine: Sendable {
+    public let enabled: Bool
+    public let start = ContinuousClock.now
 
-    func say(_ text: String) {
+    public init(enabled: Bool) { self.enabled = enabled }
+
+    public func say(_ text: String) {
         guard enabled else { return }
         Terminal.shared.write(Self.line(text, since: start))
     }
 
     /// `text` stamped with the time since `start`, as every status line is: `[ 0.123 s] text`.
-    static func line(_ text: String, since start: ContinuousClock.Instant) -> String {
+    public static func line(_ text: String, since start: ContinuousClock.Instant) -> String {
         let elapsed = ContinuousClock.now - start
         return String(format: "[%6.3f s] ", Double(elapsed.inMilliseconds) / 1000) + text + "\n"
     }

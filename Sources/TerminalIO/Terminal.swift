@@ -7,8 +7,8 @@ import Foundation
 /// Line input for prompts: reads from the controlling terminal when there is one (so prompts
 /// work while stdin is a pipe), polls so that a cancelled request stops waiting, and can turn
 /// echo off for passphrases. Prompts go to standard error, keeping standard output for results.
-struct Terminal: Sendable {
-    enum ReadResult: Equatable {
+public struct Terminal: Sendable {
+    public enum ReadResult: Equatable {
         case line(String)
         case endOfInput
         case cancelled
@@ -16,24 +16,24 @@ struct Terminal: Sendable {
     }
 
     /// The file descriptor prompts read from: /dev/tty if it opens, else standard input.
-    let inputDescriptor: Int32
+    public let inputDescriptor: Int32
 
-    static let shared = Terminal()
+    public static let shared = Terminal()
 
     private init() {
         let tty = open("/dev/tty", O_RDWR | O_CLOEXEC)
         inputDescriptor = tty >= 0 ? tty : STDIN_FILENO
     }
 
-    var isInteractive: Bool { isatty(inputDescriptor) == 1 }
+    public var isInteractive: Bool { isatty(inputDescriptor) == 1 }
 
-    func write(_ text: String) {
+    public func write(_ text: String) {
         FileHandle.standardError.write(Data(text.utf8))
     }
 
     /// Reads one line, giving up when `timeout` passes or the task is cancelled. `prompt`, if given, is written once
     /// echo is off, so nothing typed after it appears can be echoed.
-    func readLine(timeout: Duration, echo: Bool = true, prompt: String? = nil) async -> ReadResult {
+    public func readLine(timeout: Duration, echo: Bool = true, prompt: String? = nil) async -> ReadResult {
         let restore = echo ? nil : disableEcho()
         if let prompt { write(prompt) }
         defer {
@@ -62,7 +62,7 @@ struct Terminal: Sendable {
     }
 
     /// Reads a secret (a PIN) after `prompt`, without echo; see ``readLine(timeout:echo:)``.
-    func readSecret(prompt: String, timeout: Duration) async -> ReadResult {
+    public func readSecret(prompt: String, timeout: Duration) async -> ReadResult {
         await readLine(timeout: timeout, echo: false, prompt: prompt)
     }
 
@@ -94,8 +94,8 @@ struct Terminal: Sendable {
 /// Only signals whose action is the default are taken over; one that the program handles or ignores (`passkey
 /// serve` handles SIGINT and SIGTERM to stop cleanly) is left alone, since the program then ends through code
 /// that restores the terminal itself. One prompt at a time reads a secret, so one saved state is enough.
-enum EchoRestoringSignals {
-    static let signals: [Int32] = [SIGINT, SIGTERM, SIGHUP, SIGQUIT]
+public enum EchoRestoringSignals {
+    public static let signals: [Int32] = [SIGINT, SIGTERM, SIGHUP, SIGQUIT]
 
     /// Written before any handler is installed, read only by the handler.
     nonisolated(unsafe) private static var saved = termios()
@@ -109,7 +109,7 @@ enum EchoRestoringSignals {
         _ = raise(number)
     }
 
-    static func install(descriptor: Int32, original: termios) {
+    public static func install(descriptor: Int32, original: termios) {
         saved = original
         self.descriptor = descriptor
         installed = signals.filter { number in
@@ -122,7 +122,7 @@ enum EchoRestoringSignals {
         }
     }
 
-    static func remove() {
+    public static func remove() {
         for number in installed { _ = signal(number, SIG_DFL) }
         installed = []
     }
@@ -133,7 +133,7 @@ extension String {
     /// `\u{XX}`, for text that came from a site, a QR code, a platform or a file before it reaches a terminal: a
     /// name holding `\r` and `ESC[2K` could otherwise rewrite the line it is on, and bidi overrides could reorder
     /// it.
-    var terminalSafe: String {
+    public var terminalSafe: String {
         guard unicodeScalars.contains(where: Self.isUnsafeForTerminals) else { return self }
         var result = ""
         for scalar in unicodeScalars {
@@ -148,7 +148,7 @@ extension String {
 
     /// A name a site or file chose, in double quotes, terminal-safe and with `"` and `\` escaped: it cannot end
     /// its quotes, so it cannot pass for the RP ID or for the rest of a question.
-    var siteChosen: String {
+    public var siteChosen: String {
         let escaped = replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "\"", with: "\\\"")
         return "\"" + escaped.terminalSafe + "\""
     }

@@ -7,11 +7,16 @@ import WebAuthnClientIO
 
 /// The browser's dialogs on the terminal: the chooser, the attestation question, the security key's PIN and
 /// progress, all on standard error. With `--yes` (tests and CI) the first choice is taken and said so.
-struct TerminalClientInterface: ClientUserInterface {
-    let unattended: Bool
-    let pin: PINSource
+public struct TerminalClientInterface: ClientUserInterface {
+    public let unattended: Bool
+    public let pin: PINSource
 
-    func choose(_ prompt: ChoicePrompt) async -> Int? {
+    public init(unattended: Bool, pin: @escaping PINSource) {
+        self.unattended = unattended
+        self.pin = pin
+    }
+
+    public func choose(_ prompt: ChoicePrompt) async -> Int? {
         let terminal = Terminal.shared
         let verb = prompt.ceremony == .create ? "Create a passkey" : "Sign in"
         var header = "\(prompt.relyingPartyID.terminalSafe): \(verb)"
@@ -32,7 +37,7 @@ struct TerminalClientInterface: ClientUserInterface {
         return choice - 1
     }
 
-    static func describe(_ choice: ClientChoice) -> String {
+    public static func describe(_ choice: ClientChoice) -> String {
         switch choice {
         case .account(let account, let kind):
             var text = (account.userName ?? "an account without a name").siteChosen
@@ -50,7 +55,7 @@ struct TerminalClientInterface: ClientUserInterface {
         }
     }
 
-    func confirm(_ question: ClientQuestion) async -> Bool {
+    public func confirm(_ question: ClientQuestion) async -> Bool {
         let terminal = Terminal.shared
         switch question {
         case .revealSecurityKeyModel(let relyingPartyID):
@@ -65,9 +70,9 @@ struct TerminalClientInterface: ClientUserInterface {
         }
     }
 
-    func collectPIN(_ request: PINRequest) async -> String? { await pin(request) }
+    public func collectPIN(_ request: PINRequest) async -> String? { await pin(request) }
 
-    func notify(_ event: ClientEvent) async {
+    public func notify(_ event: ClientEvent) async {
         switch event {
         case .contacting(.securityKey): Terminal.shared.write("passkey: opening the security key\n")
         case .contacting(.platform): Terminal.shared.write("passkey: using this computer's passkey store\n")

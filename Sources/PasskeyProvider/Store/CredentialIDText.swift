@@ -7,12 +7,12 @@ import WebAuthn
 ///
 /// Every even-length run of hex digits is also valid base64url, so without a prefix both readings are kept and the
 /// store decides which of them names a passkey.
-struct CredentialIDText {
+public struct CredentialIDText {
     /// The byte strings the text can mean, base64url first.
-    let candidates: [[UInt8]]
+    public let candidates: [[UInt8]]
 
     /// `nil` when the text is no credential ID in any reading.
-    init?(_ text: String) {
+    public init?(_ text: String) {
         var readings: [[UInt8]?]
         if text.hasPrefix("hex:") {
             readings = [[UInt8](hex: text.dropFirst(4))]

@@ -8,22 +8,24 @@ import Proximity
 /// The person at the terminal, for the provider's services: questions as `[y/N]` lines, accounts as a numbered list,
 /// secrets without echo, and events as lines on standard error (the phone's with the time since the command
 /// started). It renders and reads; what to ask when is the provider's.
-struct TerminalInterface: ProviderUserInterface {
+public struct TerminalInterface: ProviderUserInterface {
     /// How long a question waits for an answer (CTAP platforms give up after about 30 s).
-    var answerTimeout = Duration.seconds(60)
+    public var answerTimeout = Duration.seconds(60)
     /// How long a question about saved passwords waits.
-    var vaultAnswerTimeout = Duration.seconds(120)
+    public var vaultAnswerTimeout = Duration.seconds(120)
     /// How long a store passphrase prompt waits (and a password to save).
-    var passphraseTimeout = Duration.seconds(300)
+    public var passphraseTimeout = Duration.seconds(300)
     /// When the command started, for the phone's status lines.
-    let started = ContinuousClock.now
+    public let started = ContinuousClock.now
 
-    var terminal: Terminal { Terminal.shared }
+    public var terminal: Terminal { Terminal.shared }
 
     /// Whether there is a person to ask: standard input is a terminal.
-    var canAsk: Bool { terminal.isInteractive }
+    public var canAsk: Bool { terminal.isInteractive }
 
-    func confirm(_ question: ProviderQuestion) async -> PromptAnswer<Bool> {
+    public init() {}
+
+    public func confirm(_ question: ProviderQuestion) async -> PromptAnswer<Bool> {
         terminal.write(Self.text(of: question) + " [y/N] ")
         // The vault's questions wait as long as the password commands always have; an authenticator's, as long as
         // its platform does.
@@ -42,7 +44,7 @@ struct TerminalInterface: ProviderUserInterface {
         }
     }
 
-    func choose(_ request: ChoiceRequest) async -> PromptAnswer<Int> {
+    public func choose(_ request: ChoiceRequest) async -> PromptAnswer<Int> {
         switch request {
         case .account(let rp, let accounts):
             terminal.write("\(rp.terminalSafe): sign in as:\n")
@@ -95,7 +97,7 @@ struct TerminalInterface: ProviderUserInterface {
         }
     }
 
-    func secret(_ request: SecretRequest) async -> PromptAnswer<String> {
+    public func secret(_ request: SecretRequest) async -> PromptAnswer<String> {
         let prompt: String
         let timeout: Duration
         switch request {
@@ -120,7 +122,7 @@ struct TerminalInterface: ProviderUserInterface {
         }
     }
 
-    func report(_ event: ProviderEvent) {
+    public func report(_ event: ProviderEvent) {
         switch event {
         case .storeCreated(let path):
             terminal.write("passkey: created a new encrypted passkey store at \(path)\n")
@@ -162,7 +164,7 @@ struct TerminalInterface: ProviderUserInterface {
     }
 
     /// The computer's events: plain lines, as the browser commands printed them before the provider held them.
-    static func line(for event: ComputerEvent) -> String {
+    public static func line(for event: ComputerEvent) -> String {
         switch event {
         case .phoneRemembered(let name, let file):
             "remembered the phone \"\(name.terminalSafe)\" (\(file)): "
@@ -177,7 +179,7 @@ struct TerminalInterface: ProviderUserInterface {
     }
 
     /// A status line, stamped with the time since the command started.
-    func status(_ text: String) { terminal.write(StatusLine.line(text, since: started)) }
+    public func status(_ text: String) { terminal.write(StatusLine.line(text, since: started)) }
 
     private func cancelled<Value>() -> PromptAnswer<Value> {
         terminal.write("\n(cancelled by the platform)\n")
@@ -192,7 +194,7 @@ struct TerminalInterface: ProviderUserInterface {
     /// The question for `action`, on one line that starts with the RP ID: the one name here that the platform
     /// checked (against the page's origin). Names the site chose follow in quotes (`siteChosen`), so that none can
     /// pass for the RP ID or end the sentence early.
-    static func question(for action: UserAction) -> String {
+    public static func question(for action: UserAction) -> String {
         switch action {
         case .makeCredential(let rp, let name, let displayName):
             let who = (name ?? displayName).map { " for \($0.siteChosen)" } ?? ""
@@ -214,7 +216,7 @@ struct TerminalInterface: ProviderUserInterface {
     }
 
     /// A question on one line. Names an app, a site or a person chose are quoted (`siteChosen`).
-    static func text(of question: ProviderQuestion) -> String {
+    public static func text(of question: ProviderQuestion) -> String {
         switch question {
         case .authenticator(let action):
             return Self.question(for: action)
@@ -237,7 +239,7 @@ struct TerminalInterface: ProviderUserInterface {
         }
     }
 
-    static func describe(_ account: AccountSummary) -> String {
+    public static func describe(_ account: AccountSummary) -> String {
         guard let displayName = account.userDisplayName, displayName != account.label else {
             return account.label.siteChosen
         }
@@ -246,8 +248,8 @@ struct TerminalInterface: ProviderUserInterface {
 }
 
 /// The unattended approver's announcement, on standard error so nobody mistakes it for a prompt.
-enum Unattended {
-    static func announce(reason: String) {
+public enum Unattended {
+    public static func announce(reason: String) {
         Terminal.shared.write(
             "passkey: unattended approval is ON (\(reason)): every request is approved without asking. "
                 + "Use it for tests and CI only.\n")

@@ -1,0 +1,62 @@
+import Foundation
+import Hybrid
+import PasskeyProvider
+import Proximity
+import Testing
+
+@testable import TerminalIO
+
+/// Text from a site, a QR code or a file reaches the terminal with its control and bidi characters escaped.
+struct TerminalTextTests {
+    /// The name issue 10's defect 5 used: a carriage return and `ESC[2K` that would erase the consent line and write
+    /// a fake one, and a right-to-left override.
+    static let hostileName = "x\r\u{1B}[2Kbank.example: create a passkey for \"alice\"\u{202E}"
+
+    @Test func controlAndBidiCharactersAreWrittenAsEscapes() {
+        #expect(
+            Self.hostileName.terminalSafe == "x\\u{D}\\u{1B}[2Kbank.example: create a passkey for \"alice\"\\u{202E}")
+        #expect(
+            "\u{0}\u{7F}\u{9B}\u{61C}\u{200E}\u{2066}".terminalSafe == "\\u{0}\\u{7F}\\u{9B}\\u{61C}\\u{200E}\\u{2066}")
+    }
+
+    @Test func ordinaryTextIsUnchanged() {
+        for text in ["alice@example.com", "Ünïcödé 名前 🙂", "tab-free text", ""] {
+            #expect(text.terminalSafe == text)
+        }
+    }
+
+    /// A site's name stays inside its quotes: its own quotes and backslashes are escaped, so it cannot close them
+    /// and pass for the RP ID or the rest of the question.
+    @Test func siteChosenNamesCannotLeaveTheirQuotes() {
+        #expect(Self.hostileName.siteChosen.hasPrefix("\"x\\u{D}\\u{1B}[2K"))
+        #expect(Self.hostileName.siteChosen.hasSuffix("for \\\"alice\\\"\\u{202E}\""))
+        #expect(#"a\"b"#.siteChosen == #""a\\\"b""#)
+        let inner = Self.hostileName.siteChosen.dropFirst().dropLast()
+        #expect(!inner.replacingOccurrences(of: "\\\"", with: "").contains("\""))
+    }
+
+    @Test func statusLinesCarryTheTimeSinceTheStart() throws {
+        let line = StatusLine.line("connecting", since: ContinuousClock.now - .milliseconds(1500))
+        let match = try #require(line.wholeMatch(of: /\[ *(\d+\.\d{3}) s\] connecting\n/))
+        let seconds = try #require(Double(match.1))
+        #expect(seconds >= 1.5 && seconds < 60)
+    }
+
+    @Test func phoneStatusLinesNameTheRelayButNotTheTunnelPath() {
+        #expect(PhoneLines.host(of: "wss://cable.example.com:8443/cable/new/0123") == "wss://cable.example.com:8443")
+        #expect(PhoneLines.host(of: "not a url") == "not a url")
+        #expect(
+            PhoneLines.session(
+                .connecting(url: "ws://127.0.0.1:9/cable/new/AA"), radio: .simulated(host: "127.0.0.1", port: 1),
+                linked: false)
+                == "connecting to the relay ws://127.0.0.1:9")
+        #expect(
+            PhoneLines.session(
+                .connecting(url: "ws://127.0.0.1:9/cable/connect/AA"), radio: .simulated(host: "127.0.0.1", port: 1),
+                linked: true)
+                == "joining the computer's tunnel")
+        #expect(PhoneLines.line(for: .done(answered: 1, listening: false)) == "done: answered 1 request")
+        #expect(
+            PhoneLines.line(for: .done(answered: 2, listening: true)) == "done: answered 2 requests; listening again")
+    }
+}
