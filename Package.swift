@@ -384,7 +384,7 @@ let package = Package(
         ),
         .testTarget(
             name: "TerminalIOTests",
-            dependencies: ["TerminalIO", "PasskeyProvider", "Hybrid", "HybridDriver", "Proximity"],
+            dependencies: ["TerminalIO", "PasskeyProvider", "Hybrid", "HybridDriver", "Proximity", "Basics", crypto],
             swiftSettings: strictSettings
         ),
         .testTarget(

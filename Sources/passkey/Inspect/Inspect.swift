@@ -43,34 +43,8 @@ extension Passkey.Inspect {
 
         func run() throws {
             let payload = try QRCodePayload(url: image.map(Self.fidoURL(inImage:)) ?? url ?? "")
-            var object: [String: Any] = [
-                "publicKey": payload.compressedPublicKey.hexString,
-                "secret": payload.secret.hexString,
-            ]
-            object["knownDomains"] = payload.knownDomainCount
-            object["timestamp"] = payload.timestamp
-            object["stateAssisted"] = payload.stateAssisted
-            object["requestType"] = payload.requestType?.rawValue
-            if json {
-                print(try jsonText(object))
-                return
-            }
-            print("public key      \(payload.compressedPublicKey.hexString)")
-            print("secret          \(payload.secret.hexString)")
-            print("known domains   \(payload.knownDomainCount.map(String.init) ?? "absent (read as 0)")")
-            if let seconds = payload.timestamp, seconds < 253_402_300_800 {
-                let date = Date(timeIntervalSince1970: Double(seconds))
-                print("timestamp       \(seconds) (\(ISO8601DateFormatter().string(from: date)))")
-            } else {
-                print("timestamp       \(payload.timestamp.map(String.init) ?? "absent")")
-            }
-            print("state-assisted  \(payload.stateAssisted.map { $0 ? "true" : "false" } ?? "absent")")
-            if let type = payload.requestType {
-                let effective = type.effective == type ? "" : ", read as \(type.effective.rawValue)"
-                print("request type    \(type.rawValue.terminalSafe) (\(Self.name(of: type.effective))\(effective))")
-            } else {
-                print("request type    absent (read as ga, \(Self.name(of: .getAssertion)))")
-            }
+            let report = HybridInspection.QRCodeReport(payload)
+            print(json ? HybridInspection.jsonText(report.jsonObject) : report.lines.joined(separator: "\n"))
         }
 
         /// The one `FIDO:/` URL among the QR codes in the image at `path`.
@@ -87,15 +61,6 @@ extension Passkey.Inspect {
                 throw CommandFailure("none of the \(count) QR codes in \(path) is a FIDO:/ URL")
             case (let count, _):
                 throw CommandFailure("\(path) holds \(count) FIDO:/ QR codes; crop the image to one")
-            }
-        }
-
-        static func name(of type: HybridRequestType) -> String {
-            switch type {
-            case .makeCredential: "makeCredential"
-            case .digitalCredentialPresentation: "digital credential presentation"
-            case .digitalCredentialIssuance: "digital credential issuance"
-            default: "getAssertion"
             }
         }
     }
@@ -131,56 +96,14 @@ extension Passkey.Inspect {
 
         func run() throws {
             let secret = try qrSecret.flatMap { [UInt8](hex: $0) } ?? QRCodePayload(url: qrURL ?? "").secret
-            let advertBytes = try Self.serviceData(fromHex: advert)
-            let key = KeyDerivation.eidKey(qrSecret: secret)
-            let tunnelID = KeyDerivation.tunnelID(qrSecret: secret)
-            let plaintext: AdvertPlaintext
+            let advertBytes: [UInt8]
             do {
-                plaintext = try key.decrypt(advertBytes)
+                advertBytes = try HybridInspection.serviceData(fromHex: advert)
             } catch {
-                if json {
-                    print(try jsonText(["valid": false, "reason": error.description]))
-                } else {
-                    print("valid        no: \(error)")
-                }
-                return
+                throw CommandFailure(error.description)
             }
-            let url = TunnelServerEndpoint.domain(plaintext.domain).url(for: .connect(plaintext.routingID, tunnelID))
-            if json {
-                let object: [String: Any] = [
-                    "valid": true,
-                    "nonce": plaintext.nonce.hexString,
-                    "routingID": plaintext.routingID.hex,
-                    "domainID": Int(plaintext.domain.id),
-                    "tunnelID": tunnelID.hex,
-                    "connectURL": url,
-                ]
-                print(try jsonText(object))
-                return
-            }
-            print("valid        yes")
-            print("nonce        \(plaintext.nonce.hexString)")
-            print("routing ID   \(plaintext.routingID.hex)")
-            print("domain       \(plaintext.domain)")
-            print("tunnel ID    \(tunnelID.hex)")
-            print("connect URL  \(url)")
-        }
-
-        /// The 20 bytes themselves, or the caBLE service data found in advertising data.
-        static func serviceData(fromHex text: String) throws -> [UInt8] {
-            guard let bytes = [UInt8](hex: text) else { throw CommandFailure("the advert must be hex") }
-            if bytes.count == EIDKey.advertByteCount { return bytes }
-            let prefix = "the advert is \(bytes.count) bytes, not 20, and not advertising data"
-            let data: AdvertisingData
-            do {
-                data = try AdvertisingData(bytes: bytes)
-            } catch {
-                throw CommandFailure("\(prefix): \(error)")
-            }
-            guard let advert = data.caBLEAdvert else {
-                throw CommandFailure("\(prefix) with 20 bytes of service data for UUID 0xFDE2 or 0xFFF9")
-            }
-            return advert
+            let report = HybridInspection.AdvertReport(secret: secret, advert: advertBytes)
+            print(json ? HybridInspection.jsonText(report.jsonObject) : report.lines.joined(separator: "\n"))
         }
     }
 
@@ -192,19 +115,8 @@ extension Passkey.Inspect {
         @Argument(help: "The domain ID from an advert.") var id: UInt16
 
         func run() throws {
-            let domain = try TunnelDomain(id: id)
-            if json {
-                print(try jsonText(["id": Int(domain.id), "host": domain.host]))
-            } else {
-                print("id    \(domain.id)")
-                print("host  \(domain.host)")
-            }
+            let report = HybridInspection.DomainReport(try TunnelDomain(id: id))
+            print(json ? HybridInspection.jsonText(report.jsonObject) : report.lines.joined(separator: "\n"))
         }
     }
-}
-
-/// One JSON object with sorted keys.
-private func jsonText(_ object: [String: Any]) throws -> String {
-    let data = try JSONSerialization.data(withJSONObject: object, options: [.prettyPrinted, .sortedKeys])
-    return String(decoding: data, as: UTF8.self)
 }
