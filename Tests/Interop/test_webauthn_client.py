@@ -144,49 +144,12 @@ def test_the_wrapper_server_libraries_emit_is_accepted(directory):
     rp.verify_registration(created.stdout)
 
 
-def test_registering_the_same_account_again_is_invalid_state_and_stores_nothing(directory):
-    store = new_store(directory)
-    rp = RelyingParty()
-    first = client(store, "create", "--origin", ORIGIN, "--no-phone", options=rp.registration_options())
-    assert first.returncode == 0, first.stderr
-    rp.verify_registration(first.stdout)
-    before = subprocess.run([PASSKEY_BIN, "list", "--store", store, "--json"], capture_output=True, text=True,
-                            env=env()).stdout
-    excluded = rp.registration_options(exclude_credentials=[PublicKeyCredentialDescriptor(id=i)
-                                                            for i in rp.credentials])
-    again = client(store, "create", "--origin", ORIGIN, "--no-phone", options=excluded)
-    assert again.returncode == EXIT["InvalidStateError"], again.stderr
-    assert again.stdout == ""
-    assert again.stderr.strip().splitlines()[-1].startswith("passkey: InvalidStateError: ")
-    after = subprocess.run([PASSKEY_BIN, "list", "--store", store, "--json"], capture_output=True, text=True,
-                           env=env()).stdout
-    assert after == before
-
-
 # MARK: The decision rules, as the command line shows them
-
-
-def test_immediate_and_prefer_immediately_available_fail_silently_without_a_local_passkey(directory):
-    store = new_store(directory)
-    rp = RelyingParty()
-    for args in (["--mediation", "immediate"], ["--prefer-immediately-available"]):
-        got = client(store, "get", "--origin", ORIGIN, *args, options=rp.authentication_options(), timeout=30)
-        assert got.returncode == EXIT["NotAllowedError"], got.stderr
-        assert got.stdout == ""
-        # One line, and no QR code: nothing else was shown.
-        assert got.stderr.strip().splitlines() == ["passkey: NotAllowedError: no passkey for this site is "
-                                                   "available on this computer"]
-
-
-def test_immediate_with_an_allow_list_is_not_allowed(directory):
-    store = new_store(directory)
-    rp = RelyingParty()
-    created = client(store, "create", "--origin", ORIGIN, "--no-phone", options=rp.registration_options())
-    rp.verify_registration(created.stdout)
-    got = client(store, "get", "--origin", ORIGIN, "--mediation", "immediate",
-                 options=rp.authentication_options(allow=True), timeout=30)
-    assert got.returncode == EXIT["NotAllowedError"]
-    assert "immediate mediation does not take allowCredentials" in got.stderr
+#
+# The rules themselves are Tests/WebAuthnClientTests: immediate and prefer-immediately-available failing silently
+# without a local passkey and immediate refusing an allow list (CeremonyTests), a modal request going ahead with the
+# one local account (PlannerTests.modalWithOneLocalAccountGoesAheadWithIt), registering an account again being
+# InvalidStateError that stores nothing (EndToEndTests). Here: the chooser as the terminal shows it.
 
 
 def test_conditional_lists_local_passkeys_and_never_shows_a_qr_code(directory):
@@ -201,17 +164,6 @@ def test_conditional_lists_local_passkeys_and_never_shows_a_qr_code(directory):
     assert got.returncode == 0, got.stderr
     assert "FIDO:/" not in got.stderr
     assert "autofill" in got.stderr and '"alice"' in got.stderr and '"bob"' in got.stderr
-    rp.verify_authentication(got.stdout)
-
-
-def test_modal_request_auto_selects_the_one_local_account(directory):
-    store = new_store(directory)
-    rp = RelyingParty()
-    created = client(store, "create", "--origin", ORIGIN, "--no-phone", options=rp.registration_options())
-    rp.verify_registration(created.stdout)
-    got = client(store, "get", "--origin", ORIGIN, "--no-phone", options=rp.authentication_options())
-    assert got.returncode == 0, got.stderr
-    assert "auto-chose" not in got.stderr  # no chooser was shown
     rp.verify_authentication(got.stdout)
 
 
