@@ -1,6 +1,5 @@
 """The command-line tool, run as a user would: outputs, exit codes, and bad stores left untouched."""
 
-import base64
 import hashlib
 import json
 import os
@@ -54,26 +53,6 @@ def test_demo_registers_and_signs_in_across_devices():
     assert "relay_tunnels_paired_total 2" in out
     # No private key material or passphrase is ever printed.
     assert "privateKey" not in out and "passphrase" not in out.lower()
-
-
-def b64url_to_hex(text):
-    return base64.urlsafe_b64decode(text + "=" * (-len(text) % 4)).hex()
-
-
-def test_delete_takes_hex_and_prefixed_ids(populated_store):
-    """Hex digits of even length are also base64url, so `delete` tries both readings against the store (issue 10,
-    defect 11: hex was never tried); `hex:` and `b64:` say which."""
-    path, _ = populated_store
-    listed = json.loads(run("list", "--store", path, "--json").stdout)
-    ids = {entry["userName"]: entry["credentialId"] for entry in listed}
-    by_hex = run("delete", "--store", path, b64url_to_hex(ids["alice"]).upper())
-    assert by_hex.returncode == 0, by_hex.stderr
-    assert "Deleted the passkey for example.com (alice)." in by_hex.stdout
-    wrong_prefix = run("delete", "--store", path, "hex:" + ids["bob"])
-    assert wrong_prefix.returncode != 0
-    by_prefix = run("delete", "--store", path, "b64:" + ids["bob"])
-    assert by_prefix.returncode == 0, by_prefix.stderr
-    assert json.loads(run("list", "--store", path, "--json").stdout) == []
 
 
 def test_list_delete_and_info(populated_store):

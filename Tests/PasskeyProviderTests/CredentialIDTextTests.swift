@@ -9,6 +9,8 @@ struct CredentialIDTextTests {
         // "abcd" is valid base64url (3 bytes) and valid hex (2 bytes): the store decides which names a passkey.
         let text = try #require(CredentialIDText("abcd"))
         #expect(text.candidates == [[0x69, 0xB7, 0x1D], [0xAB, 0xCD]])
+        // Hex as a person copies it from elsewhere, in capitals (issue 10, defect 11: hex was never tried).
+        #expect(try #require(CredentialIDText("ABCD")).candidates == [[0x00, 0x10, 0x83], [0xAB, 0xCD]])
     }
 
     @Test func aPrefixSaysWhichReadingIsMeant() throws {
