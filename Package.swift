@@ -256,7 +256,7 @@ let package = Package(
             name: "TerminalIO",
             dependencies: [
                 "Basics", "CTAP2", "Hybrid", "HybridDriver", "Proximity", "PasskeyProvider", "SecurityKeyDriver",
-                "WebAuthnClient", "WebAuthnClientIO",
+                "WebAuthnClient", "WebAuthnClientIO", "PasskeyStoreIO", "WebAuthn", "CBOR", crypto,
             ],
             swiftSettings: strictSettings
         ),
@@ -384,7 +384,11 @@ let package = Package(
         ),
         .testTarget(
             name: "TerminalIOTests",
-            dependencies: ["TerminalIO", "PasskeyProvider", "Hybrid", "HybridDriver", "Proximity", "Basics", crypto],
+            dependencies: [
+                "TerminalIO", "PasskeyProvider", "Hybrid", "HybridDriver", "Proximity", "Basics", "CTAP2",
+                "PasskeyStoreIO",
+                crypto,
+            ],
             swiftSettings: strictSettings
         ),
         .testTarget(

@@ -131,12 +131,4 @@ public enum HybridInspection {
         }
         return advert
     }
-
-    /// One JSON object, pretty-printed with sorted keys.
-    public static func jsonText(_ object: [String: Any]) -> String {
-        // Every value above is a string, a number or a Boolean: serialization cannot fail.
-        let data =
-            (try? JSONSerialization.data(withJSONObject: object, options: [.prettyPrinted, .sortedKeys])) ?? Data()
-        return String(decoding: data, as: UTF8.self)
-    }
 }

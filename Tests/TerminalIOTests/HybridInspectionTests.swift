@@ -23,7 +23,7 @@ struct HybridInspectionTests {
                 "request type    mc (makeCredential)",
             ])
         let json = try #require(
-            JSONSerialization.jsonObject(with: Data(HybridInspection.jsonText(report.jsonObject).utf8))
+            JSONSerialization.jsonObject(with: Data(JSONOutput.text(report.jsonObject).utf8))
                 as? [String: Any])
         #expect(json["publicKey"] as? String == publicKey)
         #expect(json["secret"] as? String == "000102030405060708090a0b0c0d0e0f")

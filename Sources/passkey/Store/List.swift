@@ -36,25 +36,12 @@ extension Passkey {
             if let relyingParty {
                 identities = identities.filter { $0.serviceIdentifier == relyingParty }
             }
-            if json {
-                print(try Self.json(identities))
-                return
-            }
-            guard !identities.isEmpty else {
-                print(relyingParty.map { "No passkeys for \($0)." } ?? "No passkeys.")
-                return
-            }
-            let dates = ISO8601DateFormatter()
-            for identity in identities {
-                let user = [identity.userName, identity.userDisplayName.map { "(\($0))" }].compactMap { $0 }
-                print("\(identity.serviceIdentifier.terminalSafe)  \(user.joined(separator: " ").terminalSafe)")
-                print("    id \(identity.credentialID.base64URLEncodedString)")
-                var details = [identity.isDiscoverable ? "discoverable" : "server-side (needs allowList)"]
-                details.append("created \(dates.string(from: identity.creationDate))")
-                details.append(identity.lastUsedDate.map { "last used \(dates.string(from: $0))" } ?? "never used")
-                if identity.rank != 0 { details.append("rank \(identity.rank)") }
-                print("    " + details.joined(separator: ", "))
-            }
+            print(
+                json
+                    ? JSONOutput.text(PasskeyListing.jsonObjects(identities))
+                    : identities.isEmpty
+                        ? PasskeyListing.empty(relyingParty: relyingParty)
+                        : PasskeyListing.lines(identities).joined(separator: "\n"))
         }
 
         /// The index, without the passphrase. A missing or damaged one is rebuilt by unlocking the store when
@@ -71,97 +58,12 @@ extension Passkey {
         /// The listing of the rows themselves, checked with the passphrase: what `list` showed before the index.
         private func listVerified() async throws {
             let entries = try await PasskeyCatalog(access: store.access()).verifiedEntries(relyingParty: relyingParty)
-            if json {
-                print(try Self.json(entries))
-                return
-            }
-            guard !entries.isEmpty else {
-                print(relyingParty.map { "No passkeys for \($0)." } ?? "No passkeys.")
-                return
-            }
-            for entry in entries {
-                switch entry {
-                case .intact(let credential):
-                    let user = [credential.userName, credential.userDisplayName.map { "(\($0))" }].compactMap { $0 }
-                    print("\(credential.relyingPartyID.terminalSafe)  \(user.joined(separator: " ").terminalSafe)")
-                    print("    id \(credential.id.base64URLEncodedString)")
-                    var details = [credential.isDiscoverable ? "discoverable" : "server-side (needs allowList)"]
-                    details.append("created \(ISO8601DateFormatter().string(from: credential.creationDate))")
-                    details.append("backup eligible \(credential.backupEligible ? "yes" : "no")")
-                    print("    " + details.joined(separator: ", "))
-                case .damaged(let damaged):
-                    // What a damaged row claims is unauthenticated: shown only to find it, escaped like the rest.
-                    let claimed = [damaged.relyingPartyID, damaged.userName].compactMap { $0 }.joined(separator: "  ")
-                    print("DAMAGED  \(claimed.terminalSafe)")
-                    print("    id \(damaged.id.base64URLEncodedString)")
-                    print("    \(Self.reason(damaged.reason)); not used; remove it with `passkey delete`")
-                }
-            }
-        }
-
-        /// The index's entries in the fields `--verify --json` uses for them (no public key: the index has none).
-        static func json(_ identities: [CredentialIdentity]) throws -> String {
-            let dates = ISO8601DateFormatter()
-            let objects: [[String: Any]] = identities.map { identity in
-                var object: [String: Any] = [
-                    "rpId": identity.serviceIdentifier,
-                    "credentialId": identity.credentialID.base64URLEncodedString,
-                    "userHandle": identity.userHandle.base64URLEncodedString,
-                    "discoverable": identity.isDiscoverable,
-                    "created": dates.string(from: identity.creationDate),
-                    "rank": identity.rank,
-                    "damaged": false,
-                ]
-                object["userName"] = identity.userName
-                object["userDisplayName"] = identity.userDisplayName
-                object["lastUsed"] = identity.lastUsedDate.map { dates.string(from: $0) }
-                return object
-            }
-            let data = try JSONSerialization.data(withJSONObject: objects, options: [.prettyPrinted, .sortedKeys])
-            return String(decoding: data, as: UTF8.self)
-        }
-
-        static func reason(_ reason: DamagedCredential.Reason) -> String {
-            switch reason {
-            case .failsIntegrityCheck: "damaged: fails its integrity check (changed outside passkey, or disk damage)"
-            case .missingFields: "damaged: required fields are missing"
-            }
-        }
-
-        static func json(_ entries: [CredentialEntry]) throws -> String {
-            let objects: [[String: Any]] = entries.map { entry in
-                switch entry {
-                case .intact(let credential): json(credential)
-                case .damaged(let damaged):
-                    [
-                        "credentialId": damaged.id.base64URLEncodedString, "damaged": true,
-                        "problem": reason(damaged.reason),
-                    ].merging(
-                        ["rpId": damaged.relyingPartyID, "userName": damaged.userName].compactMapValues { $0 },
-                        uniquingKeysWith: { first, _ in first })
-                }
-            }
-            let data = try JSONSerialization.data(withJSONObject: objects, options: [.prettyPrinted, .sortedKeys])
-            return String(decoding: data, as: UTF8.self)
-        }
-
-        static func json(_ credential: StoredCredential) -> [String: Any] {
-            var object: [String: Any] = [
-                "rpId": credential.relyingPartyID,
-                "credentialId": credential.id.base64URLEncodedString,
-                "userHandle": credential.userHandle.base64URLEncodedString,
-                "discoverable": credential.isDiscoverable,
-                "backupEligible": credential.backupEligible,
-                "backupState": credential.backupState,
-                "created": ISO8601DateFormatter().string(from: credential.creationDate),
-                "publicKey": COSEKey(publicKey: credential.privateKey.publicKey).coseRepresentation.encoded()
-                    .base64URLEncodedString,
-                "damaged": false,
-            ]
-            object["rpName"] = credential.relyingPartyName
-            object["userName"] = credential.userName
-            object["userDisplayName"] = credential.userDisplayName
-            return object
+            print(
+                json
+                    ? JSONOutput.text(PasskeyListing.jsonObjects(entries))
+                    : entries.isEmpty
+                        ? PasskeyListing.empty(relyingParty: relyingParty)
+                        : PasskeyListing.lines(entries).joined(separator: "\n"))
         }
     }
 }
