@@ -256,7 +256,9 @@ let package = Package(
             name: "TerminalIO",
             dependencies: [
                 "Basics", "CTAP2", "Hybrid", "HybridDriver", "Proximity", "PasskeyProvider", "SecurityKeyDriver",
-                "WebAuthnClient", "WebAuthnClientIO", "PasskeyStoreIO", "WebAuthn", "CBOR", crypto,
+                "WebAuthnClient", "WebAuthnClientIO", "PasskeyStoreIO", "WebAuthn", "CBOR", "NearbyShare",
+                "NearbyShareDriver",
+                crypto,
             ],
             swiftSettings: strictSettings
         ),
@@ -386,8 +388,7 @@ let package = Package(
             name: "TerminalIOTests",
             dependencies: [
                 "TerminalIO", "PasskeyProvider", "Hybrid", "HybridDriver", "Proximity", "Basics", "CTAP2",
-                "PasskeyStoreIO",
-                crypto,
+                "PasskeyStoreIO", "NearbyShare", "NearbyShareDriver", crypto,
             ],
             swiftSettings: strictSettings
         ),

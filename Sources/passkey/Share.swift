@@ -47,10 +47,15 @@ extension Passkey {
             let outcome: ShareOutcome
             do {
                 outcome = try await link.receive(
-                    progress: { event in Self.report(event, status: status, mode: mode, png: qrPNG) },
+                    progress: { event in
+                        if case .showQRCode(let url) = event {
+                            ClientOptions.show(url: url, toStandardError: false, png: qrPNG)
+                        }
+                        ShareLines.receiver(event, radio: mode).map(status.say)
+                    },
                     decide: { passkey in
                         let outcome = try await service.receive(passkey)
-                        Self.render(outcome, passkey.credential, store: store)
+                        for line in ShareLines.received(outcome, passkey.credential) { print(line) }
                         return outcome
                     })
             } catch let error as ProviderError {
@@ -61,48 +66,7 @@ extension Passkey {
                 throw CommandFailure("\(error)", hint: "Nothing was added to the store.")
             }
             await scanner.close()
-            switch outcome {
-            case .declined: throw CommandFailure("nothing was added: you declined the passkey")
-            default: break
-            }
-        }
-
-        /// What was done with the passkey, on standard output.
-        static func render(_ outcome: ShareOutcome, _ credential: StoredCredential, store: SQLiteCredentialStore) {
-            let site = credential.relyingPartyID.terminalSafe
-            let name = (credential.userName ?? "no name").siteChosen
-            switch outcome {
-            case .added:
-                print("Added the passkey for \(name) at \(site).")
-                print("  credential ID  \(credential.id.base64URLEncodedString)")
-            case .alreadyPresent:
-                print("This store already has that passkey (\(site), \(name)); nothing was added.")
-            default:
-                break
-            }
-        }
-
-        static func report(_ event: ShareReceiverProgress, status: StatusLine, mode: ProximityMode, png: String?) {
-            switch event {
-            case .showQRCode(let url):
-                ClientOptions.show(url: url, toStandardError: false, png: png)
-                status.say("waiting for the sender to scan the QR code and come near (Bluetooth: \(mode))")
-            case .hybrid(.advertSeen(let routingID, let domain)):
-                status.say("advert seen: the sender is near; relay \(domain.host), routing ID \(routingID)")
-            case .hybrid(.tunnelConnected(let url)):
-                status.say("tunnel connected: \(PhoneLines.host(of: url))")
-            case .hybrid(.handshakeDone):
-                status.say("handshake done: end-to-end encrypted")
-            case .hybrid(.requestSent), .hybrid(.responseReceived), .hybrid(.showQRCode), .hybrid(.contacting),
-                .hybrid(.linkedPhoneNear):
-                break  // a share has its own QR code and no linked phone
-            case .passkeyReceived:
-                status.say("passkey received: sealed to this QR code and this session, and checked")
-            case .acknowledged(let outcome):
-                status.say("the sender was told: \(outcome)")
-            case .acknowledgementFailed(let reason):
-                status.say("the sender could not be told what was done here: \(reason)")
-            }
+            if outcome == .declined { throw CommandFailure(ShareLines.declinedHere) }
         }
     }
 
@@ -174,20 +138,16 @@ extension Passkey {
             let outcome: ShareOutcome
             do throws(ShareLinkError) {
                 outcome = try await link.send(sender, to: qrCode) { event in
-                    status.say(Self.describe(event, mode: mode))
+                    status.say(ShareLines.sender(event, radio: mode))
                 }
             } catch {
                 await advertiser.close()
                 throw CommandFailure("\(error)", hint: "The passkey was not shared.")
             }
             await advertiser.close()
-            let account =
-                "\((credential.userName ?? "no name").siteChosen) at \(credential.relyingPartyID.terminalSafe)"
-            switch outcome {
-            case .added: print("Shared the passkey for \(account): the receiver added it.")
-            case .alreadyPresent: print("The receiver already had the passkey for \(account); nothing changed.")
-            case .declined: throw CommandFailure("the receiver declined the passkey for \(account)")
-            default: throw CommandFailure("the receiver refused the passkey for \(account) (\(outcome))")
+            switch ShareLines.shared(outcome, credential) {
+            case .success(let line): print(line)
+            case .failure(let failure): throw CommandFailure(failure.message)
             }
         }
 
@@ -209,19 +169,6 @@ extension Passkey {
                         hint: "Answer sign-in codes with `passkey scan`.")
                 }
                 throw CommandFailure("not a passkey share QR code: \(error)")
-            }
-        }
-
-        static func describe(_ event: HybridAuthenticatorProgress, mode: ProximityMode) -> String {
-            switch event {
-            case .connecting(let url): "connecting to the relay \(PhoneLines.host(of: url))"
-            case .advertising(let routingID): "tunnel registered (routing ID \(routingID)); advertising over \(mode)"
-            case .handshakeDone: "receiver connected: handshake done"
-            case .requestReceived(let command):
-                command == ShareCommand.request.rawValue
-                    ? "the receiver asks for the passkey" : "the receiver acknowledges"
-            case .responseSent(let status):
-                status == 0 ? "answer sent" : "refused (status 0x\([status].upperHexString))"
             }
         }
     }
