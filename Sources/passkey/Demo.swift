@@ -150,7 +150,8 @@ private struct Computer {
                     case .advertising(let routingID):
                         clock.step("phone: advertising the encrypted routing ID \(routingID) over Bluetooth")
                     case .handshakeDone: clock.step("phone: handshake answered")
-                    case .requestReceived(let command): clock.step("phone: request \(CTAPCommandName.name(command))")
+                    case .requestReceived(let command):
+                        clock.step("phone: request \(CTAPCommand(rawValue: command).name)")
                     case .responseSent: clock.step("phone: answer sent; closing the tunnel")
                     }
                 }),
@@ -170,7 +171,7 @@ private struct Computer {
                 case .handshakeDone:
                     clock.step("computer: Noise handshake done, getInfo received (end-to-end encrypted)")
                 case .requestSent(let command):
-                    clock.step("computer: → \(CTAPCommandName.name(command)) with a browser-built clientDataJSON")
+                    clock.step("computer: → \(CTAPCommand(rawValue: command).name) with a browser-built clientDataJSON")
                 case .responseReceived:
                     clock.step("computer: ← answer received")
                 case .contacting, .linkedPhoneNear:

@@ -2,6 +2,7 @@ import ArgumentParser
 import Basics
 import CTAP2
 import Foundation
+import PasskeyProvider
 import Hybrid
 import HybridDriver
 import JSON
@@ -31,13 +32,14 @@ extension Passkey.Client {
 
         func run() async throws {
             let options = options
-            let holder = StoreHolder()
             try await options.run {
                 var request = try PublicKeyCredentialCreationOptions(json: try options.readOptions())
                 if !options.hint.isEmpty { request.hints = options.hint }
                 try await options.appAssociation.check(
                     rpID: request.relyingParty.id, origin: options.origin, store: options.store)
-                let engine = try options.makeEngine(ceremony: .create, holder: holder)
+                let engine = try options.makeEngine(
+                    ceremony: .create,
+                    thisComputer: ThisComputer(access: options.store.access(), approval: options.approval.mode))
                 let credential = try await engine.create(request, origin: options.origin)
                 options.printCredential(
                     json: credential.json(.compact), pretty: credential.json(.pretty),
@@ -85,7 +87,6 @@ extension Passkey.Client {
 
         func run() async throws {
             let options = options
-            let holder = StoreHolder()
             let mediation = mediation
             let parameters = (preferImmediatelyAvailable, username)
             let offerPasswords = password
@@ -93,7 +94,8 @@ extension Passkey.Client {
                 let request = try PublicKeyCredentialRequestOptions(json: try options.readOptions())
                 try await options.appAssociation.check(
                     rpID: request.relyingPartyID, origin: options.origin, store: options.store)
-                let engine = try options.makeEngine(ceremony: .get, holder: holder)
+                let thisComputer = ThisComputer(access: options.store.access(), approval: options.approval.mode)
+                let engine = try options.makeEngine(ceremony: .get, thisComputer: thisComputer)
                 let chosen =
                     mediation ?? request.wrapperMediation.flatMap(CredentialMediation.init(rawValue:)) ?? .optional
                 let getParameters = GetParameters(
@@ -101,16 +103,13 @@ extension Passkey.Client {
                     hints: options.hint.isEmpty ? nil : options.hint, userName: parameters.1)
                 let credential: AuthenticationCredential
                 if offerPasswords {
-                    let storeURL = options.store.url
                     let result = try await engine.get(
                         request, origin: options.origin, parameters: getParameters,
-                        passwords: { relyingPartyID in
-                            LocalPasswords.listing(storeURL: storeURL, relyingPartyID: relyingPartyID)
-                        })
+                        passwords: { relyingPartyID in thisComputer.passwords(relyingPartyID: relyingPartyID) })
                     switch result {
                     case .publicKey(let assertion): credential = assertion
                     case .password(let login):
-                        try await LocalPasswords.print(login, store: options.store, json: options.json)
+                        PasswordPrompts.printPicked(try await thisComputer.password(for: login), json: options.json)
                         return
                     }
                 } else {

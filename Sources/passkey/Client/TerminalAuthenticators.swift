@@ -54,35 +54,10 @@ extension HybridOptions {
             },
             tunnelServer: tunnelServer, timeouts: timeouts, environment: .system(tls: try tlsConfiguration()),
             progress: { event in
-                switch event {
-                case .showQRCode(let url):
-                    ClientOptions.show(url: url, toStandardError: json, png: qrPNG)
-                    status.say("waiting for a phone to scan the QR code and come near (Bluetooth: \(mode))")
-                case .advertSeen(let routingID, let domain):
-                    status.say("advert seen: the phone is near; relay \(domain.host), routing ID \(routingID)")
-                case .tunnelConnected(let url):
-                    status.say("tunnel connected: \(PhoneLines.host(of: url))")
-                case .handshakeDone, .requestSent, .responseReceived:
-                    Self.sayTunnelStep(event, on: status)
-                case .contacting, .linkedPhoneNear:
-                    break  // linked sessions only
-                }
+                if case .showQRCode(let url) = event { ClientOptions.show(url: url, toStandardError: json, png: qrPNG) }
+                ClientLines.qrSession(event, radio: mode).map(status.say)
             },
             onLinking: onLinking)
-    }
-
-    /// The steps a QR session and a linked session share, once the tunnel is up.
-    static func sayTunnelStep(_ event: HybridClientProgress, on status: StatusLine) {
-        switch event {
-        case .handshakeDone:
-            status.say("handshake done: end-to-end encrypted")
-        case .requestSent(let command):
-            status.say("request sent: \(CTAPCommandName.name(command))")
-        case .responseReceived(let code):
-            status.say("answer received\(code == 0 ? "" : " (CTAP status 0x\(String(code, radix: 16)))")")
-        default:
-            break
-        }
     }
 
     /// The linked `phone`, reached without a QR code through its relay (or --relay); `onGone` when the relay says
@@ -99,22 +74,7 @@ extension HybridOptions {
                 try await Radio.scanner(for: mode)
             },
             timeouts: timeouts, environment: .system(tls: try tlsConfiguration()),
-            progress: { event in
-                switch event {
-                case .contacting(let url):
-                    status.say(
-                        "asking the relay \(PhoneLines.host(of: url)) to wake the phone \"\(name.terminalSafe)\" "
-                            + "(Bluetooth: \(mode))")
-                case .tunnelConnected:
-                    status.say("relay reached: waiting for the phone to come near")
-                case .linkedPhoneNear:
-                    status.say("the phone is near: handshake")
-                case .handshakeDone, .requestSent, .responseReceived:
-                    Self.sayTunnelStep(event, on: status)
-                case .showQRCode, .advertSeen:
-                    break  // QR sessions only
-                }
-            },
+            progress: { event in ClientLines.linkedSession(event, phone: name, radio: mode).map(status.say) },
             onGone: onGone, onUsed: onUsed)
     }
 }
@@ -130,81 +90,16 @@ extension SuffixListRelyingPartyIDChecker {
     }
 }
 
-/// Keeps the store (and its lock) open from the moment a ceremony unlocks it until the command ends.
-final class StoreHolder: Sendable {
-    private let held = Mutex<(StoreLock, SQLiteCredentialStore)?>(nil)
-
-    func keep(_ lock: StoreLock, _ store: SQLiteCredentialStore) { held.withLock { $0 = (lock, store) } }
-}
-
-/// This computer's passkeys as the platform authenticator: listed from the identity index without the passphrase;
-/// unlocked (the passphrase asked for, or $PASSKEY_PASSPHRASE) only when the ceremony uses them.
-enum LocalPasskeys {
-    static func authenticator(store: StoreOptions, approval: ApprovalOptions, holder: StoreHolder)
-        -> InProcessAuthenticator
-    {
-        let storeURL = store.url
-        return InProcessAuthenticator(
-            kind: .platform, transports: [.internal],
-            listing: { relyingPartyID in listing(storeURL: storeURL, relyingPartyID: relyingPartyID) },
-            opening: { () async throws(AuthenticatorTransportError) -> Authenticator in
-                let opened: (StoreLock, SQLiteCredentialStore)
-                do {
-                    opened = try await store.openForServing(create: false)
-                } catch {
-                    throw AuthenticatorTransportError("this computer's passkey store: \(error)")
-                }
-                holder.keep(opened.0, opened.1)
-                return Authenticator(
-                    configuration: .platform,
-                    environment: AuthenticatorEnvironment(
-                        store: opened.1, userInteraction: approval.makeUserInteraction(store: opened.1),
-                        reportError: { error in Terminal.shared.write("passkey: store error: \(error)\n") }))
-            })
-    }
-
-    /// The credentials the identity index lists for `relyingPartyID`, in its order (rank, then most recently used);
-    /// nil when the index is missing or damaged, so that the store is offered as "this computer" and unlocked, which
-    /// rebuilds the index.
-    static func listing(storeURL: URL, relyingPartyID: String) -> [CredentialMetadata]? {
-        guard let index = try? CredentialIdentityIndex.read(forStore: storeURL) else { return nil }
-        return index.identities(forRelyingParty: relyingPartyID).map { identity in
-            CredentialMetadata(
-                credentialID: identity.credentialID, userHandle: identity.userHandle, userName: identity.userName,
-                userDisplayName: identity.userDisplayName, isDiscoverable: identity.isDiscoverable,
-                created: identity.creationDate, lastUsed: identity.lastUsedDate)
-        }
-    }
-}
-
-/// The passwords saved for an RP ID, offered by `client get --password`: listed from the identity index without the
-/// passphrase, the password itself read from the store only once the user picked its login.
-enum LocalPasswords {
-    static func listing(storeURL: URL, relyingPartyID: String) -> [PasswordLogin] {
-        guard let index = try? CredentialIdentityIndex.read(forStore: storeURL) else { return [] }
-        return index.passwords(forRelyingParty: relyingPartyID).compactMap { identity in
-            guard let userName = identity.userName else { return nil }
-            return PasswordLogin(id: identity.credentialID, userName: userName, service: identity.serviceIdentifier)
-        }
-    }
-
-    /// Unlocks the store, reads the picked login's password, ranks the login first and prints
-    /// `{"type":"password","id":USER,"password":PASSWORD}`.
-    static func print(_ login: PasswordLogin, store options: StoreOptions, json: Bool) async throws {
-        let store = try await options.open(create: false)
-        defer { store.close() }
-        guard let service = PasswordService(login.service),
-            let credential = try store.passwords(service: service).first(where: { $0.login.id == login.id })
-        else {
-            throw CommandFailure("the saved password for \(login.userName.siteChosen) is gone or damaged")
-        }
-        try store.recordPasswordUse(credential.login)
-        let line = PasswordPrompts.jsonObject([
-            ("type", "password"), ("id", credential.login.userName), ("password", credential.password),
-        ])
+extension PasswordPrompts {
+    /// Prints the picked login as `client get --password` does: `{"type":"password","id":USER,"password":PASSWORD}`,
+    /// after a line for the person unless the output is JSON only.
+    static func printPicked(_ credential: PasswordCredential, json: Bool) {
         if !json {
-            Swift.print("signed in with the saved password for \(login.userName.siteChosen) at \(service.text)")
+            print(
+                "signed in with the saved password for \(credential.login.userName.siteChosen) at "
+                    + credential.login.service.text)
         }
-        Swift.print(line)
+        print(
+            jsonObject([("type", "password"), ("id", credential.login.userName), ("password", credential.password)]))
     }
 }

@@ -101,17 +101,20 @@ struct WebAuthnClientOptions: ParsableArguments {
 
     /// The engine over what the flags ask for; which authenticators that is, and how links are kept, is the
     /// browser service's.
-    func makeEngine(ceremony: ClientCeremony, holder: StoreHolder) throws -> ClientEngine {
+    func makeEngine(ceremony: ClientCeremony, thisComputer: ThisComputer) throws -> ClientEngine {
         let interface = TerminalClientInterface(
             unattended: approval.unattended,
             pin: ClientPINSource.provider(environment: ProcessInfo.processInfo.environment))
         let store = store
-        let approval = approval
         let service = BrowserService(
             links: linking.computerLinks(files: store.files),
             factory: hybrid.browserFactory(
                 json: json, qrPNG: qrPNG,
-                thisComputer: { LocalPasskeys.authenticator(store: store, approval: approval, holder: holder) }))
+                thisComputer: {
+                    thisComputer.authenticator(reportError: { error in
+                        Terminal.shared.write("passkey: store error: \(error)\n")
+                    })
+                }))
         let authenticators = try service.authenticators(
             for: BrowserAuthenticators(
                 thisComputer: FileManager.default.fileExists(atPath: store.url.path),

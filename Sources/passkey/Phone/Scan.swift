@@ -127,8 +127,3 @@ extension Passkey {
         }
     }
 }
-
-/// Names of CTAP commands for status lines.
-enum CTAPCommandName {
-    static func name(_ command: UInt8) -> String { CTAPCommand(rawValue: command).name }
-}

@@ -1,0 +1,91 @@
+import CTAP2
+import Foundation
+import PasskeyStoreIO
+import Synchronization
+import WebAuthnClient
+
+/// This computer's store as the browser sees it: its passkeys as the platform authenticator and its passwords beside
+/// them. Both are listed from the identity index without the passphrase; the store is unlocked only when the
+/// ceremony uses one of them.
+public final class ThisComputer: Sendable {
+    public let access: StoreAccess
+    public let approval: ApprovalMode
+    /// Keeps the store (and its lock) open from the moment a ceremony unlocks it until the command ends.
+    private let held = Mutex<(StoreLock, SQLiteCredentialStore)?>(nil)
+
+    public init(access: StoreAccess, approval: ApprovalMode) {
+        self.access = access
+        self.approval = approval
+    }
+
+    /// The store's passkeys as the platform authenticator: listed from the index; unlocked (the passphrase asked for,
+    /// or `PASSKEY_PASSPHRASE`) and locked for serving only when the ceremony uses them. `reportError` hears the
+    /// store's own failures during the ceremony.
+    public func authenticator(reportError: @escaping @Sendable (any Error) -> Void) -> InProcessAuthenticator {
+        let access = access
+        let approval = approval
+        let storeURL = access.url
+        return InProcessAuthenticator(
+            kind: .platform, transports: [.internal],
+            listing: { relyingPartyID in Self.passkeys(storeURL: storeURL, relyingPartyID: relyingPartyID) },
+            opening: { [self] () async throws(AuthenticatorTransportError) -> Authenticator in
+                let opened: (StoreLock, SQLiteCredentialStore)
+                do {
+                    opened = try await access.openForServing(create: false)
+                } catch {
+                    throw AuthenticatorTransportError("this computer's passkey store: \(error)")
+                }
+                held.withLock { $0 = opened }
+                let store = opened.1
+                return Authenticator(
+                    configuration: .platform,
+                    environment: AuthenticatorEnvironment(
+                        store: store,
+                        userInteraction: approval.consent(
+                            interface: access.interface, verifyPassphrase: { store.verifyPassphrase($0) }),
+                        reportError: reportError))
+            })
+    }
+
+    /// The credentials the identity index lists for `relyingPartyID`, in its order (rank, then most recently used);
+    /// nil when the index is missing or damaged, so that the store is offered as "this computer" and unlocked, which
+    /// rebuilds the index.
+    public static func passkeys(storeURL: URL, relyingPartyID: String) -> [CredentialMetadata]? {
+        guard let index = try? CredentialIdentityIndex.read(forStore: storeURL) else { return nil }
+        return index.identities(forRelyingParty: relyingPartyID).map { identity in
+            CredentialMetadata(
+                credentialID: identity.credentialID, userHandle: identity.userHandle, userName: identity.userName,
+                userDisplayName: identity.userDisplayName, isDiscoverable: identity.isDiscoverable,
+                created: identity.creationDate, lastUsed: identity.lastUsedDate)
+        }
+    }
+
+    /// The passwords saved for `relyingPartyID`, offered by `client get --password`: from the index, without the
+    /// passphrase; logins without a user name are not offered.
+    public func passwords(relyingPartyID: String) -> [PasswordLogin] {
+        guard let index = try? CredentialIdentityIndex.read(forStore: access.url) else { return [] }
+        return index.passwords(forRelyingParty: relyingPartyID).compactMap { identity in
+            guard let userName = identity.userName else { return nil }
+            return PasswordLogin(id: identity.credentialID, userName: userName, service: identity.serviceIdentifier)
+        }
+    }
+
+    /// The picked login's password, read by unlocking the store; the login is ranked first for next time.
+    public func password(for login: PasswordLogin) async throws(ProviderError) -> PasswordCredential {
+        let store = try await access.open(create: false)
+        defer { store.close() }
+        do {
+            guard let service = PasswordService(login.service),
+                let credential = try store.passwords(service: service).first(where: { $0.login.id == login.id })
+            else {
+                throw ProviderError("the saved password for \"\(login.userName)\" is gone or damaged")
+            }
+            try store.recordPasswordUse(credential.login)
+            return credential
+        } catch let error as ProviderError {
+            throw error
+        } catch {
+            throw ProviderError("the saved password for \"\(login.userName)\" could not be read: \(error)")
+        }
+    }
+}
