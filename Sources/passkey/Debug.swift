@@ -94,27 +94,6 @@ struct CheckFailed: Error, CustomStringConvertible {
     init(_ description: String) { self.description = description }
 }
 
-/// Where the client's PIN comes from: PASSKEY_CLIENT_PIN (for scripts; used once, never retried), else the terminal,
-/// read without echo.
-enum ClientPINSource {
-    static func provider(environment: [String: String]) -> PINSource {
-        if let pin = environment["PASSKEY_CLIENT_PIN"] {
-            return { request in request.previousAttemptWasWrong || pin.isEmpty ? nil : pin }
-        }
-        return { request in
-            let terminal = Terminal.shared
-            var prompt = request.previousAttemptWasWrong ? "Wrong PIN. " : ""
-            prompt += "PIN for the security key" + (request.key.map { " \($0.terminalSafe)" } ?? "")
-            if let retries = request.retriesLeft { prompt += " (\(retries) \(retries == 1 ? "try" : "tries") left)" }
-            prompt += ": "
-            guard case .line(let pin) = await terminal.readSecret(prompt: prompt, timeout: .seconds(120)) else {
-                return nil
-            }
-            return pin
-        }
-    }
-}
-
 extension Passkey.Debug.SecurityKeyCommands {
     struct GetInfo: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
@@ -174,7 +153,7 @@ extension Passkey.Debug.SecurityKeyCommands {
             do {
                 outcome = try await roundTrip.run(
                     on: SecurityKeyAuthenticator(try SecurityKeySpec(parsing: key.securityKey), options: key.options()),
-                    pin: ClientPINSource.provider(environment: ProcessInfo.processInfo.environment),
+                    pin: SecurityKeyPIN.source(environment: ProcessInfo.processInfo.environment),
                     pinAttempts: ProcessInfo.processInfo.environment["PASSKEY_CLIENT_PIN"] == nil ? 3 : 1,
                     checker: try SuffixListRelyingPartyIDChecker.fromSystemList(relatedOrigins: nil),
                     random: AuthenticatorEnvironment.systemRandomBytes

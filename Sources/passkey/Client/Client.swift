@@ -83,7 +83,7 @@ struct ClientOptions: ParsableArguments {
                 authenticators: try service.authenticators(
                     for: BrowserAuthenticators(thisComputer: false, phone: linking.phone)),
                 userInterface: TerminalClientInterface(
-                    unattended: false, pin: ClientPINSource.provider(environment: ProcessInfo.processInfo.environment)),
+                    unattended: false, pin: SecurityKeyPIN.source(environment: ProcessInfo.processInfo.environment)),
                 relyingPartyIDChecker: try SuffixListRelyingPartyIDChecker.fromSystemList(relatedOrigins: nil)))
     }
 

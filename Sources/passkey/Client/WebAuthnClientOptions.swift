@@ -104,7 +104,7 @@ struct WebAuthnClientOptions: ParsableArguments {
     func makeEngine(ceremony: ClientCeremony, thisComputer: ThisComputer) throws -> ClientEngine {
         let interface = TerminalClientInterface(
             unattended: approval.unattended,
-            pin: ClientPINSource.provider(environment: ProcessInfo.processInfo.environment))
+            pin: SecurityKeyPIN.source(environment: ProcessInfo.processInfo.environment))
         let store = store
         let service = BrowserService(
             links: linking.computerLinks(files: store.files),
