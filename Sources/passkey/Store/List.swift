@@ -29,19 +29,25 @@ extension Passkey {
 
         func run() async throws {
             if verify {
-                try await listVerified()
-                return
+                // The rows themselves, checked with the passphrase, damaged ones included.
+                let entries = try await PasskeyCatalog(access: store.access())
+                    .verifiedEntries(relyingParty: relyingParty)
+                show(PasskeyListing.jsonObjects(entries), PasskeyListing.lines(entries))
+            } else {
+                let identities = try await index().passkeys.filter {
+                    relyingParty == nil || $0.serviceIdentifier == relyingParty
+                }
+                show(PasskeyListing.jsonObjects(identities), PasskeyListing.lines(identities))
             }
-            var identities = try await index().passkeys
-            if let relyingParty {
-                identities = identities.filter { $0.serviceIdentifier == relyingParty }
+        }
+
+        /// The listing as JSON, or as text (a line of its own when it is empty).
+        private func show(_ objects: [[String: Any]], _ lines: [String]) {
+            if json {
+                print(JSONOutput.text(objects))
+            } else {
+                print(lines.isEmpty ? PasskeyListing.empty(relyingParty: relyingParty) : lines.joined(separator: "\n"))
             }
-            print(
-                json
-                    ? JSONOutput.text(PasskeyListing.jsonObjects(identities))
-                    : identities.isEmpty
-                        ? PasskeyListing.empty(relyingParty: relyingParty)
-                        : PasskeyListing.lines(identities).joined(separator: "\n"))
         }
 
         /// The index, without the passphrase. A missing or damaged one is rebuilt by unlocking the store when
@@ -53,17 +59,6 @@ extension Passkey {
         /// The index of `store`, as `list` reads it (`password list` too): `PasskeyCatalog.index`.
         static func index(store: StoreOptions) async throws -> CredentialIdentityIndex {
             try await PasskeyCatalog(access: store.access()).index()
-        }
-
-        /// The listing of the rows themselves, checked with the passphrase: what `list` showed before the index.
-        private func listVerified() async throws {
-            let entries = try await PasskeyCatalog(access: store.access()).verifiedEntries(relyingParty: relyingParty)
-            print(
-                json
-                    ? JSONOutput.text(PasskeyListing.jsonObjects(entries))
-                    : entries.isEmpty
-                        ? PasskeyListing.empty(relyingParty: relyingParty)
-                        : PasskeyListing.lines(entries).joined(separator: "\n"))
         }
     }
 }
