@@ -50,6 +50,7 @@ let package = Package(
         .library(name: "RelayIO", targets: ["RelayIO"]),
         .library(name: "RelayTLSIO", targets: ["RelayTLSIO"]),
         .library(name: "WebRelyingParty", targets: ["WebRelyingParty"]),
+        .library(name: "PasskeyDemo", targets: ["PasskeyDemo"]),
         .library(name: "WebRelyingPartyIO", targets: ["WebRelyingPartyIO"]),
         .library(name: "PublicSuffix", targets: ["PublicSuffix"]),
         .library(name: "WebAuthnClient", targets: ["WebAuthnClient"]),
@@ -80,16 +81,17 @@ let package = Package(
         .target(name: "CBOR", swiftSettings: strictSettings),
         // JSON text (RFC 8259) read strictly as JavaScript's JSON.parse reads it, written as JSON.stringify writes it.
         .target(name: "JSON", swiftSettings: strictSettings),
-        .target(name: "WebAuthn", dependencies: ["Basics", "CBOR", crypto], swiftSettings: strictSettings),
+        .target(name: "WebAuthn", dependencies: ["Basics", "CBOR", "JSON", crypto], swiftSettings: strictSettings),
         .target(
             name: "CTAP2", dependencies: ["Basics", "CBOR", "WebAuthn", crypto, cryptoExtras],
             swiftSettings: strictSettings),
         .target(name: "CTAPHID", swiftSettings: strictSettings),
         .target(name: "UHID", dependencies: ["Basics"], swiftSettings: strictSettings),
         .target(
-            name: "RelyingParty", dependencies: ["Basics", "CBOR", "WebAuthn", crypto], swiftSettings: strictSettings),
+            name: "RelyingParty", dependencies: ["Basics", "CBOR", "JSON", "WebAuthn", crypto],
+            swiftSettings: strictSettings),
         .target(
-            name: "WebRelyingParty", dependencies: ["Basics", "RelyingParty", "WebAuthn", crypto],
+            name: "WebRelyingParty", dependencies: ["Basics", "JSON", "RelyingParty", "WebAuthn", crypto],
             swiftSettings: strictSettings),
         .target(name: "Hybrid", dependencies: ["Basics", "CBOR", crypto, cryptoExtras], swiftSettings: strictSettings),
         .target(name: "Relay", dependencies: ["Basics", "Hybrid"], swiftSettings: strictSettings),
@@ -255,10 +257,21 @@ let package = Package(
         .target(
             name: "TerminalIO",
             dependencies: [
-                "Basics", "CTAP2", "Hybrid", "HybridDriver", "Proximity", "PasskeyProvider", "SecurityKeyDriver",
-                "WebAuthnClient", "WebAuthnClientIO", "PasskeyStoreIO", "WebAuthn", "CBOR", "NearbyShare",
-                "NearbyShareDriver",
+                "Basics", "CTAP2", "CTAPHID", "Hybrid", "HybridDriver", "Proximity", "PasskeyProvider",
+                "SecurityKeyDriver", "WebAuthnClient", "WebAuthnClientIO", "PasskeyStoreIO", "WebAuthn", "CBOR", "JSON",
+                "PublicSuffix", "AssociatedDomains", "NearbyShare", "NearbyShareDriver",
                 crypto,
+            ],
+            swiftSettings: strictSettings
+        ),
+
+        // `passkey demo`'s story: a relay, a simulated radio, a phone and a computer in one process (driver).
+        .target(
+            name: "PasskeyDemo",
+            dependencies: [
+                "Basics", "CTAP2", "Hybrid", "HybridDriver", "HybridIO", "PasskeyProvider", "PasskeyStoreIO",
+                "ProximityIO", "RelayIO", "RelyingParty", "WebAuthnClient", "WebAuthnClientDriver", "WebRelyingParty",
+                logging,
             ],
             swiftSettings: strictSettings
         ),
@@ -273,7 +286,7 @@ let package = Package(
                 "WebAuthnClient", "WebAuthnClientIO", "WebAuthnClientDriver", "CredentialExchange", "NearbyShare",
                 "NearbyShareDriver",
                 "AssociatedDomains", "AssociatedDomainsIO", "SignedFilesIO", "PasswordRules", "PasskeyFilesIO",
-                "PasskeyProvider", "TerminalIO", argumentParser, logging, crypto,
+                "PasskeyProvider", "PasskeyDemo", "TerminalIO", argumentParser, logging, crypto,
                 nioCore,
                 nioSSL,
             ],
@@ -387,9 +400,16 @@ let package = Package(
         .testTarget(
             name: "TerminalIOTests",
             dependencies: [
-                "TerminalIO", "PasskeyProvider", "Hybrid", "HybridDriver", "Proximity", "Basics", "CTAP2",
-                "PasskeyStoreIO", "NearbyShare", "NearbyShareDriver", crypto,
+                "TerminalIO", "PasskeyProvider", "Hybrid", "HybridDriver", "Proximity", "Basics", "CTAP2", "CTAPHID",
+                "SecurityKeyDriver", "WebAuthn", "JSON", "PublicSuffix", "WebAuthnClient", "AssociatedDomains",
+                "PasskeyStoreIO", "NearbyShare",
+                "NearbyShareDriver", crypto,
             ],
+            swiftSettings: strictSettings
+        ),
+        .testTarget(
+            name: "PasskeyDemoTests",
+            dependencies: ["PasskeyDemo", "PasskeyProvider", "WebAuthnClient", "RelyingParty", "TestSupport"],
             swiftSettings: strictSettings
         ),
         .testTarget(

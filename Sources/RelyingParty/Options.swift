@@ -1,5 +1,5 @@
 import Basics
-import Foundation
+import JSON
 import WebAuthn
 
 /// The relying party as the client shows it (WebAuthn §5.4.2).
@@ -85,19 +85,24 @@ public struct RegistrationOptions: Hashable, Sendable {
     /// `PublicKeyCredentialCreationOptionsJSON` (WebAuthn §5.1.8) for `relyingParty`, the object a web
     /// page passes to `PublicKeyCredential.parseCreationOptionsFromJSON`. Keys are sorted.
     public func json(relyingParty: RelyingPartyEntity) -> [UInt8] {
-        let options = CreationOptionsJSON(
-            rp: relyingParty,
-            user: .init(id: user.id.base64URLEncodedString, name: user.name, displayName: user.displayName),
-            challenge: challenge.base64URLEncodedString,
-            pubKeyCredParams: algorithms.map { .init(type: "public-key", alg: $0.rawValue) },
-            timeout: timeout,
-            excludeCredentials: excludeCredentials.map { .init(type: "public-key", id: $0.base64URLEncodedString) },
-            authenticatorSelection: .init(
-                residentKey: residentKey.rawValue, requireResidentKey: residentKey == .required,
-                userVerification: userVerification.rawValue),
-            attestation: attestation.rawValue,
-            hints: hints.isEmpty ? nil : hints)
-        return encodeSorted(options)
+        JSONValue.sortedObject([
+            "rp": .sortedObject(["id": .string(relyingParty.id), "name": .string(relyingParty.name)]),
+            "user": .sortedObject([
+                "id": .string(user.id.base64URLEncodedString), "name": .string(user.name),
+                "displayName": .string(user.displayName),
+            ]),
+            "challenge": .string(challenge.base64URLEncodedString),
+            "pubKeyCredParams": .array(
+                algorithms.map { .sortedObject(["type": .string("public-key"), "alg": .integer($0.rawValue)]) }),
+            "timeout": timeout.map { .integer($0) },
+            "excludeCredentials": descriptors(excludeCredentials),
+            "authenticatorSelection": .sortedObject([
+                "residentKey": .string(residentKey.rawValue), "requireResidentKey": .bool(residentKey == .required),
+                "userVerification": .string(userVerification.rawValue),
+            ]),
+            "attestation": .string(attestation.rawValue),
+            "hints": hints.isEmpty ? nil : .strings(hints),
+        ]).serialized()
     }
 }
 
@@ -136,60 +141,18 @@ public struct AuthenticationOptions: Hashable, Sendable {
     /// `PublicKeyCredentialRequestOptionsJSON` (WebAuthn §5.1.9) for the RP ID `relyingPartyID`.
     /// Keys are sorted.
     public func json(relyingPartyID: String) -> [UInt8] {
-        let options = RequestOptionsJSON(
-            challenge: challenge.base64URLEncodedString,
-            timeout: timeout,
-            rpId: relyingPartyID,
-            allowCredentials: allowCredentials.map { .init(type: "public-key", id: $0.base64URLEncodedString) },
-            userVerification: userVerification.rawValue,
-            hints: hints.isEmpty ? nil : hints)
-        return encodeSorted(options)
+        JSONValue.sortedObject([
+            "challenge": .string(challenge.base64URLEncodedString),
+            "timeout": timeout.map { .integer($0) },
+            "rpId": .string(relyingPartyID),
+            "allowCredentials": descriptors(allowCredentials),
+            "userVerification": .string(userVerification.rawValue),
+            "hints": hints.isEmpty ? nil : .strings(hints),
+        ]).serialized()
     }
 }
 
-private struct CredentialDescriptorJSON: Encodable {
-    var type: String
-    var id: String
-}
-
-private struct CreationOptionsJSON: Encodable {
-    struct User: Encodable {
-        var id: String
-        var name: String
-        var displayName: String
-    }
-    struct Parameters: Encodable {
-        var type: String
-        var alg: Int
-    }
-    struct Selection: Encodable {
-        var residentKey: String
-        var requireResidentKey: Bool
-        var userVerification: String
-    }
-    var rp: RelyingPartyEntity
-    var user: User
-    var challenge: String
-    var pubKeyCredParams: [Parameters]
-    var timeout: Int?
-    var excludeCredentials: [CredentialDescriptorJSON]
-    var authenticatorSelection: Selection
-    var attestation: String
-    var hints: [String]?
-}
-
-private struct RequestOptionsJSON: Encodable {
-    var challenge: String
-    var timeout: Int?
-    var rpId: String
-    var allowCredentials: [CredentialDescriptorJSON]
-    var userVerification: String
-    var hints: [String]?
-}
-
-private func encodeSorted(_ value: some Encodable) -> [UInt8] {
-    let encoder = JSONEncoder()
-    encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
-    // These types hold only strings, integers, booleans and arrays of them, which always encode.
-    return Array((try? encoder.encode(value)) ?? Data())
+/// `PublicKeyCredentialDescriptorJSON` (WebAuthn §5.1.7) of each credential ID: `{"id", "type": "public-key"}`.
+private func descriptors(_ ids: [[UInt8]]) -> JSONValue {
+    .array(ids.map { .sortedObject(["id": .string($0.base64URLEncodedString), "type": .string("public-key")]) })
 }

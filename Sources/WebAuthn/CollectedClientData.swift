@@ -1,5 +1,6 @@
 import Basics
 import Foundation
+import JSON
 
 /// Why clientDataJSON was refused.
 public enum ClientDataError: Error, Hashable, Sendable {
@@ -45,24 +46,27 @@ public struct CollectedClientData: Hashable, Sendable {
 
     /// Parses clientDataJSON with a full JSON parser, as relying parties must (WebAuthn §7.1 step 5).
     public init(jsonBytes: [UInt8]) throws(ClientDataError) {
-        guard let object = try? JSONSerialization.jsonObject(with: Data(jsonBytes)) as? [String: Any]
-        else {
+        guard let object = try? JSONValue(parsing: jsonBytes), case .object = object else {
             throw .malformed("clientDataJSON is not a JSON object")
         }
-        guard let type = object["type"] as? String else {
+        guard case .string(let type) = object["type"] else {
             throw .malformed("type is missing or not a string")
         }
-        guard let challengeText = object["challenge"] as? String,
+        guard case .string(let challengeText) = object["challenge"],
             let challenge = [UInt8](base64URLEncoded: challengeText)
         else { throw .malformed("challenge is missing or not base64url") }
-        guard let origin = object["origin"] as? String else {
+        guard case .string(let origin) = object["origin"] else {
             throw .malformed("origin is missing or not a string")
         }
         self.type = type
         self.challenge = challenge
         self.origin = origin
-        self.crossOrigin = (object["crossOrigin"] as? Bool) ?? false
-        self.topOrigin = object["topOrigin"] as? String
+        if case .bool(true) = object["crossOrigin"] { self.crossOrigin = true } else { self.crossOrigin = false }
+        if case .string(let topOrigin) = object["topOrigin"] {
+            self.topOrigin = topOrigin
+        } else {
+            self.topOrigin = nil
+        }
     }
 
     /// CCDToString (WebAuthn §5.8.1.2): quote, escape `"` and `\`, and escape control characters.

@@ -1,5 +1,5 @@
 import Basics
-import Foundation
+import JSON
 import WebAuthn
 
 /// Why a JSON request body (options request, `RegistrationResponseJSON`, `AuthenticationResponseJSON`) was refused
@@ -33,19 +33,18 @@ public enum JSONBodyError: Error, Hashable, Sendable, CustomStringConvertible {
     }
 }
 
-/// A JSON object read with `JSONSerialization`, with typed errors that name the member's path.
+/// A JSON object read with the strict reader of `JSON` (as `JSON.parse` reads it), with typed errors that name the
+/// member's path.
 struct JSONObject {
-    private let members: [String: Any]
+    private let members: [JSONMember]
     private let path: String
 
     init(_ json: [UInt8]) throws(JSONBodyError) {
-        guard let members = try? JSONSerialization.jsonObject(with: Data(json)) as? [String: Any] else {
-            throw .notJSON
-        }
+        guard case .object(let members) = try? JSONValue(parsing: json) else { throw .notJSON }
         self.init(members: members, path: "")
     }
 
-    private init(members: [String: Any], path: String) {
+    private init(members: [JSONMember], path: String) {
         self.members = members
         self.path = path
     }
@@ -75,14 +74,14 @@ struct JSONObject {
     }
 
     /// The member, or nil when it is absent or JSON null.
-    private func value(_ key: String) -> Any? {
-        guard let value = members[key], !(value is NSNull) else { return nil }
+    private func value(_ key: String) -> JSONValue? {
+        guard let value = members.first(where: { $0.key == key })?.value, value != .null else { return nil }
         return value
     }
 
     func object(_ key: String) throws(JSONBodyError) -> JSONObject {
         guard let value = value(key) else { throw .missing(name(key)) }
-        guard let members = value as? [String: Any] else { throw .wrongType(name(key), expected: "an object") }
+        guard case .object(let members) = value else { throw .wrongType(name(key), expected: "an object") }
         return JSONObject(members: members, path: name(key) + ".")
     }
 
@@ -93,19 +92,21 @@ struct JSONObject {
 
     func optionalString(_ key: String) throws(JSONBodyError) -> String? {
         guard let value = value(key) else { return nil }
-        guard let text = value as? String else { throw .wrongType(name(key), expected: "a string") }
+        guard case .string(let text) = value else { throw .wrongType(name(key), expected: "a string") }
         return text
     }
 
     func optionalStrings(_ key: String, maximumCount: Int) throws(JSONBodyError) -> [String] {
         guard let value = value(key) else { return [] }
-        guard let array = value as? [Any] else { throw .wrongType(name(key), expected: "an array of strings") }
+        guard case .array(let array) = value else { throw .wrongType(name(key), expected: "an array of strings") }
         guard array.count <= maximumCount else {
             throw .outOfBounds(name(key), reason: "more than \(maximumCount) entries")
         }
         var strings: [String] = []
         for element in array {
-            guard let text = element as? String else { throw .wrongType(name(key), expected: "an array of strings") }
+            guard case .string(let text) = element else {
+                throw .wrongType(name(key), expected: "an array of strings")
+            }
             strings.append(text)
         }
         return strings
@@ -148,8 +149,7 @@ struct JSONObject {
 
     /// `clientExtensionResults` is required by the IDL but left out by some clients; when present it is an object.
     func checkExtensionResults() throws(JSONBodyError) {
-        if let value = value("clientExtensionResults"), !(value is [String: Any]) {
-            throw .wrongType("clientExtensionResults", expected: "an object")
-        }
+        guard let value = value("clientExtensionResults") else { return }
+        guard case .object = value else { throw .wrongType("clientExtensionResults", expected: "an object") }
     }
 }

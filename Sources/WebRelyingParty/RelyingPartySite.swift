@@ -1,5 +1,6 @@
 import Basics
 import Foundation
+import JSON
 import RelyingParty
 import WebAuthn
 
@@ -180,7 +181,7 @@ public struct RelyingPartySite: Sendable {
         Exchange(
             response: Response(
                 status: error.status, headers: jsonHeaders + headers,
-                body: encodeSorted(ErrorJSON(error: error.code.rawValue, message: error.message))),
+                body: errorJSON(error)),
             verdict: nil, stateToSave: nil)
     }
 
@@ -209,35 +210,21 @@ public struct RelyingPartySite: Sendable {
     /// `{"rpID", "origins", "accounts": [{"user", "credentialID", "registered", "signCount", "transports", …}]}`,
     /// oldest registration first.
     private func credentialsJSON() -> [UInt8] {
-        struct Account: Encodable {
-            var user: String
-            var credentialID: String
-            var registered: Date
-            var signCount: UInt32
-            var transports: [String]
-            var uvInitialized: Bool
-            var backupEligible: Bool
-            var backupState: Bool
-            var aaguid: String
-            var attestationFormat: String
-        }
-        struct Body: Encodable {
-            var rpID: String
-            var origins: [String]
-            var accounts: [Account]
-        }
         let configuration = relyingParty.configuration
-        return encodeSorted(
-            Body(
-                rpID: configuration.relyingParty.id, origins: configuration.origins.sorted(),
-                accounts: state.accounts(for: configuration.relyingParty.id).map { account in
-                    let credential = account.credential
-                    return Account(
-                        user: account.userName, credentialID: credential.id.base64URLEncodedString,
-                        registered: account.registered, signCount: credential.signCount,
-                        transports: credential.transports, uvInitialized: credential.uvInitialized,
-                        backupEligible: credential.backupEligible, backupState: credential.backupState,
-                        aaguid: credential.aaguid.description, attestationFormat: credential.attestationFormat)
-                }))
+        let accounts = state.accounts(for: configuration.relyingParty.id).map { account -> JSONValue in
+            let credential = account.credential
+            return .sortedObject([
+                "user": .string(account.userName), "credentialID": .string(credential.id.base64URLEncodedString),
+                "registered": .string(account.registered.formatted(.iso8601)),
+                "signCount": .integer(credential.signCount), "transports": .strings(credential.transports),
+                "uvInitialized": .bool(credential.uvInitialized), "backupEligible": .bool(credential.backupEligible),
+                "backupState": .bool(credential.backupState), "aaguid": .string(credential.aaguid.description),
+                "attestationFormat": .string(credential.attestationFormat),
+            ])
+        }
+        return JSONValue.sortedObject([
+            "rpID": .string(configuration.relyingParty.id), "origins": .strings(configuration.origins.sorted()),
+            "accounts": .array(accounts),
+        ]).serialized()
     }
 }

@@ -1,5 +1,5 @@
 import Basics
-import Foundation
+import JSON
 import RelyingParty
 import WebAuthn
 
@@ -74,33 +74,30 @@ public enum Verdict: Hashable, Sendable {
     public var json: [UInt8] {
         switch self {
         case .registered(let verdict):
-            let credential = verdict.credential
-            return encodeSorted(
-                VerdictJSON(
-                    verdict: "ok", ceremony: CeremonyKind.registration.rawValue, user: verdict.userName,
-                    credentialID: credential.id.base64URLEncodedString, userVerified: verdict.userVerified,
-                    signCount: credential.signCount, transports: credential.transports,
-                    authenticatorAttachment: verdict.authenticatorAttachment,
-                    attestationFormat: credential.attestationFormat,
-                    attestationType: credential.attestationType.rawValue, aaguid: credential.aaguid.description,
-                    backupEligible: credential.backupEligible, backupState: credential.backupState))
+            return Self.accepted(verdict, ceremony: .registration).serialized()
         case .authenticated(let verdict):
-            let credential = verdict.credential
-            return encodeSorted(
-                VerdictJSON(
-                    verdict: "ok", ceremony: CeremonyKind.authentication.rawValue, user: verdict.userName,
-                    credentialID: credential.id.base64URLEncodedString, userVerified: verdict.userVerified,
-                    signCount: credential.signCount, transports: credential.transports,
-                    authenticatorAttachment: verdict.authenticatorAttachment,
-                    backupEligible: credential.backupEligible, backupState: credential.backupState))
+            return Self.accepted(verdict, ceremony: .authentication).serialized()
         case .refused(let ceremony, let error, let userName):
-            return encodeSorted(
-                ErrorJSON(
-                    error: error.code.rawValue, message: error.message, verdict: "refused",
-                    ceremony: ceremony.rawValue, user: userName))
+            return errorJSON(error, ceremony: ceremony, userName: userName)
         case .clientError(let result):
-            return encodeSorted(["recorded": result.ceremony])
+            return JSONValue.sortedObject(["recorded": .string(result.ceremony)]).serialized()
         }
+    }
+
+    /// A verified response's answer; a registration's also names its attestation.
+    private static func accepted(_ verdict: AcceptedResponse, ceremony: CeremonyKind) -> JSONValue {
+        let credential = verdict.credential
+        let registration = ceremony == .registration
+        return .sortedObject([
+            "verdict": .string("ok"), "ceremony": .string(ceremony.rawValue), "user": .string(verdict.userName),
+            "credentialID": .string(credential.id.base64URLEncodedString), "userVerified": .bool(verdict.userVerified),
+            "signCount": .integer(credential.signCount), "transports": .strings(credential.transports),
+            "authenticatorAttachment": verdict.authenticatorAttachment.map { .string($0) },
+            "attestationFormat": registration ? .string(credential.attestationFormat) : nil,
+            "attestationType": registration ? .string(credential.attestationType.rawValue) : nil,
+            "aaguid": registration ? .string(credential.aaguid.description) : nil,
+            "backupEligible": .bool(credential.backupEligible), "backupState": .bool(credential.backupState),
+        ])
     }
 
     /// The HTTP status of the answer.
@@ -135,35 +132,10 @@ public enum Verdict: Hashable, Sendable {
 private let hexDigits = Array("0123456789ABCDEF")
 
 /// `{"error": code, "message": …}`, with the ceremony details when there are any.
-struct ErrorJSON: Encodable {
-    var error: String
-    var message: String
-    var verdict: String?
-    var ceremony: String?
-    var user: String?
-}
-
-private struct VerdictJSON: Encodable {
-    var verdict: String
-    var ceremony: String
-    var user: String
-    var credentialID: String
-    var userVerified: Bool
-    var signCount: UInt32
-    var transports: [String]
-    var authenticatorAttachment: String?
-    var attestationFormat: String?
-    var attestationType: String?
-    var aaguid: String?
-    var backupEligible: Bool
-    var backupState: Bool
-}
-
-/// JSON with sorted keys and unescaped slashes; dates in ISO 8601.
-func encodeSorted(_ value: some Encodable) -> [UInt8] {
-    let encoder = JSONEncoder()
-    encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
-    encoder.dateEncodingStrategy = .iso8601
-    // Only strings, numbers, booleans, dates and arrays and optionals of them are encoded here: these always encode.
-    return Array((try? encoder.encode(value)) ?? Data("{}".utf8))
+func errorJSON(_ error: WebRelyingPartyError, ceremony: CeremonyKind? = nil, userName: String? = nil) -> [UInt8] {
+    JSONValue.sortedObject([
+        "error": .string(error.code.rawValue), "message": .string(error.message),
+        "verdict": ceremony == nil ? nil : .string("refused"), "ceremony": ceremony.map { .string($0.rawValue) },
+        "user": userName.map { .string($0) },
+    ]).serialized()
 }

@@ -1,14 +1,10 @@
 import ArgumentParser
 import Basics
 import CTAP2
-import CTAPHID
-import Crypto
 import Foundation
 import PasskeyProvider
 import SecurityKeyDriver
-import Synchronization
 import TerminalIO
-import WebAuthn
 import WebAuthnClient
 import WebAuthnClientDriver
 
@@ -61,30 +57,8 @@ struct SecurityKeyOptionGroup: ParsableArguments {
     func options() -> SecurityKeyOptions {
         var options = SecurityKeyOptions()
         options.requestTimeout = .seconds(timeout)
-        let busyTold = Once()
-        options.onStatus = { status in
-            switch status {
-            case .touchNeeded: Terminal.shared.write("passkey: touch your security key\n")
-            case .busyElsewhere:
-                if busyTold.first() {
-                    Terminal.shared.write("passkey: the key is busy with another program; waiting\n")
-                }
-            case .processing: break
-            }
-        }
+        options.onStatus = SecurityKeyLines.statusReporter()
         return options
-    }
-}
-
-/// True the first time it is asked, false afterwards.
-final class Once: Sendable {
-    private let done = Mutex(false)
-
-    func first() -> Bool {
-        done.withLock { done in
-            defer { done = true }
-            return !done
-        }
     }
 }
 
@@ -104,24 +78,11 @@ extension Passkey.Debug.SecurityKeyCommands {
         func run() async throws {
             let securityKey = try await key.open()
             defer { Task { await securityKey.close() } }
-            let device = securityKey.deviceInfo
             let info = try await securityKey.getInfo()
-            var capabilities: [String] = []
-            if device.capabilities.contains(.wink) { capabilities.append("wink") }
-            if device.capabilities.contains(.cbor) { capabilities.append("cbor") }
-            if device.capabilities.contains(.nmsg) { capabilities.append("nmsg") }
-            let version = device.deviceVersion
-            print("security key: \(securityKey.name.terminalSafe)")
-            print(
-                "ctaphid: protocol \(device.protocolVersion), device \(version.major).\(version.minor).\(version.build), "
-                    + "capabilities \(capabilities.joined(separator: " "))")
-            print("versions: \(info.versions.map(\.terminalSafe).joined(separator: " "))")
-            print("aaguid: \(AAGUID(bytes: info.aaguid)?.description ?? info.aaguid.hexString)")
-            let options = info.options.sorted { $0.key < $1.key }.map { $0.value ? $0.key : "no\($0.key)" }
-            print("options: \(options.map(\.terminalSafe).joined(separator: " "))")
-            print("pinUvAuthProtocols: \(info.pinUvAuthProtocols.map { String($0.rawValue) }.joined(separator: " "))")
-            print("transports: \(info.transports.map(\.terminalSafe).joined(separator: " "))")
-            print("extensions: \(info.extensions.map(\.terminalSafe).joined(separator: " "))")
+            for line in SecurityKeyLines.description(name: securityKey.name, device: securityKey.deviceInfo, info: info)
+            {
+                print(line)
+            }
             await securityKey.close()
         }
     }
@@ -159,44 +120,19 @@ extension Passkey.Debug.SecurityKeyCommands {
                     random: AuthenticatorEnvironment.systemRandomBytes
                 ) { credentialID, format, flags in
                     Terminal.shared.write(
-                        "passkey: makeCredential OK: credential \(credentialID.hexString.prefix(16))…, format "
-                            + "\(format.terminalSafe), flags \(Self.flags(flags))\n")
+                        SecurityKeyLines.madeCredential(id: credentialID, format: format, flags: flags))
                 }
             } catch let error as ProviderError {
                 throw CheckFailed(error.message)
             }
-            let (registration, authentication) = (outcome.registration, outcome.authentication)
             Terminal.shared.write(
                 "passkey: getAssertion OK: signature verified with the registered key, flags "
-                    + "\(Self.flags(outcome.authenticationFlags))\n")
+                    + "\(SecurityKeyLines.flags(outcome.authenticationFlags))\n")
             if json {
-                let object: [String: Any] = [
-                    "rpId": rp, "origin": outcome.origin, "credentialId": registration.id.base64URLEncodedString,
-                    "registration": [
-                        "clientDataJSON": registration.clientDataJSON.base64URLEncodedString,
-                        "attestationObject": registration.attestationObject.base64URLEncodedString,
-                        "challenge": outcome.registrationChallenge.base64URLEncodedString,
-                    ],
-                    "authentication": [
-                        "clientDataJSON": authentication.clientDataJSON.base64URLEncodedString,
-                        "authenticatorData": authentication.authenticatorData.base64URLEncodedString,
-                        "signature": authentication.signature.base64URLEncodedString,
-                        "challenge": outcome.authenticationChallenge.base64URLEncodedString,
-                    ],
-                    "userVerified": outcome.userVerified,
-                ]
-                let data = try JSONSerialization.data(withJSONObject: object, options: [.sortedKeys])
-                print(String(decoding: data, as: UTF8.self))
+                print(String(decoding: outcome.json(relyingPartyID: rp), as: UTF8.self))
             } else {
                 print("round trip: ok")
             }
-        }
-
-        private static func flags(_ flags: AuthenticatorFlags) -> String {
-            var names: [String] = []
-            if flags.contains(.userPresent) { names.append("UP") }
-            if flags.contains(.userVerified) { names.append("UV") }
-            return names.isEmpty ? "none" : names.joined(separator: " ")
         }
     }
 }

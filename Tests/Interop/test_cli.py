@@ -81,28 +81,10 @@ def test_list_delete_and_info(populated_store):
     assert info["aaguid"] == "8391e378-32c7-4aa5-ad16-6f0cf4ad7b23"
     assert info["passkeys"] == 1
     assert info["kdf"].startswith("scrypt(")
-    # The same store in three roles: getInfo transports, user verification and options per command.
-    key_options = {
-        "rk": True, "up": True, "clientPin": False, "pinUvAuthToken": True, "makeCredUvNotRqd": True,
-        "credMgmt": True, "authnrCfg": True, "setMinPINLength": True, "alwaysUv": False, "largeBlobs": True,
-    }
-    assert info["modes"] == [
-        {"command": "serve", "role": "security key over uhid or UDP (CTAPHID)", "transports": ["usb"],
-         "userVerification": "whenRequested", "attestation": "packed",
-         "options": dict(key_options, uv=True, uvAcfg=True)},
-        {"command": "serve --pin-only", "role": "security key with a PIN only, like most hardware keys",
-         "transports": ["usb"], "userVerification": "pinOnly", "attestation": "packed", "options": key_options},
-        {"command": "scan", "role": "phone over hybrid (caBLE v2)", "transports": ["hybrid"],
-         "userVerification": "always", "attestation": "none", "options": {"rk": True, "up": True, "uv": True}},
-    ]
+    # The modes, their getInfo options and the text layout: AuthenticatorReportTests (Swift).
+    assert [mode["command"] for mode in info["modes"]] == ["serve", "serve --pin-only", "scan"]
     text = run("info", "--store", path).stdout
-    assert "  serve            security key over uhid or UDP (CTAPHID)\n                   transports usb;" in text
-    assert (
-        "  serve --pin-only security key with a PIN only, like most hardware keys\n"
-        "                   transports usb; no built-in user verification: the PIN verifies, once a platform has set one\n"
-        "                   options rk, up, noclientPin, pinUvAuthToken, makeCredUvNotRqd," in text
-    )
-    assert "  scan             phone over hybrid (caBLE v2)\n                   transports hybrid; user verification for every request" in text
+    assert "  passkeys    1\n" in text
 
 
 def test_bad_stores_get_clear_errors_and_stay_untouched(populated_store, store_dir):

@@ -1,5 +1,7 @@
+import Basics
 import CTAP2
 import Crypto
+import JSON
 import PasskeyProvider
 import Synchronization
 import Testing
@@ -75,6 +77,33 @@ struct SecurityKeyRoundTripTests {
         #expect(outcome.authentication.id == outcome.registration.id)
         #expect(pins.asked == Array(repeating: PINRequest(relyingPartyID: "example.com", retriesLeft: 8), count: 2))
         #expect(try key.store.allCredentials().map(\.id) == [outcome.registration.id])
+
+        // `--json`: what a relying party receives, every byte string in base64url, keys sorted.
+        let json = try JSONValue(parsing: outcome.json(relyingPartyID: "example.com"))
+        guard case .object(let members) = json else {
+            Issue.record("the round trip's JSON is \(json.typeName), not an object")
+            return
+        }
+        #expect(
+            members.map(\.key) == ["authentication", "credentialId", "origin", "registration", "rpId", "userVerified"])
+        #expect(json["rpId"] == .string("example.com"))
+        #expect(json["origin"] == .string("https://example.com"))
+        #expect(json["credentialId"] == .string(outcome.registration.id.base64URLEncodedString))
+        #expect(json["userVerified"] == .bool(true))
+        #expect(
+            json["registration"]?["attestationObject"]
+                == .string(outcome.registration.attestationObject.base64URLEncodedString))
+        #expect(json["registration"]?["challenge"] == .string(outcome.registrationChallenge.base64URLEncodedString))
+        #expect(
+            json["authentication"]?["signature"] == .string(outcome.authentication.signature.base64URLEncodedString))
+        #expect(
+            json["authentication"]?["authenticatorData"]
+                == .string(outcome.authentication.authenticatorData.base64URLEncodedString))
+        #expect(
+            json["authentication"]?["challenge"] == .string(outcome.authenticationChallenge.base64URLEncodedString))
+        #expect(
+            json["authentication"]?["clientDataJSON"]
+                == .string(outcome.authentication.clientDataJSON.base64URLEncodedString))
     }
 
     /// A key without a PIN, and no user verification asked for: presence only.

@@ -39,6 +39,28 @@ public struct SecurityKeyRoundTrip: Sendable {
         public var registrationFlags: AuthenticatorFlags
         public var authenticationFlags: AuthenticatorFlags
         public var userVerified: Bool { authenticationFlags.contains(.userVerified) }
+
+        /// What a relying party receives from both ceremonies, for checking elsewhere: one JSON object with sorted
+        /// keys, `rpId`, `origin`, `credentialId`, `registration` and `authentication` (their bytes and challenges in
+        /// base64url) and `userVerified`.
+        public func json(relyingPartyID: String) -> [UInt8] {
+            JSONValue.sortedObject([
+                "rpId": .string(relyingPartyID), "origin": .string(origin),
+                "credentialId": .string(registration.id.base64URLEncodedString),
+                "registration": .sortedObject([
+                    "clientDataJSON": .string(registration.clientDataJSON.base64URLEncodedString),
+                    "attestationObject": .string(registration.attestationObject.base64URLEncodedString),
+                    "challenge": .string(registrationChallenge.base64URLEncodedString),
+                ]),
+                "authentication": .sortedObject([
+                    "clientDataJSON": .string(authentication.clientDataJSON.base64URLEncodedString),
+                    "authenticatorData": .string(authentication.authenticatorData.base64URLEncodedString),
+                    "signature": .string(authentication.signature.base64URLEncodedString),
+                    "challenge": .string(authenticationChallenge.base64URLEncodedString),
+                ]),
+                "userVerified": .bool(userVerified),
+            ]).serialized()
+        }
     }
 
     /// The origin the ceremonies run for: `https://` and the RP ID.

@@ -2,6 +2,7 @@ import ArgumentParser
 import AssociatedDomains
 import AssociatedDomainsIO
 import Foundation
+import JSON
 import SignedFilesIO
 import TerminalIO
 import WebAuthnClientIO
@@ -85,22 +86,10 @@ extension Passkey.Domains {
 
         static func print(_ verdict: CheckVerdict, entitlement: Entitlement, app: AppID, json: Bool) {
             if json {
-                let object: [String: Any] = [
-                    "state": verdict.state.rawValue, "reason": verdict.reason, "url": verdict.url,
-                    "status": verdict.status ?? NSNull(), "entitlement": entitlement.description,
-                    "app": app.description, "signer": verdict.signer ?? NSNull(),
-                ]
-                let data =
-                    (try? JSONSerialization.data(
-                        withJSONObject: object, options: [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]))
-                    ?? Data()
-                Swift.print(String(decoding: data, as: UTF8.self))
+                let text = DomainLines.verdictJSON(verdict, entitlement: entitlement, app: app).serialized(.pretty)
+                Swift.print(String(decoding: text, as: UTF8.self))
             } else {
-                Swift.print("state    \(verdict.state.rawValue)")
-                Swift.print("reason   \(verdict.reason.terminalSafe)")
-                Swift.print("url      \(verdict.url.terminalSafe)")
-                Swift.print("status   \(verdict.status.map(String.init) ?? "none")")
-                if let signer = verdict.signer { Swift.print("signer   \(signer.terminalSafe)") }
+                DomainLines.verdict(verdict).forEach { Swift.print($0) }
             }
         }
     }
@@ -115,26 +104,9 @@ extension Passkey.Domains {
         func run() async throws {
             let table = try ApprovalTableFile(url: store.files.domainApprovals).load()
             if json {
-                let objects: [[String: Any]] = table.entries.map { entry in
-                    [
-                        "entitlement": entry.entitlement, "app": entry.app, "state": entry.state.rawValue,
-                        "reason": entry.reason, "checked": ISO8601DateFormatter().string(from: entry.checked),
-                        "url": entry.url, "status": entry.status ?? NSNull(), "signer": entry.signer ?? NSNull(),
-                    ]
-                }
-                let data = try JSONSerialization.data(
-                    withJSONObject: objects, options: [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes])
-                print(String(decoding: data, as: UTF8.self))
-                return
-            }
-            guard !table.entries.isEmpty else {
-                print("No domains checked yet (passkey domains check DOMAIN --app ID).")
-                return
-            }
-            for entry in table.entries {
-                let checked = ISO8601DateFormatter().string(from: entry.checked)
-                print("\(entry.entitlement)  \(entry.app)  \(entry.state.rawValue)  \(checked)".terminalSafe)
-                print("    \(entry.reason.terminalSafe)")
+                print(String(decoding: DomainLines.tableJSON(table).serialized(.pretty), as: UTF8.self))
+            } else {
+                DomainLines.table(table).forEach { print($0) }
             }
         }
     }

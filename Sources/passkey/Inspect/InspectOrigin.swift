@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import JSON
 import PublicSuffix
 import TerminalIO
 import WebAuthnClient
@@ -88,26 +89,11 @@ extension Passkey.Inspect {
                 verdict = RelyingPartyIDCheck.evaluate(origin: origin, rpID: rpID, list: list)
             }
             if json {
-                let data = try JSONSerialization.data(
-                    withJSONObject: Self.object(verdict),
-                    options: [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes])
-                print(String(decoding: data, as: UTF8.self))
+                print(String(decoding: OriginCheckLines.json(verdict).serialized(.pretty), as: UTF8.self))
             } else {
-                print("valid    \(verdict.valid ? "yes" : "no")")
-                print("reason   \(verdict.reason.terminalSafe)")
-                print("rule     \(verdict.rule.rawValue)")
-                print("origin   \(verdict.origin.terminalSafe)")
-                print("RP ID    \(verdict.rpID?.terminalSafe ?? "none")")
+                OriginCheckLines.text(verdict).forEach { print($0) }
             }
             if !verdict.valid { throw ExitCode(1) }
-        }
-
-        /// The JSON form of a verdict: `valid`, `reason`, `rule`, `origin` and `rpId` (null when there is none).
-        static func object(_ verdict: RelyingPartyIDVerdict) -> [String: Any] {
-            [
-                "valid": verdict.valid, "reason": verdict.reason, "rule": verdict.rule.rawValue,
-                "origin": verdict.origin, "rpId": verdict.rpID ?? NSNull(),
-            ]
         }
 
         /// Prints `passkey: …` and exits 2: the question could not be asked.
@@ -128,24 +114,8 @@ extension Passkey.Inspect {
             }
             var output = Data()
             for line in data.split(separator: UInt8(ascii: "\n"), omittingEmptySubsequences: false) {
-                var text = String(decoding: line, as: UTF8.self)
-                if text.hasSuffix("\r") { text.removeLast() }
-                if text.isEmpty { continue }
-                let fields = text.split(separator: "\t", maxSplits: 1, omittingEmptySubsequences: false)
-                let rpID = fields.count > 1 ? String(fields[1]) : nil
-                var object: [String: Any]
-                do {
-                    let origin = try WebOrigin(url: String(fields[0]))
-                    object = Self.object(RelyingPartyIDCheck.evaluate(origin: origin, rpID: rpID, list: list))
-                } catch {
-                    object = [
-                        "valid": false, "rule": "badURL", "reason": "\(fields[0].prefix(200)) is not a URL: \(error)",
-                        "origin": NSNull(), "rpId": rpID ?? NSNull(),
-                    ]
-                }
-                output.append(
-                    try JSONSerialization.data(withJSONObject: object, options: [.sortedKeys, .withoutEscapingSlashes]))
-                output.append(UInt8(ascii: "\n"))
+                guard let verdict = OriginCheckLines.batch(line: line, list: list) else { continue }
+                output.append(contentsOf: verdict.serialized() + [UInt8(ascii: "\n")])
                 if output.count > 1 << 20 {
                     FileHandle.standardOutput.write(output)
                     output.removeAll(keepingCapacity: true)
