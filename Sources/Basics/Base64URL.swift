@@ -48,13 +48,20 @@ extension Array where Element == UInt8 {
         self = Array(data)
     }
 
+    /// Decodes base64url without padding, as browsers write it (`=` is refused rather than guessed at).
+    public init?(unpaddedBase64URLEncoded text: some StringProtocol) {
+        guard !text.utf8.contains(UInt8(ascii: "=")), let bytes = [UInt8](base64URLEncoded: String(text)) else {
+            return nil
+        }
+        self = bytes
+    }
+
     /// Decodes unpadded base64url only in its one canonical form: no padding and no unused bits set, so that every
     /// accepted text re-encodes to itself (as Chromium writes contact IDs, `Base64UrlEncodePolicy::OMIT_PADDING`).
     public init?(canonicalBase64URLEncoded text: some StringProtocol) {
-        let text = String(text)
-        guard !text.utf8.contains(UInt8(ascii: "=")), let bytes = [UInt8](base64URLEncoded: text),
-            bytes.base64URLEncodedString == text
-        else { return nil }
+        guard let bytes = [UInt8](unpaddedBase64URLEncoded: text), bytes.base64URLEncodedString == String(text) else {
+            return nil
+        }
         self = bytes
     }
 }

@@ -120,7 +120,7 @@ struct JSONObject {
     /// Unpadded base64url: browsers never pad, so `=` is refused rather than guessed at.
     func optionalBytes(_ key: String) throws(JSONBodyError) -> [UInt8]? {
         guard let text = try optionalString(key) else { return nil }
-        guard !text.utf8.contains(UInt8(ascii: "=")), let bytes = [UInt8](base64URLEncoded: text) else {
+        guard let bytes = [UInt8](unpaddedBase64URLEncoded: text) else {
             throw .notBase64URL(name(key))
         }
         return bytes

@@ -64,6 +64,16 @@ struct Base64URLTests {
         #expect([UInt8](canonicalBase64URLEncoded: text) == nil)
     }
 
+    /// The unpadded decoder takes what browsers write, unused bits included, and refuses padding.
+    @Test func theUnpaddedDecoderRefusesOnlyPaddingAndNonBase64URL() {
+        #expect([UInt8](unpaddedBase64URLEncoded: "Zm8") == Array("fo".utf8))
+        #expect([UInt8](unpaddedBase64URLEncoded: "_x") == [0xFF])
+        #expect([UInt8](unpaddedBase64URLEncoded: "") == [])
+        for text in ["Zm8=", "Zg==", "Zm9v+", "Zm9v/", "a", "Zm 8"] {
+            #expect([UInt8](unpaddedBase64URLEncoded: text) == nil, "\(text)")
+        }
+    }
+
     /// The byte-level decoder agrees with the plain statement of its rule (Foundation's decoder after swapping the
     /// alphabet, padding only at the end and completing a group) on 20,000 random texts near the alphabet.
     @Test func agreesWithTheRuleOnRandomText() {

@@ -22,8 +22,6 @@ public final class ThisComputer: Sendable {
     /// or `PASSKEY_PASSPHRASE`) and locked for serving only when the ceremony uses them. `reportError` hears the
     /// store's own failures during the ceremony.
     public func authenticator(reportError: @escaping @Sendable (any Error) -> Void) -> InProcessAuthenticator {
-        let access = access
-        let approval = approval
         let storeURL = access.url
         return InProcessAuthenticator(
             kind: .platform, transports: [.internal],
