@@ -121,6 +121,19 @@ public struct ApprovalTable: Hashable, Sendable {
     /// The last file fetched from `domain` (`host[:port]`), nil when the last check found none.
     public func lastFile(domain: String) -> [UInt8]? { files[domain] }
 
+    /// The domain whose last file decides a link for `domains match`: `domain` as given (`host[:port]`), else the
+    /// link's host and port, in lower case and without `:443`, as `lastFile(domain:)` keys them; nil when no domain
+    /// is given and the link is not a URL with a host.
+    public static func fileDomain(given domain: String?, link: String) -> String? {
+        if let domain {
+            let lowered = domain.lowercased()
+            return lowered.hasSuffix(":443") ? String(lowered.dropLast(4)) : lowered
+        }
+        guard let components = URLComponents(string: link), let host = components.host?.lowercased(), !host.isEmpty
+        else { return nil }
+        return components.port.map { $0 == 443 ? host : "\(host):\($0)" } ?? host
+    }
+
     /// Records a check's verdict. A file is kept for the domain; a denial without a file removes the one kept (the
     /// site no longer serves one), while a pending check keeps it (the platform goes on using what it had).
     public mutating func record(_ verdict: CheckVerdict, entitlement: Entitlement, app: AppID, at time: Date) {

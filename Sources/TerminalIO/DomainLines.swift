@@ -51,4 +51,53 @@ public enum DomainLines {
                 ])
             })
     }
+
+    /// `domains match`: the verdict, its reason, and the rule that decided with its form.
+    public static func link(_ verdict: LinkVerdict) -> [String] {
+        var lines = ["verdict  \(verdict.outcome.rawValue)", "reason   \(verdict.reason.terminalSafe)"]
+        if let rule = verdict.rule {
+            lines.append("rule     \(rule.location.terminalSafe)  \(rule.pattern.terminalSafe)")
+            lines.append("form     \(rule.form.rawValue) (\(rule.form))")
+        }
+        return lines
+    }
+
+    /// `verdict`, `reason`, `form` and `rule` (`location`, `detail`, `index`, `pattern`); null without a rule.
+    public static func linkJSON(_ verdict: LinkVerdict) -> JSONValue {
+        .sortedObject([
+            "verdict": .string(verdict.outcome.rawValue), "reason": .string(verdict.reason),
+            "form": verdict.rule.map { .string($0.form.rawValue) } ?? .null,
+            "rule": verdict.rule.map { rule in
+                .sortedObject([
+                    "location": .string(rule.location), "detail": .integer(rule.detail),
+                    "index": .integer(rule.index), "pattern": .string(rule.pattern),
+                ])
+            } ?? .null,
+        ])
+    }
+
+    /// `inspect banner`: the Smart App Banner's app ID, argument and affiliate data; ignored keys and extra tags.
+    public static func banner(_ banner: SmartAppBanner) -> [String] {
+        var lines = [
+            "app-id          \(banner.appID.terminalSafe)",
+            "app-argument    \(banner.appArgument?.terminalSafe ?? "absent")",
+            "affiliate-data  \(banner.affiliateData?.terminalSafe ?? "absent")",
+        ]
+        if !banner.unknownKeys.isEmpty {
+            lines.append("ignored keys    \(banner.unknownKeys.map(\.terminalSafe).joined(separator: ", "))")
+        }
+        if banner.tagCount > 1 {
+            lines.append("note            the page has \(banner.tagCount) apple-itunes-app tags; only the first counts")
+        }
+        return lines
+    }
+
+    /// `appId`, `appArgument`, `affiliateData` (null when absent), `unknownKeys` and `tags`.
+    public static func bannerJSON(_ banner: SmartAppBanner) -> JSONValue {
+        .sortedObject([
+            "appId": .string(banner.appID), "appArgument": banner.appArgument.map { .string($0) } ?? .null,
+            "affiliateData": banner.affiliateData.map { .string($0) } ?? .null,
+            "unknownKeys": .strings(banner.unknownKeys), "tags": .integer(banner.tagCount),
+        ])
+    }
 }

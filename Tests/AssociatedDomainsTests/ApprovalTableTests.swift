@@ -33,6 +33,17 @@ struct ApprovalTableTests {
         #expect(throws: ApprovalTableError(.invalidEntitlement, "")) { try Entitlement(text) }
     }
 
+    /// `domains match` finds the last file by the domain given, else by the link's host and port.
+    @Test func theFileDomainIsTheGivenOneOrTheLinksInLowerCaseWithout443() {
+        #expect(ApprovalTable.fileDomain(given: "Example.COM:443", link: "https://x.test/") == "example.com")
+        #expect(ApprovalTable.fileDomain(given: "example.com:8443", link: "") == "example.com:8443")
+        #expect(ApprovalTable.fileDomain(given: nil, link: "https://Shop.Example.com/a") == "shop.example.com")
+        #expect(ApprovalTable.fileDomain(given: nil, link: "https://example.com:443/a") == "example.com")
+        #expect(ApprovalTable.fileDomain(given: nil, link: "https://example.com:8443/a") == "example.com:8443")
+        #expect(ApprovalTable.fileDomain(given: nil, link: "not a link") == nil)
+        #expect(ApprovalTable.fileDomain(given: nil, link: "/relative/path") == nil)
+    }
+
     @Test func entriesAreManyToManyAndReplacedByTheNextCheck() throws {
         var table = ApprovalTable()
         let web = try Entitlement("webcredentials:example.com")

@@ -2,6 +2,7 @@ import ArgumentParser
 import AssociatedDomains
 import AssociatedDomainsIO
 import Foundation
+import JSON
 import PasskeyFilesIO
 import TerminalIO
 
@@ -63,14 +64,9 @@ extension Passkey.Domains {
             }
             let verdict = association.match(url: url, app: appID, domain: domain)
             if json {
-                print(try DomainFiles.jsonText(Self.object(verdict)))
+                print(String(decoding: DomainLines.linkJSON(verdict).serialized(.pretty), as: UTF8.self))
             } else {
-                print("verdict  \(verdict.outcome.rawValue)")
-                print("reason   \(verdict.reason.terminalSafe)")
-                if let rule = verdict.rule {
-                    print("rule     \(rule.location.terminalSafe)  \(rule.pattern.terminalSafe)")
-                    print("form     \(rule.form.rawValue) (\(rule.form))")
-                }
+                DomainLines.link(verdict).forEach { print($0) }
             }
             if verdict.outcome != .open { throw ExitCode(1) }
         }
@@ -78,16 +74,8 @@ extension Passkey.Domains {
         /// The file the last `domains check` of --domain (default: the link's host and port) fetched, from the
         /// approval table beside the store.
         func lastCheckedFile() throws -> ([UInt8], String) {
-            let key: String
-            if let domain {
-                key =
-                    domain.lowercased().hasSuffix(":443")
-                    ? String(domain.lowercased().dropLast(4)) : domain.lowercased()
-            } else {
-                guard let components = URLComponents(string: url), let host = components.host?.lowercased() else {
-                    throw CommandFailure("\(url.terminalSafe) is not a URL", exitCode: 2)
-                }
-                key = components.port.map { $0 == 443 ? host : "\(host):\($0)" } ?? host
+            guard let key = ApprovalTable.fileDomain(given: domain, link: url) else {
+                throw CommandFailure("\(url.terminalSafe) is not a URL", exitCode: 2)
             }
             let table: ApprovalTable
             do {
@@ -103,25 +91,9 @@ extension Passkey.Domains {
             }
             return (bytes, "the file last fetched from \(key)")
         }
-
-        /// `verdict`, `reason`, `form` (`2015`, `ios9`, `ios13`, or null when no rule decided) and `rule`
-        /// (`location`, `detail`, `index`, `pattern`, or null).
-        static func object(_ verdict: LinkVerdict) -> [String: Any] {
-            var object: [String: Any] = [
-                "verdict": verdict.outcome.rawValue, "reason": verdict.reason, "form": NSNull(), "rule": NSNull(),
-            ]
-            if let rule = verdict.rule {
-                object["form"] = rule.form.rawValue
-                object["rule"] = [
-                    "location": rule.location, "detail": rule.detail, "index": rule.index, "pattern": rule.pattern,
-                ]
-            }
-            return object
-        }
     }
 }
 
-/// Reading the files `domains` and `inspect banner` take, and printing their JSON.
 enum DomainFiles {
     /// The bytes of `path` (`-` for standard input), refused past `limit` bytes; failures exit 2.
     static func read(_ path: String, limit: Int, what: String) throws -> [UInt8] {
@@ -144,12 +116,6 @@ enum DomainFiles {
             throw CommandFailure("the \(what) \(path) is larger than \(limit) bytes", exitCode: 2)
         }
         return bytes
-    }
-
-    static func jsonText(_ object: [String: Any]) throws -> String {
-        let data = try JSONSerialization.data(
-            withJSONObject: object, options: [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes])
-        return String(decoding: data, as: UTF8.self)
     }
 }
 

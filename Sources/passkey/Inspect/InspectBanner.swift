@@ -1,6 +1,7 @@
 import ArgumentParser
 import AssociatedDomains
 import Foundation
+import JSON
 import TerminalIO
 import WebAuthnClient
 import WebAuthnClientIO
@@ -35,22 +36,9 @@ extension Passkey.Inspect {
                 throw CommandFailure(error.message, exitCode: 1)
             }
             if json {
-                print(
-                    try DomainFiles.jsonText([
-                        "appId": banner.appID, "appArgument": banner.appArgument ?? NSNull(),
-                        "affiliateData": banner.affiliateData ?? NSNull(), "unknownKeys": banner.unknownKeys,
-                        "tags": banner.tagCount,
-                    ]))
-                return
-            }
-            print("app-id          \(banner.appID)")
-            print("app-argument    \(banner.appArgument?.terminalSafe ?? "absent")")
-            print("affiliate-data  \(banner.affiliateData?.terminalSafe ?? "absent")")
-            if !banner.unknownKeys.isEmpty {
-                print("ignored keys    \(banner.unknownKeys.map(\.terminalSafe).joined(separator: ", "))")
-            }
-            if banner.tagCount > 1 {
-                print("note            the page has \(banner.tagCount) apple-itunes-app tags; only the first counts")
+                print(String(decoding: DomainLines.bannerJSON(banner).serialized(.pretty), as: UTF8.self))
+            } else {
+                DomainLines.banner(banner).forEach { print($0) }
             }
         }
 
