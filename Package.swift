@@ -352,7 +352,7 @@ let package = Package(
             name: "WebAuthnClientTests",
             dependencies: [
                 "WebAuthnClient", "JSON", "PublicSuffix", "WebRelyingParty", "RelyingParty", "CTAP2", "WebAuthn",
-                "CBOR", "Basics", "TestSupport", crypto,
+                "CBOR", "Basics", "TestSupport", "RelyingPartyTestSupport", crypto,
             ],
             swiftSettings: strictSettings
         ),
@@ -409,7 +409,10 @@ let package = Package(
         ),
         .testTarget(
             name: "PasskeyDemoTests",
-            dependencies: ["PasskeyDemo", "PasskeyProvider", "WebAuthnClient", "RelyingParty", "TestSupport"],
+            dependencies: [
+                "PasskeyDemo", "PasskeyProvider", "WebAuthnClient", "RelyingParty", "RelyingPartyTestSupport",
+                "TestSupport",
+            ],
             swiftSettings: strictSettings
         ),
         .testTarget(
@@ -419,7 +422,7 @@ let package = Package(
                 "Proximity", "CTAP2", "CTAPHID", "CBOR", "HybridTestSupport", "TestSupport", "WebAuthnClientDriver",
                 "SecurityKeyDriver",
                 "WebAuthnClient", "AssociatedDomains", "AssociatedDomainsIO", "RelyingParty",
-                "WebRelyingParty", "CredentialExchange", "NearbyShare", crypto,
+                "WebRelyingParty", "CredentialExchange", "NearbyShare", "RelyingPartyTestSupport", crypto,
             ],
             swiftSettings: strictSettings
         ),
@@ -485,7 +488,7 @@ let package = Package(
         // A software authenticator that answers in the WebAuthn Level 3 JSON forms, for the two test targets below.
         .target(
             name: "RelyingPartyTestSupport",
-            dependencies: ["Basics", "RelyingParty", "WebAuthn", "CBOR", crypto],
+            dependencies: ["Basics", "RelyingParty", "WebAuthn", "WebAuthnClient", "CBOR", crypto],
             path: "Tests/RelyingPartyTestSupport",
             swiftSettings: strictSettings
         ),

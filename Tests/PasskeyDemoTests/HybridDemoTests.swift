@@ -1,7 +1,7 @@
 import Foundation
 import PasskeyDemo
 import PasskeyProvider
-import RelyingParty
+import RelyingPartyTestSupport
 import Synchronization
 import TestSupport
 import Testing
@@ -9,19 +9,6 @@ import WebAuthnClient
 
 /// `passkey demo` in process: its three acts against the real relay, the simulated radio and the engine.
 struct HybridDemoTests {
-    /// Accepts an RP ID that is the origin's host, as the demo's own origin always is.
-    struct HostChecker: RelyingPartyIDChecker {
-        func check(origin: String, requested: String?) async throws(ClientError) -> RelyingPartyIDDecision {
-            let rpID = requested ?? URLComponents(string: origin)?.host ?? ""
-            do {
-                return RelyingPartyIDDecision(
-                    origin: try OriginCheck.validate(relyingPartyID: rpID, origin: origin), relyingPartyID: rpID)
-            } catch {
-                throw ClientError(.relyingPartyIDRefused(error.description))
-            }
-        }
-    }
-
     /// The person: asked nothing (the demo approves itself), told everything.
     final class Person: ProviderUserInterface {
         let events = Mutex<[ProviderEvent]>([])
@@ -41,7 +28,7 @@ struct HybridDemoTests {
             relyingPartyID: "example.com", userName: "alice", farAwayTimeout: .seconds(1)
         )
         .run(
-            in: scratch.url, person: person, checker: HostChecker(),
+            in: scratch.url, person: person, checker: HostRelyingPartyIDChecker(),
             tell: { line in lines.withLock { $0.append(line) } },
             showQRCode: { url in codes.withLock { $0.append(url) } })
 

@@ -4,6 +4,7 @@ import PasskeyProvider
 import RelyingParty
 import Synchronization
 import TestSupport
+import RelyingPartyTestSupport
 import Testing
 import WebAuthnClient
 import WebRelyingParty
@@ -12,20 +13,6 @@ import WebRelyingParty
 /// engine whose only authenticator is this package's CTAP2 authenticator over an in-memory store, playing the
 /// phone; the state file is a real one in a temporary directory.
 struct ComputerRelyingPartyTests {
-    /// The RP ID check a browser makes, without the Public Suffix List: the RP ID must be the origin's host or a
-    /// registrable suffix of it (`OriginCheck`).
-    struct HostChecker: RelyingPartyIDChecker {
-        func check(origin: String, requested: String?) async throws(ClientError) -> RelyingPartyIDDecision {
-            let rpID = requested ?? URLComponents(string: origin)?.host ?? ""
-            do {
-                return RelyingPartyIDDecision(
-                    origin: try OriginCheck.validate(relyingPartyID: rpID, origin: origin), relyingPartyID: rpID)
-            } catch {
-                throw ClientError(.relyingPartyIDRefused(error.description))
-            }
-        }
-    }
-
     /// A phone that approves everything, over one in-memory store, and how many engines were made for it.
     final class Phone: Sendable {
         let store = InMemoryCredentialStore()
@@ -41,7 +28,7 @@ struct ComputerRelyingPartyTests {
                     authenticators: [
                         InProcessAuthenticator(authenticator, kind: .hybrid, transports: [.hybrid], listing: nil)
                     ],
-                    userInterface: FirstChoiceInterface(), relyingPartyIDChecker: HostChecker()))
+                    userInterface: FirstChoiceInterface(), relyingPartyIDChecker: HostRelyingPartyIDChecker()))
         }
     }
 
@@ -136,7 +123,7 @@ struct ComputerRelyingPartyTests {
                     authenticators: [
                         InProcessAuthenticator(authenticator, kind: .hybrid, transports: [.hybrid], listing: nil)
                     ],
-                    userInterface: FirstChoiceInterface(), relyingPartyIDChecker: HostChecker()))
+                    userInterface: FirstChoiceInterface(), relyingPartyIDChecker: HostRelyingPartyIDChecker()))
         }
         await #expect(throws: ClientError.self) {
             try await world.relyingParty.register(user: "alice", displayName: nil, makeEngine: refusing)

@@ -4,6 +4,7 @@ import Crypto
 import JSON
 import PasskeyProvider
 import Synchronization
+import RelyingPartyTestSupport
 import Testing
 import WebAuthn
 import WebAuthnClient
@@ -56,7 +57,7 @@ struct SecurityKeyRoundTripTests {
             relyingPartyID: "example.com", userName: "alice", userVerification: userVerification, discoverable: true
         ).run(
             on: key.client, pin: { pins.next($0) }, pinAttempts: attempts,
-            checker: ComputerRelyingPartyTests.HostChecker(), random: AuthenticatorEnvironment.systemRandomBytes,
+            checker: HostRelyingPartyIDChecker(), random: AuthenticatorEnvironment.systemRandomBytes,
             onRegistered: onRegistered)
     }
 

@@ -7,23 +7,9 @@ import RelyingParty
 import Synchronization
 import TestSupport
 import WebAuthn
+import RelyingPartyTestSupport
 import WebAuthnClient
 import WebRelyingParty
-
-/// The RP ID check the tests inject: the RP ID is the origin's host unless one is asked for, and this package's
-/// `OriginCheck` (no Public Suffix List) decides. A refusal is `SecurityError`, as a browser's.
-struct HostRelyingPartyIDChecker: RelyingPartyIDChecker {
-    func check(origin: String, requested: String?) async throws(ClientError) -> RelyingPartyIDDecision {
-        let host = URLComponents(string: origin)?.host ?? ""
-        let rpID = requested ?? host
-        do {
-            let normalised = try OriginCheck.validate(relyingPartyID: rpID, origin: origin)
-            return RelyingPartyIDDecision(origin: normalised, relyingPartyID: rpID)
-        } catch {
-            throw ClientError(.relyingPartyIDRefused(error.description))
-        }
-    }
-}
 
 /// The user of the browser, scripted: picks by a rule, answers questions, types PINs; records everything shown.
 final class ScriptedInterface: ClientUserInterface {
