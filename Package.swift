@@ -402,8 +402,7 @@ let package = Package(
             dependencies: [
                 "TerminalIO", "PasskeyProvider", "Hybrid", "HybridDriver", "Proximity", "Basics", "CTAP2", "CTAPHID",
                 "SecurityKeyDriver", "WebAuthn", "JSON", "PublicSuffix", "WebAuthnClient", "AssociatedDomains",
-                "PasskeyStoreIO", "NearbyShare",
-                "NearbyShareDriver", crypto,
+                "PasskeyStoreIO", "NearbyShare", "NearbyShareDriver", "TestSupport", crypto,
             ],
             swiftSettings: strictSettings
         ),

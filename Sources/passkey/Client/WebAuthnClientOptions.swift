@@ -81,22 +81,11 @@ struct WebAuthnClientOptions: ParsableArguments {
     /// The options text, from the file or standard input; at most one byte more than the engine reads, so that it
     /// reports the size itself.
     func readOptions() throws(CommandFailure) -> [UInt8] {
-        let handle: FileHandle
-        if optionsPath == "-" {
-            handle = FileHandle.standardInput
-        } else {
-            guard let file = FileHandle(forReadingAtPath: optionsPath) else {
-                throw CommandFailure("cannot read the options file \(optionsPath.terminalSafe)")
-            }
-            handle = file
+        do {
+            return try CommandInput.read(optionsPath, limit: Self.maximumOptionsBytes, what: "options file")
+        } catch {
+            throw CommandFailure(error.description)
         }
-        defer { if optionsPath != "-" { try? handle.close() } }
-        var bytes: [UInt8] = []
-        while bytes.count <= Self.maximumOptionsBytes {
-            guard let chunk = try? handle.read(upToCount: 64 * 1024), !chunk.isEmpty else { break }
-            bytes += chunk
-        }
-        return Array(bytes.prefix(Self.maximumOptionsBytes + 1))
     }
 
     /// The engine over what the flags ask for; which authenticators that is, and how links are kept, is the

@@ -95,27 +95,12 @@ extension Passkey.Domains {
 }
 
 enum DomainFiles {
-    /// The bytes of `path` (`-` for standard input), refused past `limit` bytes; failures exit 2.
     static func read(_ path: String, limit: Int, what: String) throws -> [UInt8] {
-        let handle: FileHandle
-        if path == "-" {
-            handle = FileHandle.standardInput
-        } else {
-            guard let opened = FileHandle(forReadingAtPath: path) else {
-                throw CommandFailure("cannot read the \(what) \(path)", exitCode: 2)
-            }
-            handle = opened
+        do {
+            return try CommandInput.readWhole(path, limit: limit, what: what)
+        } catch {
+            throw CommandFailure(error.description, exitCode: 2)
         }
-        defer { if path != "-" { try? handle.close() } }
-        var bytes: [UInt8] = []
-        while bytes.count <= limit {
-            guard let chunk = try? handle.read(upToCount: 64 * 1024), !chunk.isEmpty else { break }
-            bytes += chunk
-        }
-        guard bytes.count <= limit else {
-            throw CommandFailure("the \(what) \(path) is larger than \(limit) bytes", exitCode: 2)
-        }
-        return bytes
     }
 }
 
