@@ -2,6 +2,7 @@ import ArgumentParser
 import AssociatedDomains
 import AssociatedDomainsIO
 import Foundation
+import PasskeyProvider
 import JSON
 import SignedFilesIO
 import TerminalIO
@@ -79,7 +80,7 @@ extension Passkey.Domains {
 
         /// A checker trusting the system's authorities and `ca`.
         static func checker(ca: String?) throws -> DomainChecker {
-            let pem = try ca.map { try ExchangeFiles.read($0, what: "the CA file") }
+            let pem = try ca.map { try ExchangeService.read($0, what: "the CA file") }
             return DomainChecker(
                 fetcher: HTTPSFetcher(additionalCAFile: ca), trust: TrustAnchors(certificatesPEM: pem))
         }

@@ -1,6 +1,7 @@
 import ArgumentParser
 import AssociatedDomains
 import Foundation
+import PasskeyProvider
 import SignedFilesIO
 
 extension Passkey.Domains {
@@ -29,10 +30,10 @@ extension Passkey.Domains {
                 throw CommandFailure(
                     "not writing a binary signed file to the terminal", hint: "Give --output FILE, or redirect.")
             }
-            if let output, ExchangeFiles.exists(output) {
+            if let output, ExchangeService.exists(output) {
                 throw CommandFailure("\(output) already exists; not replacing it")
             }
-            let content = try ExchangeFiles.read(file, what: "the file")
+            let content = try ExchangeService.read(file, what: "the file")
             do {
                 _ = try AppSiteAssociation(json: content)
             } catch {
@@ -41,14 +42,14 @@ extension Passkey.Domains {
             let signed: [UInt8]
             do {
                 signed = try SignedFile.sign(
-                    content, certificatePEM: ExchangeFiles.read(cert, what: "the certificate"),
-                    privateKeyPEM: ExchangeFiles.read(key, what: "the private key"),
-                    chainPEM: chain.map { try ExchangeFiles.read($0, what: "the chain") })
+                    content, certificatePEM: ExchangeService.read(cert, what: "the certificate"),
+                    privateKeyPEM: ExchangeService.read(key, what: "the private key"),
+                    chainPEM: chain.map { try ExchangeService.read($0, what: "the chain") })
             } catch let error as SignedFileError {
                 throw CommandFailure("cannot sign: \(error)")
             }
             if let output {
-                try ExchangeFiles.writeNew(signed, to: output, mode: 0o644)
+                try ExchangeService.writeNew(signed, to: output, mode: 0o644)
             } else {
                 FileHandle.standardOutput.write(Data(signed))
             }
