@@ -1,6 +1,7 @@
 import ArgumentParser
 import Basics
 import Foundation
+import JSON
 import PasskeyStoreIO
 import TerminalIO
 
@@ -27,88 +28,19 @@ extension Passkey.Password {
 
         func run() async throws {
             let wanted = service.flatMap(PasswordService.init)
-            var rows: [Row] = []
+            let rows: [PasswordRow]
             if verify {
                 let store = try await store.open(create: false)
                 defer { store.close() }
-                rows = try store.passwordEntries(service: wanted).map { entry in
-                    switch entry {
-                    case .intact(let credential):
-                        Row(login: credential.login)
-                    case .damaged(let damaged):
-                        Row(
-                            service: damaged.service ?? "", user: damaged.userName ?? "", id: damaged.id, created: nil,
-                            modified: nil, rank: 0, damaged: true)
-                    }
-                }
+                rows = PasswordListing.rows(try store.passwordEntries(service: wanted))
             } else {
-                rows = try await Passkey.List.index(store: store).passwords.compactMap { identity in
-                    guard let service = PasswordService(identity.serviceIdentifier) else { return nil }
-                    return Row(
-                        service: service.text, user: identity.userName ?? "", id: identity.credentialID,
-                        created: identity.creationDate, modified: nil, rank: identity.rank, damaged: false)
-                }
-                if let wanted { rows = rows.filter { $0.service == wanted.text } }
+                rows = PasswordListing.rows(try await Passkey.List.index(store: store).passwords, service: wanted)
             }
             if json {
-                let dates = ISO8601DateFormatter()
-                let objects: [[String: Any]] = rows.map { row in
-                    var object: [String: Any] = [
-                        "service": row.service, "user": row.user, "id": row.id.base64URLEncodedString,
-                        "rank": row.rank, "damaged": row.damaged,
-                    ]
-                    object["created"] = row.created.map { dates.string(from: $0) }
-                    object["modified"] = row.modified.map { dates.string(from: $0) }
-                    return object
-                }
-                let data = try JSONSerialization.data(withJSONObject: objects, options: [.prettyPrinted, .sortedKeys])
-                print(String(decoding: data, as: UTF8.self))
-                return
-            }
-            guard !rows.isEmpty else {
-                print(wanted.map { "No saved passwords for \($0.text)." } ?? "No saved passwords.")
-                return
-            }
-            let dates = ISO8601DateFormatter()
-            for row in rows {
-                if row.damaged {
-                    print("DAMAGED  \(row.service.terminalSafe)  \(row.user.siteChosen)")
-                    print("    fails its integrity check; not used; remove it with `passkey password delete`")
-                    continue
-                }
-                print("\(row.service.terminalSafe)  \(row.user.siteChosen)")
-                var details: [String] = []
-                if let created = row.created { details.append("saved \(dates.string(from: created))") }
-                if let modified = row.modified, modified != row.created {
-                    details.append("changed \(dates.string(from: modified))")
-                }
-                details.append("rank \(row.rank)")
-                print("    " + details.joined(separator: ", "))
-            }
-        }
-
-        struct Row {
-            var service: String
-            var user: String
-            var id: [UInt8]
-            var created: Date?
-            var modified: Date?
-            var rank: Int
-            var damaged: Bool
-
-            init(
-                service: String, user: String, id: [UInt8], created: Date?, modified: Date?, rank: Int, damaged: Bool
-            ) {
-                (self.service, self.user, self.id, self.created) = (service, user, id, created)
-                (self.modified, self.rank, self.damaged) = (modified, rank, damaged)
-            }
-
-            init(login: SavedLogin) {
-                self.init(
-                    service: login.service.text, user: login.userName, id: login.id, created: login.creationDate,
-                    modified: login.modificationDate, rank: login.rank, damaged: false)
+                print(String(decoding: PasswordListing.json(rows).serialized(.pretty), as: UTF8.self))
+            } else {
+                PasswordListing.lines(rows, service: wanted).forEach { print($0) }
             }
         }
     }
-
 }
