@@ -295,7 +295,8 @@ let package = Package(
         .executableTarget(
             name: "passkey-relay",
             dependencies: [
-                "RelayIO", "RelayTLSIO", "Relay", "Hybrid", argumentParser, logging, serviceLifecycle, unixSignals,
+                "Basics", "RelayIO", "RelayTLSIO", "Relay", "Hybrid", argumentParser, logging, serviceLifecycle,
+                unixSignals,
             ],
             swiftSettings: strictSettings
         ),

@@ -1,3 +1,4 @@
+import Basics
 import ArgumentParser
 import Foundation
 import PasskeyStoreIO
@@ -119,14 +120,10 @@ extension Passkey.RP {
         }
 
         private func parsedListen() throws -> (String, Int) {
-            guard let colon = listen.lastIndex(of: ":") else { throw ValidationError("--listen must be HOST:PORT") }
-            var host = String(listen[..<colon])
-            if host.hasPrefix("["), host.hasSuffix("]") { host = String(host.dropFirst().dropLast()) }
-            guard !host.isEmpty, let port = Int(listen[listen.index(after: colon)...]), (0...65535).contains(port)
-            else {
+            guard let address = ListenAddress(listen) else {
                 throw ValidationError("--listen must be HOST:PORT with a port from 0 to 65535")
             }
-            return (host, port)
+            return (address.host, address.port)
         }
     }
 }

@@ -1,3 +1,4 @@
+import Basics
 import ArgumentParser
 import CTAP2
 import CTAPHID
@@ -63,10 +64,10 @@ extension Passkey {
         }
 
         static func hostAndPort(_ text: String) throws -> (host: String, port: Int) {
-            guard let colon = text.lastIndex(of: ":"), let port = Int(text[text.index(after: colon)...]),
-                (0...65535).contains(port), colon != text.startIndex
-            else { throw ValidationError("Expected HOST:PORT for --udp, for example 127.0.0.1:8765.") }
-            return (String(text[..<colon]), port)
+            guard let address = ListenAddress(text) else {
+                throw ValidationError("Expected HOST:PORT for --udp, for example 127.0.0.1:8765.")
+            }
+            return (address.host, address.port)
         }
 
         func run() async throws {
