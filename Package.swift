@@ -50,7 +50,6 @@ let package = Package(
         .library(name: "RelayIO", targets: ["RelayIO"]),
         .library(name: "RelayTLSIO", targets: ["RelayTLSIO"]),
         .library(name: "WebRelyingParty", targets: ["WebRelyingParty"]),
-        .library(name: "PasskeyDemo", targets: ["PasskeyDemo"]),
         .library(name: "WebRelyingPartyIO", targets: ["WebRelyingPartyIO"]),
         .library(name: "PublicSuffix", targets: ["PublicSuffix"]),
         .library(name: "WebAuthnClient", targets: ["WebAuthnClient"]),
@@ -247,7 +246,8 @@ let package = Package(
                 "Basics", "CTAP2", "CTAPHID", "Hybrid", "HybridDriver", "Proximity", "PasskeyStoreIO", "PasskeyFilesIO",
                 "WebAuthnClientDriver", "SecurityKeyDriver", "WebAuthnClient", "WebAuthnClientIO", "AssociatedDomains",
                 "AssociatedDomainsIO", "RelyingParty", "WebRelyingPartyIO", "WebRelyingParty",
-                "WebAuthn", "CredentialExchange", "NearbyShare", "JSON", crypto,
+                "WebAuthn", "CredentialExchange", "NearbyShare", "JSON", "HybridIO", "ProximityIO", "RelayIO", logging,
+                crypto,
             ],
             swiftSettings: strictSettings
         ),
@@ -265,17 +265,6 @@ let package = Package(
             swiftSettings: strictSettings
         ),
 
-        // `passkey demo`'s story: a relay, a simulated radio, a phone and a computer in one process (driver).
-        .target(
-            name: "PasskeyDemo",
-            dependencies: [
-                "Basics", "CTAP2", "Hybrid", "HybridDriver", "HybridIO", "PasskeyProvider", "PasskeyStoreIO",
-                "ProximityIO", "RelayIO", "RelyingParty", "WebAuthnClient", "WebAuthnClientDriver", "WebRelyingParty",
-                logging,
-            ],
-            swiftSettings: strictSettings
-        ),
-
         // MARK: Executables: wiring only.
         .executableTarget(
             name: "passkey",
@@ -286,7 +275,7 @@ let package = Package(
                 "WebAuthnClient", "WebAuthnClientIO", "WebAuthnClientDriver", "CredentialExchange", "NearbyShare",
                 "NearbyShareDriver",
                 "AssociatedDomains", "AssociatedDomainsIO", "SignedFilesIO", "PasswordRules", "PasskeyFilesIO",
-                "PasskeyProvider", "PasskeyDemo", "TerminalIO", argumentParser, logging, crypto,
+                "PasskeyProvider", "TerminalIO", argumentParser, logging, crypto,
                 nioCore,
                 nioSSL,
             ],
@@ -404,14 +393,6 @@ let package = Package(
                 "TerminalIO", "PasskeyProvider", "Hybrid", "HybridDriver", "Proximity", "Basics", "CTAP2", "CTAPHID",
                 "SecurityKeyDriver", "WebAuthn", "JSON", "PublicSuffix", "WebAuthnClient", "AssociatedDomains",
                 "PasskeyStoreIO", "NearbyShare", "NearbyShareDriver", "TestSupport", crypto,
-            ],
-            swiftSettings: strictSettings
-        ),
-        .testTarget(
-            name: "PasskeyDemoTests",
-            dependencies: [
-                "PasskeyDemo", "PasskeyProvider", "WebAuthnClient", "RelyingParty", "RelyingPartyTestSupport",
-                "TestSupport",
             ],
             swiftSettings: strictSettings
         ),

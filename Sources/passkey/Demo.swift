@@ -1,7 +1,6 @@
 import Basics
 import ArgumentParser
 import Foundation
-import PasskeyDemo
 import PasskeyProvider
 import QRImageIO
 import TerminalIO

@@ -5,7 +5,6 @@ import Hybrid
 import HybridDriver
 import HybridIO
 import Logging
-import PasskeyProvider
 import PasskeyStoreIO
 import ProximityIO
 import RelyingParty

@@ -1,5 +1,4 @@
 import Foundation
-import PasskeyDemo
 import PasskeyProvider
 import RelyingPartyTestSupport
 import Synchronization
