@@ -307,7 +307,8 @@ let package = Package(
             dependencies: [
                 "CBOR", "CTAP2", "CTAPHID", "UHID", "Hybrid", "QRImageIO", "RelayIO", "Relay", "PasskeyStoreIO",
                 "PublicSuffix", "JSON", "WebAuthnClient", "CredentialExchange", "NearbyShare", "AssociatedDomains",
-                "SignedFilesIO", "PasswordRules", "PasskeyFilesIO", crypto, nioCore, nioEmbedded,
+                "SignedFilesIO", "PasswordRules", "PasskeyFilesIO", "RelyingParty", "WebRelyingParty", "WebAuthn", crypto,
+                nioCore, nioEmbedded,
                 logging,
             ],
             swiftSettings: strictSettings

@@ -55,6 +55,7 @@ public enum FuzzTargets {
         ClientTargets.rpID,
         ClientOptionsTargets.clientOptions,
         ClientResponsesTarget.clientResponses,
+        RelyingPartySiteTarget.site,
         ExchangeTargets.cxf,
         ExchangeTargets.archive,
         ExchangeTargets.importFile,
