@@ -31,14 +31,14 @@ extension CXF.Header {
 
     /// The document as JSON: members in the spec's order.
     public var json: JSONValue {
-        ExchangeJSON.object([
+        JSONValue.object(omittingNil: [
             (
                 "version",
-                .object([JSONMember("major", .unsigned(version.major)), JSONMember("minor", .unsigned(version.minor))])
+                .object([JSONMember("major", .integer(version.major)), JSONMember("minor", .integer(version.minor))])
             ),
             ("exporterRpId", .string(exporterRpId)),
             ("exporterDisplayName", .string(exporterDisplayName)),
-            ("timestamp", .unsigned(timestamp)),
+            ("timestamp", .integer(timestamp)),
             ("accounts", .array(accounts.map(\.json))),
         ])
     }
@@ -62,7 +62,7 @@ extension CXF.Account {
     }
 
     var json: JSONValue {
-        ExchangeJSON.object([
+        JSONValue.object(omittingNil: [
             ("id", .bytes(id)),
             ("username", .string(username)),
             ("email", .string(email)),
@@ -98,10 +98,10 @@ extension CXF.Item {
     }
 
     var json: JSONValue {
-        ExchangeJSON.object([
+        JSONValue.object(omittingNil: [
             ("id", .bytes(id)),
-            ("creationAt", creationAt.map(JSONValue.unsigned)),
-            ("modifiedAt", modifiedAt.map(JSONValue.unsigned)),
+            ("creationAt", creationAt.map { .integer($0) }),
+            ("modifiedAt", modifiedAt.map { .integer($0) }),
             ("title", .string(title)),
             ("subtitle", subtitle.map(JSONValue.string)),
             ("favorite", favorite.map(JSONValue.bool)),
@@ -159,7 +159,7 @@ extension CXF.Passkey {
 
     /// The credential as CXF JSON, `type` first.
     public var json: JSONValue {
-        ExchangeJSON.object([
+        JSONValue.object(omittingNil: [
             ("type", .string(Self.type)),
             ("credentialId", .bytes(credentialID)),
             ("rpId", .string(rpID)),
@@ -191,7 +191,7 @@ extension CXF.FIDO2Extensions {
     }
 
     var json: JSONValue {
-        ExchangeJSON.object([
+        JSONValue.object(omittingNil: [
             (
                 "hmacCredentials",
                 hmacCredentials.map { hmac in
@@ -207,7 +207,7 @@ extension CXF.FIDO2Extensions {
                 "largeBlob",
                 largeBlob.map { blob in
                     .object([
-                        JSONMember("uncompressedSize", .unsigned(blob.uncompressedSize)),
+                        JSONMember("uncompressedSize", .integer(blob.uncompressedSize)),
                         JSONMember("data", .bytes(blob.data)),
                     ])
                 }

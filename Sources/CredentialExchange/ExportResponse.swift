@@ -83,8 +83,8 @@ public struct ExportResponse: Sendable {
         } else {
             key = .null
         }
-        return ExchangeJSON.object([
-            ("version", .unsigned(Self.version)),
+        return JSONValue.object(omittingNil: [
+            ("version", .integer(Self.version)),
             (
                 "hpke",
                 .object([

@@ -115,14 +115,8 @@ enum ExchangeJSON {
             throw ExchangeError(.malformedJSON, "\(what) is not valid JSON (\(error))")
         }
     }
-
-    /// Members in the order given, skipping absent optionals.
-    static func object(_ members: [(String, JSONValue?)]) -> JSONValue {
-        .object(members.compactMap { key, value in value.map { JSONMember(key, $0) } })
-    }
 }
 
 extension JSONValue {
     static func bytes(_ bytes: [UInt8]) -> JSONValue { .string(bytes.base64URLEncodedString) }
-    static func unsigned(_ number: UInt64) -> JSONValue { .number(Double(number)) }
 }

@@ -175,9 +175,9 @@ public struct PassphraseArchive: Sendable {
 
     /// The archive as JSON text.
     public var jsonBytes: [UInt8] {
-        ExchangeJSON.object([
+        JSONValue.object(omittingNil: [
             ("format", .string(Self.format)),
-            ("version", .unsigned(Self.version)),
+            ("version", .integer(Self.version)),
             (
                 "kdf",
                 .object([

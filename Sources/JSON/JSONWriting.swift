@@ -92,17 +92,26 @@ extension JSONValue {
 }
 
 extension JSONValue {
+    /// An object of the members whose value is not nil, in the order given.
+    public static func object(omittingNil members: [(String, JSONValue?)]) -> JSONValue {
+        .object(members.compactMap { key, value in value.map { JSONMember(key, $0) } })
+    }
+
     /// An object of the members whose value is not nil, keys in ascending order of their UTF-8 bytes (the order
     /// `JSONEncoder`'s `.sortedKeys` gives ASCII keys), so that the same value always gives the same text.
+    public static func sortedObject(_ members: [(String, JSONValue?)]) -> JSONValue {
+        guard case .object(let present) = object(omittingNil: members) else { return .object([]) }
+        return .object(present.sorted { $0.key.utf8.lexicographicallyPrecedes($1.key.utf8) })
+    }
+
+    /// `sortedObject` for members written out as a literal.
     public static func sortedObject(_ members: KeyValuePairs<String, JSONValue?>) -> JSONValue {
-        .object(
-            members.compactMap { key, value in value.map { JSONMember(key, $0) } }
-                .sorted { $0.key.utf8.lexicographicallyPrecedes($1.key.utf8) })
+        sortedObject(members.map { ($0.key, $0.value) })
     }
 
     /// An array of strings.
     public static func strings(_ texts: some Sequence<String>) -> JSONValue { .array(texts.map { .string($0) }) }
 
-    /// An integer as a JSON number (exact up to 2^53, which every count and length here stays below).
+    /// An integer as a JSON number (exact up to 2^53, which every count, length and version here stays below).
     public static func integer(_ value: some BinaryInteger) -> JSONValue { .number(Double(value)) }
 }

@@ -101,9 +101,8 @@ public struct AuthenticatorReport: Sendable {
                         "userVerification": .string(Self.name(mode.configuration.userVerification)),
                         "attestation": .string(mode.configuration.attestationFormat.rawValue),
                         // What getInfo reports in this mode with this store's settings.
-                        "options": .object(
-                            mode.configuration.getInfoOptions(settings).map { JSONMember($0.id, .bool($0.value)) }
-                                .sorted { $0.key.utf8.lexicographicallyPrecedes($1.key.utf8) }),
+                        "options": .sortedObject(
+                            mode.configuration.getInfoOptions(settings).map { ($0.id, .bool($0.value)) }),
                     ])
                 }),
             "store": .string(storePath),
