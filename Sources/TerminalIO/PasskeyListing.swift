@@ -3,6 +3,7 @@ import CBOR
 import CTAP2
 import Crypto
 import Foundation
+import JSON
 import PasskeyStoreIO
 import WebAuthn
 
@@ -118,6 +119,11 @@ public enum PasskeyListing {
 
 /// JSON for standard output: pretty-printed with sorted keys, as every `--json` of `list` and `inspect` prints it.
 public enum JSONOutput {
+    /// A value built with the `JSON` module, laid out two spaces deep (its objects are sorted where they are built).
+    public static func text(_ value: JSONValue) -> String {
+        String(decoding: value.serialized(.pretty), as: UTF8.self)
+    }
+
     public static func text(_ value: Any) -> String {
         // Only dictionaries and arrays of strings, numbers and Booleans reach here: serialization cannot fail.
         let data =

@@ -2,7 +2,6 @@ import ArgumentParser
 import AssociatedDomains
 import AssociatedDomainsIO
 import Foundation
-import JSON
 import PasskeyFilesIO
 import TerminalIO
 
@@ -64,7 +63,7 @@ extension Passkey.Domains {
             }
             let verdict = association.match(url: url, app: appID, domain: domain)
             if json {
-                print(String(decoding: DomainLines.linkJSON(verdict).serialized(.pretty), as: UTF8.self))
+                print(JSONOutput.text(DomainLines.linkJSON(verdict)))
             } else {
                 DomainLines.link(verdict).forEach { print($0) }
             }

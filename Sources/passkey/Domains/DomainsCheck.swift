@@ -3,7 +3,6 @@ import AssociatedDomains
 import AssociatedDomainsIO
 import Foundation
 import PasskeyProvider
-import JSON
 import SignedFilesIO
 import TerminalIO
 import WebAuthnClientIO
@@ -87,8 +86,7 @@ extension Passkey.Domains {
 
         static func print(_ verdict: CheckVerdict, entitlement: Entitlement, app: AppID, json: Bool) {
             if json {
-                let text = DomainLines.verdictJSON(verdict, entitlement: entitlement, app: app).serialized(.pretty)
-                Swift.print(String(decoding: text, as: UTF8.self))
+                Swift.print(JSONOutput.text(DomainLines.verdictJSON(verdict, entitlement: entitlement, app: app)))
             } else {
                 DomainLines.verdict(verdict).forEach { Swift.print($0) }
             }
@@ -105,7 +103,7 @@ extension Passkey.Domains {
         func run() async throws {
             let table = try ApprovalTableFile(url: store.files.domainApprovals).load()
             if json {
-                print(String(decoding: DomainLines.tableJSON(table).serialized(.pretty), as: UTF8.self))
+                print(JSONOutput.text(DomainLines.tableJSON(table)))
             } else {
                 DomainLines.table(table).forEach { print($0) }
             }

@@ -1,7 +1,6 @@
 import ArgumentParser
 import AssociatedDomains
 import Foundation
-import JSON
 import TerminalIO
 import WebAuthnClient
 import WebAuthnClientIO
@@ -36,7 +35,7 @@ extension Passkey.Inspect {
                 throw CommandFailure(error.message, exitCode: 1)
             }
             if json {
-                print(String(decoding: DomainLines.bannerJSON(banner).serialized(.pretty), as: UTF8.self))
+                print(JSONOutput.text(DomainLines.bannerJSON(banner)))
             } else {
                 DomainLines.banner(banner).forEach { print($0) }
             }

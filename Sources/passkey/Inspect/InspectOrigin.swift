@@ -89,7 +89,7 @@ extension Passkey.Inspect {
                 verdict = RelyingPartyIDCheck.evaluate(origin: origin, rpID: rpID, list: list)
             }
             if json {
-                print(String(decoding: OriginCheckLines.json(verdict).serialized(.pretty), as: UTF8.self))
+                print(JSONOutput.text(OriginCheckLines.json(verdict)))
             } else {
                 OriginCheckLines.text(verdict).forEach { print($0) }
             }

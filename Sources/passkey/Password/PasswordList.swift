@@ -1,7 +1,6 @@
 import ArgumentParser
 import Basics
 import Foundation
-import JSON
 import PasskeyStoreIO
 import TerminalIO
 
@@ -37,7 +36,7 @@ extension Passkey.Password {
                 rows = PasswordListing.rows(try await Passkey.List.index(store: store).passwords, service: wanted)
             }
             if json {
-                print(String(decoding: PasswordListing.json(rows).serialized(.pretty), as: UTF8.self))
+                print(JSONOutput.text(PasswordListing.json(rows)))
             } else {
                 PasswordListing.lines(rows, service: wanted).forEach { print($0) }
             }
