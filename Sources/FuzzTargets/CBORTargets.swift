@@ -2,7 +2,7 @@ import CBOR
 
 /// The CBOR reader, strict and lenient.
 enum CBORTargets {
-    static let cbor = FuzzTarget(
+    static let cbor: FuzzTarget = FuzzTarget(
         name: "cbor",
         summary: "CBOR decoder: accepted canonical input re-encodes identically; lenient input re-encodes canonically",
         seeds: {

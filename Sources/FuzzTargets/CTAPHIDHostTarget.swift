@@ -9,7 +9,7 @@ enum CTAPHIDHostTarget {
     /// 20 ms steps); `3` the caller cancels; `4` the honest device reads what the host sent and answers (CBOR
     /// requests with the next byte × 31 bytes, not at all when it is 0), one answer byte flipped when `b & 0x80`; `5`
     /// the device sends a keepalive with the next byte as its status.
-    static let ctaphidHost = FuzzTarget(
+    static let ctaphidHost: FuzzTarget = FuzzTarget(
         name: "ctaphid-host",
         summary: "CTAPHID host state machine against lying and honest devices: one outcome per exchange, valid framing",
         seeds: {

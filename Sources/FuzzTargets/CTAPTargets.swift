@@ -11,7 +11,7 @@ enum CTAPTargets {
 
     /// CTAP2 messages (command byte and CBOR), one per chunk, to one authenticator with an in-memory store that
     /// already holds a discoverable passkey for example.com and approves every request.
-    static let ctap2 = FuzzTarget(
+    static let ctap2: FuzzTarget = FuzzTarget(
         name: "ctap2",
         summary: "CTAP2 requests through Authenticator.handle: every answer is a status byte and canonical CBOR",
         seeds: {
@@ -86,7 +86,7 @@ enum CTAPTargets {
     /// A script of events for a CTAPHID state machine with two peers. Each step starts with one byte:
     /// `b % 4 == 0` a 64-byte report from peer `(b >> 2) & 1`; `1` time passes (next byte × 10 ms);
     /// `2` the authenticator answers the latest request (next two bytes: the length); `3` a keepalive status.
-    static let ctaphid = FuzzTarget(
+    static let ctaphid: FuzzTarget = FuzzTarget(
         name: "ctaphid",
         summary: "CTAPHID state machine fed reports from two peers, clock ticks and answers: framing stays valid",
         seeds: {
@@ -171,7 +171,7 @@ enum CTAPTargets {
 
     // MARK: uhid
 
-    static let uhid = FuzzTarget(
+    static let uhid: FuzzTarget = FuzzTarget(
         name: "uhid",
         summary: "uhid event codec: a parsed event re-encodes to 4380 bytes that parse to the same event",
         seeds: {

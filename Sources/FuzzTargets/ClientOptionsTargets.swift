@@ -3,7 +3,7 @@ import WebAuthnClient
 
 /// The WebAuthn client's input: options JSON as relying parties' servers write it.
 enum ClientOptionsTargets {
-    static let clientOptions = FuzzTarget(
+    static let clientOptions: FuzzTarget = FuzzTarget(
         name: "client-options",
         summary:
             "creation and request options JSON: re-serialized text, compact or pretty, gives the same value and options",

@@ -9,7 +9,7 @@ import WebAuthnClient
 /// key writes the getInfo and every response; the engine must end with a credential or a `ClientError`, never trap or
 /// hang, and a credential it returns must serialize to JSON that parses.
 enum ClientResponsesTarget {
-    static let clientResponses = FuzzTarget(
+    static let clientResponses: FuzzTarget = FuzzTarget(
         name: "client-responses",
         summary: "an authenticator's getInfo and answers to the WebAuthn engine: a credential or a one-line error",
         seeds: {

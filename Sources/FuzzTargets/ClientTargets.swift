@@ -30,7 +30,7 @@ enum ClientTargets {
 
     // MARK: Public suffix list
 
-    static let publicSuffix = FuzzTarget(
+    static let publicSuffix: FuzzTarget = FuzzTarget(
         name: "public-suffix",
         summary: "a list (a chunk) and hosts (a line each): lookups agree with the formal algorithm over every rule",
         seeds: {
@@ -91,7 +91,7 @@ enum ClientTargets {
 
     // MARK: Origins and RP IDs
 
-    static let rpID = FuzzTarget(
+    static let rpID: FuzzTarget = FuzzTarget(
         name: "rp-id",
         summary: "an origin URL, an RP ID and a related origins document: accepted RP IDs keep every suffix rule",
         seeds: {

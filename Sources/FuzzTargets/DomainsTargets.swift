@@ -34,7 +34,7 @@ enum DomainsTargets {
         https://example.com/xa0Zb?
         """
 
-    static let aasa = FuzzTarget(
+    static let aasa: FuzzTarget = FuzzTarget(
         name: "aasa",
         summary: "an apple-app-site-association file (a chunk) and URLs (a line each): verdicts name rules of the app",
         seeds: {
@@ -89,7 +89,7 @@ enum DomainsTargets {
             }
         })
 
-    static let assetLinks = FuzzTarget(
+    static let assetLinks: FuzzTarget = FuzzTarget(
         name: "assetlinks",
         summary:
             "an assetlinks.json statement list: every android_app statement grants its relations to its certificates",
@@ -130,7 +130,7 @@ enum DomainsTargets {
             }
         })
 
-    static let banner = FuzzTarget(
+    static let banner: FuzzTarget = FuzzTarget(
         name: "smart-app-banner",
         summary: "an HTML page: a banner read from it has an all-digit app-id and only the first tag counts",
         seeds: {

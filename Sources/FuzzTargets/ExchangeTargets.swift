@@ -48,7 +48,7 @@ enum ExchangeTargets {
         }
     }
 
-    static let cxf = FuzzTarget(
+    static let cxf: FuzzTarget = FuzzTarget(
         name: "cxf",
         summary: "CXF JSON and CXP ExportResponse JSON: accepted input re-encodes to JSON that reads back the same",
         seeds: {
@@ -76,7 +76,7 @@ enum ExchangeTargets {
             }
         })
 
-    static let archive = FuzzTarget(
+    static let archive: FuzzTarget = FuzzTarget(
         name: "passkey-archive",
         summary: "passkey archive JSON: accepted headers have bounded scrypt parameters and re-encode the same",
         seeds: {
@@ -96,7 +96,7 @@ enum ExchangeTargets {
             expect((try? PassphraseArchive(jsonBytes: again))?.jsonBytes == again, "an archive changed when re-read")
         })
 
-    static let importFile = FuzzTarget(
+    static let importFile: FuzzTarget = FuzzTarget(
         name: "import-file",
         summary: "any file passkey import reads (Bitwarden, KeePassXC, CXF): accepted passkeys fit the store",
         seeds: {

@@ -15,7 +15,7 @@ enum HybridTargets {
 
     // MARK: QR code
 
-    static let qrURL = FuzzTarget(
+    static let qrURL: FuzzTarget = FuzzTarget(
         name: "qr-url",
         summary: "FIDO:/ URLs and their CBOR: a parsed code prints as a URL that parses to the same code",
         seeds: {
@@ -50,7 +50,7 @@ enum HybridTargets {
 
     private static let eidKey = KeyDerivation.eidKey(qrSecret: qrSecret)
 
-    static let advert = FuzzTarget(
+    static let advert: FuzzTarget = FuzzTarget(
         name: "advert",
         summary: "BLE advertising data, the caBLE service data and its decryption: round trips are exact",
         seeds: {
@@ -83,7 +83,7 @@ enum HybridTargets {
     // MARK: Noise
 
     /// Message 2 from a hostile phone, to a client that sent message 1 (both handshakes; the first byte chooses).
-    static let noiseInitiator = FuzzTarget(
+    static let noiseInitiator: FuzzTarget = FuzzTarget(
         name: "noise-initiator",
         summary: "Noise message 2 to the client (KNpsk0 and NKpsk0): refused or a working channel, never a crash",
         seeds: {
@@ -112,7 +112,7 @@ enum HybridTargets {
         })
 
     /// Message 1 from a hostile client, to a phone (both handshakes; the first byte chooses).
-    static let noiseResponder = FuzzTarget(
+    static let noiseResponder: FuzzTarget = FuzzTarget(
         name: "noise-responder",
         summary: "Noise message 1 to the phone (KNpsk0 and NKpsk0): refused or answered with 81 bytes",
         seeds: {
@@ -143,7 +143,7 @@ enum HybridTargets {
     // MARK: Tunnel messages
 
     /// Decrypted tunnel plaintexts: the first byte picks the revision, the rest is parsed every way it can be.
-    static let tunnelFrames = FuzzTarget(
+    static let tunnelFrames: FuzzTarget = FuzzTarget(
         name: "tunnel-frames",
         summary: "tunnel frames, the post-handshake message, updates and padded CBOR: accepted input round-trips",
         seeds: {
@@ -155,10 +155,13 @@ enum HybridTargets {
                 TunnelFrame(type: .shutdown, payload: []),
                 TunnelFrame(type: .update, payload: CBORValue.map([2: "padding"]).encoded()),
             ]
-            return [ProtocolRevision.zero, .one].flatMap { revision in
+            return [ProtocolRevision.zero, .one].flatMap { (revision: ProtocolRevision) -> [[UInt8]] in
                 let marker: UInt8 = revision == .zero ? 0 : 1
-                return [[marker] + message.plaintext(revision: revision)]
-                    + frames.compactMap { frame in (try? frame.plaintext(revision: revision)).map { [marker] + $0 } }
+                var seeds: [[UInt8]] = [[marker] + message.plaintext(revision: revision)]
+                for frame in frames {
+                    if let plaintext = try? frame.plaintext(revision: revision) { seeds.append([marker] + plaintext) }
+                }
+                return seeds
             }
         },
         run: { input in
@@ -185,7 +188,7 @@ enum HybridTargets {
         })
 
     /// Linking information as CBOR (the map inside the post-handshake and update messages).
-    static let linking = FuzzTarget(
+    static let linking: FuzzTarget = FuzzTarget(
         name: "linking",
         summary: "linking information maps: accepted maps re-encode to maps that parse to the same value",
         seeds: {
@@ -212,7 +215,7 @@ enum HybridTargets {
     /// A client session that has completed an honest handshake; then every chunk of the input is encrypted
     /// under the phone's keys and delivered, as a hostile phone would. A chunk that starts with 0xFF instead
     /// makes the client send a CTAP request first, so that responses are expected.
-    static let clientSession = FuzzTarget(
+    static let clientSession: FuzzTarget = FuzzTarget(
         name: "client-session",
         summary: "the client's hybrid session fed encrypted post-handshake messages and frames by a hostile phone",
         seeds: {

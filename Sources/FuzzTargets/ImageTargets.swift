@@ -16,7 +16,7 @@ enum ImageTargets {
         if image.pixels.count <= scannedPixelLimit { _ = try? QRImageReader.decode(image) }
     }
 
-    static let png = FuzzTarget(
+    static let png: FuzzTarget = FuzzTarget(
         name: "png",
         summary: "PNG reading (libpng, with limits checked first): an accepted image re-encodes losslessly",
         seeds: {
@@ -30,7 +30,7 @@ enum ImageTargets {
             check(image)
         })
 
-    static let pgm = FuzzTarget(
+    static let pgm: FuzzTarget = FuzzTarget(
         name: "pgm",
         summary: "PGM reading (P2 and P5, 8 and 16 bits): an accepted image re-encodes losslessly",
         seeds: {

@@ -2,7 +2,7 @@ import PasswordRules
 
 /// The `passwordrules` descriptor parser and the generator that follows its result.
 enum PasswordRulesTargets {
-    static let passwordRules = FuzzTarget(
+    static let passwordRules: FuzzTarget = FuzzTarget(
         name: "password-rules",
         summary: "a passwordrules descriptor: parsed, printed and parsed back alike; a generated password obeys it",
         seeds: {

@@ -69,7 +69,7 @@ enum RelayTargets {
     }
 
     /// Raw HTTP/1.1 input on one connection, split into reads by the chunks; time passes at the end.
-    static let http = FuzzTarget(
+    static let http: FuzzTarget = FuzzTarget(
         name: "relay-http",
         summary: "relay HTTP input (requests, upgrades, garbage) in EmbeddedChannel: answered or closed, none kept",
         seeds: {
@@ -98,7 +98,7 @@ enum RelayTargets {
 
     /// Two upgraded sides of one tunnel (`/cable/new`, then `/cable/connect` with the routing ID the relay
     /// answered); each chunk of the input is read by one side (its first byte chooses), as WebSocket frames.
-    static let webSocket = FuzzTarget(
+    static let webSocket: FuzzTarget = FuzzTarget(
         name: "relay-websocket",
         summary: "WebSocket frames from both sides of a relay tunnel in EmbeddedChannel: relayed or closed, none kept",
         seeds: {

@@ -16,7 +16,7 @@ enum RelyingPartySiteTarget {
         "/client-result",
     ]
 
-    static let site = FuzzTarget(
+    static let site: FuzzTarget = FuzzTarget(
         name: "rp-site",
         summary:
             "a request body posted to rp serve's endpoints after a ceremony began: JSON answers, no state on refusal",

@@ -22,7 +22,7 @@ enum ShareTargets {
         isDiscoverable: true, backupEligible: true, backupState: true,
         creationDate: Date(timeIntervalSince1970: 1_800_000_000))
 
-    static let qr = FuzzTarget(
+    static let qr: FuzzTarget = FuzzTarget(
         name: "share-qr",
         summary: "PASSKEY-SHARE:/ URLs and their CBOR: a parsed code reprints to itself, and no map parses as both "
             + "a share code and a hybrid code",
@@ -51,7 +51,7 @@ enum ShareTargets {
             }
         })
 
-    static let messages = FuzzTarget(
+    static let messages: FuzzTarget = FuzzTarget(
         name: "share-messages",
         summary: "the sender fed hostile requests, the receiver fed hostile answers: one share message at most, "
             + "and nothing opens that was not sealed to this session",

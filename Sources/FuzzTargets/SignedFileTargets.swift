@@ -39,7 +39,7 @@ enum SignedFileTargets {
             content, certificatePEM: Array(certificate.utf8), privateKeyPEM: Array(privateKey.utf8))
     }
 
-    static let signedFile = FuzzTarget(
+    static let signedFile: FuzzTarget = FuzzTarget(
         name: "signed-file",
         summary: "CMS SignedData verification for example.com: accepted content re-signs and verifies unchanged",
         seeds: {
@@ -58,7 +58,7 @@ enum SignedFileTargets {
             expect(reread?.content == verified.content, "re-signed content did not verify unchanged")
         })
 
-    static let approvalTable = FuzzTarget(
+    static let approvalTable: FuzzTarget = FuzzTarget(
         name: "approval-table",
         summary: "the approval table's JSON: an accepted table writes back to JSON that reads as the same table",
         seeds: {

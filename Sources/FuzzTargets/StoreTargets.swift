@@ -53,7 +53,7 @@ enum StoreTargets {
         }
     }
 
-    static let storeFile = FuzzTarget(
+    static let storeFile: FuzzTarget = FuzzTarget(
         name: "store",
         summary: "opening a mutated store file: refused with the file unchanged, or opened and fully readable",
         seeds: {
@@ -94,7 +94,7 @@ enum StoreTargets {
 /// The files and identifiers the password vault reads from others: the domain approval table another program writes
 /// beside the store, and the service identifiers a user or an app names.
 enum PasswordTargets {
-    static let passwordService = FuzzTarget(
+    static let passwordService: FuzzTarget = FuzzTarget(
         name: "password-service",
         summary: "a service identifier: refused, or normalized once and for all (parsing the result gives it back)",
         seeds: {

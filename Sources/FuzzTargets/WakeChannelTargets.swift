@@ -20,7 +20,7 @@ enum WakeChannelTargets {
 
     // MARK: Client payload
 
-    static let clientPayload = FuzzTarget(
+    static let clientPayload: FuzzTarget = FuzzTarget(
         name: "client-payload",
         summary: "X-caBLE-Client-Payload as header text and as CBOR: accepted payloads re-encode and round-trip",
         seeds: {
@@ -45,7 +45,7 @@ enum WakeChannelTargets {
 
     // MARK: Listener messages and the relay's contact registry
 
-    static let listenerMessages = FuzzTarget(
+    static let listenerMessages: FuzzTarget = FuzzTarget(
         name: "listener-messages",
         summary: "listener messages (round trips) and the relay's contact registry driven by them: wakes only "
             + "reach listeners that proved ownership",

@@ -107,7 +107,8 @@ struct HidrawConnectionTests {
         let payload = (0..<1000).map { UInt8(truncatingIfNeeded: $0) }
         #expect(try await connection.exchange(.ping, payload: payload, timeout: .seconds(10)) == payload)
         #expect(try await connection.exchange(.cbor, payload: [0x04], timeout: .seconds(10)) == [0x00, 0xA0])
-        #expect(key.sizes.count == 1 + 17 + 1)
+        let expectedReports = 1 + 17 + 1  // the channel, the 1,000-byte ping, the CBOR request
+        #expect(key.sizes.count == expectedReports)
         #expect(key.sizes.allSatisfy { $0 == 65 })
         #expect(connection.description == "/dev/hidraw-test")
         await connection.close()

@@ -49,9 +49,9 @@ struct StoreMeasurementTests {
             let found = try #require(try reopened.credential(id: target.id))
             _ = try found.privateKey.signature(for: digest)
         }
-        let perSave =
-            Double(saveTime.components.seconds) * 1e3 / Double(credentials.count)
-            + Double(saveTime.components.attoseconds) / 1e15 / Double(credentials.count)
+        let saveMilliseconds: Double =
+            Double(saveTime.components.seconds) * 1e3 + Double(saveTime.components.attoseconds) / 1e15
+        let perSave = saveMilliseconds / Double(credentials.count)
         func format(_ value: Double) -> String { String(format: "%.1f", value) }
         print(
             """

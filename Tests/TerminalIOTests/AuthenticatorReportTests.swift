@@ -81,14 +81,18 @@ struct AuthenticatorReportTests {
                 "  serve            security key over uhid or UDP (CTAPHID)\n                   transports usb;"))
         #expect(
             text.contains(
-                "  serve --pin-only security key with a PIN only, like most hardware keys\n"
-                    + "                   transports usb; no built-in user verification: the PIN verifies, once a "
-                    + "platform has set one\n"
-                    + "                   options rk, up, noclientPin, pinUvAuthToken, makeCredUvNotRqd,"))
+                """
+                  serve --pin-only security key with a PIN only, like most hardware keys
+                                   transports usb; no built-in user verification: the PIN verifies, once a \
+                platform has set one
+                                   options rk, up, noclientPin, pinUvAuthToken, makeCredUvNotRqd,
+                """))
         #expect(
             text.contains(
-                "  scan             phone over hybrid (caBLE v2)\n"
-                    + "                   transports hybrid; user verification for every request"))
+                """
+                  scan             phone over hybrid (caBLE v2)
+                                   transports hybrid; user verification for every request
+                """))
         #expect(text.contains("  PIN         not set\n"))
         #expect(text.contains("  passkeys    1\n"))
         #expect(text.hasSuffix("  encryption  AES-256-GCM, key from scrypt(N=2^15, r=8, p=1)"))

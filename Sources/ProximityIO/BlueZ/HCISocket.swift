@@ -49,7 +49,12 @@ final class LinuxHCISocket: HCISocket {
     }
 
     /// `_IOW('H', 201, int)` from `<bluetooth/hci.h>`, which Swift does not import.
-    static let deviceUpRequest = UInt(1 << 30 | MemoryLayout<Int32>.size << 16 | Int(UInt8(ascii: "H")) << 8 | 201)
+    static let deviceUpRequest: UInt = {
+        let direction: UInt = 1 << 30
+        let size = UInt(MemoryLayout<Int32>.size) << 16
+        let type = UInt(UInt8(ascii: "H")) << 8
+        return direction | size | type | 201
+    }()
 
     /// Opens a raw socket on adapter `hciN`, bringing the adapter up if it is down and the process may.
     static func open(adapter: Int) throws(HCISocketError) -> any HCISocket {
