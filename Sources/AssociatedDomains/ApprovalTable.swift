@@ -7,8 +7,10 @@ public struct ApprovalTableError: CodedError {
     public enum Code: String, Hashable, Sendable, CaseIterable {
         /// Not `service:domain[:port]`, or the domain or port is not valid.
         case invalidEntitlement
-        /// The table's file is not what this program writes.
+        /// The table's file is not what this program writes, or cannot be read.
         case malformedTable
+        /// The table holds ``ApprovalTable/maximumEntries`` entries, and the check was of a new pair.
+        case full
     }
 
     public var code: Code
@@ -78,7 +80,17 @@ public struct Entitlement: Hashable, Sendable, Comparable, CustomStringConvertib
 /// with its time and reason; and, per domain, the last file fetched from it, for `passkey domains match`.
 ///
 /// A value; `ApprovalTableFile` (AssociatedDomainsIO) keeps it as JSON beside the passkey store.
+///
+/// It is bounded by what it holds, so that its file always fits the reader's limit (issue 23, attack 5: 48 domains
+/// serving 128 KiB files once made a table its own reader refused, and every command that reads it failed): at most
+/// ``maximumEntries`` entries, and the files of at most ``maximumFiles`` domains, those checked most recently. A
+/// domain whose file was let go keeps its entries; `domains match` then asks for a new check.
 public struct ApprovalTable: Hashable, Sendable {
+    /// The most entries kept: a check of a new entitlement and app beyond it is refused with ``ApprovalTableError/Code/full``.
+    public static let maximumEntries = 1024
+    /// The most domains whose last file is kept (each at most 128 KiB, 171 KiB in base64).
+    public static let maximumFiles = 32
+
     public struct Entry: Hashable, Sendable, Codable {
         public var entitlement: String
         public var app: String
@@ -135,9 +147,20 @@ public struct ApprovalTable: Hashable, Sendable {
     }
 
     /// Records a check's verdict. A file is kept for the domain; a denial without a file removes the one kept (the
-    /// site no longer serves one), while a pending check keeps it (the platform goes on using what it had).
-    public mutating func record(_ verdict: CheckVerdict, entitlement: Entitlement, app: AppID, at time: Date) {
+    /// site no longer serves one), while a pending check keeps it (the platform goes on using what it had). Past
+    /// ``maximumFiles`` domains, the file of the domain checked longest ago is let go. A new entitlement and app
+    /// when the table holds ``maximumEntries`` is refused, and nothing changes.
+    public mutating func record(
+        _ verdict: CheckVerdict, entitlement: Entitlement, app: AppID, at time: Date
+    ) throws(ApprovalTableError) {
         let entry = Entry(entitlement: entitlement, app: app, verdict: verdict, checked: time)
+        let known = entries.contains { $0.entitlement == entry.entitlement && $0.app == entry.app }
+        guard known || entries.count < Self.maximumEntries else {
+            throw ApprovalTableError(
+                .full,
+                "the approval table holds \(Self.maximumEntries) entries, the most it keeps; forget the apps that are "
+                    + "no longer installed (passkey domains forget APP) and check again")
+        }
         entries.removeAll { $0.entitlement == entry.entitlement && $0.app == entry.app }
         entries.append(entry)
         entries.sort { ($0.entitlement, $0.app) < ($1.entitlement, $1.app) }
@@ -145,6 +168,22 @@ public struct ApprovalTable: Hashable, Sendable {
             files[entitlement.domain] = file
         } else if verdict.state == .denied {
             files[entitlement.domain] = nil
+        }
+        while files.count > Self.maximumFiles, let stalest = stalestFileDomain(keeping: entitlement.domain) {
+            files[stalest] = nil
+        }
+    }
+
+    /// The domain with a file whose latest check is the oldest (by domain name among equals), other than `kept`.
+    private func stalestFileDomain(keeping kept: String) -> String? {
+        var latest: [String: Date] = [:]
+        for entry in entries {
+            guard let domain = try? Entitlement(entry.entitlement).domain, files[domain] != nil else { continue }
+            latest[domain] = max(latest[domain] ?? entry.checked, entry.checked)
+        }
+        return files.keys.filter { $0 != kept }.min { lhs, rhs in
+            let (left, right) = (latest[lhs] ?? .distantPast, latest[rhs] ?? .distantPast)
+            return left != right ? left < right : lhs < rhs
         }
     }
 
@@ -191,6 +230,11 @@ extension ApprovalTable {
         }
         guard document.version == 1 else {
             throw ApprovalTableError(.malformedTable, "the approval table has version \(document.version), not 1")
+        }
+        guard document.entries.count <= Self.maximumEntries, document.files.count <= Self.maximumFiles else {
+            throw ApprovalTableError(
+                .malformedTable,
+                "the approval table holds more than \(Self.maximumEntries) entries or \(Self.maximumFiles) files")
         }
         for entry in document.entries {
             guard (try? Entitlement(entry.entitlement)) != nil else {

@@ -24,8 +24,12 @@ enum PasswordRulesTargets {
             let reparsed = PasswordRules.parse(rules.description)
             expect(reparsed.diagnostics.isEmpty, "description has errors: \(rules.description)")
             expect(reparsed.rules == rules, "description parses differently: \(rules.description)")
+            if let plan = try? PasswordGenerator.Plan(rules) {
+                expect(plan.strength >= PasswordGenerator.minimumStrength, "a plan below the strength floor")
+            }
             var random = SplitMix(state: UInt64(bytes.count))
-            guard let password = try? PasswordGenerator.generate(following: rules, using: &random) else { return }
+            guard let password = try? PasswordGenerator.generateIgnoringStrength(following: rules, using: &random)
+            else { return }
             let characters = Array(password.utf8)
             expect(characters.count >= (rules.minLength ?? 1), "too short")
             expect(characters.count <= (rules.maxLength ?? Int.max), "too long")

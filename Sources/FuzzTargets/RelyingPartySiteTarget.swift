@@ -66,12 +66,14 @@ enum RelyingPartySiteTarget {
             let started = site.handle(
                 RelyingPartySite.Request(
                     method: "POST", target: signIn ? "/authentication/options" : "/registration/options",
-                    contentType: "application/json", body: Array((signIn ? "{}" : #"{"username":"alice"}"#).utf8)),
+                    host: "example.com", contentType: "application/json",
+                    body: Array((signIn ? "{}" : #"{"username":"alice"}"#).utf8)),
                 now: now, date: date, randomBytes: randomBytes)
             expect(started.response.status == 200, "the first options were refused: \(started.response.status)")
             let exchange = site.handle(
                 RelyingPartySite.Request(
-                    method: "POST", target: path, contentType: "application/json; charset=utf-8", body: body),
+                    method: "POST", target: path, host: "example.com", contentType: "application/json; charset=utf-8",
+                    body: body),
                 now: now, date: date, randomBytes: randomBytes)
             let status = exchange.response.status
             expect((try? JSONValue(parsing: exchange.response.body)) != nil, "\(path) answered \(status) with no JSON")

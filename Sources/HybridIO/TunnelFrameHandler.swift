@@ -73,6 +73,12 @@ final class TunnelFrameHandler: ChannelDuplexHandler {
     private let budget: UnreadBudget
     /// A close frame went out (or is going): nothing more is read, answered or sent.
     private var closing = false
+    /// A pong is on its way and its write has not completed: a relay that sends pings and reads nothing would
+    /// otherwise pile up one pong a ping in this process (issue 23, attack 11).
+    private var pongInFlight = false
+    /// The payload of the latest ping that came while a pong was on its way: answered once that one is out. RFC 6455
+    /// §5.5.3 allows answering only the most recent of several pings.
+    private var owedPong: ByteBuffer?
 
     init(maximumMessageBytes: Int, budget: UnreadBudget) {
         assembler = WebSocketMessageAssembler(sender: .server, maximumMessageBytes: maximumMessageBytes)
@@ -94,8 +100,11 @@ final class TunnelFrameHandler: ChannelDuplexHandler {
             }
             context.fireChannelRead(Self.wrapInboundOut(.message(Array(buffer: buffer))))
         case .ping(let payload):
-            let pong = WebSocketFrame(fin: true, opcode: .pong, maskKey: .random(), data: payload)
-            context.writeAndFlush(Self.wrapOutboundOut(pong), promise: nil)
+            if pongInFlight {
+                owedPong = payload
+            } else {
+                sendPong(payload, context: context)
+            }
         case .fragment, .pong:
             break
         case .close(let code):
@@ -151,6 +160,18 @@ final class TunnelFrameHandler: ChannelDuplexHandler {
         }
         context.fireErrorCaught(error)
         sendClose(code, context: context, promise: nil)
+    }
+
+    /// Answers a ping; once the pong is out, the ping that came meanwhile, if any.
+    private func sendPong(_ payload: ByteBuffer, context: ChannelHandlerContext) {
+        pongInFlight = true
+        let pong = WebSocketFrame(fin: true, opcode: .pong, maskKey: .random(), data: payload)
+        context.writeAndFlush(Self.wrapOutboundOut(pong)).assumeIsolated().whenComplete { [self] result in
+            pongInFlight = false
+            guard case .success = result, !closing, let owed = owedPong else { return }
+            owedPong = nil
+            sendPong(owed, context: context)
+        }
     }
 
     /// Writes a close frame and closes the connection once it is out, or after ``closeGrace``.

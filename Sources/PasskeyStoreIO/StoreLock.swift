@@ -19,6 +19,11 @@ import PasskeyFilesIO
 ///
 /// The lock belongs to the open file description, so it ends with the process however the process ends (even
 /// SIGKILL); the file itself stays, holding the last owner's process ID, and is reused.
+///
+/// The lock file is named after the store's resolved path (`realpath(3)`: every symbolic link in it followed), not
+/// the text the person gave: a second process that reaches the same store through a link takes the same lock.
+/// Hard links are not followed; SQLite itself does not support a database with two names (its journal is named
+/// after the path), so a store must not have one.
 public final class StoreLock: Sendable {
     /// The lock file's path: the store's path with `.lock` appended.
     public let path: String
@@ -38,8 +43,8 @@ public final class StoreLock: Sendable {
     ///
     /// Fails at once with `.busy`, naming the holder's process ID, when another process holds it; never waits.
     public static func acquire(forStore storeURL: URL) throws(CredentialStoreError) -> StoreLock {
-        let path = PasskeyFiles(store: storeURL).lock.path
-        try StoreFiles.makePrivateDirectory((path as NSString).deletingLastPathComponent)
+        try StoreFiles.makePrivateDirectory(storeURL.standardizedFileURL.deletingLastPathComponent().path)
+        let path = PasskeyFiles(store: resolved(storeURL)).lock.path
         let descriptor = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0o600)
         guard descriptor >= 0 else {
             throw CredentialStoreError(.io, "cannot open the lock file \(path): \(StoreFiles.describe(errno))")
@@ -64,6 +69,25 @@ public final class StoreLock: Sendable {
         _ = ftruncate(descriptor, 0)
         _ = record.withUnsafeBytes { pwrite(descriptor, $0.baseAddress, $0.count, 0) }
         return StoreLock(path: path, descriptor: descriptor)
+    }
+
+    /// `store` with every symbolic link followed: the whole path when the store exists, otherwise its directory's,
+    /// with the file name kept (a store about to be created); the path as given when even the directory cannot be
+    /// resolved.
+    static func resolved(_ store: URL) -> URL {
+        let path = store.standardizedFileURL.path
+        if let real = realPath(path) { return URL(fileURLWithPath: real) }
+        let name = (path as NSString).lastPathComponent
+        if let directory = realPath((path as NSString).deletingLastPathComponent) {
+            return URL(fileURLWithPath: directory).appendingPathComponent(name)
+        }
+        return URL(fileURLWithPath: path)
+    }
+
+    private static func realPath(_ path: String) -> String? {
+        guard let resolved = realpath(path, nil) else { return nil }
+        defer { free(resolved) }
+        return String(cString: resolved)
     }
 
     /// The process ID the current holder wrote into the lock file, if it is readable.

@@ -1,4 +1,5 @@
 import Basics
+import Foundation
 
 /// Safari's generated password formats.
 public enum PasswordFormat: String, CaseIterable, Sendable {
@@ -20,6 +21,8 @@ public struct PasswordGenerationError: CodedError {
         /// `max-consecutive` cannot be kept with the characters allowed, or was not kept in
         /// ``PasswordGenerator/maximumAttempts`` tries.
         case maxConsecutiveUnsatisfiable
+        /// The rules leave less randomness than ``PasswordGenerator/minimumStrength`` bits.
+        case tooWeak
     }
 
     public let code: Code
@@ -42,6 +45,11 @@ public enum PasswordGenerator {
     public static let maximumAttempts = 1000
     /// The length ``generate(following:using:)`` aims for when the rules allow it: the strong format's.
     public static let preferredLength = 20
+    /// The least randomness, in bits, a password made by rules may have: below 40 bits KeePassXC and KeePassium
+    /// rate a password "very weak" (their next step, "weak", ends at 75). Rules that allow only less (`allowed:
+    /// [a]`, eight digits) are refused with ``PasswordGenerationError/Code/tooWeak`` rather than followed: the
+    /// person then chooses the password, knowing the site's rules are the reason.
+    public static let minimumStrength = 40.0
 
     // MARK: Classic
 
@@ -159,6 +167,14 @@ public enum PasswordGenerator {
         try generate(following: Plan(rules), using: &random)
     }
 
+    /// ``generate(following:using:)`` without the strength floor: for the tests of the mechanics and the fuzz
+    /// target, which try rules no person should get a password from.
+    public static func generateIgnoringStrength(
+        following rules: PasswordRules, using random: inout some RandomNumberGenerator
+    ) throws(PasswordGenerationError) -> String {
+        try generate(following: Plan(rules, minimumStrength: 0), using: &random)
+    }
+
     /// What ``generate(following:using:)`` works out from the rules before drawing: make it once for many passwords.
     public struct Plan: Sendable {
         let length: Int
@@ -166,7 +182,11 @@ public enum PasswordGenerator {
         let required: [[UInt8]]
         let limit: Int
 
-        public init(_ rules: PasswordRules) throws(PasswordGenerationError) {
+        /// The plan for `rules`, refused when its passwords would have less than `minimumStrength` bits
+        /// (``strength``); tests of the mechanics pass 0.
+        public init(
+            _ rules: PasswordRules, minimumStrength: Double = PasswordGenerator.minimumStrength
+        ) throws(PasswordGenerationError) {
             length = try PasswordGenerator.length(for: rules)
             allowed = ASCIIPrintableSet(rules.allowed).characters
             required = requiredSets(rules).map { $0.characters }
@@ -176,6 +196,27 @@ public enum PasswordGenerator {
                     .maxConsecutiveUnsatisfiable,
                     "only one character is allowed, and it may not repeat more than \(limit) times in a row")
             }
+            guard strength >= minimumStrength else {
+                let bits = Int(strength.rounded(.down))
+                throw PasswordGenerationError(
+                    .tooWeak,
+                    "a password of \(length) characters from \(allowed.count) allowed has at most \(bits) bits of "
+                        + "randomness, below the \(Int(minimumStrength)) a generated password needs")
+            }
+        }
+
+        /// A lower bound of the randomness in bits of one password: each required slot's set and every other
+        /// slot's allowed characters, less one character a slot after the first when `max-consecutive` may forbid
+        /// the previous one. The random order of the slots adds more, which is not counted.
+        public var strength: Double {
+            let constrained = limit < length
+            var bits = 0.0
+            for slot in 0..<length {
+                let size = slot < required.count ? required[slot].count : allowed.count
+                let usable = constrained && slot > 0 ? size - 1 : size
+                bits += log2(Double(max(usable, 1)))
+            }
+            return bits
         }
     }
 

@@ -146,6 +146,12 @@ extension String {
         return result
     }
 
+    /// Each line terminal-safe, the line breaks kept: for whole blocks of output, where a line a formatter already
+    /// escaped passes unchanged (`terminalSafe` leaves its `\u{XX}` as it is).
+    public var terminalSafeLines: String {
+        split(separator: "\n", omittingEmptySubsequences: false).map { String($0).terminalSafe }.joined(separator: "\n")
+    }
+
     /// A name a site or file chose, in double quotes, terminal-safe and with `"` and `\` escaped: it cannot end
     /// its quotes, so it cannot pass for the RP ID or for the rest of a question.
     public var siteChosen: String {

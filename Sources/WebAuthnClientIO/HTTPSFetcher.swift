@@ -61,7 +61,10 @@ public struct HTTPSFetcher: Sendable {
         let client = HTTPClient(eventLoopGroupProvider: .singleton, configuration: configuration)
         let result: Result<WellKnownResponse, HTTPSFetchError>
         do {
-            result = .success(try await fetch(url, accept: accept, userAgent: userAgent, limit: limit, client: client))
+            result = .success(
+                try await withDeadline { [self] in
+                    try await fetch(url, accept: accept, userAgent: userAgent, limit: limit, client: client)
+                })
         } catch let error as HTTPSFetchError {
             result = .failure(error)
         } catch {
@@ -69,6 +72,26 @@ public struct HTTPSFetcher: Sendable {
         }
         try? await client.shutdown()
         return try result.get()
+    }
+
+    /// `operation`, cancelled when it has not finished within `timeout`: AsyncHTTPClient's own bounds cover the
+    /// connection, the response head and each read, but not a body dripped a byte at a time (issue 23, attack 6).
+    private func withDeadline(
+        _ operation: @escaping @Sendable () async throws -> WellKnownResponse
+    ) async throws -> WellKnownResponse {
+        let timeout = timeout
+        return try await withThrowingTaskGroup(of: WellKnownResponse?.self) { group in
+            group.addTask { try await operation() }
+            group.addTask {
+                try await Task.sleep(for: timeout)
+                return nil
+            }
+            defer { group.cancelAll() }
+            guard let first = try await group.next(), let response = first else {
+                throw HTTPSFetchError(.fetchFailed, "no whole answer within \(timeout)")
+            }
+            return response
+        }
     }
 
     private func fetch(_ url: String, accept: String, userAgent: String, limit: Int, client: HTTPClient)

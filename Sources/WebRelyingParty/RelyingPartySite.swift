@@ -25,11 +25,16 @@ public struct RelyingPartySite: Sendable {
         public var target: String
         /// The `Content-Type` header, when there is one.
         public var contentType: String?
+        /// The `Host` header, when there is one.
+        public var host: String?
         public var body: [UInt8]
 
-        public init(method: String, target: String, contentType: String? = nil, body: [UInt8] = []) {
+        public init(
+            method: String, target: String, host: String?, contentType: String? = nil, body: [UInt8] = []
+        ) {
             self.method = method
             self.target = target
+            self.host = host
             self.contentType = contentType
             self.body = body
         }
@@ -92,10 +97,36 @@ public struct RelyingPartySite: Sendable {
     public private(set) var relyingParty: WebRelyingParty
     /// The state as last saved.
     public private(set) var state: RelyingPartyState
+    /// The host names a request's `Host` header may give (lower case, without the port): see ``hostNames(origins:extra:)``.
+    public let hostNames: Set<String>
 
-    public init(relyingParty: WebRelyingParty, state: RelyingPartyState) {
+    /// A site answering requests whose `Host` is one of `hostNames` (by default the loopback names and the hosts of
+    /// the relying party's origins); every other request is refused with 421 ``WebRelyingPartyError/Code/misdirectedRequest``.
+    public init(relyingParty: WebRelyingParty, state: RelyingPartyState, hostNames: Set<String>? = nil) {
         self.relyingParty = relyingParty
         self.state = state
+        self.hostNames = hostNames ?? Self.hostNames(origins: relyingParty.configuration.origins)
+    }
+
+    /// The names a server on this machine answers to: `localhost`, `127.0.0.1` and `[::1]`, the host of each
+    /// origin (a page behind a proxy), and `extra` (`rp serve --host`). Ports are not compared: a page that reached
+    /// the server by DNS rebinding is on the server's port too, and gives away its own name.
+    public static func hostNames(origins: Set<String>, extra: [String] = []) -> Set<String> {
+        var names: Set<String> = ["localhost", "127.0.0.1", "[::1]"]
+        for origin in origins {
+            if let host = URLComponents(string: origin)?.host?.lowercased(), !host.isEmpty {
+                names.insert(host.contains(":") && !host.hasPrefix("[") ? "[\(host)]" : host)
+            }
+        }
+        for name in extra { names.insert(name.lowercased()) }
+        return names
+    }
+
+    /// The host name of a `Host` header: lower case, without its port (`[::1]:8787` → `[::1]`).
+    static func hostName(_ header: String) -> String {
+        let text = header.trimmingCharacters(in: .whitespaces).lowercased()
+        if text.hasPrefix("["), let end = text.firstIndex(of: "]") { return String(text[...end]) }
+        return String(text.prefix { $0 != ":" })
     }
 
     /// Adopts a state that ``Exchange/stateToSave`` asked for, once it is saved.
@@ -114,6 +145,15 @@ public struct RelyingPartySite: Sendable {
     public mutating func handle(
         _ request: Request, now: ContinuousClock.Instant, date: Date, randomBytes: (Int) -> [UInt8]
     ) -> Exchange {
+        // Before anything else: a page that reached this server through a domain of its own (DNS rebinding) must
+        // get nothing, not the accounts, a ceremony or the page (issue 23, attack 2).
+        guard let host = request.host, hostNames.contains(Self.hostName(host)) else {
+            let named = request.host.map { "at \(Verdict.field($0))" } ?? "without a Host header"
+            return Self.refusal(
+                WebRelyingPartyError(
+                    .misdirectedRequest,
+                    "this relying party answers at " + hostNames.sorted().joined(separator: ", ") + ", not \(named)"))
+        }
         let path = String(request.target.prefix { $0 != "?" && $0 != "#" })
         guard let method = Self.routes[path] else {
             return Self.refusal(WebRelyingPartyError(.notFound, "no such path: \(Verdict.field(path))"))

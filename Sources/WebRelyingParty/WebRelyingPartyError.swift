@@ -46,6 +46,9 @@ public struct WebRelyingPartyError: CodedError {
         public static let badRequest = Code(rawValue: "badRequest")
         /// The request headers are larger or more numerous than the server accepts (431).
         public static let headersTooLarge = Code(rawValue: "headersTooLarge")
+        /// The `Host` header names a host this relying party does not serve, or is missing (421): a page that reached
+        /// the server by DNS rebinding names its own domain there.
+        public static let misdirectedRequest = Code(rawValue: "misdirectedRequest")
         /// The verification succeeded but the state file could not be written, so nothing was kept (500).
         public static let stateNotSaved = Code(rawValue: "stateNotSaved")
 
@@ -57,6 +60,7 @@ public struct WebRelyingPartyError: CodedError {
             case .methodNotAllowed: 405
             case .payloadTooLarge: 413
             case .unsupportedMediaType: 415
+            case .misdirectedRequest: 421
             case .headersTooLarge: 431
             case .stateNotSaved: 500
             default: 400

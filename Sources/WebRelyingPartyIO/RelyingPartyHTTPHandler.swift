@@ -71,7 +71,7 @@ final class RelyingPartyHTTPHandler: ChannelInboundHandler {
             state = .idle
             let response = service.handle(
                 RelyingPartySite.Request(
-                    method: head.method.rawValue, target: head.uri,
+                    method: head.method.rawValue, target: head.uri, host: head.headers.first(name: "Host"),
                     contentType: head.headers.first(name: "Content-Type"), body: body))
             write(response, keepAlive: head.isKeepAlive, context: context)
         case (_, .closing):

@@ -171,35 +171,38 @@ struct PasskeyRelay: AsyncParsableCommand {
                 certificateChainFile: tlsCert, privateKeyFile: tlsKey)
         }
 
-        // Not the default action (exit) from here on, also before the service group traps them: the dispatch
-        // sources below and the group's catch them.
+        // Not the default action (exit) from here on. The signals are trapped here, before `listening on` is
+        // printed, and handed to the group from this one sequence: the group's own trapping starts only once
+        // `run()` is under way, and a SIGTERM sent as soon as the line appeared used to fall in between and be lost
+        // (issue 23, attack 8). The first SIGTERM drains; a second SIGTERM, or SIGINT, stops at once.
         signal(SIGTERM, SIG_IGN)
         signal(SIGINT, SIG_IGN)
-        let terminations = await UnixSignalsSequence(trapping: .sigterm)
+        let signals = await UnixSignalsSequence(trapping: .sigterm, .sigint)
         let server = try await RelayServer.start(configuration, logger: logger)
         logger.info("relay started", metadata: ["routing_id": "\(server.routingID.hex)"])
         // Written straight to the file descriptor: tools wait for this line.
         FileHandle.standardOutput.write(Data("listening on \(server.baseURL)\n".utf8))
 
         var groupConfiguration = ServiceGroupConfiguration(
-            services: [RelayService(server: server, logger: logger)], gracefulShutdownSignals: [.sigterm],
-            cancellationSignals: [.sigint], logger: logger)
+            services: [RelayService(server: server, logger: logger)], logger: logger)
         // Tunnels registered before the drain end within their lifetime; past it (and a margin), stop at once.
         groupConfiguration.maximumGracefulShutdownDuration = .seconds(tunnelLifetime) + .seconds(5)
         let group = ServiceGroup(configuration: groupConfiguration)
         let running = Task { try await group.run() }
-        // The group acts on the first SIGTERM (drain); a second one stops at once, as SIGINT does.
-        let escalation = Task {
-            var count = 0
-            for await _ in terminations {
-                count += 1
-                if count == 2 {
-                    logger.info("second SIGTERM: stopping now")
+        let handling = Task {
+            var terminations = 0
+            for await caught in signals {
+                if caught == .sigterm { terminations += 1 }
+                if caught == .sigterm && terminations == 1 {
+                    logger.info("SIGTERM: draining")
+                    await group.triggerGracefulShutdown()
+                } else {
+                    logger.info("\(caught == .sigint ? "SIGINT" : "second SIGTERM"): stopping now")
                     running.cancel()
                 }
             }
         }
-        defer { escalation.cancel() }
+        defer { handling.cancel() }
         try await running.value
     }
 

@@ -81,7 +81,7 @@ extension Passkey.Debug.SecurityKeyCommands {
             let info = try await securityKey.getInfo()
             for line in SecurityKeyLines.description(name: securityKey.name, device: securityKey.deviceInfo, info: info)
             {
-                print(line)
+                printLine(line)
             }
             await securityKey.close()
         }
@@ -129,9 +129,9 @@ extension Passkey.Debug.SecurityKeyCommands {
                 "passkey: getAssertion OK: signature verified with the registered key, flags "
                     + "\(SecurityKeyLines.flags(outcome.authenticationFlags))\n")
             if json {
-                print(String(decoding: outcome.json(relyingPartyID: rp), as: UTF8.self))
+                printJSON(String(decoding: outcome.json(relyingPartyID: rp), as: UTF8.self))
             } else {
-                print("round trip: ok")
+                printLine("round trip: ok")
             }
         }
     }

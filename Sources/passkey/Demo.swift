@@ -26,19 +26,20 @@ extension Passkey {
 
         func run() async throws {
             let clock = DemoClock()
-            print("passkey demo: cross-device (hybrid) registration and sign-in, all on this machine")
+            printLine("passkey demo: cross-device (hybrid) registration and sign-in, all on this machine")
             let noQR = noQR
             _ = try await HybridDemo(relyingPartyID: rp, userName: user).run(
                 in: FileManager.default.temporaryDirectory, person: DemoPerson(clock: clock),
                 checker: try SuffixListRelyingPartyIDChecker.fromSystemList(relatedOrigins: nil),
                 tell: { line in
                     switch line {
-                    case .act(let title): print("\n" + title)
+                    case .act(let title): printLine("\n" + title)
                     case .step(let text): clock.step(text)
                     }
                 },
                 showQRCode: { url in if !noQR { Self.draw(url) } })
-            print("\nDone in \(clock.elapsed): 1 passkey registered and used over hybrid; the relay never saw a key.")
+            printLine(
+                "\nDone in \(clock.elapsed): 1 passkey registered and used over hybrid; the relay never saw a key.")
         }
 
         private static func draw(_ url: String) {
@@ -46,7 +47,7 @@ extension Passkey {
                 let text = try? matrix.terminalText(
                     style: .preferred(environment: ProcessInfo.processInfo.environment, isTerminal: isatty(1) == 1))
             else { return }
-            print(text.hasSuffix("\n") ? text : text + "\n", terminator: "")
+            printQRCode(text.hasSuffix("\n") ? text : text + "\n")
         }
     }
 }
@@ -82,7 +83,7 @@ final class DemoClock: Sendable {
 
     func step(_ text: String) {
         let line = "   [\(Self.format(ContinuousClock.now - start))] \(text)"
-        lock.withLock { _ in print(line) }
+        lock.withLock { _ in printLine(line) }
     }
 
     static func format(_ duration: Duration) -> String {

@@ -42,6 +42,12 @@ extension Passkey.RP {
                 "An origin the page is reached at (repeatable; default: http://RP-ID:PORT).", valueName: "url"))
         var origins: [String] = []
         @Option(
+            name: .customLong("host"),
+            help: ArgumentHelp(
+                "A further name the server answers to in the Host header (repeatable); localhost, 127.0.0.1, [::1] "
+                    + "and the origins' hosts always are, any other is refused.", valueName: "name"))
+        var hosts: [String] = []
+        @Option(
             help: ArgumentHelp(
                 "The relying party's records of registered passkeys (default: rp-state.json beside the store).",
                 valueName: "file"))
@@ -96,7 +102,9 @@ extension Passkey.RP {
                 var configuration = WebRelyingParty.Configuration(relyingParty: entity, origins: origins)
                 configuration.ceremonies = limits
                 return RelyingPartyService(
-                    site: RelyingPartySite(relyingParty: WebRelyingParty(configuration: configuration), state: state),
+                    site: RelyingPartySite(
+                        relyingParty: WebRelyingParty(configuration: configuration), state: state,
+                        hostNames: RelyingPartySite.hostNames(origins: origins, extra: hosts)),
                     environment: .stateFile(stateURL, printLine: ServingProcess.printLine))
             }
             ServingProcess.printLine("listening on \(server.baseURL)")

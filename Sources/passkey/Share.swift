@@ -55,7 +55,7 @@ extension Passkey {
                     },
                     decide: { passkey in
                         let outcome = try await service.receive(passkey)
-                        for line in ShareLines.received(outcome, passkey.credential) { print(line) }
+                        for line in ShareLines.received(outcome, passkey.credential) { printLine(line) }
                         return outcome
                     })
             } catch let error as ProviderError {
@@ -146,7 +146,7 @@ extension Passkey {
             }
             await advertiser.close()
             switch ShareLines.shared(outcome, credential) {
-            case .success(let line): print(line)
+            case .success(let line): printLine(line)
             case .failure(let failure): throw CommandFailure(failure.message)
             }
         }

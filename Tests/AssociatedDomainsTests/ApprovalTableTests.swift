@@ -48,21 +48,21 @@ struct ApprovalTableTests {
         var table = ApprovalTable()
         let web = try Entitlement("webcredentials:example.com")
         let links = try Entitlement("applinks:example.com")
-        table.record(Self.verdict(.approved, file: Self.file), entitlement: web, app: Self.app, at: Self.time)
-        table.record(Self.verdict(.denied), entitlement: web, app: Self.other, at: Self.time)
-        table.record(Self.verdict(.pending), entitlement: links, app: Self.app, at: Self.time)
+        try table.record(Self.verdict(.approved, file: Self.file), entitlement: web, app: Self.app, at: Self.time)
+        try table.record(Self.verdict(.denied), entitlement: web, app: Self.other, at: Self.time)
+        try table.record(Self.verdict(.pending), entitlement: links, app: Self.app, at: Self.time)
         #expect(table.entries.count == 3)
         #expect(table.entry(web, app: Self.app)?.state == .approved)
         #expect(table.entry(web, app: Self.other)?.state == .denied)
         #expect(table.entries.map(\.entitlement) == [links.description, web.description, web.description])
         // The denial without a file dropped the file the approval kept: the site no longer serves one.
         #expect(table.lastFile(domain: "example.com") == nil)
-        table.record(Self.verdict(.approved, file: Self.file), entitlement: web, app: Self.other, at: Self.time)
+        try table.record(Self.verdict(.approved, file: Self.file), entitlement: web, app: Self.other, at: Self.time)
         #expect(table.entry(web, app: Self.other)?.state == .approved)
         #expect(table.entries.count == 3)
         #expect(table.lastFile(domain: "example.com") == Self.file)
         // A pending check keeps the file.
-        table.record(Self.verdict(.pending), entitlement: web, app: Self.other, at: Self.time)
+        try table.record(Self.verdict(.pending), entitlement: web, app: Self.other, at: Self.time)
         #expect(table.lastFile(domain: "example.com") == Self.file)
     }
 
@@ -70,9 +70,9 @@ struct ApprovalTableTests {
         var table = ApprovalTable()
         let first = try Entitlement("webcredentials:example.com")
         let second = try Entitlement("webcredentials:shop.example:8443")
-        table.record(Self.verdict(.approved, file: Self.file), entitlement: first, app: Self.app, at: Self.time)
-        table.record(Self.verdict(.approved, file: Self.file), entitlement: second, app: Self.app, at: Self.time)
-        table.record(Self.verdict(.approved, file: Self.file), entitlement: first, app: Self.other, at: Self.time)
+        try table.record(Self.verdict(.approved, file: Self.file), entitlement: first, app: Self.app, at: Self.time)
+        try table.record(Self.verdict(.approved, file: Self.file), entitlement: second, app: Self.app, at: Self.time)
+        try table.record(Self.verdict(.approved, file: Self.file), entitlement: first, app: Self.other, at: Self.time)
         let removed = table.forget(app: Self.app)
         #expect(removed.count == 2)
         #expect(table.entries.map(\.app) == [Self.other.description])
@@ -81,9 +81,65 @@ struct ApprovalTableTests {
         #expect(table.forget(app: Self.app).isEmpty)
     }
 
+    /// Issue 23, attack 5: 48 domains serving 128 KiB files made a table larger than its reader's 8 MiB limit, and
+    /// then every command that reads it failed. The table now keeps the files of the 32 domains checked last.
+    @Test func theFilesOfTheDomainsCheckedLongestAgoAreLetGoPastTheBound() throws {
+        var table = ApprovalTable()
+        let big = [UInt8](repeating: UInt8(ascii: "x"), count: 128 * 1024)
+        for number in 0..<48 {
+            let entitlement = try Entitlement("webcredentials:site\(number).example")
+            try table.record(
+                Self.verdict(.approved, file: big), entitlement: entitlement, app: Self.app,
+                at: Self.time + Double(number))
+        }
+        #expect(table.entries.count == 48, "every entry stays")
+        #expect(table.files.count == ApprovalTable.maximumFiles)
+        #expect(table.lastFile(domain: "site47.example") == big)
+        #expect(table.lastFile(domain: "site16.example") == big)
+        #expect(table.lastFile(domain: "site15.example") == nil, "checked longest ago: let go")
+        #expect(table.json().count < 8 << 20)
+        // A new check of an old domain brings its file back and lets the next oldest go.
+        try table.record(
+            Self.verdict(.approved, file: big), entitlement: try Entitlement("webcredentials:site0.example"),
+            app: Self.app, at: Self.time + 100)
+        #expect(table.lastFile(domain: "site0.example") == big)
+        #expect(table.lastFile(domain: "site16.example") == nil)
+        #expect(try ApprovalTable(json: table.json()) == table)
+    }
+
+    @Test func aNewPairBeyondTheMostEntriesIsRefusedAndChangesNothing() throws {
+        var table = ApprovalTable()
+        let entitlement = try Entitlement("webcredentials:example.com")
+        for number in 0..<ApprovalTable.maximumEntries {
+            try table.record(
+                Self.verdict(.denied), entitlement: entitlement, app: try AppID("ABCDE12345.com.example.app\(number)"),
+                at: Self.time)
+        }
+        let before = table
+        let error = #expect(throws: ApprovalTableError.self) {
+            try table.record(Self.verdict(.approved), entitlement: entitlement, app: Self.other, at: Self.time)
+        }
+        #expect(error?.code == .full)
+        #expect(error?.description.contains("passkey domains forget APP") == true)
+        #expect(table == before)
+        // A pair already there is checked again as before.
+        try table.record(
+            Self.verdict(.approved), entitlement: entitlement, app: try AppID("ABCDE12345.com.example.app7"),
+            at: Self.time + 1)
+        #expect(table.entries.count == ApprovalTable.maximumEntries)
+        // And a file holding more than the bounds is not a table this program wrote.
+        var document = try #require(
+            try JSONSerialization.jsonObject(with: Data(table.json())) as? [String: Any])
+        var entries = try #require(document["entries"] as? [Any])
+        entries.append(entries[0])
+        document["entries"] = entries
+        let tooMany = try JSONSerialization.data(withJSONObject: document)
+        #expect(throws: ApprovalTableError(.malformedTable, "")) { try ApprovalTable(json: Array(tooMany)) }
+    }
+
     @Test func theJSONFormRoundTrips() throws {
         var table = ApprovalTable()
-        table.record(
+        try table.record(
             Self.verdict(.approved, file: Self.file), entitlement: try Entitlement("webcredentials:example.com"),
             app: Self.app, at: Self.time)
         let json = table.json()

@@ -230,6 +230,24 @@ struct TunnelFrameHandlerTests {
         #expect(try await embedded.writtenFrames().isEmpty)
     }
 
+    /// Issue 23, attack 11: the client answered every ping, so a relay that sends pings and reads nothing made it
+    /// queue one pong a ping. Now one pong is on its way at a time, and the latest ping is answered after it.
+    @Test func pingsFromARelayThatDoesNotReadQueueOnePong() async throws {
+        let socket = WriteHolder()
+        let embedded = try await EmbeddedTunnel(socket: socket)
+        var pings: [UInt8] = []
+        for number in 0..<1000 { pings += RawFrame.server(opcode: 9, [UInt8(number % 256)]) }
+        await embedded.relaySends(pings)
+        #expect(socket.heldWrites >= 1)
+        #expect(socket.heldWrites <= 2, "one pong frame (its header and payload) is held, not one a ping")
+        // A relay that reads gets a pong for the first ping and one for the latest.
+        let reading = try await EmbeddedTunnel()
+        await reading.relaySends(RawFrame.server(opcode: 9, [1]) + RawFrame.server(opcode: 9, [2]))
+        let frames = try await reading.writtenFrames()
+        #expect(frames.map(\.opcode) == [0xA, 0xA])
+        #expect(frames.map(\.payload) == [[1], [2]])
+    }
+
     @Test func aRelayThatDoesNotReadTheCloseFrameIsCutOffAfterAGrace() async throws {
         let socket = WriteHolder()
         let embedded = try await EmbeddedTunnel(socket: socket)

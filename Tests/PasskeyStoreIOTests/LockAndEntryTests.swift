@@ -1,7 +1,7 @@
 import CTAP2
 import Crypto
 import Foundation
-import PasskeyStoreIO
+@testable import PasskeyStoreIO
 import Synchronization
 import Testing
 
@@ -23,6 +23,39 @@ struct LockAndEntryTests {
         first = nil
         let second = try StoreLock.acquire(forStore: url)
         #expect(second.path == url.path + ".lock")
+    }
+
+    /// Issue 23, attack 4: a symbolic link to the store (or to its directory) named a lock of its own, so a second
+    /// `serve` ran on the same store through the link.
+    @Test func aStoreReachedThroughASymbolicLinkTakesTheSameLock() throws {
+        let scratch = try Scratch()
+        let url = scratch.url("real/passkeys.sqlite")
+        try FileManager.default.createDirectory(
+            at: url.deletingLastPathComponent(), withIntermediateDirectories: true)
+        #expect(FileManager.default.createFile(atPath: url.path, contents: Data()))
+        let fileLink = scratch.url("elsewhere/link.sqlite")
+        try FileManager.default.createDirectory(
+            at: fileLink.deletingLastPathComponent(), withIntermediateDirectories: true)
+        try FileManager.default.createSymbolicLink(at: fileLink, withDestinationURL: url)
+        let directoryLink = scratch.url("linked-directory")
+        try FileManager.default.createSymbolicLink(
+            at: directoryLink, withDestinationURL: url.deletingLastPathComponent())
+
+        let first = try StoreLock.acquire(forStore: url)
+        for other in [fileLink, directoryLink.appendingPathComponent("passkeys.sqlite")] {
+            let error = expectStoreError(.busy) { try StoreLock.acquire(forStore: other) }
+            #expect(error?.message.contains("in use by another passkey process") == true, "\(other.path)")
+        }
+        #expect(first.path == StoreLock.resolved(url).path + ".lock")
+        #expect(!FileManager.default.fileExists(atPath: fileLink.path + ".lock"))
+
+        // A store that does not exist yet, in a directory reached through a link, locks its resolved name too.
+        let fresh = try StoreLock.acquire(forStore: directoryLink.appendingPathComponent("new.sqlite"))
+        let error = expectStoreError(.busy) {
+            try StoreLock.acquire(forStore: url.deletingLastPathComponent().appendingPathComponent("new.sqlite"))
+        }
+        #expect(error != nil)
+        _ = fresh
     }
 
     @Test func entriesListDamagedRowsAndDeleteWorksFromTheRow() async throws {

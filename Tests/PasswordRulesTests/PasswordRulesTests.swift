@@ -356,7 +356,7 @@ func referenceJSON(_ rules: PasswordRules) -> String {
         let length = try PasswordGenerator.length(for: rules)
         let allowed = characters(rules.allowed)
         for _ in 0..<2000 {
-            let password = Array(try PasswordGenerator.generate(following: rules, using: &random).utf8)
+            let password = Array(try PasswordGenerator.generateIgnoringStrength(following: rules, using: &random).utf8)
             #expect(password.count == length)
             #expect(password.count >= (rules.minLength ?? 1) && password.count <= (rules.maxLength ?? .max))
             #expect(password.allSatisfy(allowed.contains), "\(descriptor)")
@@ -379,16 +379,53 @@ func referenceJSON(_ rules: PasswordRules) -> String {
     func impossibleRulesAreRefused(descriptor: String, code: PasswordGenerationError.Code) {
         var random = SeededRandom(seed: 3)
         #expect(throws: PasswordGenerationError(code, "")) {
-            try PasswordGenerator.generate(following: PasswordRules(parsing: descriptor), using: &random)
+            try PasswordGenerator.generateIgnoringStrength(
+                following: PasswordRules(parsing: descriptor), using: &random)
         }
     }
 
     @Test func possibleEdgeRulesAreMet() throws {
         var random = SeededRandom(seed: 4)
         let single = PasswordRules(parsing: "allowed: [a]; max-consecutive: 3; maxlength: 3")
-        #expect(try PasswordGenerator.generate(following: single, using: &random) == "aaa")
+        #expect(try PasswordGenerator.generateIgnoringStrength(following: single, using: &random) == "aaa")
         let tight = PasswordRules(parsing: "required: [x]; required: [y]; required: [z]; maxlength: 3")
-        #expect(Set(try PasswordGenerator.generate(following: tight, using: &random)) == ["x", "y", "z"])
+        #expect(
+            Set(try PasswordGenerator.generateIgnoringStrength(following: tight, using: &random)) == ["x", "y", "z"])
+    }
+
+    /// Issue 23, attack 9: rules that allowed it gave `aaaaaaaaaaaaaaaaaaaa` without a word. Generated passwords
+    /// now need 40 bits; the default formats and ordinary rules have far more.
+    @Test(arguments: [
+        ("allowed: [a]; minlength: 20", 0),
+        ("allowed: digit; maxlength: 8", 26),
+        ("allowed: digit; maxlength: 12", 39),
+        ("allowed: [ab]; max-consecutive: 1; minlength: 200", 1),
+        ("required: [x]; required: [y]; allowed: [xy]; max-consecutive: 2; maxlength: 9", 0),
+    ])
+    func rulesThatLeaveTooLittleRandomnessAreRefused(descriptor: String, bits: Int) throws {
+        var random = SeededRandom(seed: 5)
+        let error = #expect(throws: PasswordGenerationError.self) {
+            try PasswordGenerator.generate(following: PasswordRules(parsing: descriptor), using: &random)
+        }
+        #expect(error?.code == .tooWeak)
+        #expect(
+            error?.description.contains("at most \(bits) bits of randomness, below the 40") == true,
+            "\(error?.description ?? "")")
+    }
+
+    @Test func ordinaryRulesClearTheFloor() throws {
+        let cases: [(String, ClosedRange<Double>)] = [
+            ("", 130...132),  // 20 printable ASCII characters: 20 × log2(95) = 131.4
+            ("allowed: digit; maxlength: 13", 43...44),  // 13 × log2(10) = 43.2
+            ("required: upper; required: digit; allowed: lower; minlength: 12; maxlength: 12", 67...68),
+            ("allowed: upper, lower, digit; max-consecutive: 2", 117...119),  // 20 × log2(62), less the repeats
+        ]
+        for (descriptor, expected) in cases {
+            let plan = try PasswordGenerator.Plan(PasswordRules(parsing: descriptor))
+            #expect(expected.contains(plan.strength), "\(descriptor): \(plan.strength)")
+            var random = SeededRandom(seed: 6)
+            _ = try PasswordGenerator.generate(following: plan, using: &random)
+        }
     }
 
     private func characters(_ classes: [PasswordCharacterClass]) -> Set<UInt8> {

@@ -172,6 +172,17 @@ struct RelayTLSAndExecutableTests {
         #expect(await relay.wait(timeout: .seconds(20)).exitStatus == 0)
     }
 
+    /// Issue 23, attack 8: a SIGTERM sent as soon as `listening on` appeared was ignored in 7 of 10 runs (it fell
+    /// between the line and the service group's own trapping). Ten runs, each signalled the moment the line is read.
+    @Test func aSIGTERMRightAfterTheListeningLineStopsTheRelay() async throws {
+        for run in 1...10 {
+            let (relay, _) = try await Self.startExecutable()
+            defer { relay.stop() }
+            relay.signal(SIGTERM)
+            #expect(await relay.wait(timeout: .seconds(20)).exitStatus == 0, "run \(run): \(relay.errors)")
+        }
+    }
+
     @Test(arguments: [[SIGTERM, SIGTERM], [SIGINT], [SIGTERM, SIGINT]])
     func aSecondSIGTERMOrSIGINTStopsAtOnce(signals: [Int32]) async throws {
         let (relay, port) = try await Self.startExecutable(["--tunnel-lifetime", "60"])

@@ -34,7 +34,7 @@ struct DomainLinesTests {
             DomainLines.table(ApprovalTable()) == ["No domains checked yet (passkey domains check DOMAIN --app ID)."])
         #expect(DomainLines.tableJSON(ApprovalTable()) == .array([]))
         var table = ApprovalTable()
-        table.record(
+        try table.record(
             CheckVerdict(state: .denied, reason: "an HTML page", url: "https://example.com/a", status: 200),
             entitlement: try Entitlement(service: .webcredentials, domain: "example.com"),
             app: try AppID("ABCDE12345.com.example.app"), at: Self.checked)
@@ -54,7 +54,8 @@ struct DomainLinesTests {
         #expect(entries.first?["state"] == .string("denied"))
     }
     @Test func aLinkVerdictNamesTheRuleThatDecided() throws {
-        let file = #"{"applinks":{"details":[{"appID":"ABCDE12345.com.example.app","paths":["NOT /private/*","/shop/*"]}]}}"#
+        let file =
+            #"{"applinks":{"details":[{"appID":"ABCDE12345.com.example.app","paths":["NOT /private/*","/shop/*"]}]}}"#
         let association = try AppSiteAssociation(json: Array(file.utf8))
         let app = try AppID("ABCDE12345.com.example.app")
         let open = association.match(url: "https://example.com/shop/1", app: app, domain: nil)

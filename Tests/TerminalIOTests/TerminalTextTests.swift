@@ -25,6 +25,20 @@ struct TerminalTextTests {
         }
     }
 
+    /// Issue 23, attack 7: `passkey delete` printed the site's RP ID and user name raw. Every line the executable
+    /// prints now goes through `terminalSafeLines`; `Tools/lib/check-targets` refuses a bare `print(` there.
+    @Test func blocksOfOutputAreEscapedLineByLineAndEscapingTwiceChangesNothing() {
+        let block = "Deleted the passkey for \(Self.hostileName) (bob\u{7})."
+        let safe = ("first line\n" + block + "\n\nlast").terminalSafeLines
+        #expect(safe.split(separator: "\n", omittingEmptySubsequences: false).count == 4)
+        #expect(!safe.unicodeScalars.contains { $0.value < 0x20 && $0 != "\n" })
+        #expect(safe.contains("Deleted the passkey for x\\u{D}\\u{1B}[2Kbank.example"))
+        #expect(safe.contains("(bob\\u{7})."))
+        #expect(safe.terminalSafeLines == safe)
+        #expect(Self.hostileName.siteChosen.terminalSafeLines == Self.hostileName.siteChosen)
+        #expect("a\n\nb\n".terminalSafeLines == "a\n\nb\n")
+    }
+
     /// A site's name stays inside its quotes: its own quotes and backslashes are escaped, so it cannot close them
     /// and pass for the RP ID or the rest of the question.
     @Test func siteChosenNamesCannotLeaveTheirQuotes() {

@@ -18,22 +18,22 @@ struct ApprovalTableApprovalsTests {
     @Test func onlyApprovedEntriesOfTheServiceApprove() throws {
         var table = ApprovalTable()
         let time = Date(timeIntervalSince1970: 1_800_000_000)
-        table.record(
+        try table.record(
             .init(state: .approved, reason: "listed", url: "u", status: 200, file: nil),
             entitlement: try Entitlement("webcredentials:Example.com"), app: Self.app, at: time)
-        table.record(
+        try table.record(
             Self.verdict(.approved), entitlement: try Entitlement("webcredentials:shop.example:8443"),
             app: Self.app, at: time)
-        table.record(
+        try table.record(
             Self.verdict(.denied), entitlement: try Entitlement("webcredentials:denied.example"),
             app: Self.app, at: time)
-        table.record(
+        try table.record(
             Self.verdict(.pending), entitlement: try Entitlement("webcredentials:later.example"),
             app: Self.app, at: time)
-        table.record(
+        try table.record(
             Self.verdict(.approved), entitlement: try Entitlement("applinks:links.example"),
             app: Self.app, at: time)
-        table.record(
+        try table.record(
             Self.verdict(.approved), entitlement: try Entitlement("webcredentials:other.example"),
             app: Self.other, at: time)
 
@@ -50,7 +50,8 @@ struct ApprovalTableApprovalsTests {
         // Through the file, as the commands read it: the same answers; no file approves nothing.
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent(UUID().uuidString)
         defer { try? FileManager.default.removeItem(at: directory) }
-        let file = ApprovalTableFile(url: PasskeyFiles(store: directory.appendingPathComponent("passkeys.sqlite")).domainApprovals)
+        let file = ApprovalTableFile(
+            url: PasskeyFiles(store: directory.appendingPathComponent("passkeys.sqlite")).domainApprovals)
         #expect(
             try ApprovalTableApprovals(file.load()).approvedDomains(
                 app: Self.app.description, service: "webcredentials") == [])
@@ -60,5 +61,26 @@ struct ApprovalTableApprovalsTests {
                 try ApprovalTableApprovals(file.load()).approvedDomains(
                     app: Self.app.description, service: "webcredentials"))
                 == ["example.com", "shop.example:8443"])
+    }
+
+    /// Issue 23, attack 5: once the table outgrew its reader's limit, every command that reads it failed and the
+    /// only repair was deleting the file by hand. The error now names the file, the reason and the repair, and
+    /// `reset()` (`passkey domains forget --all`) starts an empty table without reading the old one.
+    @Test func anUnreadableTableSaysHowToRepairItAndResetStartsAnEmptyOne() throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent(UUID().uuidString)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let file = ApprovalTableFile(
+            url: PasskeyFiles(store: directory.appendingPathComponent("passkeys.sqlite")).domainApprovals)
+        for bytes in [[UInt8](repeating: 0x20, count: ApprovalTableFile.maximumSize + 1), Array("{not json".utf8)] {
+            try OwnerOnlyFile.write(bytes, to: file.url)
+            let error = #expect(throws: ApprovalTableError.self) { try file.load() }
+            #expect(error?.code == .malformedTable)
+            #expect(error?.description.hasPrefix("cannot use the approval table \(file.path): ") == true)
+            #expect(error?.description.hasSuffix("passkey domains forget --all starts an empty one") == true)
+            #expect(throws: ApprovalTableError.self) { try file.update { _ in } }
+            #expect(try OwnerOnlyFile.read(file.url, limit: 16 << 20) == bytes, "a failed update leaves the file")
+            try file.reset()
+            #expect(try file.load() == ApprovalTable())
+        }
     }
 }

@@ -121,6 +121,23 @@ struct HTTPSRelatedOriginsSourceTests {
         }
     }
 
+    /// Issue 23, attack 6: the 10 s bound covered only the response head, so a server dripping one byte every 4 s
+    /// held one check for 106 s. Here a byte every 300 ms (each read well inside the bound) for 100 bytes would take
+    /// 30 s; the fetch's whole deadline of 1 s ends it.
+    @Test func aServerDrippingTheBodyIsCutOffAtTheWholeDeadline() async throws {
+        let ca = try await TestCA.make()
+        var reply = WellKnownServer.Reply(body: String(repeating: " ", count: 100))
+        reply.drip = .milliseconds(300)
+        try await WellKnownServer.with(ca, reply: { [reply] _ in reply }) { server in
+            let started = ContinuousClock.now
+            let error = await #expect(throws: RelatedOriginsError.self) {
+                try await Self.source(ca, server, timeout: .seconds(1)).wellKnownResponse(for: Self.rpID)
+            }
+            #expect(error?.code == .fetchFailed)
+            #expect(ContinuousClock.now - started < .seconds(10), "the drip was read to its end")
+        }
+    }
+
     @Test func nothingListeningFailsTheFetch() async throws {
         let ca = try await TestCA.make()
         let server = try await WellKnownServer.start(ca) { _ in .init(body: Self.listed) }
@@ -140,6 +157,8 @@ final class WellKnownServer: Sendable {
         var headers: [(String, String)]
         var body: [UInt8]
         var chunked: Bool
+        /// Sends the body one byte at a time with this pause before each, as a slow-drip attack does.
+        var drip: Duration?
 
         init(status: Int = 200, headers: [(String, String)]? = nil, body: String, chunked: Bool = false) {
             self.init(status: status, headers: headers, bytes: Array(body.utf8), chunked: chunked)
@@ -237,6 +256,11 @@ final class WellKnownServer: Sendable {
                 if !answer.chunked { headers.add(name: "Content-Length", value: String(answer.body.count)) }
                 let responseHead = HTTPResponseHead(
                     version: .http1_1, status: HTTPResponseStatus(statusCode: answer.status), headers: headers)
+                if let drip = answer.drip {
+                    context.writeAndFlush(Self.wrapOutboundOut(.head(responseHead)), promise: nil)
+                    Self.drip(answer.body, from: 0, every: drip, on: context.channel)
+                    return
+                }
                 context.write(Self.wrapOutboundOut(.head(responseHead)), promise: nil)
                 let bytes = answer.body
                 var offset = 0
@@ -252,6 +276,23 @@ final class WellKnownServer: Sendable {
         }
 
         func errorCaught(context: ChannelHandlerContext, error: any Error) { context.close(promise: nil) }
+
+        /// Byte `index` of `bytes` after `pause`, then the next, then the end of the response.
+        static func drip(_ bytes: [UInt8], from index: Int, every pause: Duration, on channel: any Channel) {
+            let (seconds, attoseconds) = pause.components
+            let delay = TimeAmount.nanoseconds(seconds * 1_000_000_000 + attoseconds / 1_000_000_000)
+            channel.eventLoop.scheduleTask(in: delay) {
+                guard channel.isActive else { return }
+                guard index < bytes.count else {
+                    channel.writeAndFlush(HTTPServerResponsePart.end(nil)).whenComplete { _ in
+                        channel.close(promise: nil)
+                    }
+                    return
+                }
+                channel.writeAndFlush(HTTPServerResponsePart.body(.byteBuffer(ByteBuffer(bytes: [bytes[index]]))))
+                    .whenSuccess { drip(bytes, from: index + 1, every: pause, on: channel) }
+            }
+        }
     }
 }
 

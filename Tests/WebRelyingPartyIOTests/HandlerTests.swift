@@ -24,8 +24,12 @@ struct HandlerTests {
         return channel
     }
 
+    /// A request head with `Host: localhost:8787` (as a browser sends it) before `headers`.
     func head(_ method: HTTPMethod, _ uri: String, _ headers: [(String, String)] = []) -> HTTPServerRequestPart {
-        .head(HTTPRequestHead(version: .http1_1, method: method, uri: uri, headers: HTTPHeaders(headers)))
+        .head(
+            HTTPRequestHead(
+                version: .http1_1, method: method, uri: uri,
+                headers: HTTPHeaders([("Host", "localhost:8787")] + headers)))
     }
 
     func body(_ text: String) -> HTTPServerRequestPart { .body(ByteBuffer(string: text)) }
@@ -56,6 +60,19 @@ struct HandlerTests {
         #expect(missing.status == 404 && missing.json["error"] as? String == "notFound")
         #expect(missing.headers.first(name: "Connection") == "close")
         #expect(!channel.isActive)
+    }
+
+    /// The handler hands the `Host` header to the site, which refuses a name it does not serve (DNS rebinding).
+    @Test func aRequestForAnotherHostIsRefusedWith421() throws {
+        let channel = try handlerChannel()
+        try channel.writeInbound(
+            HTTPServerRequestPart.head(
+                HTTPRequestHead(
+                    version: .http1_1, method: .GET, uri: "/credentials",
+                    headers: HTTPHeaders([("Host", "rebound.example:8787")]))))
+        try channel.writeInbound(HTTPServerRequestPart.end(nil))
+        let answer = try #require(try channel.readResponseParts())
+        #expect(answer.status == 421 && answer.json["error"] as? String == "misdirectedRequest")
     }
 
     @Test func aDeclaredBodyOverTheLimitIsRefusedAtOnce() throws {
@@ -176,11 +193,11 @@ struct HandlerTests {
         var key = SoftwareAuthenticator(origin: Recorder.origin)
         let options = service.handle(
             .init(
-                method: "POST", target: "/registration/options", contentType: "application/json",
+                method: "POST", target: "/registration/options", host: "localhost", contentType: "application/json",
                 body: Array(#"{"username":"alice"}"#.utf8)))
         let answer = service.handle(
             .init(
-                method: "POST", target: "/registration/verify", contentType: "application/json",
+                method: "POST", target: "/registration/verify", host: "localhost", contentType: "application/json",
                 body: try key.register(optionsJSON: options.body)))
         #expect(answer.status == 500)
         #expect(service.state.accounts.isEmpty)
@@ -195,11 +212,11 @@ struct HandlerTests {
         var key = SoftwareAuthenticator(origin: Recorder.origin)
         let options = service.handle(
             .init(
-                method: "POST", target: "/registration/options", contentType: "application/json",
+                method: "POST", target: "/registration/options", host: "localhost", contentType: "application/json",
                 body: Array(#"{"username":"alice"}"#.utf8)))
         let answer = service.handle(
             .init(
-                method: "POST", target: "/registration/verify", contentType: "application/json",
+                method: "POST", target: "/registration/verify", host: "localhost", contentType: "application/json",
                 body: try key.register(optionsJSON: options.body)))
         #expect(answer.status == 200)
         #expect(service.state.accounts.map(\.userName) == ["alice"])

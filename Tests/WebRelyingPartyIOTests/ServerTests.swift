@@ -23,7 +23,8 @@ struct ServerTests {
     }
 
     static func post(_ service: RelyingPartyService, _ path: String, _ body: [UInt8]) -> RelyingPartySite.Response {
-        service.handle(.init(method: "POST", target: path, contentType: "application/json", body: body))
+        service.handle(
+            .init(method: "POST", target: path, host: "localhost", contentType: "application/json", body: body))
     }
 
     @Test func refusalsLeaveTheStateFileByteForByteAsItWas() throws {

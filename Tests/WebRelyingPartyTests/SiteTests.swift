@@ -12,13 +12,39 @@ struct SiteTests {
     var site = RelyingPartySite(relyingParty: Harness().relyingParty, state: RelyingPartyState())
     var now = ContinuousClock.now
 
-    mutating func send(_ method: String, _ target: String, json body: String? = nil, contentType: String? = nil)
-        -> RelyingPartySite.Exchange
-    {
+    mutating func send(
+        _ method: String, _ target: String, json body: String? = nil, contentType: String? = nil,
+        host: String? = "localhost:8787"
+    ) -> RelyingPartySite.Exchange {
         let request = RelyingPartySite.Request(
-            method: method, target: target, contentType: contentType ?? (body == nil ? nil : "application/json"),
-            body: Array((body ?? "").utf8))
+            method: method, target: target, host: host,
+            contentType: contentType ?? (body == nil ? nil : "application/json"), body: Array((body ?? "").utf8))
         return site.handle(request, now: now, date: Harness.date, randomBytes: { [UInt8](repeating: 0xAB, count: $0) })
+    }
+
+    /// Issue 23, attack 2: with a spoofed `Host` (a page on a domain of its own that resolves to 127.0.0.1, DNS
+    /// rebinding) the review read every account, registered its own passkey to `alice` and signed in as her. Every
+    /// path now answers 421 for a host it does not serve, before reading anything.
+    @Test(arguments: [
+        ("GET", "/credentials"), ("GET", "/"), ("POST", "/registration/options"), ("POST", "/authentication/verify"),
+    ])
+    mutating func aHostThisRelyingPartyDoesNotServeIsRefusedOnEveryPath(method: String, target: String) throws {
+        for host in ["evil.example:8787", "evil.example", "localhost.evil.example", "127.0.0.2:8787", "", nil] {
+            let exchange = send(method, target, json: method == "POST" ? #"{"username":"alice"}"# : nil, host: host)
+            #expect(exchange.response.status == 421, "\(host ?? "no Host")")
+            #expect(try object(exchange.response.body)["error"] as? String == "misdirectedRequest")
+            #expect(exchange.stateToSave == nil)
+        }
+        for host in ["localhost:8787", "LOCALHOST", "127.0.0.1:9", "[::1]:8787"] {
+            #expect(send("GET", "/credentials", host: host).response.status == 200, "\(host)")
+        }
+    }
+
+    @Test func theHostNamesAreTheLoopbackOnesTheOriginsAndTheExtraOnes() {
+        let names = RelyingPartySite.hostNames(
+            origins: ["https://login.example.com", "http://localhost:8787", "http://[::1]:8787"],
+            extra: ["Proxy.Internal"])
+        #expect(names == ["localhost", "127.0.0.1", "[::1]", "login.example.com", "proxy.internal"])
     }
 
     @Test(arguments: [

@@ -82,7 +82,7 @@ public struct AppAssociationCheck: Sendable {
                 DomainCheck(
                     host: entitlement.host, port: entitlement.effectivePort, app: app, service: .webcredentials))
             let time = now()
-            try approvals.update { $0.record(verdict, entitlement: entitlement, app: app, at: time) }
+            try approvals.update { try $0.record(verdict, entitlement: entitlement, app: app, at: time) }
             entry = try approvals.load().entry(entitlement, app: app)
         }
         guard let entry, entry.state == .approved else {

@@ -31,7 +31,7 @@ extension Passkey.Client {
                 files: store.files, file: links.map { URL(fileURLWithPath: $0) }, interface: TerminalInterface())
             if let remove {
                 try computerLinks.remove(named: remove)
-                print("forgot \(remove.terminalSafe)")
+                printLine("forgot \(remove.terminalSafe)")
                 return
             }
             let phones = try computerLinks.phones()
@@ -49,11 +49,11 @@ extension Passkey.Client {
                 return
             }
             if phones.isEmpty {
-                print("no linked phone (link one: `passkey client get --link …` and `passkey scan --link`)")
+                printLine("no linked phone (link one: `passkey client get --link …` and `passkey scan --link`)")
             }
             for phone in phones {
                 let used = phone.lastUsed.map { ", last used \($0.formatted(format))" } ?? ""
-                print(
+                printLine(
                     "\(phone.name.terminalSafe)  via \(phone.relay), linked \(phone.created.formatted(format))\(used)")
             }
         }

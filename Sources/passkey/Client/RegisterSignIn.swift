@@ -49,11 +49,11 @@ extension Passkey.Client {
                     "rpState": options.stateURL.path,
                 ])
             } else {
-                print("registered \(accepted.userName) at \(options.rp)")
-                print("  credential ID  \(credentialID)")
-                print(
+                printLine("registered \(accepted.userName) at \(options.rp)")
+                printLine("  credential ID  \(credentialID)")
+                printLine(
                     "  attestation    \(accepted.credential.attestationFormat), user verified \(accepted.userVerified)")
-                print("  saved to       \(options.stateURL.path)")
+                printLine("  saved to       \(options.stateURL.path)")
             }
         }
     }
@@ -82,9 +82,9 @@ extension Passkey.Client {
                     "userVerified": accepted.userVerified, "user": accepted.userName,
                 ])
             } else {
-                print("signed in to \(options.rp) as \(accepted.userName)")
-                print("  credential ID  \(credentialID)")
-                print("  user verified  \(accepted.userVerified)")
+                printLine("signed in to \(options.rp) as \(accepted.userName)")
+                printLine("  credential ID  \(credentialID)")
+                printLine("  user verified  \(accepted.userVerified)")
             }
         }
     }

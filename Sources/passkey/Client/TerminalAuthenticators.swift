@@ -95,11 +95,11 @@ extension PasswordPrompts {
     /// after a line for the person unless the output is JSON only.
     static func printPicked(_ credential: PasswordCredential, json: Bool) {
         if !json {
-            print(
+            printLine(
                 "signed in with the saved password for \(credential.login.userName.siteChosen) at "
                     + credential.login.service.text)
         }
-        print(
+        printLine(
             jsonObject([("type", "password"), ("id", credential.login.userName), ("password", credential.password)]))
     }
 }

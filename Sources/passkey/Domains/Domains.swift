@@ -63,9 +63,9 @@ extension Passkey.Domains {
             }
             let verdict = association.match(url: url, app: appID, domain: domain)
             if json {
-                print(JSONOutput.text(DomainLines.linkJSON(verdict)))
+                printJSON(JSONOutput.text(DomainLines.linkJSON(verdict)))
             } else {
-                DomainLines.link(verdict).forEach { print($0) }
+                DomainLines.link(verdict).forEach { printLine($0) }
             }
             if verdict.outcome != .open { throw ExitCode(1) }
         }

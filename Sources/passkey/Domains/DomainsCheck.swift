@@ -56,9 +56,9 @@ extension Passkey.Domains {
                     host: entitlement.host, port: entitlement.effectivePort, app: appID, service: service,
                     policy: policy))
             try ApprovalTableFile(url: store.files.domainApprovals).update {
-                $0.record(verdict, entitlement: entitlement, app: appID, at: Date())
+                try $0.record(verdict, entitlement: entitlement, app: appID, at: Date())
             }
-            Self.print(verdict, entitlement: entitlement, app: appID, json: json)
+            Self.show(verdict, entitlement: entitlement, app: appID, json: json)
             switch verdict.state {
             case .approved: return
             case .denied: throw ExitCode(1)
@@ -84,11 +84,11 @@ extension Passkey.Domains {
                 fetcher: HTTPSFetcher(additionalCAFile: ca), trust: TrustAnchors(certificatesPEM: pem))
         }
 
-        static func print(_ verdict: CheckVerdict, entitlement: Entitlement, app: AppID, json: Bool) {
+        static func show(_ verdict: CheckVerdict, entitlement: Entitlement, app: AppID, json: Bool) {
             if json {
-                Swift.print(JSONOutput.text(DomainLines.verdictJSON(verdict, entitlement: entitlement, app: app)))
+                printJSON(JSONOutput.text(DomainLines.verdictJSON(verdict, entitlement: entitlement, app: app)))
             } else {
-                DomainLines.verdict(verdict).forEach { Swift.print($0) }
+                DomainLines.verdict(verdict).forEach { printLine($0) }
             }
         }
     }
@@ -103,29 +103,41 @@ extension Passkey.Domains {
         func run() async throws {
             let table = try ApprovalTableFile(url: store.files.domainApprovals).load()
             if json {
-                print(JSONOutput.text(DomainLines.tableJSON(table)))
+                printJSON(JSONOutput.text(DomainLines.tableJSON(table)))
             } else {
-                DomainLines.table(table).forEach { print($0) }
+                DomainLines.table(table).forEach { printLine($0) }
             }
         }
     }
 
     struct Forget: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
-            abstract: "Forget an app's entries, as uninstalling it does.")
+            abstract: "Forget an app's entries, as uninstalling it does, or with --all the whole table.")
 
         @OptionGroup var store: StoreOptions
-        @Argument(help: ArgumentHelp("The app: TEAMID.BUNDLEID.", valueName: "id")) var app: String
+        @Flag(help: "Forget every entry and file: starts an empty table, also in place of one that cannot be read.")
+        var all = false
+        @Argument(help: ArgumentHelp("The app: TEAMID.BUNDLEID.", valueName: "id")) var app: String?
+
+        func validate() throws {
+            guard all != (app != nil) else { throw ValidationError("Name an app, or give --all.") }
+        }
 
         func run() async throws {
+            let file = ApprovalTableFile(url: store.files.domainApprovals)
+            guard let app else {
+                try file.reset()
+                printLine("Forgot every entry: the approval table is empty.")
+                return
+            }
             let appID: AppID
             do {
                 appID = try AppID(app)
             } catch {
                 throw CommandFailure("\(app) is not an app ID (TEAMID.BUNDLEID): \(error)", exitCode: 2)
             }
-            let removed = try ApprovalTableFile(url: store.files.domainApprovals).update { $0.forget(app: appID) }
-            print("Forgot \(removed.count) \(removed.count == 1 ? "entry" : "entries") for \(appID).")
+            let removed = try file.update { $0.forget(app: appID) }
+            printLine("Forgot \(removed.count) \(removed.count == 1 ? "entry" : "entries") for \(appID).")
         }
     }
 }

@@ -29,7 +29,7 @@ extension Passkey {
                 summary += "; skipped \(imported.skippedDuplicates) already in the store"
             }
             if imported.otherTypes > 0 { summary += "; skipped \(imported.otherTypes) credentials of other types" }
-            print(summary + ".")
+            printLine(summary + ".")
             if imported.wasClearText {
                 Terminal.shared.write(
                     "passkey: \(file.terminalSafe) holds private keys in clear text: delete it now "
@@ -59,11 +59,12 @@ extension Passkey {
             func run() throws {
                 let fingerprint = try ExchangeService.newImporterKey(output: output)
                 let publicPath = ExchangeService.publicKeyPath(for: output)
-                print("Wrote the private key to \(output) (mode 0600; keep it for `passkey import --key \(output)`).")
-                print(
+                printLine(
+                    "Wrote the private key to \(output) (mode 0600; keep it for `passkey import --key \(output)`).")
+                printLine(
                     "Wrote the public key to \(publicPath): give it to the exporter (`passkey export --to \(publicPath)`)."
                 )
-                print("Fingerprint \(fingerprint)")
+                printLine("Fingerprint \(fingerprint)")
             }
         }
     }

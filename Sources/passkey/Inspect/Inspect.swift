@@ -44,7 +44,11 @@ extension Passkey.Inspect {
         func run() throws {
             let payload = try QRCodePayload(url: image.map(Self.fidoURL(inImage:)) ?? url ?? "")
             let report = HybridInspection.QRCodeReport(payload)
-            print(json ? JSONOutput.text(report.jsonObject) : report.lines.joined(separator: "\n"))
+            if json {
+                printJSON(JSONOutput.text(report.jsonObject))
+            } else {
+                printLine(report.lines.joined(separator: "\n"))
+            }
         }
 
         /// The one `FIDO:/` URL among the QR codes in the image at `path`.
@@ -103,7 +107,11 @@ extension Passkey.Inspect {
                 throw CommandFailure(error.description)
             }
             let report = HybridInspection.AdvertReport(secret: secret, advert: advertBytes)
-            print(json ? JSONOutput.text(report.jsonObject) : report.lines.joined(separator: "\n"))
+            if json {
+                printJSON(JSONOutput.text(report.jsonObject))
+            } else {
+                printLine(report.lines.joined(separator: "\n"))
+            }
         }
     }
 
@@ -116,7 +124,11 @@ extension Passkey.Inspect {
 
         func run() throws {
             let report = HybridInspection.DomainReport(try TunnelDomain(id: id))
-            print(json ? JSONOutput.text(report.jsonObject) : report.lines.joined(separator: "\n"))
+            if json {
+                printJSON(JSONOutput.text(report.jsonObject))
+            } else {
+                printLine(report.lines.joined(separator: "\n"))
+            }
         }
     }
 }

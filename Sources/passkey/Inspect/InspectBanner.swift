@@ -35,9 +35,9 @@ extension Passkey.Inspect {
                 throw CommandFailure(error.message, exitCode: 1)
             }
             if json {
-                print(JSONOutput.text(DomainLines.bannerJSON(banner)))
+                printJSON(JSONOutput.text(DomainLines.bannerJSON(banner)))
             } else {
-                DomainLines.banner(banner).forEach { print($0) }
+                DomainLines.banner(banner).forEach { printLine($0) }
             }
         }
 

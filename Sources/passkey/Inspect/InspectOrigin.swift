@@ -89,9 +89,9 @@ extension Passkey.Inspect {
                 verdict = RelyingPartyIDCheck.evaluate(origin: origin, rpID: rpID, list: list)
             }
             if json {
-                print(JSONOutput.text(OriginCheckLines.json(verdict)))
+                printJSON(JSONOutput.text(OriginCheckLines.json(verdict)))
             } else {
-                OriginCheckLines.text(verdict).forEach { print($0) }
+                OriginCheckLines.text(verdict).forEach { printLine($0) }
             }
             if !verdict.valid { throw ExitCode(1) }
         }

@@ -57,13 +57,13 @@ extension Passkey.Password {
             }
             let login = PasswordPrompts.login(user, service)
             switch saved {
-            case .added: print("Saved the password for \(login).")
-            case .addedByApp: print("Saved the password for \(login) (from \(app ?? "")).")
-            case .changed: print("Changed the password for \(login).")
-            case .unchanged: print("The password for \(login) is already saved.")
+            case .added: printLine("Saved the password for \(login).")
+            case .addedByApp: printLine("Saved the password for \(login) (from \(app ?? "")).")
+            case .changed: printLine("Changed the password for \(login).")
+            case .unchanged: printLine("The password for \(login) is already saved.")
             }
             // Shown once saved, never when nothing was.
-            if let generated { print(generated) }
+            if let generated { printLine(generated) }
         }
     }
 

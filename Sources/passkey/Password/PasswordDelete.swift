@@ -36,7 +36,7 @@ extension Passkey.Password {
             try await PasswordPrompts.withVault(store, approvals: approvals, approval: approval) {
                 try await $0.delete(service: service, user: user, app: app)
             }
-            print("Deleted the saved password for \(PasswordPrompts.login(user, service)).")
+            printLine("Deleted the saved password for \(PasswordPrompts.login(user, service)).")
         }
     }
 
@@ -72,7 +72,7 @@ extension Passkey.Password {
             let login = try await PasswordPrompts.withVault(store, approvals: approvals, approval: approval) {
                 try await $0.request(app: app, domain: domain)
             }
-            print(
+            printLine(
                 PasswordPrompts.jsonObject([
                     ("server", login.server), ("account", login.account), ("password", login.password),
                 ]))

@@ -36,9 +36,9 @@ extension Passkey.Password {
                 rows = PasswordListing.rows(try await Passkey.List.index(store: store).passwords, service: wanted)
             }
             if json {
-                print(JSONOutput.text(PasswordListing.json(rows)))
+                printJSON(JSONOutput.text(PasswordListing.json(rows)))
             } else {
-                PasswordListing.lines(rows, service: wanted).forEach { print($0) }
+                PasswordListing.lines(rows, service: wanted).forEach { printLine($0) }
             }
         }
     }

@@ -46,12 +46,14 @@ extension Passkey {
                     ])
                     return
                 }
-                if state.contacts.isEmpty { print("no relay: link a computer with `passkey scan --link --relay URL`") }
+                if state.contacts.isEmpty {
+                    printLine("no relay: link a computer with `passkey scan --link --relay URL`")
+                }
                 for contact in state.contacts {
-                    print("relay \(contact.relay), registered \(contact.registered.formatted(format))")
+                    printLine("relay \(contact.relay), registered \(contact.registered.formatted(format))")
                     for link in state.links where link.relay == contact.relay {
                         let used = link.lastUsed.map { ", last used \($0.formatted(format))" } ?? ""
-                        print("  link \(link.linkID.hexString), created \(link.created.formatted(format))\(used)")
+                        printLine("  link \(link.linkID.hexString), created \(link.created.formatted(format))\(used)")
                     }
                 }
             }
@@ -84,7 +86,7 @@ extension Passkey {
                 }
                 let id = [UInt8](hex: linkID) ?? []
                 try PhoneLinks(store: store, interface: TerminalInterface(), environment: .system()).remove(linkID: id)
-                print("removed link \(id.hexString)")
+                printLine("removed link \(id.hexString)")
             }
         }
 
@@ -115,7 +117,7 @@ extension Passkey {
                 }
                 let removed = revoked.removedLinks
                 let relay = revoked.relay
-                print("revoked \(removed) link\(removed == 1 ? "" : "s") through \(relay)")
+                printLine("revoked \(removed) link\(removed == 1 ? "" : "s") through \(relay)")
             }
         }
     }

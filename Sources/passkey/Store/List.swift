@@ -44,9 +44,10 @@ extension Passkey {
         /// The listing as JSON, or as text (a line of its own when it is empty).
         private func show(_ objects: [[String: Any]], _ lines: [String]) {
             if json {
-                print(JSONOutput.text(objects))
+                printJSON(JSONOutput.text(objects))
             } else {
-                print(lines.isEmpty ? PasskeyListing.empty(relyingParty: relyingParty) : lines.joined(separator: "\n"))
+                printLine(
+                    lines.isEmpty ? PasskeyListing.empty(relyingParty: relyingParty) : lines.joined(separator: "\n"))
             }
         }
 

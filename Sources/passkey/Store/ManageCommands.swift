@@ -23,8 +23,8 @@ extension Passkey {
         func run() async throws {
             let created = try await store.create()
             defer { created.close() }
-            print("Created an empty passkey store at \(created.url.path).")
-            print("Passkeys made with `passkey serve` or `passkey scan` are kept there; `passkey list` lists them.")
+            printLine("Created an empty passkey store at \(created.url.path).")
+            printLine("Passkeys made with `passkey serve` or `passkey scan` are kept there; `passkey list` lists them.")
         }
     }
 
@@ -50,9 +50,9 @@ extension Passkey {
                 candidates: CredentialIDText(credentialID)?.candidates ?? [], text: credentialID)
             switch entry {
             case .intact(let credential):
-                print("Deleted the passkey for \(credential.relyingPartyID) (\(AccountSummary.label(credential))).")
+                printLine("Deleted the passkey for \(credential.relyingPartyID) (\(AccountSummary.label(credential))).")
             case .damaged(let damaged):
-                print("Deleted the damaged passkey \(damaged.id.base64URLEncodedString).")
+                printLine("Deleted the damaged passkey \(damaged.id.base64URLEncodedString).")
             }
         }
     }
@@ -73,9 +73,9 @@ extension Passkey {
                 storePath: store.url.path, passkeys: intact, damagedPasskeys: entries.count - intact,
                 keyDerivation: store.kdfParameters.description, settings: try store.settings())
             if json {
-                print(String(decoding: report.json(), as: UTF8.self))
+                printJSON(String(decoding: report.json(), as: UTF8.self))
             } else {
-                report.lines().forEach { print($0) }
+                report.lines().forEach { printLine($0) }
             }
         }
     }
