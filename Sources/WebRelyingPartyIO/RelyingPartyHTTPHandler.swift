@@ -23,13 +23,19 @@ final class RelyingPartyHTTPHandler: ChannelInboundHandler {
     private let service: RelyingPartyService
     private let maximumBodyBytes: Int
     private let idleTimeout: TimeAmount
+    /// Told when a request starts (true) and when its answer is written (false): the server's connection table.
+    private let requestStateChanged: ((Bool) -> Void)?
     private var state = State.idle
     private var idleTimer: Scheduled<Void>?
 
-    init(service: RelyingPartyService, maximumBodyBytes: Int, idleTimeout: TimeAmount) {
+    init(
+        service: RelyingPartyService, maximumBodyBytes: Int, idleTimeout: TimeAmount,
+        requestStateChanged: ((Bool) -> Void)? = nil
+    ) {
         self.service = service
         self.maximumBodyBytes = maximumBodyBytes
         self.idleTimeout = idleTimeout
+        self.requestStateChanged = requestStateChanged
     }
 
     func handlerAdded(context: ChannelHandlerContext) {
@@ -59,6 +65,7 @@ final class RelyingPartyHTTPHandler: ChannelInboundHandler {
                 return
             }
             state = .receiving(head, body: [])
+            requestStateChanged?(true)
         case (.body(let buffer), .receiving(let head, var body)):
             state = .idle  // so that `body` is the only reference and appends in place
             guard body.count + buffer.readableBytes <= maximumBodyBytes else {
@@ -74,6 +81,7 @@ final class RelyingPartyHTTPHandler: ChannelInboundHandler {
                     method: head.method.rawValue, target: head.uri, host: head.headers.first(name: "Host"),
                     contentType: head.headers.first(name: "Content-Type"), body: body))
             write(response, keepAlive: head.isKeepAlive, context: context)
+            requestStateChanged?(false)
         case (_, .closing):
             break
         case (.head, .receiving), (.body, .idle), (.end, .idle):

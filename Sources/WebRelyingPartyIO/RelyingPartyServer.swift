@@ -10,7 +10,9 @@ public struct RelyingPartyServerConfiguration: Sendable {
     public var host = "127.0.0.1"
     /// The TCP port (default 8787); 0 lets the system choose one (see ``RelyingPartyServer/port``).
     public var port = 8787
-    /// Connections open at once (default 64); more are closed as soon as they are accepted.
+    /// Connections open at once (default 64). At the limit a new connection takes the place of the one idle the
+    /// longest (no request under way: a browser opens it again when it needs it); when every one is in a request,
+    /// the new one is closed as soon as it is accepted.
     public var maximumConnections = 64
     /// A connection is closed when no request part arrives for this long (default 30 s); a request head must
     /// arrive whole within it.
@@ -89,7 +91,7 @@ public final class RelyingPartyServer: Sendable {
         else { throw .invalidConfiguration("limits must be positive") }
 
         let slot = ServiceSlot()
-        let counter = ConnectionCounter(maximum: configuration.maximumConnections)
+        let table = ConnectionTable(maximum: configuration.maximumConnections)
         let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
         let bootstrap = ServerBootstrap(group: group)
             .serverChannelOption(.backlog, value: 256)
@@ -99,11 +101,11 @@ public final class RelyingPartyServer: Sendable {
             .childChannelOption(.tcpOption(.tcp_nodelay), value: 1)
             .childChannelInitializer { channel in
                 channel.eventLoop.makeCompletedFuture {
-                    guard let service = slot.service, counter.open() else {
-                        throw ChannelError.inputClosed  // over the connection limit: closed at once
+                    guard let service = slot.service, table.admit(channel) else {
+                        throw ChannelError.inputClosed  // every connection is in a request: closed at once
                     }
-                    channel.closeFuture.whenComplete { _ in counter.close() }
-                    try Self.configure(channel, service: service, configuration: configuration)
+                    channel.closeFuture.whenComplete { _ in table.remove(channel) }
+                    try Self.configure(channel, service: service, configuration: configuration, table: table)
                 }
             }
         let serverChannel: any Channel
@@ -149,7 +151,8 @@ public final class RelyingPartyServer: Sendable {
 
     /// The pipeline of an accepted connection: HTTP/1.1 with header limits, then the handler.
     static func configure(
-        _ channel: any Channel, service: RelyingPartyService, configuration: RelyingPartyServerConfiguration
+        _ channel: any Channel, service: RelyingPartyService, configuration: RelyingPartyServerConfiguration,
+        table: ConnectionTable? = nil
     ) throws {
         let pipeline = channel.pipeline.syncOperations
         var limits = NIOHTTPDecoderLimitConfiguration()
@@ -163,7 +166,8 @@ public final class RelyingPartyServer: Sendable {
         try pipeline.addHandler(
             RelyingPartyHTTPHandler(
                 service: service, maximumBodyBytes: configuration.maximumBodyBytes,
-                idleTimeout: TimeAmount(configuration.idleTimeout)))
+                idleTimeout: TimeAmount(configuration.idleTimeout),
+                requestStateChanged: table.map { table in { busy in table.setBusy(channel, busy) } }))
     }
 }
 
@@ -177,20 +181,46 @@ private final class ServiceSlot: Sendable {
     }
 }
 
-/// Open connections, against the limit.
-private final class ConnectionCounter: Sendable {
-    private let count = Atomic<Int>(0)
+/// Open connections, against the limit: which are in a request, and since when the others are idle. Idle
+/// connections held open by one client (64 of them locked everyone else out, issue 23, attack 2) make room.
+final class ConnectionTable: Sendable {
+    private struct Entry {
+        var channel: any Channel
+        /// When the connection was accepted or its last request answered; nil while a request is under way.
+        var idleSince: ContinuousClock.Instant?
+    }
+
+    private let entries = Mutex<[ObjectIdentifier: Entry]>([:])
     private let maximum: Int
 
     init(maximum: Int) { self.maximum = maximum }
 
-    /// Counts a new connection; false (and not counted) when the limit is reached.
-    func open() -> Bool {
-        let (previous, _) = count.add(1, ordering: .relaxed)
-        if previous < maximum { return true }
-        count.subtract(1, ordering: .relaxed)
-        return false
+    /// Connections counted now.
+    var count: Int { entries.withLock { $0.count } }
+
+    /// Counts `channel`. At the limit the connection idle the longest is closed to make room; false (not counted)
+    /// when every connection is in a request.
+    func admit(_ channel: any Channel, now: ContinuousClock.Instant = .now) -> Bool {
+        let evicted: (any Channel)? = entries.withLock { entries in
+            var evicted: (any Channel)?
+            if entries.count >= maximum {
+                let idle = entries.compactMap { key, entry in entry.idleSince.map { (key: key, since: $0) } }
+                guard let oldest = idle.min(by: { $0.since < $1.since }) else { return nil as (any Channel)? }
+                evicted = entries.removeValue(forKey: oldest.key)?.channel
+            }
+            entries[ObjectIdentifier(channel)] = Entry(channel: channel, idleSince: now)
+            return evicted
+        }
+        evicted?.close(promise: nil)
+        return entries.withLock { $0[ObjectIdentifier(channel)] != nil }
     }
 
-    func close() { count.subtract(1, ordering: .relaxed) }
+    /// A request started (`busy`) or was answered on `channel`.
+    func setBusy(_ channel: any Channel, _ busy: Bool, now: ContinuousClock.Instant = .now) {
+        entries.withLock { $0[ObjectIdentifier(channel)]?.idleSince = busy ? nil : now }
+    }
+
+    func remove(_ channel: any Channel) {
+        _ = entries.withLock { $0.removeValue(forKey: ObjectIdentifier(channel)) }
+    }
 }

@@ -11,7 +11,8 @@ extension RelyingPartyState {
             guard let read = try OwnerOnlyFile.read(url, limit: maximumFileSize) else { return RelyingPartyState() }
             bytes = read
         } catch {
-            throw RelyingPartyStateError(.unreadable, "cannot read the relying party state \(url.path): \(error.reason)")
+            throw RelyingPartyStateError(
+                .unreadable, "cannot read the relying party state \(url.path): \(error.reason)")
         }
         return try RelyingPartyState(jsonData: Data(bytes), source: url.path)
     }
@@ -22,7 +23,8 @@ extension RelyingPartyState {
         do {
             try OwnerOnlyFile.write([UInt8](data), to: url)
         } catch {
-            throw RelyingPartyStateError(.unwritable, "cannot save the relying party state \(url.path): \(error.reason)")
+            throw RelyingPartyStateError(
+                .unwritable, "cannot save the relying party state \(url.path): \(error.reason)")
         }
     }
 }

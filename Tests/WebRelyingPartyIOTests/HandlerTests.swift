@@ -62,6 +62,21 @@ struct HandlerTests {
         #expect(!channel.isActive)
     }
 
+    /// The server's connection table learns when a request starts (its head is read) and when it is answered.
+    @Test func theRequestStateIsReportedAtTheHeadAndAtTheAnswer() throws {
+        let changes = Mutex<[Bool]>([])
+        let channel = EmbeddedChannel()
+        try channel.pipeline.syncOperations.addHandler(
+            RelyingPartyHTTPHandler(
+                service: recorder.service(), maximumBodyBytes: 1000, idleTimeout: .seconds(30),
+                requestStateChanged: { busy in changes.withLock { $0.append(busy) } }))
+        try channel.writeInbound(head(.POST, "/registration/options", [("Content-Type", "application/json")]))
+        #expect(changes.withLock { $0 } == [true])
+        try channel.writeInbound(body(#"{"username":"alice"}"#))
+        try channel.writeInbound(HTTPServerRequestPart.end(nil))
+        #expect(changes.withLock { $0 } == [true, false])
+    }
+
     /// The handler hands the `Host` header to the site, which refuses a name it does not serve (DNS rebinding).
     @Test func aRequestForAnotherHostIsRefusedWith421() throws {
         let channel = try handlerChannel()
