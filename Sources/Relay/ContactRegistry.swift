@@ -17,6 +17,14 @@ public struct ContactLimits: Hashable, Sendable {
     public var challengeTimeout = Duration.seconds(10)
     /// Listener connections one contact may hold at once; a further one replaces the oldest.
     public var maximumListenersPerContact = 4
+    /// Registrations one network (the relay's limit key: a /24 or a /48 by default) may make within
+    /// ``registrationWindow``; a further one is refused with 4429. A phone registers once per link: one network
+    /// registering 100,000 contacts in 128 s filled the relay for 90 days (issue 23, attack 1).
+    public var registrationsPerNetwork = 8
+    public var registrationWindow = Duration.seconds(3600)
+    /// A contact no listener has proved ownership of within this long after its registration is forgotten (default
+    /// a day): a phone listens right after it registers, and registrations nobody listens for must not stay 90 days.
+    public var unprovedExpiry = Duration.seconds(86_400)
 
     public init() {}
 }
@@ -32,12 +40,16 @@ public struct ContactRecord: Hashable, Sendable, Codable {
     public var created: Int64
     /// When a listener last proved ownership (or stayed connected), or a client last asked for it.
     public var lastUsed: Int64
+    /// Whether a listener has proved ownership since the registration: false until then. Records written before
+    /// this field existed read as nil and count as proved.
+    public var proved: Bool?
 
-    public init(hash: [UInt8], sealedVerifier: [UInt8], created: Int64, lastUsed: Int64) {
+    public init(hash: [UInt8], sealedVerifier: [UInt8], created: Int64, lastUsed: Int64, proved: Bool? = true) {
         self.hash = hash
         self.sealedVerifier = sealedVerifier
         self.created = created
         self.lastUsed = lastUsed
+        self.proved = proved
     }
 }
 
@@ -71,8 +83,8 @@ public struct ContactRegistry: Sendable {
     }
 
     private enum ListenerState: Hashable, Sendable {
-        /// Connected, sent the challenge; the answer is due by `deadline`.
-        case challenged(challenge: [UInt8], deadline: ContinuousClock.Instant)
+        /// Connected from `network`, sent the challenge; the answer is due by `deadline`.
+        case challenged(challenge: [UInt8], deadline: ContinuousClock.Instant, network: String)
         /// Proved ownership of the contact with this hash.
         case listening(hash: [UInt8], since: ContinuousClock.Instant, lastHeard: ContinuousClock.Instant)
         /// Done (registered or revoked, or refused): its close is on the way.
@@ -92,6 +104,8 @@ public struct ContactRegistry: Sendable {
     private var listenersByContact: [[UInt8]: [ConnectionID]] = [:]
     private var pending: [ConnectionID: PendingWake] = [:]
     private var lastHeartbeat: ContinuousClock.Instant?
+    /// Each network's registrations within the window, oldest first (UNIX seconds).
+    private var registrations: [String: [Int64]] = [:]
 
     /// A registry holding `records` (read from the contact file).
     public init(limits: ContactLimits = ContactLimits(), records: [ContactRecord] = []) {
@@ -117,11 +131,13 @@ public struct ContactRegistry: Sendable {
 
     // MARK: Listeners
 
-    /// A listener connection's WebSocket is open: send it `challenge` (32 random bytes).
-    public mutating func listenerOpened(_ connection: ConnectionID, challenge: [UInt8], now: ContinuousClock.Instant)
-        -> [Action]
-    {
-        listeners[connection] = .challenged(challenge: challenge, deadline: now + limits.challengeTimeout)
+    /// A listener connection's WebSocket is open: send it `challenge` (32 random bytes). `network` is the
+    /// client's network as the relay's per-network limits count it.
+    public mutating func listenerOpened(
+        _ connection: ConnectionID, challenge: [UInt8], now: ContinuousClock.Instant, network: String = ""
+    ) -> [Action] {
+        listeners[connection] = .challenged(
+            challenge: challenge, deadline: now + limits.challengeTimeout, network: network)
         let seconds = Int(max(1, min(86_400, limits.heartbeatInterval.components.seconds)))
         return [.send(.challenge(challenge, heartbeatSeconds: seconds), to: connection)]
     }
@@ -144,10 +160,18 @@ public struct ContactRegistry: Sendable {
             return refuse(connection, code: ListenerCloseCode.badMessage)
         }
         switch (state, message) {
-        case (.challenged, .register(let verifier)):
+        case (.challenged(_, _, let network), .register(let verifier)):
             guard records.count < limits.maximumContacts else {
                 return refuse(connection, code: ListenerCloseCode.tooManyContacts)
             }
+            let windowStart = date - Int64(limits.registrationWindow.components.seconds)
+            var recent = registrations[network, default: []].filter { $0 > windowStart }
+            guard recent.count < limits.registrationsPerNetwork else {
+                registrations[network] = recent
+                return refuse(connection, code: ListenerCloseCode.tooManyContacts)
+            }
+            recent.append(date)
+            registrations[network] = recent
             var contactID: [UInt8]
             var hash: [UInt8]
             repeat {
@@ -157,11 +181,12 @@ public struct ContactRegistry: Sendable {
             guard contactID.count == ContactOwnership.contactIDLength,
                 let sealed = ContactOwnership.seal(verifier: verifier, contactID: contactID)
             else { return refuse(connection, code: ListenerCloseCode.badMessage) }
-            records[hash] = ContactRecord(hash: hash, sealedVerifier: sealed, created: date, lastUsed: date)
+            records[hash] = ContactRecord(
+                hash: hash, sealedVerifier: sealed, created: date, lastUsed: date, proved: false)
             listeners[connection] = .finished
             // Written before the answer goes out: a phone told "registered" finds its contact after a restart.
             return [.persist, .send(.registered(contactID: contactID), to: connection), .close(connection, code: 1000)]
-        case (.challenged(let challenge, _), .listen(let contactID, let proof)):
+        case (.challenged(let challenge, _, _), .listen(let contactID, let proof)):
             let hash = ContactOwnership.hash(contactID: contactID)
             switch verify(contactID: contactID, hash: hash, proof: proof, challenge: challenge) {
             case .unknown: return refuse(connection, code: ListenerCloseCode.unknownContact)
@@ -169,6 +194,10 @@ public struct ContactRegistry: Sendable {
             case .valid: break
             }
             var actions: [Action] = [.send(.listening, to: connection)]
+            if records[hash]?.proved == false {
+                records[hash]?.proved = true
+                actions.append(.persist)
+            }
             var held = listenersByContact[hash, default: []]
             if held.count >= limits.maximumListenersPerContact, let oldest = held.first {
                 held.removeFirst()
@@ -185,7 +214,7 @@ public struct ContactRegistry: Sendable {
                 actions.append(.send(wake.wake, to: connection))
             }
             return actions
-        case (.challenged(let challenge, _), .revoke(let contactID, let proof)):
+        case (.challenged(let challenge, _, _), .revoke(let contactID, let proof)):
             let hash = ContactOwnership.hash(contactID: contactID)
             switch verify(contactID: contactID, hash: hash, proof: proof, challenge: challenge) {
             case .unknown: return refuse(connection, code: ListenerCloseCode.unknownContact)
@@ -274,7 +303,7 @@ public struct ContactRegistry: Sendable {
         let silence = limits.heartbeatInterval * 3
         for (connection, state) in listeners {
             switch state {
-            case .challenged(_, let deadline) where now >= deadline:
+            case .challenged(_, let deadline, _) where now >= deadline:
                 actions += refuse(connection, code: ListenerCloseCode.timedOut)
             case .listening(_, _, let lastHeard) where now - lastHeard >= silence:
                 actions += refuse(connection, code: ListenerCloseCode.timedOut)
@@ -290,8 +319,17 @@ public struct ContactRegistry: Sendable {
         }
         var changed = false
         let expiry = Int64(limits.idleExpiry.components.seconds)
+        let unprovedExpiry = Int64(limits.unprovedExpiry.components.seconds)
+        let windowStart = date - Int64(limits.registrationWindow.components.seconds)
+        registrations = registrations.compactMapValues { dates in
+            let recent = dates.filter { $0 > windowStart }
+            return recent.isEmpty ? nil : recent
+        }
         for (hash, record) in records {
-            if listenersByContact[hash] != nil {
+            if record.proved == false, date - record.created >= unprovedExpiry {
+                records[hash] = nil
+                changed = true
+            } else if listenersByContact[hash] != nil {
                 // A listener that stays connected keeps its contact alive; the date is refreshed once a day.
                 if date - record.lastUsed >= 86_400 {
                     records[hash]?.lastUsed = date

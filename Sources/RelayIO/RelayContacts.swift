@@ -135,7 +135,8 @@ final class RelayContacts: Sendable {
             let challenge = (0..<ListenerMessage.challengeLength).map { _ in
                 UInt8.random(in: 0...255, using: &generator)
             }
-            return state.registry.listenerOpened(connection.id, challenge: challenge, now: now)
+            return state.registry.listenerOpened(
+                connection.id, challenge: challenge, now: now, network: state.listenerAddress[connection.id] ?? "")
         }
         guard let actions else { return false }
         perform(actions, state: relay)
@@ -260,6 +261,8 @@ final class RelayContacts: Sendable {
             var verifier: String
             var created: Int64
             var lastUsed: Int64
+            /// False until a listener proves ownership; absent in files written before it existed (proved).
+            var proved: Bool?
         }
     }
 
@@ -278,7 +281,9 @@ final class RelayContacts: Sendable {
             guard let hash = [UInt8](base64URLEncoded: entry.hash), hash.count == 32,
                 let sealed = [UInt8](base64URLEncoded: entry.verifier)
             else { throw ContactFileError(description: "the contact file \(path) holds a malformed contact") }
-            return ContactRecord(hash: hash, sealedVerifier: sealed, created: entry.created, lastUsed: entry.lastUsed)
+            return ContactRecord(
+                hash: hash, sealedVerifier: sealed, created: entry.created, lastUsed: entry.lastUsed,
+                proved: entry.proved ?? true)
         }
     }
 
@@ -288,7 +293,7 @@ final class RelayContacts: Sendable {
             contacts: records.map {
                 .init(
                     hash: $0.hash.base64URLEncodedString, verifier: $0.sealedVerifier.base64URLEncodedString,
-                    created: $0.created, lastUsed: $0.lastUsed)
+                    created: $0.created, lastUsed: $0.lastUsed, proved: $0.proved == false ? false : nil)
             })
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys]

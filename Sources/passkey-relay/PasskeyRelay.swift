@@ -82,6 +82,8 @@ struct PasskeyRelay: AsyncParsableCommand {
     @Option(help: "Seconds between heartbeats to listeners (a listener silent for three is closed).")
     var heartbeatInterval: Double = 30
     @Option(help: "Contacts kept at once.") var maxContacts = 100_000
+    @Option(help: "Contacts one network (the per-address limit's prefix) may register in an hour; 4429 beyond.")
+    var registrationsPerNetwork = 8
     @Option(help: "Log level: trace, debug, info, notice, warning, error, critical.") var logLevel = "info"
 
     func validate() throws {
@@ -120,6 +122,9 @@ struct PasskeyRelay: AsyncParsableCommand {
             }
         }
         guard maxContacts > 0 else { throw ValidationError("--max-contacts must be at least 1") }
+        guard registrationsPerNetwork > 0 else {
+            throw ValidationError("--registrations-per-network must be at least 1")
+        }
         if let threads, threads < 1 { throw ValidationError("--threads must be at least 1") }
         guard Logger.Level(rawValue: logLevel) != nil else { throw ValidationError("unknown --log-level \(logLevel)") }
     }
@@ -166,6 +171,7 @@ struct PasskeyRelay: AsyncParsableCommand {
         configuration.contacts.limits.wakeWait = .seconds(wakeWait)
         configuration.contacts.limits.heartbeatInterval = .seconds(heartbeatInterval)
         configuration.contacts.limits.maximumContacts = maxContacts
+        configuration.contacts.limits.registrationsPerNetwork = registrationsPerNetwork
         if let tlsCert, let tlsKey {
             configuration.tls = try RelayTLS(
                 certificateChainFile: tlsCert, privateKeyFile: tlsKey)

@@ -210,7 +210,7 @@ struct RelayTLSAndExecutableTests {
         ["--tls-cert", "/tmp/x.pem"], ["--max-message-bytes", "0"],
         ["--tunnel-lifetime", "-1"], ["--trusted-proxy", "example.com"], ["--trusted-proxy", "10.0.0.0/33"],
         ["--ipv4-prefix-length", "33"], ["--ipv6-prefix-length", "-1"], ["--reserved-tunnel-percent", "101"],
-        ["--max-overhead-frames", "0"], ["--max-pending-connections", "0"],
+        ["--max-overhead-frames", "0"], ["--max-pending-connections", "0"], ["--registrations-per-network", "0"],
     ])
     func theExecutableRefusesBadFlags(arguments: [String]) async throws {
         let path = try #require(Self.executable)

@@ -47,7 +47,9 @@ struct ContactRegistryTests {
 
     @Test func aProvenListenerIsWokenByAContactRequest() throws {
         var (registry, contactID) = registered()
-        #expect(listen(&registry, 2, contactID: contactID) == [.send(.listening, to: ConnectionID(2))])
+        // The first proof after the registration marks the contact proved, which is written to the file.
+        #expect(
+            listen(&registry, 2, contactID: contactID) == [.send(.listening, to: ConnectionID(2)), .persist])
         #expect(registry.contactRequested(contactID) == .known)
         let tunnelID = try TunnelID(bytes: .init(repeating: 3, count: 16))
         let wake = ListenerMessage.wake(routingID: Self.routingID, tunnelID: tunnelID, clientPayload: [0xA0])
@@ -100,7 +102,7 @@ struct ContactRegistryTests {
         let wake = ListenerMessage.wake(routingID: Self.routingID, tunnelID: tunnelID, clientPayload: [0xA0])
         #expect(
             listen(&registry, 2, contactID: contactID, at: 5) == [
-                .send(.listening, to: ConnectionID(2)), .send(wake, to: ConnectionID(2)),
+                .send(.listening, to: ConnectionID(2)), .persist, .send(wake, to: ConnectionID(2)),
             ])
         // It drops, and comes back: the wake goes to the new connection too.
         registry.listenerClosed(ConnectionID(2))
@@ -216,6 +218,56 @@ struct ContactRegistryTests {
         #expect(!registry.tick(now: Self.at(151), date: 1000 + 9 * Self.day).contains(.persist))
         #expect(registry.tick(now: Self.at(152), date: 1000 + 10 * Self.day).contains(.persist))
         #expect(registry.contactRequested(contactID) == .gone)
+    }
+
+    /// Issue 23, attack 1: one /24 registered 100,000 contacts in 128 s, after which every new phone got 4429 for
+    /// 90 days. A network may register `registrationsPerNetwork` contacts within the window.
+    @Test func registrationsPerNetworkAreBoundedWithinTheWindow() {
+        var registry = ContactRegistry()
+        var connection: UInt64 = 10
+        func register(from network: String, date: Int64) -> [ContactRegistry.Action] {
+            connection += 1
+            _ = registry.listenerOpened(
+                ConnectionID(connection), challenge: Self.challenge(1), now: Self.at(0), network: network)
+            let actions = registry.listenerMessage(
+                ListenerMessage.register(verifier: verifier).bytes, from: ConnectionID(connection),
+                routingID: Self.routingID, now: Self.at(0), date: date,
+                randomBytes: { count in (0..<count).map { _ in UInt8.random(in: 0...255) } })
+            registry.listenerClosed(ConnectionID(connection))
+            return actions
+        }
+        for number in 0..<8 {
+            #expect(register(from: "203.0.113.0/24", date: 1000 + Int64(number)).first == .persist)
+        }
+        let refused = register(from: "203.0.113.0/24", date: 1100)
+        #expect(refused == [.close(ConnectionID(connection), code: ListenerCloseCode.tooManyContacts)])
+        #expect(register(from: "198.51.100.0/24", date: 1100).first == .persist, "another network is not held up")
+        #expect(registry.counts.contacts == 9)
+        // An hour after its first registration, the network may register again.
+        #expect(register(from: "203.0.113.0/24", date: 1000 + 3600).first == .persist)
+    }
+
+    /// A registration nobody listens for is forgotten after a day; a proved contact stays for its idle time.
+    @Test func unprovedContactsExpireAfterADay() {
+        var (registry, proved) = registered()
+        _ = listen(&registry, 2, contactID: proved)
+        registry.listenerClosed(ConnectionID(2))
+        _ = registry.listenerOpened(ConnectionID(3), challenge: Self.challenge(3), now: Self.at(0))
+        _ = registry.listenerMessage(
+            ListenerMessage.register(verifier: verifier).bytes, from: ConnectionID(3), routingID: Self.routingID,
+            now: Self.at(0), date: 1000, randomBytes: { .init(repeating: 0x22, count: $0) })
+        registry.listenerClosed(ConnectionID(3))
+        let unproved = Self.routingID.bytes + [UInt8](repeating: 0x22, count: 29)
+        #expect(registry.contactRequested(unproved) == .known)
+        #expect(!registry.tick(now: Self.at(1), date: 1000 + Self.day - 1).contains(.persist))
+        #expect(registry.tick(now: Self.at(2), date: 1000 + Self.day).contains(.persist))
+        #expect(registry.contactRequested(unproved) == .gone)
+        #expect(registry.contactRequested(proved) == .known)
+        // Records read from a file written before the field existed count as proved.
+        let old = ContactRecord(hash: [1], sealedVerifier: [2], created: 0, lastUsed: 1000 + Self.day, proved: nil)
+        var fromFile = ContactRegistry(records: [old])
+        _ = fromFile.tick(now: Self.at(3), date: 1000 + 2 * Self.day)
+        #expect(fromFile.counts.contacts == 1)
     }
 
     @Test func theNumberOfContactsIsBounded() {
