@@ -1,4 +1,7 @@
-"""The command-line tool, run as a user would: outputs, exit codes, and bad stores left untouched."""
+"""The command-line tool, run as a user would: outputs, exit codes, standard output and error.
+
+What the commands decide (bad stores refused and left untouched, the serving lock, a missing index) is proved in
+process by Tests/PasskeyProviderTests (PasskeyCatalogTests, StoreAccessTests)."""
 
 import hashlib
 import json
@@ -87,37 +90,22 @@ def test_list_delete_and_info(populated_store):
     assert "  passkeys    1\n" in text
 
 
-def test_bad_stores_get_clear_errors_and_stay_untouched(populated_store, store_dir):
-    path, _ = populated_store
-    before = digest(path)
-    wrong = run("list", "--verify", "--store", path, passphrase="not the passphrase")
-    assert wrong.returncode != 0
-    assert "passphrase" in wrong.stderr.lower()
-    assert digest(path) == before
+def test_serve_arguments_unattended_mode_and_a_store_it_cannot_use(populated_store, store_dir):
+    """serve's I/O contract: bad arguments fail before any store is made (64 without exactly one transport), --yes
+    is announced on standard error with each approval, and a store serve cannot use is an error before "listening",
+    never after (issue 10, defect 9). The serving lock (a second serve refused naming the first, `list` meanwhile):
+    StoreAccessTests.theServingLockNamesItsHolderLeavesListingFreeAndGoesWithIt (Swift)."""
+    import sqlite3
 
-    garbage = os.path.join(store_dir, "garbage.sqlite")
-    with open(garbage, "wb") as file:
-        file.write(os.urandom(4096))
-    garbage_before = digest(garbage)
-    corrupt = run("list", "--store", garbage)
-    assert corrupt.returncode != 0 and corrupt.stderr.startswith("passkey: ")
-    assert digest(garbage) == garbage_before
-
-    missing = os.path.join(store_dir, "missing.sqlite")
-    absent = run("list", "--store", missing)
-    assert absent.returncode != 0 and "no passkey store at" in absent.stderr and "passkey init" in absent.stderr
-    assert not os.path.exists(missing)
-
-    no_passphrase = run("list", "--verify", "--store", path, passphrase=None)
-    assert no_passphrase.returncode != 0 and "PASSKEY_PASSPHRASE" in no_passphrase.stderr
-
-
-def test_serve_refuses_bad_addresses_and_announces_unattended_mode(store_dir):
     path = os.path.join(store_dir, "serve.sqlite")
     bad = run("serve", "--udp", "no-port", "--store", path)
     assert bad.returncode != 0 and "Expected HOST:PORT" in bad.stderr
     public = run("serve", "--udp", "0.0.0.0:0", "--store", path, "--yes")
     assert public.returncode != 0 and "0.0.0.0 is not a loopback address" in public.stderr
+    neither = run("serve", "--store", path)
+    both = run("serve", "--udp", "127.0.0.1:0", "--uhid", "--store", path)
+    for result in (neither, both):
+        assert result.returncode == 64 and "Give exactly one of --udp HOST:PORT and --uhid." in result.stderr
     assert not os.path.exists(path)
 
     server = Server(path)
@@ -129,6 +117,16 @@ def test_serve_refuses_bad_addresses_and_announces_unattended_mode(store_dir):
     assert 'auto-approved: example.com: create a passkey for "alice"?' in stderr
     assert PASSPHRASE not in stderr
 
+    populated, _ = populated_store
+    db = sqlite3.connect(populated)
+    db.execute("UPDATE authenticator_settings SET pin_retries = 3")  # settings changed without the passphrase
+    db.commit()
+    db.close()
+    result = run("serve", "--udp", "127.0.0.1:0", "--store", populated, "--yes")
+    assert result.returncode != 0
+    assert "listening" not in result.stdout
+    assert "integrity check" in result.stderr
+
 
 def uhid_open_errno():
     """What a plain open of /dev/uhid does here: None if it opens."""
@@ -137,15 +135,6 @@ def uhid_open_errno():
         return None
     except OSError as error:
         return error.errno
-
-
-def test_serve_needs_exactly_one_transport(store_dir):
-    path = os.path.join(store_dir, "serve.sqlite")
-    neither = run("serve", "--store", path)
-    both = run("serve", "--udp", "127.0.0.1:0", "--uhid", "--store", path)
-    for result in (neither, both):
-        assert result.returncode == 64 and "Give exactly one of --udp HOST:PORT and --uhid." in result.stderr
-    assert not os.path.exists(path)
 
 
 @pytest.mark.skipif(uhid_open_errno() not in (2, 6, 19), reason="this kernel has uhid")
@@ -219,33 +208,6 @@ def test_site_chosen_names_reach_the_terminal_escaped(store_dir):
     assert json.loads(run("list", "--store", path, "--json").stdout)[0]["userName"] == HOSTILE_NAME
 
 
-def test_a_second_serve_on_the_same_store_is_refused_naming_the_first(store_dir):
-    """Issue 10, defect 6: each serving process keeps the PIN settings in memory, so only one may use a store."""
-    path = os.path.join(store_dir, "passkeys.sqlite")
-    first = Server(path)
-    try:
-        second = subprocess.Popen(
-            [PASSKEY_BIN, "serve", "--udp", "127.0.0.1:0", "--store", path, "--yes"],
-            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-            env=dict(os.environ, PASSKEY_PASSPHRASE=PASSPHRASE),
-        )
-        try:
-            stdout, stderr = second.communicate(timeout=60)
-        except subprocess.TimeoutExpired:
-            second.kill()
-            stdout, stderr = second.communicate()
-        assert second.returncode != 0
-        assert "listening" not in stdout
-        assert f"in use by another passkey process (pid {first.process.pid})" in stderr
-        # Reading and deleting do not need the lock.
-        assert run("list", "--store", path).returncode == 0
-    finally:
-        first.stop()
-    # Once the first has stopped, the store serves again.
-    again = Server(path)
-    again.stop()
-
-
 def flip_sealed_key(path, user_name):
     import sqlite3
 
@@ -283,18 +245,3 @@ def test_one_damaged_passkey_is_listed_skipped_and_deletable(populated_store):
     assert deleted.returncode == 0, deleted.stderr
     assert "Deleted the damaged passkey" in deleted.stdout
     assert not any(entry["damaged"] for entry in json.loads(run("list", "--verify", "--store", path, "--json").stdout))
-
-
-def test_serve_prints_listening_only_once_it_really_serves(populated_store):
-    """Issue 10, defect 9: a store serve cannot use is an error before "listening", never after."""
-    import sqlite3
-
-    path, _ = populated_store
-    db = sqlite3.connect(path)
-    db.execute("UPDATE authenticator_settings SET pin_retries = 3")  # settings changed without the passphrase
-    db.commit()
-    db.close()
-    result = run("serve", "--udp", "127.0.0.1:0", "--store", path, "--yes")
-    assert result.returncode != 0
-    assert "listening" not in result.stdout
-    assert "integrity check" in result.stderr

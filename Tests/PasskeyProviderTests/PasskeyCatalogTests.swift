@@ -9,14 +9,16 @@ import Testing
 
 /// Listing and deleting: the index without a passphrase, its rebuild, and which passkey a credential ID names.
 struct PasskeyCatalogTests {
-    static func catalog(_ directory: TemporaryDirectory, environment: [String: String], person: ScriptedPerson)
-        -> PasskeyCatalog
-    {
+    static func catalog(
+        _ directory: TemporaryDirectory, environment: [String: String], person: ScriptedPerson, canAsk: Bool = true
+    ) -> PasskeyCatalog {
         PasskeyCatalog(
             access: StoreAccess(
                 files: PasskeyFiles(store: directory.url("passkeys.sqlite")), interface: person,
-                environment: environment, canAsk: true))
+                environment: environment, canAsk: canAsk))
     }
+
+    static func bytes(_ url: URL) -> [UInt8] { Array(FileManager.default.contents(atPath: url.path) ?? Data()) }
 
     static func credential(id: [UInt8], user: String) throws -> StoredCredential {
         StoredCredential(
@@ -56,6 +58,98 @@ struct PasskeyCatalogTests {
         let rebuilt = try await Self.catalog(directory, environment: ["PASSKEY_PASSPHRASE": "pw"], person: person)
             .index()
         #expect(rebuilt.identities.compactMap(\.userName) == ["alice"])
+    }
+
+    @Test func aMissingOrDamagedIndexSaysHowToRebuildItAndUnlockingRebuildsItAsItWas() async throws {
+        let directory = try TemporaryDirectory()
+        try Self.populate(
+            directory,
+            [try Self.credential(id: [1, 2, 3], user: "alice"), try Self.credential(id: [4, 5, 6], user: "bob")])
+        let index = PasskeyFiles(store: directory.url("passkeys.sqlite")).identityIndex
+        let before = Self.bytes(index)
+        #expect(!before.isEmpty)
+        try FileManager.default.removeItem(at: index)
+        let person = ScriptedPerson()
+        let withoutPassphrase = Self.catalog(directory, environment: [:], person: person, canAsk: false)
+        let withPassphrase = Self.catalog(directory, environment: ["PASSKEY_PASSPHRASE": "pw"], person: person)
+
+        let missing = await #expect(throws: ProviderError.self) { _ = try await withoutPassphrase.index() }
+        #expect(missing?.message.hasPrefix("the passkey index ") == true)
+        #expect(missing?.message.contains(" is missing or damaged") == true)
+        #expect(missing?.hint == "Unlock the store once to rebuild it, for example with `passkey list --verify`.")
+        #expect(missing?.exitStatus == 1)
+
+        // Unlocking the store (`list --verify`) rebuilds it as it was; then it needs no passphrase again.
+        #expect(try await withPassphrase.verifiedEntries(relyingParty: nil).count == 2)
+        #expect(Self.bytes(index) == before)
+        #expect(try await withoutPassphrase.index().identities.compactMap(\.userName).sorted() == ["alice", "bob"])
+
+        // Damaged: the same error; with PASSKEY_PASSPHRASE set, reading it rebuilds it, owner-only.
+        try Data(
+            #"{"format": "passkey-credential-identity-index", "version": 1, "identities": [{"rank": "x"}]}"#.utf8
+        ).write(to: index)
+        let damaged = await #expect(throws: ProviderError.self) { _ = try await withoutPassphrase.index() }
+        #expect(damaged?.message.hasPrefix("the passkey index ") == true)
+        #expect(damaged?.message.contains(" is missing or damaged") == true)
+        #expect(damaged?.hint == missing?.hint)
+        #expect(damaged?.exitStatus == 1)
+        #expect(try await withPassphrase.index().identities.compactMap(\.userName).sorted() == ["alice", "bob"])
+        let mode = try FileManager.default.attributesOfItem(atPath: index.path)[.posixPermissions] as? Int
+        #expect(mode == 0o600)
+        #expect(person.prompts.isEmpty)
+    }
+
+    /// `list` on stores it cannot read: a clear error each time (every `ProviderError` is printed as `passkey: …`),
+    /// and nothing made or changed.
+    @Test func badStoresAreClearErrorsAndStayUntouched() async throws {
+        let directory = try TemporaryDirectory()
+        try Self.populate(
+            directory,
+            [try Self.credential(id: [1, 2, 3], user: "alice"), try Self.credential(id: [4, 5, 6], user: "bob")])
+        let store = directory.url("passkeys.sqlite")
+        let before = Self.bytes(store)
+        let person = ScriptedPerson()
+
+        // `list --verify` with the wrong passphrase.
+        let wrong = await #expect(throws: ProviderError.self) {
+            _ = try await Self.catalog(
+                directory, environment: ["PASSKEY_PASSPHRASE": "not the passphrase"], person: person, canAsk: false
+            ).verifiedEntries(relyingParty: nil)
+        }
+        #expect(wrong?.message.lowercased().contains("passphrase") == true)
+        #expect(wrong?.exitStatus == 1)
+        #expect(Self.bytes(store) == before)
+
+        // `list --verify` with no passphrase and nobody to ask.
+        let unasked = await #expect(throws: ProviderError.self) {
+            _ = try await Self.catalog(directory, environment: [:], person: person, canAsk: false)
+                .verifiedEntries(relyingParty: nil)
+        }
+        #expect(unasked?.hint?.contains("PASSKEY_PASSPHRASE") == true)
+        #expect(unasked?.exitStatus == 1)
+        #expect(Self.bytes(store) == before)
+
+        // `list` (the passphrase set) on a file that is no store: refused, left as it was.
+        let other = try TemporaryDirectory()
+        var random = SeededRandom(seed: 4096)
+        let garbage = try other.write(random.bytes(4096), to: "passkeys.sqlite")
+        let garbageBefore = Self.bytes(URL(fileURLWithPath: garbage))
+        let corrupt = await #expect(throws: ProviderError.self) {
+            _ = try await Self.catalog(other, environment: ["PASSKEY_PASSPHRASE": "pw"], person: person).index()
+        }
+        #expect(corrupt.map { !$0.message.isEmpty } == true)
+        #expect(corrupt?.exitStatus == 1)
+        #expect(Self.bytes(URL(fileURLWithPath: garbage)) == garbageBefore)
+
+        // `list` where there is no store: how to make one, and nothing made.
+        let empty = try TemporaryDirectory()
+        let absent = await #expect(throws: ProviderError.self) {
+            _ = try await Self.catalog(empty, environment: ["PASSKEY_PASSPHRASE": "pw"], person: person).index()
+        }
+        #expect(absent?.message.hasPrefix("no passkey store at ") == true)
+        #expect(absent?.hint?.contains("passkey init") == true)
+        #expect(!FileManager.default.fileExists(atPath: empty.url("passkeys.sqlite").path))
+        #expect(person.prompts.isEmpty)
     }
 
     @Test func listingWithoutAStoreSaysHowToMakeOne() async throws {

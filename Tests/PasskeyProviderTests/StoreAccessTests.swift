@@ -112,18 +112,109 @@ struct StoreAccessTests {
         }
     }
 
-    @Test func asecondServerIsRefusedWhileTheFirstHoldsTheLock() async throws {
+    /// `passkey init` over a store: refused, the store byte for byte as it was and still opened by its first
+    /// passphrase; with no passphrase and nobody to ask, nothing is made and the hint names PASSKEY_PASSPHRASE.
+    @Test func initLeavesAStoreAsItWasAndMakesNothingWithoutAPassphrase() async throws {
+        let directory = try TemporaryDirectory()
+        let path = directory.url("passkeys.sqlite").path
+        let first = ["PASSKEY_PASSPHRASE": "pw"]
+        try await Self.access(directory, ScriptedPerson(), environment: first).create().close()
+        let before = Array(FileManager.default.contents(atPath: path) ?? Data())
+        #expect(!before.isEmpty)
+        let error = await #expect(throws: ProviderError.self) {
+            _ = try await Self.access(
+                directory, ScriptedPerson(), environment: ["PASSKEY_PASSPHRASE": "another passphrase"]
+            ).create()
+        }
+        #expect(error?.message == "a passkey store already exists at \(path); not replacing it")
+        #expect(error?.exitStatus == 1)
+        #expect(Array(FileManager.default.contents(atPath: path) ?? Data()) == before)
+        try await Self.access(directory, ScriptedPerson(), environment: first, canAsk: false).open(create: false)
+            .close()
+
+        let empty = try TemporaryDirectory()
+        let person = ScriptedPerson()
+        let unasked = await #expect(throws: ProviderError.self) {
+            _ = try await Self.access(empty, person, canAsk: false).create()
+        }
+        #expect(unasked?.hint?.contains("PASSKEY_PASSPHRASE") == true)
+        #expect(unasked?.exitStatus == 1)
+        #expect(person.prompts.isEmpty)
+        #expect(empty.listing().isEmpty)
+    }
+
+    /// A second server is refused naming the first one's process, `list` reads the store meanwhile, and once the
+    /// first lets go the store serves again.
+    @Test func theServingLockNamesItsHolderLeavesListingFreeAndGoesWithIt() async throws {
         let directory = try TemporaryDirectory()
         let environment = ["PASSKEY_PASSPHRASE": "pw"]
         let person = ScriptedPerson()
-        let (lock, store) = try await Self.access(directory, person, environment: environment)
-            .openForServing(create: true)
+        var first: (StoreLock, SQLiteCredentialStore)? = try await Self.access(
+            directory, person, environment: environment
+        ).openForServing(create: true)
         // flock(2) locks belong to the open file description, so a second description in this process conflicts too.
         let error = await #expect(throws: ProviderError.self) {
             _ = try await Self.access(directory, person, environment: environment).openForServing(create: false)
         }
-        #expect(error?.message.contains("is in use by another passkey process") == true)
+        let pid = ProcessInfo.processInfo.processIdentifier
+        #expect(error?.message.contains("is in use by another passkey process (pid \(pid))") == true)
+        #expect(error?.exitStatus == 1)
+        // Reading needs no lock: `list` reads the index while the first one serves.
+        let catalog = PasskeyCatalog(access: Self.access(directory, person, environment: environment))
+        #expect(try await catalog.index().identities.isEmpty)
+
+        first?.1.close()
+        first = nil
+        let (lock, store) = try await Self.access(directory, person, environment: environment)
+            .openForServing(create: false)
         store.close()
         withExtendedLifetime(lock) {}
+        #expect(person.prompts.isEmpty)
+    }
+
+    /// Every file of `directory` that holds data, by name: the lock file, SQLite's shared-memory file and an empty
+    /// WAL (opening the store may leave one) hold none.
+    static func contents(_ directory: TemporaryDirectory) -> [String: [UInt8]] {
+        var contents: [String: [UInt8]] = [:]
+        for name in directory.listing() where !name.hasSuffix(".lock") && !name.hasSuffix("-shm") {
+            let bytes = Array(FileManager.default.contents(atPath: directory.file(name)) ?? Data())
+            if name.hasSuffix("-wal") && bytes.isEmpty { continue }
+            contents[name] = bytes
+        }
+        return contents
+    }
+
+    /// A wrong PASSKEY_PASSPHRASE where every `passkey password` command (add, delete, get, list --verify) opens the
+    /// store: refused naming the passphrase, the saved password in no message, no file changed; the right passphrase
+    /// still opens it with the password as it was.
+    @Test func aWrongPassphraseOpensNothingAndChangesNoFile() async throws {
+        let world = try TestStore()
+        let service = try #require(PasswordService("example.com"))
+        let secret = "uFA-T9C-aRD-cDP-secret"
+        #expect(
+            try await world.vault(ScriptedPerson()).add(service: service, user: "alice", password: .given(secret))
+                == .added)
+        world.store.close()
+        let before = Self.contents(world.directory)
+        #expect(before.keys.contains("passkeys.sqlite"))
+
+        let person = ScriptedPerson()
+        let wrong = ["PASSKEY_PASSPHRASE": "not the passphrase"]
+        let error = await #expect(throws: ProviderError.self) {
+            _ = try await Self.access(world.directory, person, environment: wrong, canAsk: false).open(create: false)
+        }
+        #expect(error?.message.contains("passphrase") == true)
+        #expect(error?.exitStatus == 1)
+        #expect(error.map { !$0.description.contains(secret) } == true)
+        #expect(person.prompts.isEmpty)
+        #expect(Self.contents(world.directory) == before)
+
+        let right = ["PASSKEY_PASSPHRASE": TestStore.passphrase]
+        let store = try await Self.access(world.directory, person, environment: right).open(create: false)
+        defer { store.close() }
+        let vault = PasswordVault(
+            store: store, interface: person, mode: ApprovalMode(yes: false, environment: [:]), canAsk: false,
+            environment: [:], approvalTable: PasskeyFiles(store: store.url).domainApprovals)
+        #expect(try vault.get(service: service, user: nil) == secret)
     }
 }

@@ -99,6 +99,7 @@ struct VaultExchangeTests {
                 sealing: .importerKey(path: keyPath), output: world.path("x.json"))
         }
         #expect(refused?.message.contains("this is a private key") == true)
+        #expect(refused?.exitStatus == 1)
         #expect(!FileManager.default.fileExists(atPath: world.path("x.json")))
 
         let target = try world.store("target.sqlite")
