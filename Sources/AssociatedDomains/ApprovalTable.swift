@@ -83,8 +83,9 @@ public struct Entitlement: Hashable, Sendable, Comparable, CustomStringConvertib
 ///
 /// It is bounded by what it holds, so that its file always fits the reader's limit (issue 23, attack 5: 48 domains
 /// serving 128 KiB files once made a table its own reader refused, and every command that reads it failed): at most
-/// ``maximumEntries`` entries, and the files of at most ``maximumFiles`` domains, those checked most recently. A
-/// domain whose file was let go keeps its entries; `domains match` then asks for a new check.
+/// ``maximumEntries`` entries, each with its reason, URL and signer cut to ``Entry/maximumTextLength`` characters,
+/// and the files of at most ``maximumFiles`` domains, those checked most recently. A domain whose file was let go
+/// keeps its entries; `domains match` then asks for a new check.
 public struct ApprovalTable: Hashable, Sendable {
     /// The most entries kept: a check of a new entitlement and app beyond it is refused with ``ApprovalTableError/Code/full``.
     public static let maximumEntries = 1024
@@ -107,11 +108,20 @@ public struct ApprovalTable: Hashable, Sendable {
             self.entitlement = entitlement.description
             self.app = app.description
             self.state = verdict.state
-            self.reason = verdict.reason
+            self.reason = Self.bounded(verdict.reason, Self.maximumTextLength)
             self.checked = checked
-            self.url = verdict.url
+            self.url = Self.bounded(verdict.url, Self.maximumTextLength)
             self.status = verdict.status
-            self.signer = verdict.signer
+            self.signer = verdict.signer.map { Self.bounded($0, Self.maximumTextLength) }
+        }
+
+        /// The longest reason, URL or signer kept, in characters: a reason may quote names from the site's file, and
+        /// an entry must stay small for the table's bound to hold.
+        public static let maximumTextLength = 512
+
+        /// `text`, cut to `limit` characters with `…` at the end when longer.
+        static func bounded(_ text: String, _ limit: Int) -> String {
+            text.count <= limit ? text : String(text.prefix(limit - 1)) + "…"
         }
     }
 
@@ -178,7 +188,10 @@ public struct ApprovalTable: Hashable, Sendable {
     private func stalestFileDomain(keeping kept: String) -> String? {
         var latest: [String: Date] = [:]
         for entry in entries {
-            guard let domain = try? Entitlement(entry.entitlement).domain, files[domain] != nil else { continue }
+            // Entries hold canonical entitlements (`service:domain`): the domain is what follows the service.
+            guard let colon = entry.entitlement.firstIndex(of: ":") else { continue }
+            let domain = String(entry.entitlement[entry.entitlement.index(after: colon)...])
+            guard files[domain] != nil else { continue }
             latest[domain] = max(latest[domain] ?? entry.checked, entry.checked)
         }
         return files.keys.filter { $0 != kept }.min { lhs, rhs in

@@ -107,6 +107,28 @@ struct ApprovalTableTests {
         #expect(try ApprovalTable(json: table.json()) == table)
     }
 
+    /// The bound on the file holds for the largest entries too: a reason quoting long names from a hostile file is
+    /// cut, and a full table of such entries and files fits the reader's 8 MiB.
+    @Test func aFullTableOfTheLargestEntriesAndFilesFitsTheReader() throws {
+        var table = ApprovalTable()
+        let long = String(repeating: "n", count: 200_000)
+        let verdict = CheckVerdict(
+            state: .denied, reason: "it lists \"\(long)\"", url: "https://example.com/" + long, status: 200,
+            signer: long, file: [UInt8](repeating: UInt8(ascii: "x"), count: 128 * 1024))
+        for number in 0..<ApprovalTable.maximumEntries {
+            let entitlement = try Entitlement("webcredentials:site\(number % 64).example")
+            try table.record(
+                verdict, entitlement: entitlement, app: try AppID("ABCDE12345.com.example.app\(number)"),
+                at: Self.time)
+        }
+        let entry = try #require(table.entries.first)
+        #expect(entry.reason.count == ApprovalTable.Entry.maximumTextLength && entry.reason.hasSuffix("…"))
+        #expect(entry.url.count == ApprovalTable.Entry.maximumTextLength)
+        #expect(entry.signer?.count == ApprovalTable.Entry.maximumTextLength)
+        #expect(table.files.count == ApprovalTable.maximumFiles)
+        #expect(table.json().count < 8 << 20, "\(table.json().count) bytes")
+    }
+
     @Test func aNewPairBeyondTheMostEntriesIsRefusedAndChangesNothing() throws {
         var table = ApprovalTable()
         let entitlement = try Entitlement("webcredentials:example.com")
