@@ -94,16 +94,23 @@ public enum OwnerOnlyFile {
         syncDirectory(url.deletingLastPathComponent().path)
     }
 
-    /// Appends `bytes` in one `O_APPEND` write, creating the file 0600 when it is not there.
-    public static func append(_ bytes: [UInt8], to url: URL) throws(OwnerOnlyFileError) {
+    /// Appends `bytes` in one `O_APPEND` write, creating the file 0600 when it is not there. `durably` flushes the
+    /// file (and, when it was created, its directory) to the disk before returning.
+    public static func append(_ bytes: [UInt8], to url: URL, durably: Bool = false) throws(OwnerOnlyFileError) {
         let path = url.path
-        let descriptor = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0o600)
+        var descriptor = open(path, O_WRONLY | O_APPEND | O_CLOEXEC | O_NOFOLLOW)
+        let created = descriptor < 0 && errno == ENOENT
+        if created {
+            descriptor = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0o600)
+        }
         guard descriptor >= 0 else {
             throw OwnerOnlyFileError(path, "cannot open it: \(describe(errno))")
         }
         defer { close(descriptor) }
-        let failure = writeAll(descriptor, bytes)
+        var failure = writeAll(descriptor, bytes)
+        if failure == 0, durably, fsync(descriptor) != 0 { failure = errno }
         guard failure == 0 else { throw OwnerOnlyFileError(path, "cannot write it: \(describe(failure))") }
+        if durably, created { syncDirectory(url.deletingLastPathComponent().path) }
     }
 
     /// Removes the file, if it is there; a missing file is no error.

@@ -31,7 +31,7 @@ public struct ContactLimits: Hashable, Sendable {
 
 /// What the relay keeps of one contact: never the contact ID, only its SHA-256, and the verifier sealed under a key
 /// derived from the contact ID (``ContactOwnership``). Times are UNIX seconds (they outlive the process).
-public struct ContactRecord: Hashable, Sendable, Codable {
+public struct ContactRecord: Hashable, Sendable {
     /// `SHA-256(contact ID)`.
     public var hash: [UInt8]
     /// The listener verifier, sealed with the contact ID.
@@ -43,19 +43,45 @@ public struct ContactRecord: Hashable, Sendable, Codable {
     /// Whether a listener has proved ownership since the registration: false until then. Records written before
     /// this field existed read as nil and count as proved.
     public var proved: Bool?
+    /// The routing ID the contact ID starts with (the instance that issued it, which listeners name in
+    /// `/cable/listen/{ROUTING_ID}`); nil in records written before it was kept, until a listener proves ownership.
+    public var routingID: RoutingID?
 
-    public init(hash: [UInt8], sealedVerifier: [UInt8], created: Int64, lastUsed: Int64, proved: Bool? = true) {
+    public init(
+        hash: [UInt8], sealedVerifier: [UInt8], created: Int64, lastUsed: Int64, proved: Bool? = true,
+        routingID: RoutingID? = nil
+    ) {
         self.hash = hash
         self.sealedVerifier = sealedVerifier
         self.created = created
         self.lastUsed = lastUsed
         self.proved = proved
+        self.routingID = routingID
+    }
+}
+
+/// One change of the contacts, as the contact file's journal records it: replaying changes over a set of contacts
+/// that already holds some of them gives the same result (each sets or removes one contact whole).
+public enum ContactChange: Hashable, Sendable {
+    /// Adds the contact, or replaces the one with its hash.
+    case store(ContactRecord)
+    /// Forgets the contact with this hash (revoked or expired).
+    case forget(hash: [UInt8])
+
+    /// `changes` applied to `records` (keyed by hash), in order.
+    public static func apply(_ changes: some Sequence<ContactChange>, to records: inout [[UInt8]: ContactRecord]) {
+        for change in changes {
+            switch change {
+            case .store(let record): records[record.hash] = record
+            case .forget(let hash): records[hash] = nil
+            }
+        }
     }
 }
 
 /// The relay's wake channel as a pure state machine: listener connections (challenge, registration, ownership
 /// proof, heartbeats, revocation) and contact requests (wake the listeners, wait for the phone) in; messages,
-/// closes and "persist the contacts" out. Time, wall-clock dates and randomness are parameters; the I/O layer
+/// closes and changes for the contact file out. Time, wall-clock dates and randomness are parameters; the I/O layer
 /// (`RelayContacts`) carries out the actions and owns the tunnels themselves (``RelayRegistry``).
 ///
 /// A contact request's wake goes to every listener of the contact that has proved ownership, and to each one that
@@ -70,8 +96,15 @@ public struct ContactRegistry: Sendable {
         /// End the contact request on that connection: close its tunnel with `code` unless the phone has joined it
         /// (4404 after ``ContactLimits/wakeWait``; 4410 when the phone declined the wake or revoked its contact).
         case endContactRequest(ConnectionID, code: UInt16)
-        /// The contacts changed: write them to the contact file.
-        case persist
+        /// A contact changed: record it in the contact file before the actions that follow (a phone told
+        /// "registered" finds its contact after a restart).
+        case journal(ContactChange)
+
+        /// Whether this is a change for the contact file.
+        public var isJournal: Bool {
+            if case .journal = self { return true }
+            return false
+        }
     }
 
     /// The answer to `/cable/contact/{CONTACT_ID}`.
@@ -100,6 +133,9 @@ public struct ContactRegistry: Sendable {
 
     public let limits: ContactLimits
     private var records: [[UInt8]: ContactRecord] = [:]
+    /// How many records name each routing ID, and how many name none (written before routing IDs were kept).
+    private var routingIDs: [RoutingID: Int] = [:]
+    private var recordsWithoutRoutingID = 0
     private var listeners: [ConnectionID: ListenerState] = [:]
     private var listenersByContact: [[UInt8]: [ConnectionID]] = [:]
     private var pending: [ConnectionID: PendingWake] = [:]
@@ -110,7 +146,7 @@ public struct ContactRegistry: Sendable {
     /// A registry holding `records` (read from the contact file).
     public init(limits: ContactLimits = ContactLimits(), records: [ContactRecord] = []) {
         self.limits = limits
-        for record in records { self.records[record.hash] = record }
+        for record in records { put(record) }
     }
 
     /// Contacts kept now, listener connections open now (proved or not), contact requests waiting.
@@ -121,6 +157,13 @@ public struct ContactRegistry: Sendable {
         records.values.sorted {
             $0.created != $1.created ? $0.created < $1.created : $0.hash.lexicographicallyPrecedes($1.hash)
         }
+    }
+
+    /// Whether some contact kept here was issued under `routingID`. `nil` when that cannot be told: some records
+    /// were written before routing IDs were kept (they are filled in as their listeners prove ownership).
+    public func holdsContacts(issuedUnder routingID: RoutingID) -> Bool? {
+        if routingIDs[routingID] != nil { return true }
+        return recordsWithoutRoutingID > 0 ? nil : false
     }
 
     /// Whether `connection` is a listener connection.
@@ -181,11 +224,15 @@ public struct ContactRegistry: Sendable {
             guard contactID.count == ContactOwnership.contactIDLength,
                 let sealed = ContactOwnership.seal(verifier: verifier, contactID: contactID)
             else { return refuse(connection, code: ListenerCloseCode.badMessage) }
-            records[hash] = ContactRecord(
-                hash: hash, sealedVerifier: sealed, created: date, lastUsed: date, proved: false)
+            let record = ContactRecord(
+                hash: hash, sealedVerifier: sealed, created: date, lastUsed: date, proved: false, routingID: routingID)
+            put(record)
             listeners[connection] = .finished
             // Written before the answer goes out: a phone told "registered" finds its contact after a restart.
-            return [.persist, .send(.registered(contactID: contactID), to: connection), .close(connection, code: 1000)]
+            return [
+                .journal(.store(record)), .send(.registered(contactID: contactID), to: connection),
+                .close(connection, code: 1000),
+            ]
         case (.challenged(let challenge, _, _), .listen(let contactID, let proof)):
             let hash = ContactOwnership.hash(contactID: contactID)
             switch verify(contactID: contactID, hash: hash, proof: proof, challenge: challenge) {
@@ -194,9 +241,12 @@ public struct ContactRegistry: Sendable {
             case .valid: break
             }
             var actions: [Action] = [.send(.listening, to: connection)]
-            if records[hash]?.proved == false {
-                records[hash]?.proved = true
-                actions.append(.persist)
+            if var record = records[hash], record.proved == false || record.routingID == nil {
+                record.proved = true
+                record.routingID =
+                    record.routingID ?? (try? RoutingID(bytes: Array(contactID.prefix(RoutingID.byteCount))))
+                put(record)
+                actions.append(.journal(.store(record)))
             }
             var held = listenersByContact[hash, default: []]
             if held.count >= limits.maximumListenersPerContact, let oldest = held.first {
@@ -221,9 +271,11 @@ public struct ContactRegistry: Sendable {
             case .forged: return refuse(connection, code: ListenerCloseCode.forgedProof)
             case .valid: break
             }
-            records[hash] = nil
+            remove(hash)
             listeners[connection] = .finished
-            var actions: [Action] = [.persist, .send(.revoked, to: connection), .close(connection, code: 1000)]
+            var actions: [Action] = [
+                .journal(.forget(hash: hash)), .send(.revoked, to: connection), .close(connection, code: 1000),
+            ]
             for other in listenersByContact.removeValue(forKey: hash) ?? [] {
                 listeners[other] = .finished
                 actions.append(.close(other, code: ListenerCloseCode.unknownContact))
@@ -317,7 +369,6 @@ public struct ContactRegistry: Sendable {
                 if case .listening = state { actions.append(.send(.heartbeat, to: connection)) }
             }
         }
-        var changed = false
         let expiry = Int64(limits.idleExpiry.components.seconds)
         let unprovedExpiry = Int64(limits.unprovedExpiry.components.seconds)
         let windowStart = date - Int64(limits.registrationWindow.components.seconds)
@@ -327,20 +378,22 @@ public struct ContactRegistry: Sendable {
         }
         for (hash, record) in records {
             if record.proved == false, date - record.created >= unprovedExpiry {
-                records[hash] = nil
-                changed = true
+                remove(hash)
+                actions.append(.journal(.forget(hash: hash)))
             } else if listenersByContact[hash] != nil {
                 // A listener that stays connected keeps its contact alive; the date is refreshed once a day.
                 if date - record.lastUsed >= 86_400 {
-                    records[hash]?.lastUsed = date
-                    changed = true
+                    var record = record
+                    record.lastUsed = date
+                    put(record)
+                    actions.append(.journal(.store(record)))
                 }
             } else if date - record.lastUsed >= expiry {
-                records[hash] = nil
-                changed = true
+                remove(hash)
+                actions.append(.journal(.forget(hash: hash)))
             }
         }
-        return changed ? actions + [.persist] : actions
+        return actions
     }
 
     // MARK: Helpers
@@ -355,11 +408,33 @@ public struct ContactRegistry: Sendable {
             ? .valid : .forged
     }
 
-    /// Marks a contact used; persisting is asked for at most once an hour per contact.
+    /// Marks a contact used; the contact file records it at most once an hour per contact.
     private mutating func touch(_ hash: [UInt8], date: Int64) -> [Action] {
-        guard let record = records[hash], date - record.lastUsed >= 3600 else { return [] }
-        records[hash]?.lastUsed = date
-        return [.persist]
+        guard var record = records[hash], date - record.lastUsed >= 3600 else { return [] }
+        record.lastUsed = date
+        put(record)
+        return [.journal(.store(record))]
+    }
+
+    /// Adds or replaces a record, keeping the routing ID counts.
+    private mutating func put(_ record: ContactRecord) {
+        remove(record.hash)
+        records[record.hash] = record
+        if let routingID = record.routingID {
+            routingIDs[routingID, default: 0] += 1
+        } else {
+            recordsWithoutRoutingID += 1
+        }
+    }
+
+    private mutating func remove(_ hash: [UInt8]) {
+        guard let old = records.removeValue(forKey: hash) else { return }
+        if let routingID = old.routingID {
+            routingIDs[routingID, default: 1] -= 1
+            if routingIDs[routingID] == 0 { routingIDs[routingID] = nil }
+        } else {
+            recordsWithoutRoutingID -= 1
+        }
     }
 
     private mutating func refuse(_ connection: ConnectionID, code: UInt16) -> [Action] {

@@ -17,13 +17,10 @@ public struct RelayContactConfiguration: Sendable {
     /// The file the contacts are kept in across restarts (JSON, mode 0600: hashes of contact IDs and sealed
     /// verifiers only). `nil` keeps them in memory: a restart forgets every contact, and linked clients then get 410.
     public var file: String?
+    /// Called by the contact file's writer before each write (tests hold it there).
+    var writeHook: (@Sendable () -> Void)?
 
     public init() {}
-}
-
-/// Why the contact file could not be read or written.
-struct ContactFileError: Error, CustomStringConvertible {
-    var description: String
 }
 
 /// The wake channel on SwiftNIO: the ``ContactRegistry`` behind its own lock, the listener connections by ID, and
@@ -42,8 +39,6 @@ final class RelayContacts: Sendable {
         /// declined wake) never follows the 101 answer in the same packet, where the client's HTTP decoder, seeing
         /// the end of the stream too, would drop it.
         var staged: [ConnectionID: (contactID: [UInt8], tunnelID: TunnelID, clientPayload: [UInt8])] = [:]
-        /// Counts changes of the contacts, so that an older snapshot never overwrites a newer one.
-        var generation = 0
     }
 
     let configuration: RelayContactConfiguration
@@ -57,7 +52,10 @@ final class RelayContacts: Sendable {
     /// Listener connections and staged contact requests: while there are none, a tunnel's frames and joins do not
     /// take the lock above.
     private let watched = Atomic<Int>(0)
-    private let written = Mutex(0)
+    private let journal = Mutex(Journal())
+    /// The contact file, when one is configured; its writer works on its own thread.
+    private let file: ContactFile?
+    private let writer = DispatchQueue(label: "passkey-relay.contacts")
     private let logger: Logger
     private let now: @Sendable () -> ContinuousClock.Instant
     private let date: @Sendable () -> Int64
@@ -70,6 +68,7 @@ final class RelayContacts: Sendable {
         date: @escaping @Sendable () -> Int64 = { Int64(Date().timeIntervalSince1970) }
     ) {
         self.configuration = configuration
+        self.file = configuration.file.map(ContactFile.init(path:))
         self.logger = logger
         self.now = now
         self.date = date
@@ -78,21 +77,34 @@ final class RelayContacts: Sendable {
         locked = Mutex(Locked(registry: ContactRegistry(limits: configuration.limits, records: records)))
     }
 
-    /// Reads the contact file, when one is configured and exists.
+    /// Reads the contact file, when one is configured and exists; a journal left beside it is folded into the file
+    /// at once.
     static func load(
         configuration: RelayContactConfiguration, routingID: RoutingID, routingIDIsConfigured: Bool, logger: Logger
     ) throws(ContactFileError) -> RelayContacts {
-        let records = try configuration.file.map(read) ?? []
+        var records: [ContactRecord] = []
+        if let path = configuration.file {
+            let file = ContactFile(path: path)
+            let loaded = try file.load()
+            records = loaded.records
+            if FileManager.default.fileExists(atPath: file.journalPath) { try file.replace(with: records) }
+        }
         return RelayContacts(
             configuration: configuration, routingID: routingID, routingIDIsConfigured: routingIDIsConfigured,
             logger: logger, records: records)
     }
 
-    /// Whether a listener connection on `path` belongs here: no routing ID, this instance's, or any when the routing
-    /// ID is random (``routingIDIsConfigured``).
+    /// Whether a listener connection on `path` belongs here: no routing ID, this instance's, or one that contacts
+    /// kept here were issued under (a random routing ID changes at every start, while the contact file keeps the
+    /// contacts issued under earlier ones). A relay whose file was written before routing IDs were kept takes any
+    /// unless its routing ID is configured, until every contact has been listened for.
     func accepts(_ path: ListenerPath) -> Bool {
-        guard let named = path.routingID, routingIDIsConfigured else { return true }
-        return named == routingID
+        guard let named = path.routingID, named != routingID else { return true }
+        switch locked.withLock({ $0.registry.holdsContacts(issuedUnder: named) }) {
+        case true?: return true
+        case false?: return false
+        case nil: return !routingIDIsConfigured
+        }
     }
 
     var isEnabled: Bool { configuration.isEnabled }
@@ -122,7 +134,7 @@ final class RelayContacts: Sendable {
         let now = now()
         let date = date()
         let routingID = routingID
-        let actions: [ContactRegistry.Action]? = locked.withLock { state in
+        let actions = update { state in
             if let staged = state.staged.removeValue(forKey: connection.id) {
                 watched.subtract(1, ordering: .relaxed)
                 state.requests[connection.id] = connection
@@ -139,7 +151,7 @@ final class RelayContacts: Sendable {
                 connection.id, challenge: challenge, now: now, network: state.listenerAddress[connection.id] ?? "")
         }
         guard let actions else { return false }
-        perform(actions, state: relay)
+        perform(actions.actions, afterWrite: actions.number, state: relay)
         return isListener(connection)
     }
 
@@ -153,14 +165,14 @@ final class RelayContacts: Sendable {
         let now = now()
         let date = date()
         let routingID = routingID
-        let actions: [ContactRegistry.Action]? = locked.withLock { state in
+        let actions = update { state in
             guard state.listeners[connection.id] != nil else { return nil }
             return state.registry.listenerMessage(
                 Array(bytes), from: connection.id, routingID: routingID, now: now, date: date,
                 randomBytes: { count in (0..<count).map { _ in UInt8.random(in: 0...255) } })
         }
         guard let actions else { return false }
-        perform(actions, state: relay)
+        perform(actions.actions, afterWrite: actions.number, state: relay)
         return true
     }
 
@@ -203,12 +215,37 @@ final class RelayContacts: Sendable {
     func tick(state relay: RelayState) {
         let now = now()
         let date = date()
-        perform(locked.withLock { $0.registry.tick(now: now, date: date) }, state: relay)
+        guard let actions = update({ $0.registry.tick(now: now, date: date) }) else { return }
+        perform(actions.actions, afterWrite: actions.number, state: relay)
     }
 
     // MARK: Actions
 
-    private func perform(_ actions: [ContactRegistry.Action], state relay: RelayState) {
+    /// Runs `body` under the lock; the changes for the contact file among its actions join the writer's queue there,
+    /// and the number of the last one comes back with them (0: none).
+    private func update(
+        _ body: (inout Locked) -> [ContactRegistry.Action]?
+    ) -> (actions: [ContactRegistry.Action], number: Int)? {
+        locked.withLock { state in
+            guard let actions = body(&state) else { return nil }
+            return (actions, queue(actions))
+        }
+    }
+
+    /// Carries out `actions`; those after the first change for the contact file wait until change `number` is on
+    /// the disk (a phone is told "registered" or "revoked" only then).
+    private func perform(_ actions: [ContactRegistry.Action], afterWrite number: Int, state relay: RelayState) {
+        guard number > 0, let first = actions.firstIndex(where: \.isJournal) else {
+            carryOut(actions, state: relay)
+            return
+        }
+        carryOut(actions[..<first], state: relay)
+        let rest = Array(actions[first...])
+        whenWritten(number) { self.carryOut(rest, state: relay) }
+        scheduleWrite()
+    }
+
+    private func carryOut(_ actions: some Collection<ContactRegistry.Action>, state relay: RelayState) {
         for action in actions {
             switch action {
             case .send(let message, let id):
@@ -224,85 +261,117 @@ final class RelayContacts: Sendable {
                 guard let connection = locked.withLock({ $0.requests.removeValue(forKey: id) }) else { continue }
                 if code == ListenerCloseCode.phoneUnreachable { relay.metrics.contactRequestsUnanswered.increment() }
                 relay.expireContactTunnel(connection, code: code)
-            case .persist:
-                persist()
+            case .journal:
+                break
             }
         }
     }
 
-    /// Writes the contacts to the file, unless a newer snapshot was written meanwhile.
-    private func persist() {
-        guard let file = configuration.file else { return }
-        let (records, generation) = locked.withLock { state in
-            state.generation += 1
-            return (state.registry.allRecords, state.generation)
+    // MARK: The contact file
+
+    /// Changes waiting for the writer, and what waits for them to be on the disk.
+    private struct Journal {
+        /// Changes the registry made that are not written yet, in order.
+        var pending: [ContactChange] = []
+        /// The number of the last change handed to the journal, and of the last one on the disk.
+        var queued = 0
+        var written = 0
+        /// Actions that wait until the change with their number is on the disk.
+        var waiting: [(number: Int, run: @Sendable () -> Void)] = []
+        /// Whether the writer is on its way.
+        var scheduled = false
+        /// Complete lines in the journal file: past ``RelayContacts/compactionThreshold(contacts:)`` the file is
+        /// written whole and the journal starts again.
+        var entries = 0
+    }
+
+    /// Lines the journal may hold before the contacts are written whole: at least 4,096, and twice the contacts.
+    static func compactionThreshold(contacts: Int) -> Int { max(4096, 2 * contacts) }
+
+    /// `actions` made under the lock: the journal's changes join the queue there, in the registry's order, and the
+    /// number of the last one comes back (0: none).
+    private func queue(_ actions: [ContactRegistry.Action]) -> Int {
+        guard file != nil else { return 0 }
+        let changes = actions.compactMap { action -> ContactChange? in
+            guard case .journal(let change) = action else { return nil }
+            return change
         }
-        written.withLock { last in
-            guard generation > last else { return }
+        guard !changes.isEmpty else { return 0 }
+        return journal.withLock { journal in
+            journal.pending += changes
+            journal.queued += changes.count
+            return journal.queued
+        }
+    }
+
+    /// Runs `body` once the change numbered `number` is on the disk (at once when it is, or when it is 0), on the
+    /// writer's thread otherwise.
+    private func whenWritten(_ number: Int, _ body: @escaping @Sendable () -> Void) {
+        let now = journal.withLock { journal -> Bool in
+            guard number > journal.written else { return true }
+            journal.waiting.append((number, body))
+            return false
+        }
+        if now { body() }
+    }
+
+    /// Starts the writer unless it is on its way: it writes every change queued by then in one append (or the whole
+    /// file, past the threshold), off the event loops.
+    private func scheduleWrite() {
+        guard file != nil else { return }
+        let start = journal.withLock { journal -> Bool in
+            defer { journal.scheduled = true }
+            return !journal.scheduled
+        }
+        if start { writer.async { self.write() } }
+    }
+
+    /// The writer: appends what is queued, then runs what waited for it, until the queue is empty.
+    private func write() {
+        guard let file else { return }
+        while true {
+            // The registry's lock first (as `queue` takes them), so that a whole snapshot holds exactly the changes
+            // taken from the queue with it.
+            let batch = locked.withLock { state in
+                journal.withLock { journal -> (changes: [ContactChange], last: Int, snapshot: [ContactRecord]?)? in
+                    guard !journal.pending.isEmpty else {
+                        journal.scheduled = false
+                        return nil
+                    }
+                    defer { journal.pending = [] }
+                    let whole =
+                        journal.entries + journal.pending.count
+                        > Self.compactionThreshold(contacts: state.registry.counts.contacts)
+                    return (journal.pending, journal.queued, whole ? state.registry.allRecords : nil)
+                }
+            }
+            guard let batch else { return }
+            configuration.writeHook?()
             do throws(ContactFileError) {
-                try Self.write(records, to: file)
-                last = generation
+                if let snapshot = batch.snapshot {
+                    try file.replace(with: snapshot)
+                } else {
+                    try file.append(batch.changes)
+                }
             } catch {
+                // The relay goes on serving; what waited goes on too (the change is in memory), as before the journal.
                 logger.error("cannot write the contact file", metadata: ["reason": "\(error)"])
             }
+            let ready = journal.withLock { journal -> [@Sendable () -> Void] in
+                journal.written = batch.last
+                journal.entries = batch.snapshot == nil ? journal.entries + batch.changes.count : 0
+                let ready = journal.waiting.filter { $0.number <= batch.last }.map(\.run)
+                journal.waiting.removeAll { $0.number <= batch.last }
+                return ready
+            }
+            for run in ready { run() }
         }
     }
 
-    // MARK: The file
-
-    private struct FileContents: Codable {
-        var version: Int
-        var contacts: [Entry]
-
-        struct Entry: Codable {
-            /// Base64url of SHA-256(contact ID).
-            var hash: String
-            /// Base64url of the sealed verifier.
-            var verifier: String
-            var created: Int64
-            var lastUsed: Int64
-            /// False until a listener proves ownership; absent in files written before it existed (proved).
-            var proved: Bool?
-        }
-    }
-
-    static func read(_ path: String) throws(ContactFileError) -> [ContactRecord] {
-        guard FileManager.default.fileExists(atPath: path) else { return [] }
-        let contents: FileContents
-        do {
-            contents = try JSONDecoder().decode(FileContents.self, from: Data(contentsOf: URL(fileURLWithPath: path)))
-        } catch {
-            throw ContactFileError(description: "the contact file \(path) cannot be read: \(error)")
-        }
-        guard contents.version == 1 else {
-            throw ContactFileError(description: "the contact file \(path) has version \(contents.version), not 1")
-        }
-        return try contents.contacts.map { entry throws(ContactFileError) in
-            guard let hash = [UInt8](base64URLEncoded: entry.hash), hash.count == 32,
-                let sealed = [UInt8](base64URLEncoded: entry.verifier)
-            else { throw ContactFileError(description: "the contact file \(path) holds a malformed contact") }
-            return ContactRecord(
-                hash: hash, sealedVerifier: sealed, created: entry.created, lastUsed: entry.lastUsed,
-                proved: entry.proved ?? true)
-        }
-    }
-
-    static func write(_ records: [ContactRecord], to path: String) throws(ContactFileError) {
-        let contents = FileContents(
-            version: 1,
-            contacts: records.map {
-                .init(
-                    hash: $0.hash.base64URLEncodedString, verifier: $0.sealedVerifier.base64URLEncodedString,
-                    created: $0.created, lastUsed: $0.lastUsed, proved: $0.proved == false ? false : nil)
-            })
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.sortedKeys]
-        do {
-            try OwnerOnlyFile.write([UInt8](try encoder.encode(contents)), to: URL(fileURLWithPath: path))
-        } catch let error as OwnerOnlyFileError {
-            throw ContactFileError(description: "cannot write the contact file \(error)")
-        } catch {
-            throw ContactFileError(description: "cannot write the contact file \(path): \(error)")
-        }
+    /// Waits until every change made so far is on the disk (the relay's shutdown).
+    func flush() {
+        guard file != nil else { return }
+        scheduleWrite()
+        writer.sync {}
     }
 }

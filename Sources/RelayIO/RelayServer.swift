@@ -158,6 +158,7 @@ public final class RelayServer: Sendable {
         for connection in connections { connection.close(code: 1001) }
         for connection in connections { try? await connection.channel.closeFuture.get() }
         try? await group.shutdownGracefully()
+        state.contacts.flush()
     }
 
     /// The handlers every connection starts with, before TLS and HTTP: no reading from a peer while what the

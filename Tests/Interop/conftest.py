@@ -25,6 +25,28 @@ PASSPHRASE = "interop test passphrase"
 TRANSPORT = os.environ.get("PASSKEY_INTEROP_TRANSPORT", "udp")
 
 
+def stored_contacts(path):
+    """The contacts a `passkey-relay --contacts PATH` keeps: the file, with its journal (`PATH.journal`, one change a
+    line: `{"store": contact}` or `{"forget": hash}`) replayed over it; a last line without its newline is ignored."""
+    import json
+
+    contacts = {}
+    if os.path.exists(path):
+        with open(path) as file:
+            for contact in json.load(file)["contacts"]:
+                contacts[contact["hash"]] = contact
+    if os.path.exists(path + ".journal"):
+        with open(path + ".journal") as file:
+            lines = file.read().split("\n")
+        for line in lines[:-1]:
+            change = json.loads(line)
+            if "store" in change:
+                contacts[change["store"]["hash"]] = change["store"]
+            else:
+                del contacts[change["forget"]]
+    return list(contacts.values())
+
+
 def stop_process(process):
     """Stops a child with SIGTERM (SIGKILL after 10 s) and returns what it wrote to standard error."""
     process.terminate()

@@ -24,7 +24,7 @@ import cbor2
 import pytest
 import websocket
 
-from conftest import PASSKEY_BIN, PASSPHRASE, stop_process
+from conftest import PASSKEY_BIN, PASSPHRASE, stop_process, stored_contacts
 from test_webauthn_client import ORIGIN, RelyingParty, env, new_store
 
 RELAY_BIN = os.environ.get("PASSKEY_RELAY_BIN", os.path.join(os.path.dirname(PASSKEY_BIN), "passkey-relay"))
@@ -191,14 +191,18 @@ def test_a_linked_phone_signs_in_without_a_qr_code(directory, relay):
     for needle in (secret, contact_id, secret.hex().encode(), links[0]["linkSecret"].encode()):
         assert needle not in sealed
 
-    # The relay keeps only the hash of the contact ID and a sealed verifier.
-    with open(relay.contacts) as file:
-        text = file.read()
-    stored = json.loads(text)["contacts"]
+    # The relay keeps only the hash of the contact ID, a sealed verifier and its routing ID, in its file and its
+    # journal (both 0600).
+    stored = stored_contacts(relay.contacts)
     assert len(stored) == 1
     assert b64url_decode(stored[0]["hash"]) == hashlib.sha256(contact_id).digest()
-    assert links[0]["contactID"] not in text and contact_id.hex() not in text
-    assert stat.S_IMODE(os.stat(relay.contacts).st_mode) == 0o600
+    assert stored[0]["routingID"] == contact_id[:3].hex().upper()
+    for path in (relay.contacts, relay.contacts + ".journal"):
+        if os.path.exists(path):
+            with open(path) as file:
+                text = file.read()
+            assert links[0]["contactID"] not in text and contact_id.hex() not in text
+            assert stat.S_IMODE(os.stat(path).st_mode) == 0o600
 
     radio = f"sim:127.0.0.1:{free_port()}"
     listener = Listener(phone_store, relay.url, radio)
@@ -239,8 +243,7 @@ def test_a_revoked_phone_answers_410_and_the_computer_forgets_it(directory, rela
         timeout=60)
     assert revoked.returncode == 0, revoked.stderr
     assert "revoked 1 link" in revoked.stdout
-    with open(relay.contacts) as file:
-        assert json.load(file)["contacts"] == []
+    assert stored_contacts(relay.contacts) == []
 
     code, output, errors = get_linked(directory, relay.url, f"sim:127.0.0.1:{free_port()}", rp, timeout=20)
     assert code == 10, errors  # NotAllowedError
@@ -291,8 +294,7 @@ def test_a_link_removed_on_the_phone_is_declined_and_forgotten_by_that_computer(
     with open(os.path.join(directory, "links.json")) as file:
         assert json.load(file)["links"] == []
     # The contact itself stays: the relay still knows the phone.
-    with open(relay.contacts) as file:
-        assert len(json.load(file)["contacts"]) == 1
+    assert len(stored_contacts(relay.contacts)) == 1
 
 
 def test_a_listener_that_reconnects_while_the_computer_waits_still_serves(directory, relay):

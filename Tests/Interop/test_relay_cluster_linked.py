@@ -9,11 +9,11 @@ instance. So a linked sign-in works whichever instance the registration landed o
 restart (SIGHUP: each instance drains, starts again and reads its contact file; the listeners reconnect).
 """
 
-import json
 import os
 import signal
 import time
 
+from conftest import stored_contacts
 from test_linked import Listener, contact_ids, free_port, get_linked, link_by_qr
 from test_relay_cluster import INSTANCES, cluster  # noqa: F401 - the fixture, parametrized by balancer
 from test_webauthn_client import RelyingParty, new_store
@@ -46,9 +46,8 @@ class Phone:
         assert self.rp.verify_authentication(output).user_verified
 
 
-def stored_contacts(cluster, instance):
-    with open(os.path.join(cluster.directory, "cluster", f"contacts-{instance}.json")) as file:
-        return json.load(file)["contacts"]
+def instance_contacts(cluster, instance):
+    return stored_contacts(os.path.join(cluster.directory, "cluster", f"contacts-{instance}.json"))
 
 
 def test_a_linked_sign_in_works_whichever_instance_the_balancer_picks(cluster, tmp_path):
@@ -59,7 +58,7 @@ def test_a_linked_sign_in_works_whichever_instance_the_balancer_picks(cluster, t
     print(f"{cluster.balancer}: {len(phones)} phones registered on instances {[p.instance for p in phones]}")
     # Each instance keeps exactly the contacts it issued, in its own file.
     for instance in range(1, INSTANCES + 1):
-        assert len(stored_contacts(cluster, instance)) == sum(1 for p in phones if p.instance == instance)
+        assert len(instance_contacts(cluster, instance)) == sum(1 for p in phones if p.instance == instance)
 
     try:
         for phone in phones:

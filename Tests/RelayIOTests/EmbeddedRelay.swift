@@ -23,7 +23,11 @@ final class EmbeddedRelay {
 
     /// - Parameter routingIDIsConfigured: false for a relay whose routing ID is random, as `RelayServer` makes one
     ///   when its configuration names none.
-    init(routingIDIsConfigured: Bool = true, _ configure: (inout RelayServerConfiguration) -> Void = { _ in }) {
+    ///   `contacts` are the records its contact file held.
+    init(
+        routingIDIsConfigured: Bool = true, contacts: [ContactRecord] = [],
+        _ configure: (inout RelayServerConfiguration) -> Void = { _ in }
+    ) {
         var configuration = RelayServerConfiguration()
         configure(&configuration)
         self.configuration = configuration
@@ -34,7 +38,8 @@ final class EmbeddedRelay {
             logger: log.logger, now: { clock.now },
             contacts: RelayContacts(
                 configuration: configuration.contacts, routingID: routingID,
-                routingIDIsConfigured: routingIDIsConfigured, logger: log.logger, now: { clock.now }))
+                routingIDIsConfigured: routingIDIsConfigured, logger: log.logger, records: contacts,
+                now: { clock.now }))
     }
 
     /// An accepted TCP connection from `address`; `nil` when the relay closes it at once (its limits).

@@ -108,16 +108,29 @@ struct RelayHTTPHandlerTests {
     }
 
     /// `/cable/listen` (registration) goes to any instance; `/cable/listen/{ROUTING_ID}` only to the one whose
-    /// routing ID it names (the embedded relay's is 0A0B0C), unless the routing ID is random: the contact file then
-    /// keeps contacts issued under earlier ones.
-    static let listenerPaths: [(configured: Bool, path: String, status: Int)] = [
-        (true, "/cable/listen", 101), (true, "/cable/listen/0A0B0C", 101), (true, "/cable/listen/0a0b0c", 101),
-        (true, "/cable/listen/0A0B0D", 404), (false, "/cable/listen/0A0B0D", 101), (false, "/cable/listen", 101),
+    /// routing ID it names (the embedded relay's is 0A0B0C), or to one whose contact file keeps contacts issued
+    /// under it (a random routing ID changes at every start). A file written before routing IDs were kept cannot
+    /// tell: a relay with a random routing ID then takes any (issue 23, attack 11: it took any, always).
+    static let listenerPaths: [(configured: Bool, kept: String??, path: String, status: Int)] = [
+        (true, .none, "/cable/listen", 101), (true, .none, "/cable/listen/0A0B0C", 101),
+        (true, .none, "/cable/listen/0a0b0c", 101), (true, .none, "/cable/listen/0A0B0D", 404),
+        (false, .none, "/cable/listen/0A0B0D", 404), (false, .none, "/cable/listen", 101),
+        (false, "0A0B0D", "/cable/listen/0A0B0D", 101), (false, "0A0B0D", "/cable/listen/0A0B0E", 404),
+        (false, .some(nil), "/cable/listen/0A0B0E", 101), (true, .some(nil), "/cable/listen/0A0B0E", 404),
     ]
 
     @Test(arguments: listenerPaths)
-    func listenersAreTakenForThisInstancesContacts(configured: Bool, path: String, status: Int) throws {
-        let relay = EmbeddedRelay(routingIDIsConfigured: configured)
+    func listenersAreTakenForThisInstancesContacts(configured: Bool, kept: String??, path: String, status: Int)
+        throws
+    {
+        let records = try kept.map { routingID in
+            [
+                ContactRecord(
+                    hash: .init(repeating: 1, count: 32), sealedVerifier: [2], created: 0, lastUsed: 0,
+                    routingID: try routingID.map { try RoutingID(hex: $0) })
+            ]
+        }
+        let relay = EmbeddedRelay(routingIDIsConfigured: configured, contacts: records ?? [])
         let side = try #require(try relay.connect())
         try side.send(WebSocketUpgrade.request(path: path))
         let response = try #require(try side.response())

@@ -22,14 +22,23 @@ struct ContactRegistryTests {
             ListenerMessage.register(verifier: verifier).bytes, from: ConnectionID(1), routingID: Self.routingID,
             now: Self.at(0), date: 1000, randomBytes: { .init(repeating: 0x11, count: $0) })
         let contactID = Self.routingID.bytes + [UInt8](repeating: 0x11, count: 29)
+        // The new contact goes to the contact file before the answer.
+        let record = Self.stored(actions.first)
+        #expect(record?.hash == ContactOwnership.hash(contactID: contactID))
+        #expect(record?.proved == false && record?.routingID == Self.routingID && record?.created == 1000)
         #expect(
-            actions == [
-                .persist, .send(.registered(contactID: contactID), to: ConnectionID(1)),
-                .close(ConnectionID(1), code: 1000),
+            actions.dropFirst() == [
+                .send(.registered(contactID: contactID), to: ConnectionID(1)), .close(ConnectionID(1), code: 1000),
             ])
         registry.listenerClosed(ConnectionID(1))
         #expect(registry.counts.contacts == 1)
         return (registry, contactID)
+    }
+
+    /// The record of a `.journal(.store(_))` action.
+    static func stored(_ action: ContactRegistry.Action?) -> ContactRecord? {
+        guard case .journal(.store(let record))? = action else { return nil }
+        return record
     }
 
     /// Opens listener `id` and proves ownership with `proof` (the right one by default).
@@ -48,8 +57,9 @@ struct ContactRegistryTests {
     @Test func aProvenListenerIsWokenByAContactRequest() throws {
         var (registry, contactID) = registered()
         // The first proof after the registration marks the contact proved, which is written to the file.
-        #expect(
-            listen(&registry, 2, contactID: contactID) == [.send(.listening, to: ConnectionID(2)), .persist])
+        let listened = listen(&registry, 2, contactID: contactID)
+        #expect(listened.first == .send(.listening, to: ConnectionID(2)) && listened.count == 2)
+        #expect(Self.stored(listened.last)?.proved == true)
         #expect(registry.contactRequested(contactID) == .known)
         let tunnelID = try TunnelID(bytes: .init(repeating: 3, count: 16))
         let wake = ListenerMessage.wake(routingID: Self.routingID, tunnelID: tunnelID, clientPayload: [0xA0])
@@ -100,10 +110,11 @@ struct ContactRegistryTests {
                 clientPayload: [0xA0], now: Self.at(0), date: 1000
             ).isEmpty)
         let wake = ListenerMessage.wake(routingID: Self.routingID, tunnelID: tunnelID, clientPayload: [0xA0])
+        let listened = listen(&registry, 2, contactID: contactID, at: 5)
+        #expect(listened.count == 3 && listened[1].isJournal)
         #expect(
-            listen(&registry, 2, contactID: contactID, at: 5) == [
-                .send(.listening, to: ConnectionID(2)), .persist, .send(wake, to: ConnectionID(2)),
-            ])
+            listened.first == .send(.listening, to: ConnectionID(2))
+                && listened.last == .send(wake, to: ConnectionID(2)))
         // It drops, and comes back: the wake goes to the new connection too.
         registry.listenerClosed(ConnectionID(2))
         #expect(
@@ -158,7 +169,9 @@ struct ContactRegistryTests {
             routingID: Self.routingID, now: Self.at(1), date: 1000, randomBytes: { .init(repeating: 0, count: $0) })
         #expect(
             actions == [
-                .persist, .send(.revoked, to: ConnectionID(5)), .close(ConnectionID(5), code: 1000),
+                .journal(.forget(hash: ContactOwnership.hash(contactID: contactID))),
+                .send(.revoked, to: ConnectionID(5)),
+                .close(ConnectionID(5), code: 1000),
                 .close(ConnectionID(2), code: ListenerCloseCode.unknownContact),
                 .endContactRequest(ConnectionID(9), code: ListenerCloseCode.unknownContact),
             ])
@@ -215,8 +228,9 @@ struct ContactRegistryTests {
                 .close(ConnectionID(2), code: ListenerCloseCode.timedOut)))
         registry.listenerClosed(ConnectionID(2))
         // Without a listener, the contact expires after its idle time.
-        #expect(!registry.tick(now: Self.at(151), date: 1000 + 9 * Self.day).contains(.persist))
-        #expect(registry.tick(now: Self.at(152), date: 1000 + 10 * Self.day).contains(.persist))
+        let forgotten = ContactRegistry.Action.journal(.forget(hash: ContactOwnership.hash(contactID: contactID)))
+        #expect(!registry.tick(now: Self.at(151), date: 1000 + 9 * Self.day).contains(forgotten))
+        #expect(registry.tick(now: Self.at(152), date: 1000 + 10 * Self.day).contains(forgotten))
         #expect(registry.contactRequested(contactID) == .gone)
     }
 
@@ -237,14 +251,15 @@ struct ContactRegistryTests {
             return actions
         }
         for number in 0..<8 {
-            #expect(register(from: "203.0.113.0/24", date: 1000 + Int64(number)).first == .persist)
+            #expect(register(from: "203.0.113.0/24", date: 1000 + Int64(number)).first?.isJournal == true)
         }
         let refused = register(from: "203.0.113.0/24", date: 1100)
         #expect(refused == [.close(ConnectionID(connection), code: ListenerCloseCode.tooManyContacts)])
-        #expect(register(from: "198.51.100.0/24", date: 1100).first == .persist, "another network is not held up")
+        #expect(
+            register(from: "198.51.100.0/24", date: 1100).first?.isJournal == true, "another network is not held up")
         #expect(registry.counts.contacts == 9)
         // An hour after its first registration, the network may register again.
-        #expect(register(from: "203.0.113.0/24", date: 1000 + 3600).first == .persist)
+        #expect(register(from: "203.0.113.0/24", date: 1000 + 3600).first?.isJournal == true)
     }
 
     /// A registration nobody listens for is forgotten after a day; a proved contact stays for its idle time.
@@ -259,8 +274,9 @@ struct ContactRegistryTests {
         registry.listenerClosed(ConnectionID(3))
         let unproved = Self.routingID.bytes + [UInt8](repeating: 0x22, count: 29)
         #expect(registry.contactRequested(unproved) == .known)
-        #expect(!registry.tick(now: Self.at(1), date: 1000 + Self.day - 1).contains(.persist))
-        #expect(registry.tick(now: Self.at(2), date: 1000 + Self.day).contains(.persist))
+        let forgotten = ContactRegistry.Action.journal(.forget(hash: ContactOwnership.hash(contactID: unproved)))
+        #expect(registry.tick(now: Self.at(1), date: 1000 + Self.day - 1).filter(\.isJournal).isEmpty)
+        #expect(registry.tick(now: Self.at(2), date: 1000 + Self.day) == [forgotten])
         #expect(registry.contactRequested(unproved) == .gone)
         #expect(registry.contactRequested(proved) == .known)
         // Records read from a file written before the field existed count as proved.
@@ -281,5 +297,52 @@ struct ContactRegistryTests {
                 now: Self.at(0), date: 1000, randomBytes: { .init(repeating: 0x33, count: $0) }) == [
                     .close(ConnectionID(2), code: ListenerCloseCode.tooManyContacts)
                 ])
+    }
+
+    /// Issue 23, attack 11: a relay whose routing ID is random took a listener naming any routing ID. The registry
+    /// keeps the routing ID each contact was issued under; records from files written before that are filled in when
+    /// their listener proves ownership, and until then the relay cannot tell (nil).
+    @Test func theRoutingIDsOfKeptContactsAreKnown() throws {
+        var (registry, contactID) = registered()
+        let other = try RoutingID(hex: "0A0B0D")
+        #expect(registry.holdsContacts(issuedUnder: Self.routingID) == true)
+        #expect(registry.holdsContacts(issuedUnder: other) == false)
+        _ = listen(&registry, 2, contactID: contactID)
+        registry.listenerClosed(ConnectionID(2))
+        // A record written before routing IDs were kept.
+        let legacyID = other.bytes + [UInt8](repeating: 0x44, count: 29)
+        let (_, legacySealed) = try #require(
+            ContactOwnership.seal(verifier: verifier, contactID: legacyID).map { (legacyID, $0) })
+        let legacy = ContactRecord(
+            hash: ContactOwnership.hash(contactID: legacyID), sealedVerifier: legacySealed, created: 0, lastUsed: 1000,
+            proved: nil)
+        var fromFile = ContactRegistry(records: [legacy])
+        #expect(fromFile.holdsContacts(issuedUnder: other) == nil)
+        let listened = listen(&fromFile, 3, contactID: legacyID)
+        #expect(Self.stored(listened.last)?.routingID == other)
+        #expect(fromFile.holdsContacts(issuedUnder: other) == true)
+        #expect(fromFile.holdsContacts(issuedUnder: Self.routingID) == false)
+        // Revoked, the contact's routing ID is no longer held.
+        registry.listenerClosed(ConnectionID(3))
+        _ = registry.listenerOpened(ConnectionID(5), challenge: Self.challenge(5), now: Self.at(1))
+        let proof = ContactOwnership.proof(verifier: verifier, challenge: Self.challenge(5), contactID: contactID)
+        _ = registry.listenerMessage(
+            ListenerMessage.revoke(contactID: contactID, proof: proof).bytes, from: ConnectionID(5),
+            routingID: Self.routingID, now: Self.at(1), date: 1000, randomBytes: { .init(repeating: 0, count: $0) })
+        #expect(registry.holdsContacts(issuedUnder: Self.routingID) == false)
+    }
+
+    /// Replaying the journal over contacts that already hold some of its changes gives the same contacts.
+    @Test func journalChangesReplayIdempotently() {
+        let a = ContactRecord(hash: [1], sealedVerifier: [2], created: 1, lastUsed: 1)
+        var b = ContactRecord(hash: [3], sealedVerifier: [4], created: 2, lastUsed: 2)
+        let first: [ContactChange] = [.store(a), .store(b)]
+        b.lastUsed = 9
+        let second: [ContactChange] = [.forget(hash: [1]), .store(b)]
+        var once: [[UInt8]: ContactRecord] = [:]
+        ContactChange.apply(first + second, to: &once)
+        var twice = once
+        ContactChange.apply(second, to: &twice)
+        #expect(once == twice && once == [[3]: b])
     }
 }
