@@ -27,15 +27,19 @@ public struct RelyingPartySite: Sendable {
         public var contentType: String?
         /// The `Host` header, when there is one.
         public var host: String?
+        /// The `Cookie` header, when there is one.
+        public var cookie: String?
         public var body: [UInt8]
 
         public init(
-            method: String, target: String, host: String?, contentType: String? = nil, body: [UInt8] = []
+            method: String, target: String, host: String?, contentType: String? = nil, cookie: String? = nil,
+            body: [UInt8] = []
         ) {
             self.method = method
             self.target = target
             self.host = host
             self.contentType = contentType
+            self.cookie = cookie
             self.body = body
         }
     }
@@ -99,6 +103,8 @@ public struct RelyingPartySite: Sendable {
     public private(set) var state: RelyingPartyState
     /// The host names a request's `Host` header may give (lower case, without the port): see ``hostNames(origins:extra:)``.
     public let hostNames: Set<String>
+    /// Who is signed in, by browser.
+    public private(set) var sessions = SignInSessions()
 
     /// A site answering requests whose `Host` is one of `hostNames` (by default the loopback names and the hosts of
     /// the relying party's origins); every other request is refused with 421 ``WebRelyingPartyError/Code/misdirectedRequest``.
@@ -179,14 +185,26 @@ public struct RelyingPartySite: Sendable {
         case "/credentials":
             return Self.json(200, credentialsJSON())
         case "/registration/options":
+            let parsed: RegistrationOptionsRequest
             do throws(JSONBodyError) {
-                let options = relyingParty.registrationOptions(
-                    for: try RegistrationOptionsRequest(json: request.body), state: state, challenge: randomBytes(32),
-                    newUserHandle: randomBytes(16), now: now)
-                return Self.json(200, options)
+                parsed = try RegistrationOptionsRequest(json: request.body)
             } catch {
                 return Self.refusal(Self.requestError(error))
             }
+            // Another passkey for an existing user only from a browser signed in as that user (issue 23, attack 2).
+            let rpID = relyingParty.configuration.relyingParty.id
+            if state.accounts(for: rpID).contains(where: { $0.userName == parsed.userName }),
+                sessions.userName(cookieHeader: request.cookie, now: now) != parsed.userName
+            {
+                return Self.refusal(
+                    WebRelyingPartyError(
+                        .signInRequired,
+                        "\(Verdict.field(parsed.userName)) already has a passkey here: sign in as "
+                            + "\(Verdict.field(parsed.userName)) to add another"))
+            }
+            let options = relyingParty.registrationOptions(
+                for: parsed, state: state, challenge: randomBytes(32), newUserHandle: randomBytes(16), now: now)
+            return Self.json(200, options)
         case "/authentication/options":
             do throws(WebRelyingPartyError) {
                 let parsed: AuthenticationOptionsRequest
@@ -203,10 +221,12 @@ public struct RelyingPartySite: Sendable {
             }
         case "/registration/verify":
             let outcome = relyingParty.verifyRegistration(request.body, state: state, now: now, date: date)
-            return Self.answer(outcome.verdict, stateToSave: outcome.newState)
+            return signIn(
+                Self.answer(outcome.verdict, stateToSave: outcome.newState), now: now, randomBytes: randomBytes)
         case "/authentication/verify":
             let outcome = relyingParty.verifyAuthentication(request.body, state: state, now: now)
-            return Self.answer(outcome.verdict, stateToSave: outcome.newState)
+            return signIn(
+                Self.answer(outcome.verdict, stateToSave: outcome.newState), now: now, randomBytes: randomBytes)
         default:  // "/client-result"
             do throws(JSONBodyError) {
                 return Self.answer(.clientError(try ClientResult(json: request.body)), stateToSave: nil)
@@ -214,6 +234,23 @@ public struct RelyingPartySite: Sendable {
                 return Self.refusal(Self.requestError(error))
             }
         }
+    }
+
+    /// A verified registration or sign-in starts a session of its user: the answer sets its cookie. (When the state
+    /// cannot be saved, ``Exchange/savingFailed(_:)`` answers without it.)
+    private mutating func signIn(
+        _ exchange: Exchange, now: ContinuousClock.Instant, randomBytes: (Int) -> [UInt8]
+    ) -> Exchange {
+        let userName: String
+        switch exchange.verdict {
+        case .registered(let verdict)?: userName = verdict.userName
+        case .authenticated(let verdict)?: userName = verdict.userName
+        default: return exchange
+        }
+        var exchange = exchange
+        let cookie = sessions.start(userName: userName, token: randomBytes(32), now: now)
+        exchange.response.headers.append(Response.Header(name: "Set-Cookie", value: cookie))
+        return exchange
     }
 
     /// A refusal outside any ceremony: `{"error": code, "message": …}` with the code's status.

@@ -49,6 +49,9 @@ public struct WebRelyingPartyError: CodedError {
         /// The `Host` header names a host this relying party does not serve, or is missing (421): a page that reached
         /// the server by DNS rebinding names its own domain there.
         public static let misdirectedRequest = Code(rawValue: "misdirectedRequest")
+        /// Registration options for a user name that already has a passkey, from a browser not signed in as that
+        /// user (403).
+        public static let signInRequired = Code(rawValue: "signInRequired")
         /// The verification succeeded but the state file could not be written, so nothing was kept (500).
         public static let stateNotSaved = Code(rawValue: "stateNotSaved")
 
@@ -56,6 +59,7 @@ public struct WebRelyingPartyError: CodedError {
         public var status: Int {
             switch self {
             case .challengeReplayed, .credentialAlreadyRegistered: 409
+            case .signInRequired: 403
             case .notFound: 404
             case .methodNotAllowed: 405
             case .payloadTooLarge: 413

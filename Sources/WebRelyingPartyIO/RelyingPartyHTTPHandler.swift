@@ -79,7 +79,8 @@ final class RelyingPartyHTTPHandler: ChannelInboundHandler {
             let response = service.handle(
                 RelyingPartySite.Request(
                     method: head.method.rawValue, target: head.uri, host: head.headers.first(name: "Host"),
-                    contentType: head.headers.first(name: "Content-Type"), body: body))
+                    contentType: head.headers.first(name: "Content-Type"), cookie: head.headers.first(name: "Cookie"),
+                    body: body))
             write(response, keepAlive: head.isKeepAlive, context: context)
             requestStateChanged?(false)
         case (_, .closing):

@@ -57,16 +57,25 @@ class RelyingParty:
         return self.lines.get(timeout=timeout)
 
     def post(self, path, body):
-        """POSTs JSON (a dict, or raw bytes); returns (status, decoded JSON answer)."""
+        """POSTs JSON (a dict, or raw bytes); returns (status, decoded JSON answer). Like one browser, it keeps the
+        session cookie a verified registration or sign-in sets, and sends it back."""
         data = body if isinstance(body, bytes) else json.dumps(body).encode()
-        request = urllib.request.Request(
-            f"http://127.0.0.1:{self.port}{path}", data=data, headers={"Content-Type": "application/json"}
-        )
+        headers = {"Content-Type": "application/json"}
+        if getattr(self, "session", None):
+            headers["Cookie"] = self.session
+        request = urllib.request.Request(f"http://127.0.0.1:{self.port}{path}", data=data, headers=headers)
         try:
             with urllib.request.urlopen(request, timeout=10) as answer:
+                self._keep_session(answer.headers)
                 return answer.status, json.load(answer)
         except urllib.error.HTTPError as error:
             return error.code, json.load(error)
+
+    def _keep_session(self, headers):
+        cookie = headers.get("Set-Cookie")
+        if cookie:
+            assert "HttpOnly" in cookie and "SameSite=Strict" in cookie, cookie
+            self.session = cookie.split(";")[0]
 
     def get(self, path):
         with urllib.request.urlopen(f"http://127.0.0.1:{self.port}{path}", timeout=10) as answer:
@@ -172,6 +181,11 @@ def test_registering_again_on_the_same_key_is_excluded_at_the_key(rp, device):
     rp.next_line()
     saved = digest(rp.state_path)
 
+    # Another browser, not signed in as alice, may not add a passkey to her account (issue 23, attack 2).
+    session, rp.session = rp.session, None
+    status, answer = rp.post("/registration/options", {"username": "alice"})
+    assert status == 403 and answer["error"] == "signInRequired", answer
+    rp.session = session
     status, options = rp.post("/registration/options", {"username": "alice"})
     assert [c["id"] for c in options["excludeCredentials"]] == [credential.id]
     with pytest.raises(ClientError) as error:

@@ -12,14 +12,77 @@ struct SiteTests {
     var site = RelyingPartySite(relyingParty: Harness().relyingParty, state: RelyingPartyState())
     var now = ContinuousClock.now
 
+    /// `randomByte` fills every random value the site asks for (challenges, user handles, session tokens).
     mutating func send(
         _ method: String, _ target: String, json body: String? = nil, contentType: String? = nil,
-        host: String? = "localhost:8787"
+        host: String? = "localhost:8787", cookie: String? = nil, randomByte: UInt8 = 0xAB
     ) -> RelyingPartySite.Exchange {
         let request = RelyingPartySite.Request(
             method: method, target: target, host: host,
-            contentType: contentType ?? (body == nil ? nil : "application/json"), body: Array((body ?? "").utf8))
-        return site.handle(request, now: now, date: Harness.date, randomBytes: { [UInt8](repeating: 0xAB, count: $0) })
+            contentType: contentType ?? (body == nil ? nil : "application/json"), cookie: cookie,
+            body: Array((body ?? "").utf8))
+        return site.handle(
+            request, now: now, date: Harness.date, randomBytes: { [UInt8](repeating: randomByte, count: $0) })
+    }
+
+    /// Registers `user` with `key`; returns the session cookie (`name=value`) the answer sets.
+    mutating func register(
+        _ user: String, with key: inout SoftwareAuthenticator, cookie: String? = nil, randomByte: UInt8
+    )
+        throws -> String
+    {
+        let options = send(
+            "POST", "/registration/options", json: #"{"username":"\#(user)"}"#, cookie: cookie, randomByte: randomByte)
+        #expect(options.response.status == 200)
+        let registration = send(
+            "POST", "/registration/verify",
+            json: String(decoding: try key.register(optionsJSON: options.response.body), as: UTF8.self),
+            randomByte: randomByte)
+        #expect(registration.response.status == 200)
+        site.commit(try #require(registration.stateToSave))
+        let setCookie = try #require(registration.response.header("Set-Cookie"))
+        #expect(setCookie.hasPrefix("passkey-rp-session="))
+        #expect(
+            setCookie.contains("; HttpOnly") && setCookie.contains("; SameSite=Strict") && setCookie.contains("Path=/"))
+        return String(setCookie.prefix { $0 != ";" })
+    }
+
+    /// Issue 23, attack 2: asking for registration options with an existing user's name was enough to add a passkey
+    /// to that account, and then to sign in as its user. Now a verified registration or sign-in starts a session
+    /// (an HttpOnly, SameSite=Strict cookie), and options for a user name that has a passkey need a session of that
+    /// user.
+    @Test mutating func anotherPasskeyForAnExistingUserTakesASessionOfThatUser() throws {
+        var alicesKey = SoftwareAuthenticator(origin: Harness.origin)
+        let alice = try register("alice", with: &alicesKey, randomByte: 0x01)
+        var bobsKey = SoftwareAuthenticator(origin: Harness.origin)
+        let bob = try register("bob", with: &bobsKey, randomByte: 0x02)
+        let forged = "passkey-rp-session=" + [UInt8](repeating: 0x03, count: 32).base64URLEncodedString
+        for cookie in [nil, bob, forged, "other=1", "passkey-rp-session=", "passkey-rp-session=%%%"] {
+            let refused = send("POST", "/registration/options", json: #"{"username":"alice"}"#, cookie: cookie)
+            #expect(refused.response.status == 403, "\(cookie ?? "no cookie")")
+            #expect(try object(refused.response.body)["error"] as? String == "signInRequired")
+        }
+        #expect(site.relyingParty.pendingCount == 0, "a refused request starts no ceremony")
+        // Alice's own browser may add one; her key already holds a credential, so it goes in excludeCredentials.
+        let allowed = send(
+            "POST", "/registration/options", json: #"{"username":"alice"}"#, cookie: "theme=dark; " + alice)
+        #expect(allowed.response.status == 200)
+        let excluded = try #require(try object(allowed.response.body)["excludeCredentials"] as? [[String: Any]])
+        #expect(excluded.map { $0["id"] as? String } == [alicesKey.credentialID.base64URLEncodedString])
+        // A new user name needs no session; a sign-in starts one too.
+        #expect(send("POST", "/registration/options", json: #"{"username":"carol"}"#).response.status == 200)
+        let request = send("POST", "/authentication/options", json: #"{"username":"bob"}"#, randomByte: 0x04)
+        let assertion = try bobsKey.authenticate(optionsJSON: request.response.body)
+        let signedIn = send(
+            "POST", "/authentication/verify", json: String(decoding: assertion, as: UTF8.self), randomByte: 0x05)
+        let session = try #require(signedIn.response.header("Set-Cookie")).prefix { $0 != ";" }
+        #expect(
+            send("POST", "/registration/options", json: #"{"username":"bob"}"#, cookie: String(session)).response.status
+                == 200)
+        // Sessions end after their lifetime.
+        now += .seconds(12 * 3600)
+        #expect(
+            send("POST", "/registration/options", json: #"{"username":"alice"}"#, cookie: alice).response.status == 403)
     }
 
     /// Issue 23, attack 2: with a spoofed `Host` (a page on a domain of its own that resolves to 127.0.0.1, DNS
