@@ -67,7 +67,7 @@ extension Authenticator {
         guard configuration.userVerification.hasBuiltInVerification else { throw .invalidSubcommand }
     }
 
-    /// setPIN (CTAP 2.1 §6.5.5.5), with one step the specification does not have: the user is asked, as for
+    /// setPIN (CTAP 2.1 §6.5.5), with one step the specification does not have: the user is asked, as for
     /// authenticatorReset, once the request is well formed and before the PIN is stored. Without it a program on
     /// this computer could set the first PIN itself and, knowing it, take a token with the cm, lbw or acfg
     /// permission: list and delete every discoverable credential, replace the large-blob array or change the

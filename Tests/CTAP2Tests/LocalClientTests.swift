@@ -127,7 +127,7 @@ struct LocalClientTests {
 
     // MARK: authenticatorClientPIN (0x06)
 
-    /// setPIN has no user-presence step in CTAP 2.1 (§6.5.5.5), but the first PIN is the key to credential management,
+    /// setPIN has no user-presence step in CTAP 2.1 (§6.5.5), but the first PIN is the key to credential management,
     /// large blobs and configuration: a program that set it could take a cm token and delete every passkey without a
     /// click. This key asks the user before storing a first PIN (after the request's checks, so a malformed one asks
     /// nothing); unanswered, no PIN is set and the token stays out of reach. The PIN-only key the same.
@@ -155,7 +155,7 @@ struct LocalClientTests {
         #expect(try store.settings().isPINSet)
     }
 
-    /// With a PIN set, changePIN, getPinToken and getPinUvAuthTokenUsingPinWithPermissions need it (§6.5.5.6–7): each
+    /// With a PIN set, changePIN, getPinToken and getPinUvAuthTokenUsingPinWithPermissions need it (§6.5.5): each
     /// wrong guess costs one of 8 retries, kept in the store before the comparison, and the third in a row blocks
     /// PIN use until `passkey serve` restarts. An attacker who cannot restart the key gets 3 guesses; one who sees it
     /// restarted 3 times without the owner using the PIN in between can block it for good (then only reset helps, and
@@ -339,7 +339,7 @@ struct LocalClientTests {
 
     // MARK: authenticatorGetInfo (0x04) and getPINRetries
 
-    /// getInfo and getPINRetries answer anyone (§6.4, §6.5.5.3): the model (AAGUID, versions), whether a PIN is set,
+    /// getInfo and getPINRetries answer anyone (§6.4, §6.5.5): the model (AAGUID, versions), whether a PIN is set,
     /// and the retries left. That is what every platform needs before its first request.
     @Test func getInfo() async throws {
         let (store, _) = try await Self.owner(pin: "owner's PIN")
