@@ -47,7 +47,7 @@ extension Authenticator {
             _ = try Self.supportedProtocol(version)
             return [1: PinUvAuthProtocol.coseKey(state.withLock { $0.keyAgreementKey.publicKey })]
         case .setPIN:
-            try await setPIN(request)
+            try await setPIN(request, activity: activity)
             return nil
         case .changePIN:
             try await changePIN(request)
@@ -67,7 +67,15 @@ extension Authenticator {
         guard configuration.userVerification.hasBuiltInVerification else { throw .invalidSubcommand }
     }
 
-    private func setPIN(_ request: ClientPINRequest) async throws(CTAPError) {
+    /// setPIN (CTAP 2.1 §6.5.5), with one step the specification does not have: the user is asked, as for
+    /// authenticatorReset, once the request is well formed and before the PIN is stored. Without it a program on
+    /// this computer could set the first PIN itself and, knowing it, take a token with the cm, lbw or acfg
+    /// permission: list and delete every discoverable credential, replace the large-blob array or change the
+    /// configuration without anyone's click (CTRAPS, EuroS&P 2025; `Docs/SecurityKey.md`). Platforms see the
+    /// request wait for the user as any other (CTAPHID KEEPALIVE with status UPNEEDED).
+    private func setPIN(
+        _ request: ClientPINRequest, activity: @Sendable (AuthenticatorActivity) -> Void
+    ) async throws(CTAPError) {
         guard let version = request.pinUvAuthProtocol, let keyAgreement = request.keyAgreement,
             let param = request.pinUvAuthParam, let newPinEnc = request.newPinEnc
         else { throw .missingParameter }
@@ -77,6 +85,7 @@ extension Authenticator {
         let shared = try sharedSecret(pinProtocol, keyAgreement)
         guard pinProtocol.verify(key: shared, message: newPinEnc, signature: param) else { throw .pinAuthInvalid }
         let newPIN = try Self.newPIN(newPinEnc, pinProtocol, shared, minimumLength: settings.minimumPINLength)
+        try await ask(ConsentRequest(action: .setPIN, requiresPresence: true, requiresVerification: false), activity)
         settings.pinHash = newPIN.hash
         settings.pinCodePointCount = newPIN.codePoints
         settings.pinRetries = AuthenticatorSettings.maximumPINRetries

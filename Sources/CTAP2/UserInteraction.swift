@@ -44,6 +44,9 @@ public enum UserAction: Hashable, Sendable {
     case reset(passkeyCount: Int)
     /// authenticatorSelection: the platform asks which authenticator the user means.
     case selection
+    /// authenticatorClientPIN setPIN: a platform sets the first PIN, which then opens credential management, large
+    /// blobs and configuration to whoever knows it.
+    case setPIN
     /// A platform asks for a pinUvAuthToken through built-in user verification (the store passphrase), for one
     /// relying party or, when nil, for authenticator management.
     case verifyUser(relyingPartyID: String?)

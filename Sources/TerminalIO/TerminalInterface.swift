@@ -209,6 +209,8 @@ public struct TerminalInterface: ProviderUserInterface {
             return "Reset the authenticator and DELETE ALL \(count) passkey\(count == 1 ? "" : "s")?"
         case .selection:
             return "Use this authenticator?"
+        case .setPIN:
+            return "Set a PIN on this authenticator?"
         case .verifyUser(let rp):
             if let rp { return "\(rp.terminalSafe): verify yourself?" }
             return "Verify yourself to manage this authenticator?"

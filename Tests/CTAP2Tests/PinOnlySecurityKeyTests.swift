@@ -70,7 +70,7 @@ struct PinOnlySecurityKeyTests {
         #expect(body == nil)
         #expect(try await harness.send(.makeCredential, Fixtures.makeCredential(options: ["uv": true])).status == 0x2C)
         #expect(try harness.store.allCredentials().isEmpty)
-        #expect(harness.user.requests.isEmpty)
+        #expect(harness.user.requests.map(\.action) == [.setPIN])  // only for the PIN
 
         // With a pinUvAuthParam the uv option is treated as false (§6.1.2 step 5): the token verifies.
         let token = try #require(try await platform.pinToken("1234", permissions: 0x03, rpID: "example.com").token)
@@ -96,7 +96,7 @@ struct PinOnlySecurityKeyTests {
         #expect(try await platform.setPIN("1234") == 0)
         #expect(try await platform.uvToken(permissions: 0x01, rpID: "example.com").status == 0x3E)
         #expect(try await harness.send(.clientPIN, [1: 2, 2: 7]).status == 0x3E)
-        #expect(harness.user.requests.isEmpty)
+        #expect(harness.user.requests.map(\.action) == [.setPIN])  // only for the PIN
         // The default security key answers both.
         let ordinary = Harness(configuration: .securityKey)
         #expect(try await PlatformDouble(harness: ordinary).uvToken(rpID: "example.com").status == 0)
@@ -146,7 +146,7 @@ struct PinOnlySecurityKeyTests {
         #expect(serverSide.status == 0)
         #expect(try !Self.flags(serverSide.body).contains(.userVerified))
         #expect(try harness.store.allCredentials().map(\.isDiscoverable) == [false])
-        #expect(harness.user.requests.map(\.requiresVerification) == [false])
+        #expect(harness.user.requests.map(\.requiresVerification) == [false, false])  // setPIN, the credential
         let enrolled = try await harness.send(
             .makeCredential, OpenSSHEnrollmentTests.enroll(PlatformDouble(harness: harness), token: nil))
         #expect(enrolled.status == 0x36)
@@ -174,7 +174,7 @@ struct PinOnlySecurityKeyTests {
         #expect(assertion.status == 0)
         #expect(try Self.flags(assertion.body).isSuperset(of: [.userPresent, .userVerified]))
         #expect(assertion.body?[4]?["name"] == "alice")
-        #expect(harness.user.requests.count == 2)
+        #expect(harness.user.requests.map(\.action).first == .setPIN && harness.user.requests.count == 3)
         #expect(harness.user.requests.allSatisfy { $0.requiresPresence && !$0.requiresVerification })
         // A wrong PIN is still a wrong PIN.
         #expect(try await platform.pinToken("4321", permissions: 0x02, rpID: "example.com").status == 0x31)

@@ -82,12 +82,17 @@ class UdpHidConnection(CtapHidConnection):
 class Server:
     """A running `passkey serve --udp` (or `--uhid`, see above) process with its own store."""
 
-    def __init__(self, store_path, extra_args=()):
+    def __init__(self, store_path, extra_args=(), approve=True):
+        """With `approve` False there is no `--yes` and standard input is empty: every prompt is declined, as if
+        nobody were at the terminal to click."""
         self.store_path = store_path
         env = dict(os.environ, PASSKEY_PASSPHRASE=PASSPHRASE)
+        env.pop("PASSKEY_ASSUME_YES", None)
         transport = ["--uhid"] if TRANSPORT == "uhid" else ["--udp", "127.0.0.1:0"]
+        approval = ["--yes"] if approve else []
         self.process = subprocess.Popen(
-            [PASSKEY_BIN, "serve", *transport, "--store", store_path, "--yes", *extra_args],
+            [PASSKEY_BIN, "serve", *transport, "--store", store_path, *approval, *extra_args],
+            stdin=None if approve else subprocess.DEVNULL,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,

@@ -455,3 +455,53 @@ def test_uv_retries_persist_and_a_restart_restores_them(store_dir):
         assert client_pin.get_pin_retries() == (8, False)
     finally:
         server.stop()
+
+
+def test_a_local_program_gets_nothing_without_a_click(store_dir):
+    """The CTRAPS list (EuroS&P 2025) over `serve --udp`, python-fido2 as the attacker: `serve` without `--yes` and
+    with nothing on standard input declines every prompt, as if nobody clicked. Reset, setPIN, selection, a UV
+    token and a new credential are OPERATION_DENIED; credential management, config and large-blob writes need a
+    token (PUAT_REQUIRED); a PIN token needs a PIN (PIN_NOT_SET). What is left is what CTAP 2.1 gives anyone: the
+    silent pre-flight (`up: false`, no UP flag) and reading the large-blob array. The table in Docs/SecurityKey.md
+    cites this test; LocalClientTests has each command's rules."""
+    path = os.path.join(store_dir, "ctraps.sqlite")
+    owner = Server(path)
+    try:
+        ctap = Ctap2(owner.device())
+        ids = [make_credential(ctap, name, name.encode()).auth_data.credential_data.credential_id
+               for name in ("alice", "bob")]
+    finally:
+        owner.stop()
+
+    attacker = Server(path, approve=False)
+    try:
+        ctap = Ctap2(attacker.device())
+        client_pin = ClientPin(ctap, PinProtocolV2())
+        expect_error(ERR.OPERATION_DENIED, ctap.reset)
+        expect_error(ERR.OPERATION_DENIED, client_pin.set_pin, "attacker's PIN")
+        expect_error(ERR.PIN_NOT_SET, client_pin.get_pin_token, "attacker's PIN", PERM.CREDENTIAL_MGMT)
+        expect_error(ERR.OPERATION_DENIED, client_pin.get_uv_token, PERM.CREDENTIAL_MGMT)
+        for sub_cmd in (CredentialManagement.CMD.GET_CREDS_METADATA, CredentialManagement.CMD.ENUMERATE_RPS_BEGIN):
+            expect_error(ERR.PUAT_REQUIRED, ctap.credential_mgmt, sub_cmd)
+        alice = {"type": "public-key", "id": ids[0]}
+        expect_error(ERR.PUAT_REQUIRED, ctap.credential_mgmt, CredentialManagement.CMD.DELETE_CREDENTIAL,
+                     {CredentialManagement.PARAM.CREDENTIAL_ID: alice})
+        expect_error(ERR.PUAT_REQUIRED, ctap.config, Config.CMD.TOGGLE_ALWAYS_UV)
+        expect_error(ERR.PUAT_REQUIRED, LargeBlobs(ctap).write_blob_array, [])
+        assert LargeBlobs(ctap).read_blob_array() == []
+        expect_error(ERR.OPERATION_DENIED, ctap.selection)
+        expect_error(ERR.OPERATION_DENIED, make_credential, ctap, "mallory", b"mallory")
+        expect_error(ERR.OPERATION_DENIED, ctap.get_assertion, RP_ID, sha256(b"sign in"))
+
+        # The pre-flight: no prompt, no UP flag, user IDs without names; both passkeys are still there.
+        probe = ctap.get_assertion(RP_ID, sha256(b"probe"), [alice], options={"up": False})
+        assert not probe.auth_data.flags & AuthenticatorData.FLAG.UP
+        discovered = ctap.get_assertion(RP_ID, sha256(b"probe"), options={"up": False})
+        assert discovered.number_of_credentials == 2
+        assert discovered.user == {"id": b"bob"}
+        assert ctap.get_info().options["clientPin"] is False
+    finally:
+        stderr = attacker.stop()
+    # The operator saw each question (and nobody answered).
+    assert "DELETE ALL 2 passkeys?" in stderr
+    assert "Set a PIN on this authenticator?" in stderr
