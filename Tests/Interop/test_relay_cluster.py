@@ -8,6 +8,10 @@ routing ID in path field 4) with a small WebSocket client of its own; sign-ins w
 restart (SIGTERM, drain, start again) fails none, and `/cable/new` refused (503) by a draining instance is retried on
 another; an unknown routing ID gets 404. Linked phones through the cluster: test_relay_cluster_linked.py.
 
+Per source network (issue 23, attack 3), with the balancers' and relays' default limits: 8,200 connections from one
+/24 that start a request and stall leave the balancer room for 10 pairings from the next /24 (it holds 96 of them and
+closes the rest at once), and one network's 101st request within 10 s is refused while another's are answered.
+
 RELAY_CLUSTER_SIGN_INS sets the number of sign-ins (default 1000) and RELAY_CLUSTER_SIGN_IN_CONCURRENCY how many are
 in flight at once; RELAY_CLUSTER_PAIRINGS the number of pairings (default 1000, about 1.5 s per balancer here, 100
 at a time). Skipped when haproxy or nginx is not installed (Tools/lib/setup.sh installs both).
@@ -595,6 +599,59 @@ def test_one_networks_idle_connections_leave_room_for_other_networks(cluster_wit
           f"connected, {held} held; {len(results) - len(failures)} of {LEGITIMATE_PAIRINGS} pairings from "
           f"{OTHER_NETWORK} in {paired:.2f} s")
     assert not failures, (f"{len(failures)} of {LEGITIMATE_PAIRINGS} pairings from {OTHER_NETWORK} failed while "
-                          f"127.0.0.0/24 held {held} idle connections, first: {failures[0]!r}\n"
+                          f"127.0.0.0/24 flooded the balancer, first: {failures[0]!r}\n"
                           f"{cluster.balancer_log()}")
     assert 0 < held <= DEFAULT_CONNECTIONS_PER_NETWORK, f"the balancer held {held} idle connections of one network"
+
+
+# The balancers' default rate limit: requests (and at HAProxy also new connections) from one network in 10 s.
+DEFAULT_RATE_PER_NETWORK = 100
+
+
+def statuses_of_requests(port, source, count, keep_alive):
+    """`count` GET /healthz from `source` one after the other, each on a new connection or all on one kept alive
+    (a new one when the balancer closes it), tallied by status ("closed": the connection ended without an answer)."""
+    tally, sock, reader = {}, None, None
+    for _ in range(count):
+        try:
+            if sock is None:
+                sock = socket.create_connection(("127.0.0.1", port), timeout=TIMEOUT, source_address=(source, 0))
+                reader = sock.makefile("rb")
+            sock.sendall(f"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+                         f"{'' if keep_alive else 'Connection: close'}\r\n\r\n".encode())
+            line = reader.readline()
+            status = line.split()[1].decode() if line else "closed"
+            length, closing = 0, not keep_alive or not line
+            for header in iter(reader.readline, b"\r\n"):
+                if not header:
+                    closing = True
+                    break
+                name, _, value = header.decode("latin-1").partition(":")
+                length = int(value) if name.lower() == "content-length" else length
+                closing = closing or (name.lower() == "connection" and "close" in value.lower())
+            reader.read(length)
+        except ConnectionError:
+            status, closing = "closed", True
+        if closing and sock is not None:
+            sock.close()
+        sock = None if closing else sock
+        tally[status] = tally.get(status, 0) + 1
+    if sock is not None:
+        sock.close()
+    return tally
+
+
+def test_one_network_over_its_rate_is_refused_and_others_are_not(cluster_with_default_limits):
+    """200 requests in a row from one network, each on a new connection, and 200 more from another network on one
+    connection kept alive: about the first 100 of each are answered, the rest refused (429, or at HAProxy the
+    connection over the rate closed at once); a third network meanwhile is answered."""
+    cluster = cluster_with_default_limits
+    new_connections = statuses_of_requests(cluster.port, "127.0.2.1", 200, keep_alive=False)
+    kept_alive = statuses_of_requests(cluster.port, "127.0.3.1", 200, keep_alive=True)
+    other = statuses_of_requests(cluster.port, "127.0.4.1", 10, keep_alive=False)
+    print(f"{cluster.balancer}: new connections {new_connections}, kept alive {kept_alive}, another network {other}")
+    for tally in (new_connections, kept_alive):
+        # At least the limit is answered; 200 in a row take far less than the 10 s over which the rate is counted.
+        assert DEFAULT_RATE_PER_NETWORK <= tally.get("200", 0) < 200, tally
+        assert set(tally) <= {"200", "429", "closed"}, tally
+    assert other == {"200": 10}
