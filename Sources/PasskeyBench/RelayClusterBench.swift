@@ -105,6 +105,8 @@ struct RelayClusterBench {
                     script, "--balancer", "haproxy", "--instances", String(instances), "--port", String(port),
                     "--relay", relay, "--dir", directory + "/relay-cluster", "--balancer-processes",
                     String(balancerProcesses),
+                    // The whole load comes from 127.0.0.2–9, one source network: no per-network limit at HAProxy.
+                    "--max-connections-per-network", "0", "--max-rate-per-network", "0",
                 ] + relayArguments.map { "--relay-arg=" + $0 },
             pipes: true, log: log)
         while true {

@@ -8,6 +8,10 @@ routing ID in path field 4) with a small WebSocket client of its own; sign-ins w
 restart (SIGTERM, drain, start again) fails none, and `/cable/new` refused (503) by a draining instance is retried on
 another; an unknown routing ID gets 404. Linked phones through the cluster: test_relay_cluster_linked.py.
 
+Per source network (issue 23, attack 3), with the balancers' and relays' default limits: 8,200 connections from one
+/24 that start a request and stall leave the balancer room for 10 pairings from the next /24 (it holds 96 of them and
+closes the rest at once), and one network's 101st request within 10 s is refused while another's are answered.
+
 RELAY_CLUSTER_SIGN_INS sets the number of sign-ins (default 1000) and RELAY_CLUSTER_SIGN_IN_CONCURRENCY how many are
 in flight at once; RELAY_CLUSTER_PAIRINGS the number of pairings (default 1000, about 1.5 s per balancer here, 100
 at a time). Skipped when haproxy or nginx is not installed (Tools/lib/setup.sh installs both).
@@ -90,9 +94,11 @@ class Side:
         self.writer.close()
 
 
-async def upgrade(port, path):
-    """Opens a WebSocket to `path` with subprotocol fido.cable; raises Refused with the status otherwise."""
-    reader, writer = await asyncio.wait_for(asyncio.open_connection("127.0.0.1", port), TIMEOUT)
+async def upgrade(port, path, source=None):
+    """Opens a WebSocket to `path` (from local address `source`, if given) with subprotocol fido.cable; raises Refused
+    with the status otherwise."""
+    reader, writer = await asyncio.wait_for(
+        asyncio.open_connection("127.0.0.1", port, local_addr=(source, 0) if source else None), TIMEOUT)
     key = base64.b64encode(os.urandom(16)).decode()
     writer.write((f"GET {path} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
                   f"Sec-WebSocket-Key: {key}\r\nSec-WebSocket-Version: 13\r\n"
@@ -116,13 +122,13 @@ def new_tunnel_id():
     return os.urandom(16).hex().upper()
 
 
-async def open_tunnel(port):
+async def open_tunnel(port, source=None):
     """A paired tunnel that has carried one message each way: (phone side, computer side, routing ID)."""
     tunnel_id = new_tunnel_id()
-    phone = await upgrade(port, f"/cable/new/{tunnel_id}")
+    phone = await upgrade(port, f"/cable/new/{tunnel_id}", source)
     routing = phone.headers["x-cable-routing-id"]
     try:
-        computer = await upgrade(port, f"/cable/connect/{routing}/{tunnel_id}")
+        computer = await upgrade(port, f"/cable/connect/{routing}/{tunnel_id}", source)
     except Exception:
         phone.close()
         raise
@@ -137,9 +143,9 @@ async def exchange(phone, computer, payload):
     assert await computer.receive() == payload[::-1]
 
 
-async def pairing(port, hold=0.0):
+async def pairing(port, hold=0.0, source=None):
     """One whole pairing through the balancer; returns the routing ID of the instance that held it."""
-    phone, computer, routing = await open_tunnel(port)
+    phone, computer, routing = await open_tunnel(port, source)
     try:
         if hold:
             await asyncio.sleep(hold)
@@ -190,18 +196,23 @@ def free_ports(count):
     raise RuntimeError("no free ports")
 
 
+# Every client of these tests is on 127.0.0.0/24: one source network, as far as the relays and the balancers count.
+# Most tests lift the per-network limits of both for it (the flood test keeps the defaults).
+LIFTED_LIMITS = ["--relay-arg=--max-connections-per-address=100000", "--relay-arg=--max-tunnels=4000",
+                 "--max-connections-per-network", "200000", "--max-rate-per-network", "1000000"]
+
+
 class Cluster:
     """`Tools/relay-cluster` with its front port, its directory (pids, logs) and what it said."""
 
-    def __init__(self, balancer, directory):
+    def __init__(self, balancer, directory, arguments=LIFTED_LIMITS):
         self.balancer, self.directory = balancer, directory
         self.port = free_ports(INSTANCES + 1)
         self.log_path = os.path.join(directory, "cluster.log")
         self.log = open(self.log_path, "w")
         self.process = subprocess.Popen(
             [CLUSTER, "--balancer", balancer, "--instances", str(INSTANCES), "--port", str(self.port),
-             "--relay", RELAY_BIN, "--dir", os.path.join(directory, "cluster"),
-             "--relay-arg=--max-connections-per-address=100000", "--relay-arg=--max-tunnels=4000",
+             "--relay", RELAY_BIN, "--dir", os.path.join(directory, "cluster"), *arguments,
              "--relay-arg=--tunnel-lifetime=30", "--relay-arg=--threads=1", "--relay-arg=--log-level=warning"],
             stdout=subprocess.PIPE, stderr=self.log, text=True, start_new_session=True,
             # SIGHUP asks for a rolling restart; a test runner started under nohup would pass it on ignored, and a
@@ -245,16 +256,26 @@ class Cluster:
         return self.process.returncode
 
 
-@pytest.fixture(params=["haproxy", "nginx"])
-def cluster(request):
-    if shutil.which(request.param, path=os.environ.get("PATH", "") + ":/usr/sbin") is None:
-        pytest.fail(f"{request.param} is not installed (Tools/lib/setup.sh installs it)")
+def running_cluster(balancer, *arguments):
+    if shutil.which(balancer, path=os.environ.get("PATH", "") + ":/usr/sbin") is None:
+        pytest.fail(f"{balancer} is not installed (Tools/lib/setup.sh installs it)")
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     resource.setrlimit(resource.RLIMIT_NOFILE, (max(soft, min(hard, 16384)), hard))
     with tempfile.TemporaryDirectory() as directory:
-        cluster = Cluster(request.param, directory)
+        cluster = Cluster(balancer, directory, *arguments)
         yield cluster
         assert cluster.stop() == 0, cluster.said()
+
+
+@pytest.fixture(params=["haproxy", "nginx"])
+def cluster(request):
+    yield from running_cluster(request.param)
+
+
+@pytest.fixture(params=["haproxy", "nginx"])
+def cluster_with_default_limits(request):
+    """A cluster whose relays and balancer keep their per-network limits."""
+    yield from running_cluster(request.param, [])
 
 
 # MARK: Sign-ins with passkey-bench
@@ -474,3 +495,163 @@ def test_full_sign_ins_through_the_balancer(cluster, tmp_path):
         output = through_phone(directory, cluster.url, "get", rp.authentication_options(allow=allow), phone_store)
         assert rp.verify_authentication(output).user_verified
     assert re.search(r"relay \d: routing ID 00000\d", cluster.said())
+
+
+# MARK: One network's idle connections (issue 23, attack 3)
+
+# Idle connections the flood opens from one network: more than either balancer could hold before issue 23 (HAProxy's
+# maxconn 8000, nginx's worker_connections 8000), so without a per-network limit they take every slot.
+FLOOD = 8200
+# What each of them sends, then nothing more: the start of a request. (nginx closes connections that have sent nothing
+# yet when it runs out of connections; one that has begun its request it keeps until its header timeout.)
+FLOOD_BYTES = b"GET /cable/new/"
+FLOOD_SOURCES = [f"127.0.0.{host}" for host in range(1, 9)]  # 8 addresses of 127.0.0.0/24
+# Another /24, next to the flood's: a mask wider than /24 would count it with the flood.
+OTHER_NETWORK = "127.0.1.1"
+# The balancers' default limit of connections at once from one network: what the relays behind them take from one
+# network, WebSocket and HTTP-stage connections at each instance (2 × 3 × --max-connections-per-address 16).
+DEFAULT_CONNECTIONS_PER_NETWORK = 2 * INSTANCES * 16
+LEGITIMATE_PAIRINGS = 10
+# Seconds those pairings may take together: far more than they need (well under a second), and less than the
+# balancers' 10 s request timeout, after which the flood's idle connections are closed anyway (an attacker opens them
+# again: the finding's flood cycled 8,100 connections and let 0 of 10 tunnels through in 40 s).
+PAIRING_WINDOW = 6
+
+
+def open_idle_connections(port, count, sources):
+    """`count` TCP connections to 127.0.0.1:`port` from `sources` in turn that send FLOOD_BYTES and then nothing, and
+    which of them connected (within 5 s): the sockets, and the file descriptors of those that connected."""
+    sockets = []
+    poller = select.poll()
+    for index in range(count):
+        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        sock.setblocking(False)
+        # The port is picked at connect(), per pair of addresses: 8,200 connections need no more than that.
+        sock.setsockopt(socket.IPPROTO_IP, getattr(socket, "IP_BIND_ADDRESS_NO_PORT", 24), 1)
+        sock.bind((sources[index % len(sources)], 0))
+        sock.connect_ex(("127.0.0.1", port))
+        sockets.append(sock)
+        poller.register(sock, select.POLLOUT)
+    by_fd = {sock.fileno(): sock for sock in sockets}
+    connected, deadline = set(), time.monotonic() + 5
+    while by_fd and time.monotonic() < deadline:
+        for fd, _ in poller.poll(100):
+            poller.unregister(fd)
+            sock = by_fd.pop(fd)
+            if sock.getsockopt(socket.SOL_SOCKET, socket.SO_ERROR) == 0:
+                connected.add(fd)
+                try:
+                    sock.send(FLOOD_BYTES)
+                except OSError:
+                    pass  # already closed by the balancer
+    return sockets, connected
+
+
+def closed_by_peer(sockets):
+    """The file descriptors among `sockets` whose peer has closed or reset the connection."""
+    poller = select.poll()
+    for sock in sockets:
+        poller.register(sock, select.POLLIN | select.POLLRDHUP)
+    return {fd for fd, events in poller.poll(0) if events & (select.POLLIN | select.POLLRDHUP | select.POLLHUP |
+                                                               select.POLLERR)}
+
+
+def test_one_networks_idle_connections_leave_room_for_other_networks(cluster_with_default_limits):
+    """8,200 connections that never finish a request, from 8 addresses of one /24, take at most that network's share
+    of the balancer (the rest are closed at once); 10 pairings from the next /24 all succeed meanwhile."""
+    cluster = cluster_with_default_limits
+    started = time.monotonic()
+    flood, connected = open_idle_connections(cluster.port, FLOOD, FLOOD_SOURCES)
+    try:
+        flooded = time.monotonic() - started
+
+        async def legitimate():
+            semaphore = asyncio.Semaphore(4)  # the relays take 16 connections at once from one network
+
+            async def one():
+                async with semaphore:
+                    return await pairing(cluster.port, source=OTHER_NETWORK)
+
+            tasks = [asyncio.create_task(one()) for _ in range(LEGITIMATE_PAIRINGS)]
+            done, pending = await asyncio.wait(tasks, timeout=PAIRING_WINDOW)
+            for task in pending:
+                task.cancel()
+            await asyncio.gather(*pending, return_exceptions=True)
+            return [task.exception() or task.result() for task in done] + [
+                TimeoutError(f"not paired within {PAIRING_WINDOW} s")] * len(pending)
+
+        paired_at = time.monotonic()
+        results = asyncio.run(legitimate())
+        paired = time.monotonic() - paired_at
+        # The balancer closes what it refuses as it accepts it; the network's first connections it keeps (until its
+        # 10 s request timeout).
+        deadline = time.monotonic() + 5
+        while True:
+            held = len(connected - closed_by_peer(flood))
+            if held <= DEFAULT_CONNECTIONS_PER_NETWORK or time.monotonic() > deadline:
+                break
+            time.sleep(0.1)
+    finally:
+        for sock in flood:
+            sock.close()
+    failures = [result for result in results if isinstance(result, BaseException)]
+    print(f"{cluster.balancer}: {FLOOD} idle connections from 127.0.0.0/24 in {flooded:.1f} s, {len(connected)} "
+          f"connected, {held} held; {len(results) - len(failures)} of {LEGITIMATE_PAIRINGS} pairings from "
+          f"{OTHER_NETWORK} in {paired:.2f} s")
+    assert not failures, (f"{len(failures)} of {LEGITIMATE_PAIRINGS} pairings from {OTHER_NETWORK} failed while "
+                          f"127.0.0.0/24 flooded the balancer, first: {failures[0]!r}\n"
+                          f"{cluster.balancer_log()}")
+    assert 0 < held <= DEFAULT_CONNECTIONS_PER_NETWORK, f"the balancer held {held} idle connections of one network"
+
+
+# The balancers' default rate limit: requests (and at HAProxy also new connections) from one network in 10 s.
+DEFAULT_RATE_PER_NETWORK = 100
+
+
+def statuses_of_requests(port, source, count, keep_alive):
+    """`count` GET /healthz from `source` one after the other, each on a new connection or all on one kept alive
+    (a new one when the balancer closes it), tallied by status ("closed": the connection ended without an answer)."""
+    tally, sock, reader = {}, None, None
+    for _ in range(count):
+        try:
+            if sock is None:
+                sock = socket.create_connection(("127.0.0.1", port), timeout=TIMEOUT, source_address=(source, 0))
+                reader = sock.makefile("rb")
+            sock.sendall(f"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+                         f"{'' if keep_alive else 'Connection: close'}\r\n\r\n".encode())
+            line = reader.readline()
+            status = line.split()[1].decode() if line else "closed"
+            length, closing = 0, not keep_alive or not line
+            for header in iter(reader.readline, b"\r\n"):
+                if not header:
+                    closing = True
+                    break
+                name, _, value = header.decode("latin-1").partition(":")
+                length = int(value) if name.lower() == "content-length" else length
+                closing = closing or (name.lower() == "connection" and "close" in value.lower())
+            reader.read(length)
+        except ConnectionError:
+            status, closing = "closed", True
+        if closing and sock is not None:
+            sock.close()
+        sock = None if closing else sock
+        tally[status] = tally.get(status, 0) + 1
+    if sock is not None:
+        sock.close()
+    return tally
+
+
+def test_one_network_over_its_rate_is_refused_and_others_are_not(cluster_with_default_limits):
+    """200 requests in a row from one network, each on a new connection, and 200 more from another network on one
+    connection kept alive: about the first 100 of each are answered, the rest refused (429, or at HAProxy the
+    connection over the rate closed at once); a third network meanwhile is answered."""
+    cluster = cluster_with_default_limits
+    new_connections = statuses_of_requests(cluster.port, "127.0.2.1", 200, keep_alive=False)
+    kept_alive = statuses_of_requests(cluster.port, "127.0.3.1", 200, keep_alive=True)
+    other = statuses_of_requests(cluster.port, "127.0.4.1", 10, keep_alive=False)
+    print(f"{cluster.balancer}: new connections {new_connections}, kept alive {kept_alive}, another network {other}")
+    for tally in (new_connections, kept_alive):
+        # At least the limit is answered; 200 in a row take far less than the 10 s over which the rate is counted.
+        assert DEFAULT_RATE_PER_NETWORK <= tally.get("200", 0) < 200, tally
+        assert set(tally) <= {"200", "429", "closed"}, tally
+    assert other == {"200": 10}
