@@ -36,6 +36,7 @@ public enum FuzzTargets {
     public static let all: [FuzzTarget] = [
         CBORTargets.cbor,
         CTAPTargets.ctap2,
+        FaultTargets.ctap2Faults,
         CTAPTargets.ctaphid,
         CTAPHIDHostTarget.ctaphidHost,
         CTAPTargets.uhid,
@@ -46,6 +47,7 @@ public enum FuzzTargets {
         HybridTargets.tunnelFrames,
         HybridTargets.linking,
         HybridTargets.clientSession,
+        PhoneSessionTarget.phoneSession,
         WakeChannelTargets.clientPayload,
         WakeChannelTargets.listenerMessages,
         RelayTargets.http,

@@ -97,10 +97,13 @@ enum RelayTargets {
         })
 
     /// Two upgraded sides of one tunnel (`/cable/new`, then `/cable/connect` with the routing ID the relay
-    /// answered); each chunk of the input is read by one side (its first byte chooses), as WebSocket frames.
+    /// answered); each chunk of the input is read by one side (its first byte's low bit chooses), as WebSocket
+    /// frames, unless the byte says time passes (`& 6 == 2`, the chunk's next byte in seconds) or that side's TCP
+    /// connection drops (`& 6 == 4`): faults at the relay's seams, after which it must still hold nothing.
     static let webSocket: FuzzTarget = FuzzTarget(
         name: "relay-websocket",
-        summary: "WebSocket frames from both sides of a relay tunnel in EmbeddedChannel: relayed or closed, none kept",
+        summary: "WebSocket frames from both sides of a relay tunnel in EmbeddedChannel, with time jumps and dropped "
+            + "connections: relayed or closed, none kept",
         seeds: {
             let hello = clientFrame(opcode: 0x2, payload: Array("hello".utf8))
             let ping = clientFrame(opcode: 0x9, payload: [1, 2])
@@ -136,7 +139,23 @@ enum RelayTargets {
             var count = 0
             while count < 64, let chunk = reads.chunk(), let side = chunk.first {
                 count += 1
-                deliver(Array(chunk.dropFirst()), to: side & 1 == 0 ? authenticator : client)
+                let channel = side & 1 == 0 ? authenticator : client
+                switch side & 0x06 {
+                case 0x02:
+                    // Time passes (the next byte, in seconds) on both sides: idle and stall timers fire.
+                    let seconds = Int64(chunk.dropFirst().first ?? 0)
+                    for side in [authenticator, client] {
+                        side.embeddedEventLoop.advanceTime(by: .seconds(seconds))
+                        deliver([], to: side)
+                    }
+                    harness.tick()
+                case 0x04:
+                    // The side's TCP connection drops, mid-message or not.
+                    _ = try? channel.close().wait()
+                    channel.embeddedEventLoop.run()
+                default:
+                    deliver(Array(chunk.dropFirst()), to: channel)
+                }
             }
             finish([authenticator, client], harness: harness)
         })

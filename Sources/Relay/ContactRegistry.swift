@@ -17,7 +17,7 @@ public struct ContactLimits: Hashable, Sendable {
     public var challengeTimeout = Duration.seconds(10)
     /// Listener connections one contact may hold at once; a further one replaces the oldest.
     public var maximumListenersPerContact = 4
-    /// Registrations one network (the relay's limit key: a /24 or a /48 by default) may make within
+    /// Registrations one network (the relay's limit key: a /24 or a /64 by default) may make within
     /// ``registrationWindow``; a further one is refused with 4429. A phone registers once per link: one network
     /// registering 100,000 contacts in 128 s filled the relay for 90 days (issue 23, attack 1).
     public var registrationsPerNetwork = 8
