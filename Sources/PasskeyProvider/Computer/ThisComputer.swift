@@ -1,40 +1,42 @@
 import CTAP2
 import Foundation
 import PasskeyStoreIO
-import Synchronization
 import WebAuthnClient
 
 /// This computer's store as the browser sees it: its passkeys as the platform authenticator and its passwords beside
 /// them. Both are listed from the identity index without the passphrase; the store is unlocked only when the
-/// ceremony uses one of them.
+/// ceremony uses one of them (or once, for the command, when `--link` or `--linked` needs the sealed links).
 public final class ThisComputer: Sendable {
-    public let access: StoreAccess
+    /// The store, unlocked at most once per command and kept (with its lock, once serving) until the command ends.
+    public let store: UnlockedStore
     public let approval: ApprovalMode
-    /// Keeps the store (and its lock) open from the moment a ceremony unlocks it until the command ends.
-    private let held = Mutex<(StoreLock, SQLiteCredentialStore)?>(nil)
 
-    public init(access: StoreAccess, approval: ApprovalMode) {
-        self.access = access
+    public var access: StoreAccess { store.access }
+
+    public convenience init(access: StoreAccess, approval: ApprovalMode) {
+        self.init(store: UnlockedStore(access: access), approval: approval)
+    }
+
+    public init(store: UnlockedStore, approval: ApprovalMode) {
+        self.store = store
         self.approval = approval
     }
 
-    /// The store's passkeys as the platform authenticator: listed from the index; unlocked (the passphrase asked for,
-    /// or `PASSKEY_PASSPHRASE`) and locked for serving only when the ceremony uses them. `reportError` hears the
-    /// store's own failures during the ceremony.
+    /// The store's passkeys as the platform authenticator: listed (``passkeys(relyingPartyID:)``) without the
+    /// passphrase while the store is locked; unlocked (the passphrase asked for, or `PASSKEY_PASSPHRASE`) and locked
+    /// for serving only when the ceremony uses them. `reportError` hears the store's own failures during the
+    /// ceremony.
     public func authenticator(reportError: @escaping @Sendable (any Error) -> Void) -> InProcessAuthenticator {
-        let storeURL = access.url
-        return InProcessAuthenticator(
+        InProcessAuthenticator(
             kind: .platform, transports: [.internal],
-            listing: { relyingPartyID in Self.passkeys(storeURL: storeURL, relyingPartyID: relyingPartyID) },
+            listing: { [self] relyingPartyID in passkeys(relyingPartyID: relyingPartyID) },
             opening: { [self] () async throws(AuthenticatorTransportError) -> Authenticator in
-                let opened: (StoreLock, SQLiteCredentialStore)
+                let store: SQLiteCredentialStore
                 do {
-                    opened = try await access.openForServing(create: false)
+                    store = try await self.store.openForServing()
                 } catch {
                     throw AuthenticatorTransportError("this computer's passkey store: \(error)")
                 }
-                held.withLock { $0 = opened }
-                let store = opened.1
                 return Authenticator(
                     configuration: .platform,
                     environment: AuthenticatorEnvironment(
@@ -45,12 +47,21 @@ public final class ThisComputer: Sendable {
             })
     }
 
+    /// The credentials for `relyingPartyID`, in the index's order (``passkeys(storeURL:relyingPartyID:)``).
+    public func passkeys(relyingPartyID: String) -> [CredentialMetadata]? {
+        Self.passkeys(storeURL: access.url, relyingPartyID: relyingPartyID)
+    }
+
     /// The credentials the identity index lists for `relyingPartyID`, in its order (rank, then most recently used);
     /// nil when the index is missing or damaged, so that the store is offered as "this computer" and unlocked, which
     /// rebuilds the index.
     public static func passkeys(storeURL: URL, relyingPartyID: String) -> [CredentialMetadata]? {
         guard let index = try? CredentialIdentityIndex.read(forStore: storeURL) else { return nil }
-        return index.identities(forRelyingParty: relyingPartyID).map { identity in
+        return metadata(index, relyingPartyID: relyingPartyID)
+    }
+
+    static func metadata(_ index: CredentialIdentityIndex, relyingPartyID: String) -> [CredentialMetadata] {
+        index.identities(forRelyingParty: relyingPartyID).map { identity in
             CredentialMetadata(
                 credentialID: identity.credentialID, userHandle: identity.userHandle, userName: identity.userName,
                 userDisplayName: identity.userDisplayName, isDiscoverable: identity.isDiscoverable,
@@ -70,8 +81,7 @@ public final class ThisComputer: Sendable {
 
     /// The picked login's password, read by unlocking the store; the login is ranked first for next time.
     public func password(for login: PasswordLogin) async throws(ProviderError) -> PasswordCredential {
-        let store = try await access.open(create: false)
-        defer { store.close() }
+        let store = try await self.store.open()
         do {
             guard let service = PasswordService(login.service),
                 let credential = try store.passwords(service: service).first(where: { $0.login.id == login.id })
