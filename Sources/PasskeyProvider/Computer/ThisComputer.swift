@@ -4,8 +4,11 @@ import PasskeyStoreIO
 import WebAuthnClient
 
 /// This computer's store as the browser sees it: its passkeys as the platform authenticator and its passwords beside
-/// them. Both are listed from the identity index without the passphrase; the store is unlocked only when the
-/// ceremony uses one of them (or once, for the command, when `--link` or `--linked` needs the sealed links).
+/// them. While the store is locked both are listed from the identity index, without the passphrase; the store is
+/// unlocked only when the ceremony uses one of them. Once it is unlocked (a chooser shown after `--link` or
+/// `--linked` unlocked it, or after an earlier use in the same command), they are listed from the sealed rows
+/// instead (``SQLiteCredentialStore/sealedIndex()``): the index file is not authenticated, and whoever can write it
+/// must not choose the names an unlocked store's chooser shows.
 public final class ThisComputer: Sendable {
     /// The store, unlocked at most once per command and kept (with its lock, once serving) until the command ends.
     public let store: UnlockedStore
@@ -47,9 +50,14 @@ public final class ThisComputer: Sendable {
             })
     }
 
-    /// The credentials for `relyingPartyID`, in the index's order (``passkeys(storeURL:relyingPartyID:)``).
+    /// The credentials for `relyingPartyID`, in the index's order (rank, then most recently used): from the sealed
+    /// rows once the store is unlocked, else from the identity index (``passkeys(storeURL:relyingPartyID:)``).
     public func passkeys(relyingPartyID: String) -> [CredentialMetadata]? {
-        Self.passkeys(storeURL: access.url, relyingPartyID: relyingPartyID)
+        guard let unlocked = store.current else {
+            return Self.passkeys(storeURL: access.url, relyingPartyID: relyingPartyID)
+        }
+        guard let sealed = try? unlocked.sealedIndex() else { return nil }
+        return Self.metadata(sealed, relyingPartyID: relyingPartyID)
     }
 
     /// The credentials the identity index lists for `relyingPartyID`, in its order (rank, then most recently used);
@@ -70,9 +78,16 @@ public final class ThisComputer: Sendable {
     }
 
     /// The passwords saved for `relyingPartyID`, offered by `client get --password`: from the index, without the
-    /// passphrase; logins without a user name are not offered.
+    /// passphrase, while the store is locked; from the sealed rows once it is unlocked. Logins without a user name
+    /// are not offered.
     public func passwords(relyingPartyID: String) -> [PasswordLogin] {
-        guard let index = try? CredentialIdentityIndex.read(forStore: access.url) else { return [] }
+        let read = { () -> CredentialIdentityIndex? in
+            guard let unlocked = self.store.current else {
+                return try? CredentialIdentityIndex.read(forStore: self.access.url)
+            }
+            return try? unlocked.sealedIndex()
+        }
+        guard let index = read() else { return [] }
         return index.passwords(forRelyingParty: relyingPartyID).compactMap { identity in
             guard let userName = identity.userName else { return nil }
             return PasswordLogin(id: identity.credentialID, userName: userName, service: identity.serviceIdentifier)
