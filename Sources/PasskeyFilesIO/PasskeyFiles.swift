@@ -13,14 +13,15 @@ import Foundation
 /// | `identityIndex` | `passkeys.index.json` | the passkeys' and logins' names, never keys, readable without the passphrase |
 /// | `identityJournal` | `passkeys.index.journal` | changes to the index since it was last written whole |
 /// | `phoneLinks` | `passkeys.phone-links.sealed` | the phone's link secrets and contacts, sealed under the store key |
-/// | `computerLinks` | `links.json` | the computer's linked phones (`passkey client --link`) |
+/// | `computerLinks` | `passkeys.computer-links.sealed` | the computer's linked phones (`passkey client --link`): names, relays, link secrets and contact IDs, sealed under the store key |
+/// | `clearComputerLinks` | `links.json` | where earlier versions kept those links in clear; read once, on the first unlock, into `computerLinks`, then removed |
 /// | `domainApprovals` | `domains.json` | the associated-domains approval table (`passkey domains check`) |
 /// | `relyingPartyState` | `rp-state.json` | the local relying party's accounts (`passkey rp serve`, `passkey client register`) |
 /// | `settings` | `settings.toml` | the person's settings |
 public struct PasskeyFiles: Hashable, Sendable {
     /// One file of the provider's.
     public enum File: String, CaseIterable, Hashable, Sendable {
-        case store, lock, identityIndex, identityJournal, phoneLinks, computerLinks, domainApprovals
+        case store, lock, identityIndex, identityJournal, phoneLinks, computerLinks, clearComputerLinks, domainApprovals
         case relyingPartyState, settings
     }
 
@@ -64,7 +65,8 @@ public struct PasskeyFiles: Hashable, Sendable {
         case .identityIndex: named(".index.json")
         case .identityJournal: named(".index.journal")
         case .phoneLinks: named(".phone-links.sealed")
-        case .computerLinks: directory.appendingPathComponent("links.json")
+        case .computerLinks: named(".computer-links.sealed")
+        case .clearComputerLinks: directory.appendingPathComponent("links.json")
         case .domainApprovals: directory.appendingPathComponent("domains.json")
         case .relyingPartyState: directory.appendingPathComponent("rp-state.json")
         case .settings: directory.appendingPathComponent("settings.toml")
@@ -76,6 +78,7 @@ public struct PasskeyFiles: Hashable, Sendable {
     public var identityJournal: URL { url(.identityJournal) }
     public var phoneLinks: URL { url(.phoneLinks) }
     public var computerLinks: URL { url(.computerLinks) }
+    public var clearComputerLinks: URL { url(.clearComputerLinks) }
     public var domainApprovals: URL { url(.domainApprovals) }
     public var relyingPartyState: URL { url(.relyingPartyState) }
     public var settings: URL { url(.settings) }

@@ -147,6 +147,16 @@ extension SQLiteCredentialStore {
         )
     }
 
+    /// The index as the sealed rows give it, not as the file beside the store says: every usable passkey and saved
+    /// login with the names, rank and dates its row holds (rows the store key authenticates). What a chooser shown
+    /// while the store is unlocked lists, so that whoever can write the index file cannot rename or swap accounts
+    /// there; a credential the file names but the store does not have is not in it.
+    public func sealedIndex() throws(CredentialStoreError) -> CredentialIdentityIndex {
+        try read("read the passkeys") { (connection, keys) throws(CredentialStoreError) in
+            CredentialIdentityIndex(identities: try identities(connection, keys: &keys))
+        }
+    }
+
     /// Every usable row, passkeys and saved passwords, as an index entry; damaged rows are left out (the index lists
     /// what can be used).
     private func identities(_ connection: SQLiteConnection, keys: inout KeyCache) throws(CredentialStoreError)

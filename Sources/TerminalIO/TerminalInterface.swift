@@ -169,6 +169,9 @@ public struct TerminalInterface: ProviderUserInterface {
         case .phoneRemembered(let name, let file):
             "remembered the phone \"\(name.terminalSafe)\" (\(file)): "
                 + "`passkey client get --linked \"\(name.terminalSafe)\"` reaches it without a QR code"
+        case .linksSealed(let count, let from, let to):
+            "moved \(count) linked phone\(count == 1 ? "" : "s") from \(from) into \(to), sealed under the store key; "
+                + "removed \(from)"
         case .linkNotSaved(let reason):
             "the phone's link could not be saved: \(reason)"
         case .linkRevoked(let name, let file):

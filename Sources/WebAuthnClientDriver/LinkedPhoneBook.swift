@@ -30,24 +30,59 @@ public struct LinkedPhone: Hashable, Sendable {
     }
 }
 
-/// Why the links file could not be read or written.
+/// Why the linked phones could not be read or written.
 public struct LinkedPhoneBookError: Error, Hashable, Sendable, CustomStringConvertible {
     public var description: String
     public init(_ description: String) { self.description = description }
 }
 
-/// The computer's linked phones: `links.json` beside the passkey store, mode 0600, replaced atomically.
-///
-/// The link secrets in it are **not encrypted**: the computer side has no passphrase-protected store to seal them
-/// with (the passkey store is the authenticator's, and `passkey client` works without one). They are protected as
-/// browsers protect their own linking information (Chromium keeps it in its profile's preferences, readable by the
-/// user): by the file's owner-only permissions. Anyone who can read the file can wake the phone and run the
-/// handshake's first half, but still needs the phone near (the advert) and its user's approval for every request.
+/// The computer's linked phones, kept as one JSON document (version 1) in a ``Storage``: the provider seals it under
+/// the passkey store's key (`ComputerLinkFile`, `passkeys.computer-links.sealed`), so that the link secrets and
+/// contact IDs, which let anyone wake the phone, are never on disk in clear. Earlier versions kept the same document
+/// in clear in `links.json`; ``clearFile(_:)`` reads such a file once, to move its links into the sealed one.
 /// `passkey client links --remove NAME` deletes one.
 public struct LinkedPhoneBook: Sendable {
-    public let url: URL
+    /// Where the document is read and written: whole, atomically.
+    public struct Storage: Sendable {
+        /// The file, for messages.
+        public var path: String
+        /// The document, or nil when there is none yet.
+        public var read: @Sendable () throws(LinkedPhoneBookError) -> [UInt8]?
+        public var write: @Sendable ([UInt8]) throws(LinkedPhoneBookError) -> Void
 
-    public init(url: URL) { self.url = url }
+        public init(
+            path: String, read: @escaping @Sendable () throws(LinkedPhoneBookError) -> [UInt8]?,
+            write: @escaping @Sendable ([UInt8]) throws(LinkedPhoneBookError) -> Void
+        ) {
+            self.path = path
+            self.read = read
+            self.write = write
+        }
+    }
+
+    public let storage: Storage
+
+    public init(storage: Storage) { self.storage = storage }
+
+    /// A document in clear in an owner-only file: the `links.json` of earlier versions (and tests).
+    public static func clearFile(_ url: URL) -> Storage {
+        Storage(
+            path: url.path,
+            read: { () throws(LinkedPhoneBookError) in
+                do throws(OwnerOnlyFileError) {
+                    return try OwnerOnlyFile.read(url, limit: 4 << 20)
+                } catch {
+                    throw LinkedPhoneBookError("the links file \(url.path) cannot be read: \(error.reason)")
+                }
+            },
+            write: { (bytes) throws(LinkedPhoneBookError) in
+                do {
+                    try OwnerOnlyFile.write(bytes, to: url)
+                } catch {
+                    throw LinkedPhoneBookError("cannot write the links file \(error)")
+                }
+            })
+    }
 
     private struct FileContents: Codable {
         var version: Int
@@ -66,22 +101,24 @@ public struct LinkedPhoneBook: Sendable {
         }
     }
 
-    /// Every link, in the order they were made; an absent file is none.
+    /// Every link, in the order they were made; no document is none.
     public func load() throws(LinkedPhoneBookError) -> [LinkedPhone] {
+        guard let bytes = try storage.read() else { return [] }
+        return try Self.decode(bytes, path: storage.path)
+    }
+
+    /// The links a document holds; `path` names it in errors.
+    public static func decode(_ bytes: [UInt8], path: String) throws(LinkedPhoneBookError) -> [LinkedPhone] {
         let contents: FileContents
         do {
-            guard let bytes = try OwnerOnlyFile.read(url, limit: 4 << 20) else { return [] }
-            let data = Data(bytes)
             let decoder = JSONDecoder()
             decoder.dateDecodingStrategy = .iso8601
-            contents = try decoder.decode(FileContents.self, from: data)
-        } catch let error as OwnerOnlyFileError {
-            throw LinkedPhoneBookError("the links file \(url.path) cannot be read: \(error.reason)")
+            contents = try decoder.decode(FileContents.self, from: Data(bytes))
         } catch {
-            throw LinkedPhoneBookError("the links file \(url.path) cannot be read: \(error)")
+            throw LinkedPhoneBookError("the linked phones in \(path) cannot be read: \(error)")
         }
         guard contents.version == 1 else {
-            throw LinkedPhoneBookError("the links file \(url.path) has version \(contents.version), not 1")
+            throw LinkedPhoneBookError("the linked phones in \(path) have version \(contents.version), not 1")
         }
         return try contents.links.map { entry throws(LinkedPhoneBookError) in
             guard let relay = try? TunnelServerBaseURL(string: entry.relay),
@@ -94,14 +131,14 @@ public struct LinkedPhoneBook: Sendable {
                     cbor: LinkingInfo.cborMap(
                         contactID: contactID, linkID: linkID, linkSecret: secret, publicKey: publicKey,
                         name: entry.name, signature: signature))
-            else { throw LinkedPhoneBookError("the links file \(url.path) holds a malformed link (\(entry.name))") }
+            else { throw LinkedPhoneBookError("the linked phones in \(path) hold a malformed link (\(entry.name))") }
             return LinkedPhone(
                 name: entry.name, relay: relay, linking: linking, created: entry.created, lastUsed: entry.lastUsed)
         }
     }
 
-    /// Writes `links` (0600, atomically).
-    public func save(_ links: [LinkedPhone]) throws(LinkedPhoneBookError) {
+    /// The document that holds `links`.
+    public static func encode(_ links: [LinkedPhone]) throws(LinkedPhoneBookError) -> [UInt8] {
         let contents = FileContents(
             version: 1,
             links: links.map { link in
@@ -117,17 +154,33 @@ public struct LinkedPhoneBook: Sendable {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
         encoder.dateEncodingStrategy = .iso8601
-        let data: Data
         do {
-            data = try encoder.encode(contents)
+            return [UInt8](try encoder.encode(contents))
         } catch {
             throw LinkedPhoneBookError("cannot encode the links: \(error)")
         }
-        do {
-            try OwnerOnlyFile.write([UInt8](data), to: url)
-        } catch {
-            throw LinkedPhoneBookError("cannot write the links file \(error)")
+    }
+
+    /// Writes `links`, replacing the whole document.
+    public func save(_ links: [LinkedPhone]) throws(LinkedPhoneBookError) {
+        try storage.write(try Self.encode(links))
+    }
+
+    /// Adds `links` that the book does not have yet (no link to the same phone, by identity key, nor by name), after
+    /// the ones it has; the book's own win. Returns how many were added.
+    @discardableResult
+    public func merge(_ links: [LinkedPhone]) throws(LinkedPhoneBookError) -> Int {
+        var current = try load()
+        var added = 0
+        for link in links
+        where !current.contains(where: {
+            $0.linking.authenticatorPublicKey == link.linking.authenticatorPublicKey || $0.name == link.name
+        }) {
+            current.append(link)
+            added += 1
         }
+        try save(current)
+        return added
     }
 
     /// Adds the link a phone sent, replacing an earlier link with the same phone (same identity key) or, failing

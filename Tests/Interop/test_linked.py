@@ -2,9 +2,12 @@
 `passkey client create --link` and `passkey client get --linked NAME`, over the simulated radio.
 
 A QR session links the phone once; after that the computer reaches it through the relay's wake channel
-(`/cable/contact` → the listener on `/cable/listen`) without a QR code. Then revocation (410 and the link
-forgotten), a listener that reconnects while a request waits, a forged ownership proof, a wrong link secret, and the
-wake channel spoken by an independent Python client (websocket-client, cbor2, hmac).
+(`/cable/contact` → the listener on `/cable/listen`) without a QR code. Both sides keep their link secrets sealed
+under their store's key; the computer's file is opened here independently (scrypt from the store's meta row,
+HKDF-SHA256, AES-256-GCM: the `cryptography` package), so its format is what Docs/Hybrid.md says, and no secret is
+in clear in any file. Then revocation (410 and the link forgotten), a listener that reconnects while a request
+waits, a forged ownership proof, a wrong link secret (resealed here), and the wake channel spoken by an independent
+Python client (websocket-client, cbor2, hmac).
 """
 
 import base64
@@ -14,21 +17,30 @@ import json
 import os
 import signal
 import socket
+import sqlite3
 import stat
 import subprocess
 import tempfile
 import time
+import unicodedata
 import urllib.request
 
 import cbor2
 import pytest
 import websocket
+from cryptography.hazmat.primitives import hashes
+from cryptography.hazmat.primitives.ciphers.aead import AESGCM
+from cryptography.hazmat.primitives.kdf.hkdf import HKDF
 
 from conftest import PASSKEY_BIN, PASSPHRASE, stop_process, stored_contacts
 from test_webauthn_client import ORIGIN, RelyingParty, env, new_store
 
 RELAY_BIN = os.environ.get("PASSKEY_RELAY_BIN", os.path.join(os.path.dirname(PASSKEY_BIN), "passkey-relay"))
 PHONE_NAME = "test phone"
+# The computer's store, and its linked phones sealed beside it.
+COMPUTER_STORE = "computer.sqlite"
+COMPUTER_LINKS = "computer.computer-links.sealed"
+LINKS_MAGIC = b"PKCL\x01"
 
 
 def free_port(kind=socket.SOCK_DGRAM):
@@ -91,25 +103,56 @@ def relay(directory):
         assert contact.hex() not in stderr.lower()
 
 
-def contact_ids(directory):
-    path = os.path.join(directory, "links.json")
+def computer_links_key(directory):
+    """The sealed links' key, derived independently: scrypt from the store's meta row, then HKDF-SHA256."""
+    db = sqlite3.connect(os.path.join(directory, COMPUTER_STORE))
+    n, r, p, salt = db.execute("SELECT kdf_rounds, kdf_block_size, kdf_parallelism, kdf_salt FROM meta").fetchone()
+    db.close()
+    store_key = hashlib.scrypt(unicodedata.normalize("NFC", PASSPHRASE).encode(), salt=salt, n=n, r=r, p=p,
+                               maxmem=2 * 128 * n * r * p + (1 << 20), dklen=32)
+    return HKDF(algorithm=hashes.SHA256(), length=32, salt=None, info=b"passkey computer links v1").derive(store_key)
+
+
+def computer_links(directory):
+    """The computer's linked phones, opened independently; [] when it has none."""
+    path = os.path.join(directory, COMPUTER_LINKS)
     if not os.path.exists(path):
         return []
-    with open(path) as file:
-        return [b64url_decode(link["contactID"]) for link in json.load(file)["links"]]
+    with open(path, "rb") as file:
+        sealed = file.read()
+    assert sealed[:5] == LINKS_MAGIC
+    opened = json.loads(AESGCM(computer_links_key(directory)).decrypt(sealed[5:17], sealed[17:], LINKS_MAGIC))
+    assert opened["version"] == 1
+    return opened["links"]
+
+
+def seal_computer_links(directory, links):
+    """Writes `links` as the computer's sealed file, as the computer would."""
+    nonce = os.urandom(12)
+    document = json.dumps({"version": 1, "links": links}).encode()
+    sealed = LINKS_MAGIC + nonce + AESGCM(computer_links_key(directory)).encrypt(nonce, document, LINKS_MAGIC)
+    with open(os.path.join(directory, COMPUTER_LINKS), "wb") as file:
+        file.write(sealed)
+
+
+def contact_ids(directory):
+    return [b64url_decode(link["contactID"]) for link in computer_links(directory)]
 
 
 def client(directory, relay_url, radio, command, *extra, timeout=90):
     """`passkey client COMMAND` with the phone as its only authenticator."""
     return subprocess.Popen(
         [PASSKEY_BIN, "client", command, "--options", "-", "--origin", ORIGIN, "--hint", "hybrid",
-         "--store", os.path.join(directory, "computer.sqlite"), "--relay", relay_url, "--ble", radio, "--yes",
+         "--store", os.path.join(directory, COMPUTER_STORE), "--relay", relay_url, "--ble", radio, "--yes",
          "--json", "--timeout", str(timeout), *extra],
         stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env())
 
 
 def link_by_qr(directory, relay, phone_store, rp):
-    """Registers a passkey through a QR session in which the computer offers linking and the phone links."""
+    """Registers a passkey through a QR session in which the computer offers linking and the phone links. The
+    computer's store (where the link is sealed) is made first when there is none."""
+    if not os.path.exists(os.path.join(directory, COMPUTER_STORE)):
+        new_store(directory, COMPUTER_STORE)
     radio = f"sim:127.0.0.1:{free_port()}"
     process = client(directory, relay.url, radio, "create", "--link")
     process.stdin.write(rp.registration_options())
@@ -173,23 +216,27 @@ def test_a_linked_phone_signs_in_without_a_qr_code(directory, relay):
     rp = RelyingParty()
     link_by_qr(directory, relay, phone_store, rp)
 
-    # The computer's links file: owner-only, named by the phone's name.
-    links_path = os.path.join(directory, "links.json")
+    # The computer's links: sealed, owner-only, named by the phone's name.
+    links_path = os.path.join(directory, COMPUTER_LINKS)
     assert stat.S_IMODE(os.stat(links_path).st_mode) == 0o600
-    with open(links_path) as file:
-        links = json.load(file)["links"]
+    links = computer_links(directory)
     assert [link["name"] for link in links] == [PHONE_NAME]
     secret = b64url_decode(links[0]["linkSecret"])
     contact_id = b64url_decode(links[0]["contactID"])
     assert len(secret) == 32 and len(contact_id) == 32
+    assert not os.path.exists(os.path.join(directory, "links.json"))
 
-    # The phone's secrets are sealed beside its store, never in clear.
-    sealed_path = os.path.join(directory, "phone.phone-links.sealed")
-    assert stat.S_IMODE(os.stat(sealed_path).st_mode) == 0o600
-    with open(sealed_path, "rb") as file:
-        sealed = file.read()
-    for needle in (secret, contact_id, secret.hex().encode(), links[0]["linkSecret"].encode()):
-        assert needle not in sealed
+    # Neither side's secrets are in clear in any file: the phone's are sealed beside its store, the computer's
+    # beside its own.
+    assert os.path.exists(os.path.join(directory, "phone.phone-links.sealed"))
+    assert stat.S_IMODE(os.stat(os.path.join(directory, "phone.phone-links.sealed")).st_mode) == 0o600
+    needles = [secret, contact_id, secret.hex().encode(), contact_id.hex().encode(), links[0]["linkSecret"].encode(),
+               links[0]["contactID"].encode(), base64.b64encode(secret), base64.b64encode(contact_id)]
+    for name in os.listdir(directory):
+        with open(os.path.join(directory, name), "rb") as file:
+            content = file.read()
+        for needle in needles:
+            assert needle not in content, name
 
     # The relay keeps only the hash of the contact ID, a sealed verifier and its routing ID, in its file and its
     # journal (both 0600).
@@ -225,11 +272,27 @@ def test_a_linked_phone_signs_in_without_a_qr_code(directory, relay):
     assert "woken: a linked computer asks for this phone" in phone_log
 
     listed = subprocess.run(
-        [PASSKEY_BIN, "client", "links", "--links", links_path, "--json"], capture_output=True, text=True,
+        [PASSKEY_BIN, "client", "links", "--store", os.path.join(directory, COMPUTER_STORE), "--json"],
+        capture_output=True, text=True,
         env=env(), timeout=30)
     assert listed.returncode == 0, listed.stderr
     [entry] = json.loads(listed.stdout)["links"]
     assert entry["name"] == PHONE_NAME and "lastUsed" in entry and "linkSecret" not in entry
+
+    # A computer that linked with an earlier version has the same document in clear in links.json: the first
+    # unlock seals it and removes the clear file (ComputerServiceTests covers the merge and a move cut short).
+    clear_path = os.path.join(directory, "links.json")
+    with open(os.open(clear_path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600), "w") as file:
+        json.dump({"version": 1, "links": computer_links(directory)}, file)
+    os.remove(links_path)
+    listed = subprocess.run(
+        [PASSKEY_BIN, "client", "links", "--store", os.path.join(directory, COMPUTER_STORE), "--json"],
+        capture_output=True, text=True, env=env(), timeout=30)
+    assert listed.returncode == 0, listed.stderr
+    assert [entry["name"] for entry in json.loads(listed.stdout)["links"]] == [PHONE_NAME]
+    assert "moved 1 linked phone from" in listed.stderr
+    assert not os.path.exists(clear_path)
+    assert [b64url_decode(link["linkSecret"]) for link in computer_links(directory)] == [secret]
 
 
 def test_a_revoked_phone_answers_410_and_the_computer_forgets_it(directory, relay):
@@ -248,8 +311,7 @@ def test_a_revoked_phone_answers_410_and_the_computer_forgets_it(directory, rela
     code, output, errors = get_linked(directory, relay.url, f"sim:127.0.0.1:{free_port()}", rp, timeout=20)
     assert code == 10, errors  # NotAllowedError
     assert "410" in errors and "forgot it" in errors
-    with open(os.path.join(directory, "links.json")) as file:
-        assert json.load(file)["links"] == []
+    assert computer_links(directory) == []
 
     # The raw relay answer, for the record: 410 Gone.
     with pytest.raises(websocket.WebSocketBadStatusException) as refused:
@@ -291,8 +353,7 @@ def test_a_link_removed_on_the_phone_is_declined_and_forgotten_by_that_computer(
     assert code == 10, errors
     assert "4410" in errors and "forgot it" in errors, errors + phone_log
     assert "request received" not in phone_log
-    with open(os.path.join(directory, "links.json")) as file:
-        assert json.load(file)["links"] == []
+    assert computer_links(directory) == []
     # The contact itself stays: the relay still knows the phone.
     assert len(stored_contacts(relay.contacts)) == 1
 
@@ -321,12 +382,9 @@ def test_a_wrong_link_secret_never_reaches_the_phone(directory, relay):
     phone_store = new_store(directory, "phone.sqlite")
     rp = RelyingParty()
     link_by_qr(directory, relay, phone_store, rp)
-    links_path = os.path.join(directory, "links.json")
-    with open(links_path) as file:
-        links = json.load(file)
-    links["links"][0]["linkSecret"] = base64.urlsafe_b64encode(os.urandom(32)).decode().rstrip("=")
-    with open(links_path, "w") as file:
-        json.dump(links, file)
+    links = computer_links(directory)
+    links[0]["linkSecret"] = base64.urlsafe_b64encode(os.urandom(32)).decode().rstrip("=")
+    seal_computer_links(directory, links)
 
     radio = f"sim:127.0.0.1:{free_port()}"
     listener = Listener(phone_store, relay.url, radio)

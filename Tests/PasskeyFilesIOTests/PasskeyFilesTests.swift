@@ -17,7 +17,8 @@ struct PasskeyFilesTests {
             .identityIndex: "/data/passkey/passkeys.index.json",
             .identityJournal: "/data/passkey/passkeys.index.journal",
             .phoneLinks: "/data/passkey/passkeys.phone-links.sealed",
-            .computerLinks: "/data/passkey/links.json",
+            .computerLinks: "/data/passkey/passkeys.computer-links.sealed",
+            .clearComputerLinks: "/data/passkey/links.json",
             .domainApprovals: "/data/passkey/domains.json",
             .relyingPartyState: "/data/passkey/rp-state.json",
             .settings: "/data/passkey/settings.toml",
@@ -57,7 +58,9 @@ struct PasskeyFilesTests {
             PasskeyFiles.defaultStore(environment: ["HOME": "/home/u"]).path
                 == "/home/u/.local/share/passkey/passkeys.sqlite")
         #expect(PasskeyFiles.defaultStore(environment: [:]).path.hasSuffix("/passkey/passkeys.sqlite"))
-        #expect(PasskeyFiles(environment: ["PASSKEY_STORE": "/srv/keys.db"]).computerLinks.path == "/srv/links.json")
+        #expect(
+            PasskeyFiles(environment: ["PASSKEY_STORE": "/srv/keys.db"]).computerLinks.path
+                == "/srv/keys.computer-links.sealed")
     }
 }
 

@@ -4,6 +4,7 @@ import Foundation
 import Hybrid
 import PasskeyFilesIO
 import PasskeyProvider
+import PasskeyStoreIO
 import SecurityKeyDriver
 import Synchronization
 import TestSupport
@@ -11,8 +12,9 @@ import Testing
 import WebAuthnClient
 
 /// The computer (browser) role in process: which authenticators `BrowserService` offers for which flags, and how it
-/// keeps the computer's linked phones. The authenticators are fakes that record how they were made; the links file
-/// is a real one in a temporary directory. No radio, relay, child process or sleep.
+/// keeps the computer's linked phones, sealed in a real store in a temporary directory (and moved there from the
+/// clear `links.json` of earlier versions). The authenticators are fakes that record how they were made. No radio,
+/// relay, child process or sleep.
 struct ComputerServiceTests {
     static let relay = "wss://relay.test"
     static let now = Date(timeIntervalSince1970: 1_800_000_000)
@@ -58,40 +60,68 @@ struct ComputerServiceTests {
         }
     }
 
-    /// A store directory (its links file beside the store path), the person, and the factory's record.
+    /// A store (passphrase "pw", from the environment), the person, the factory's record, and the one unlocked store
+    /// the links and this computer share.
     struct World {
         let directory: TemporaryDirectory
         let person = ScriptedPerson()
         let made = Made()
+        let unlocked: UnlockedStore
 
-        init() throws { directory = try TemporaryDirectory() }
+        init(store: Bool = true) throws {
+            directory = try TemporaryDirectory()
+            let files = PasskeyFiles(store: directory.url("passkeys.sqlite"))
+            if store {
+                try SQLiteCredentialStore.create(at: files.store, passphrase: "pw", kdf: .testing).close()
+            }
+            unlocked = UnlockedStore(
+                access: StoreAccess(
+                    files: files, interface: person, environment: ["PASSKEY_PASSPHRASE": "pw"], canAsk: false))
+        }
 
-        var files: PasskeyFiles { PasskeyFiles(store: directory.url("passkeys.sqlite")) }
+        var files: PasskeyFiles { unlocked.access.files }
 
-        func links(file: URL? = nil) -> ComputerLinks {
-            ComputerLinks(files: files, file: file, interface: person, now: { ComputerServiceTests.now })
+        func links() -> ComputerLinks {
+            ComputerLinks(store: unlocked, interface: person, now: { ComputerServiceTests.now })
         }
 
         var service: BrowserService { BrowserService(links: links(), factory: made.factory) }
+
+        /// Every byte of every file in the directory.
+        func everyFile() throws -> [String: [UInt8]] {
+            var all: [String: [UInt8]] = [:]
+            for name in try FileManager.default.contentsOfDirectory(atPath: directory.url.path) {
+                all[name] = [UInt8](try Data(contentsOf: directory.url(name)))
+            }
+            return all
+        }
     }
 
-    /// Linking information as a phone sends it after a QR session, under `name`.
+    /// Linking information as a phone sends it after a QR session, under `name`, with a fresh contact ID and secret.
     static func linking(name: String) throws -> LinkingInfo {
         try LinkingInfo(
-            contactID: [1, 2, 3], linkID: [UInt8](repeating: 7, count: LinkingInfo.linkIDLength),
-            linkSecret: [UInt8](repeating: 9, count: LinkingInfo.linkSecretLength),
+            contactID: random(32), linkID: random(LinkingInfo.linkIDLength),
+            linkSecret: random(LinkingInfo.linkSecretLength),
             identityKey: P256.KeyAgreement.PrivateKey(), name: name,
             clientQRPublicKey: P256.KeyAgreement.PrivateKey().publicKey,
             handshakeHash: [UInt8](repeating: 5, count: 32))
+    }
+
+    static func random(_ count: Int) -> [UInt8] { (0..<count).map { _ in UInt8.random(in: 0...255) } }
+
+    /// base64url without padding, as the clear links file wrote secrets.
+    static func base64url(_ bytes: [UInt8]) -> String {
+        Data(bytes).base64EncodedString().replacingOccurrences(of: "+", with: "-")
+            .replacingOccurrences(of: "/", with: "_").replacingOccurrences(of: "=", with: "")
     }
 
     static func relayURL() throws -> TunnelServerBaseURL { try TunnelServerBaseURL(string: relay) }
 
     // MARK: Which authenticators
 
-    @Test func everythingAskedForIsOfferedInTheBrowsersOrder() throws {
+    @Test func everythingAskedForIsOfferedInTheBrowsersOrder() async throws {
         let world = try World()
-        let offered = try world.service.authenticators(
+        let offered = try await world.service.authenticators(
             for: BrowserAuthenticators(thisComputer: true, phone: .qrCode(link: false), securityKey: .auto))
         #expect(offered.map(\.kind) == [.platform, .hybrid, .securityKey])
         world.made.state.withLock { made in
@@ -101,9 +131,9 @@ struct ComputerServiceTests {
         }
     }
 
-    @Test func noPhoneOffersOnlyThisComputerAndTheKey() throws {
+    @Test func noPhoneOffersOnlyThisComputerAndTheKey() async throws {
         let world = try World()
-        let offered = try world.service.authenticators(
+        let offered = try await world.service.authenticators(
             for: BrowserAuthenticators(
                 thisComputer: true, phone: .notOffered, securityKey: .udp(host: "127.0.0.1", port: 8111)))
         #expect(offered.map(\.kind) == [.platform, .securityKey])
@@ -114,9 +144,9 @@ struct ComputerServiceTests {
     }
 
     /// No store file, or register and sign-in (a phone only): this computer is not offered, nor made.
-    @Test func thisComputerIsOfferedOnlyWhenAsked() throws {
+    @Test func thisComputerIsOfferedOnlyWhenAsked() async throws {
         let world = try World()
-        let offered = try world.service.authenticators(
+        let offered = try await world.service.authenticators(
             for: BrowserAuthenticators(thisComputer: false, phone: .qrCode(link: false)))
         #expect(offered.map(\.kind) == [.hybrid])
         world.made.state.withLock { #expect($0.thisComputer == 0) }
@@ -124,28 +154,32 @@ struct ComputerServiceTests {
 
     // MARK: Remembering a phone
 
-    @Test func withoutLinkThePhoneIsNotOfferedLinking() throws {
+    /// A plain QR session neither offers linking nor unlocks the store.
+    @Test func withoutLinkThePhoneIsNotOfferedLinking() async throws {
         let world = try World()
-        _ = try world.service.authenticators(
+        _ = try await world.service.authenticators(
             for: BrowserAuthenticators(thisComputer: false, phone: .qrCode(link: false)))
         let onLinking = world.made.state.withLock { $0.qrPhones.first }
         #expect(onLinking != nil)
         #expect(onLinking! == nil)
+        #expect(world.unlocked.current == nil)
         #expect(!FileManager.default.fileExists(atPath: world.files.computerLinks.path))
     }
 
-    /// `--link` only offers linking: the links file appears once the phone sent linking information, not before.
-    @Test func linkRemembersThePhoneOnlyWhenItSentLinkingInformation() throws {
+    /// `--link` unlocks the store and only offers linking: the sealed file appears once the phone sent linking
+    /// information, not before.
+    @Test func linkRemembersThePhoneOnlyWhenItSentLinkingInformation() async throws {
         let world = try World()
-        _ = try world.service.authenticators(
+        _ = try await world.service.authenticators(
             for: BrowserAuthenticators(thisComputer: false, phone: .qrCode(link: true)))
+        #expect(world.unlocked.current != nil)
         let onLinking = try #require(world.made.state.withLock { $0.qrPhones.first } ?? nil)
-        #expect(try world.links().phones().isEmpty)
+        #expect(try await world.links().phones().isEmpty)
         #expect(world.person.computerEvents.isEmpty)
 
         onLinking(try Self.linking(name: "Pixel"), try Self.relayURL())
 
-        let phones = try world.links().phones()
+        let phones = try await world.links().phones()
         #expect(phones.map(\.name) == ["Pixel"])
         #expect(phones.first?.relay.string == Self.relay)
         #expect(phones.first?.created == Self.now)
@@ -155,12 +189,45 @@ struct ComputerServiceTests {
             ])
     }
 
-    /// A links file that cannot be written does not fail the ceremony that already succeeded: it is reported.
-    @Test func aLinkThatCannotBeSavedIsReported() throws {
+    /// Issue 23: the link secret and the contact ID (which wakes the phone) are nowhere on disk in clear, in any
+    /// encoding; the sealed file is owner-only, opens with the store key and not with another store's.
+    @Test func aRememberedLinkIsSealedAndNoSecretIsInClearInAnyFile() async throws {
         let world = try World()
-        let notADirectory = try world.directory.write([1], to: "plain-file")
-        let links = world.links(file: URL(fileURLWithPath: notADirectory + "/links.json"))
-        links.remember(try Self.linking(name: "Pixel"), relay: try Self.relayURL())
+        let linking = try Self.linking(name: "Pixel")
+        try await world.links().unlock()
+        world.links().remember(linking, relay: try Self.relayURL())
+        let files = try world.everyFile()
+        #expect(files.keys.contains(world.files.computerLinks.lastPathComponent))
+        #expect(!files.keys.contains("links.json"))
+        for secret in [linking.linkSecret, linking.contactID] {
+            let encodings = [
+                secret, Array(Self.base64url(secret).utf8), Array(Data(secret).base64EncodedString().utf8),
+                Array(secret.map { String(format: "%02x", $0) }.joined().utf8),
+            ]
+            for (name, bytes) in files {
+                for encoding in encodings {
+                    #expect(bytes.firstRange(of: encoding) == nil, "\(name) holds a link secret in clear")
+                }
+            }
+        }
+        var info = stat()
+        #expect(lstat(world.files.computerLinks.path, &info) == 0 && info.st_mode & 0o777 == 0o600)
+        let phones = try await world.links().phones()
+        #expect(phones.first?.linking.linkSecret == linking.linkSecret)
+        #expect(phones.first?.linking.contactID == linking.contactID)
+
+        // Another store's key does not open it.
+        let other = try World()
+        try FileManager.default.copyItem(at: world.files.computerLinks, to: other.files.computerLinks)
+        await #expect(throws: ProviderError.self) { try await other.links().phones() }
+    }
+
+    /// A link that cannot be saved does not fail the ceremony that already succeeded: it is reported.
+    @Test func aLinkThatCannotBeSavedIsReported() async throws {
+        let world = try World()
+        try await world.links().unlock()
+        try FileManager.default.createDirectory(at: world.files.computerLinks, withIntermediateDirectories: false)
+        world.links().remember(try Self.linking(name: "Pixel"), relay: try Self.relayURL())
         #expect(world.person.computerEvents.count == 1)
         guard case .linkNotSaved = world.person.computerEvents.first else {
             Issue.record("expected linkNotSaved, got \(world.person.computerEvents)")
@@ -168,12 +235,112 @@ struct ComputerServiceTests {
         }
     }
 
+    /// Without a store there is nowhere to seal a link: `--link` and `--linked` fail at once, saying how to make one,
+    /// and no phone is made.
+    @Test func withoutAStoreLinkingFailsSayingToCreateOne() async throws {
+        let world = try World(store: false)
+        let error = ProviderError(
+            "linked phones are sealed in the passkey store, and there is none at \(world.files.store.path)",
+            hint: "Create one with `passkey init`, or choose another with --store or PASSKEY_STORE.")
+        for phone: BrowserAuthenticators.Phone in [.qrCode(link: true), .linked(name: "Pixel")] {
+            await #expect(throws: error) {
+                try await world.service.authenticators(for: BrowserAuthenticators(thisComputer: false, phone: phone))
+            }
+        }
+        await #expect(throws: error) { try await world.links().phones() }
+        world.made.state.withLock { made in
+            #expect(made.qrPhones.isEmpty)
+            #expect(made.linked.isEmpty)
+        }
+        #expect(error.message.contains("\n") == false)
+        // A plain QR session needs no store.
+        _ = try await world.service.authenticators(
+            for: BrowserAuthenticators(thisComputer: false, phone: .qrCode(link: false)))
+    }
+
+    // MARK: Moving the clear links.json of earlier versions
+
+    /// Issue 23: the first unlock moves the clear file's links into the sealed file, then removes the clear one; a
+    /// link already sealed (same phone or name) wins.
+    @Test func theFirstUnlockSealsTheClearLinksFileAndRemovesIt() async throws {
+        let world = try World()
+        let clear = LinkedPhoneBook(storage: LinkedPhoneBook.clearFile(world.files.clearComputerLinks))
+        let pixel = try Self.linking(name: "Pixel")
+        let tablet = try Self.linking(name: "Tablet")
+        try clear.remember(pixel, relay: try Self.relayURL(), now: Self.now)
+        try clear.remember(tablet, relay: try Self.relayURL(), now: Self.now)
+        try clear.used("Pixel", now: Self.now.addingTimeInterval(60))
+        // One of them was sealed already (linked again after an earlier move, say): the sealed one wins.
+        let newerTablet = try Self.linking(name: "Tablet")
+        _ = try await world.unlocked.open()
+        world.links().remember(newerTablet, relay: try Self.relayURL())
+        let before = world.person.computerEvents.count
+
+        let phones = try await world.links().phones()
+
+        #expect(phones.map(\.name) == ["Tablet", "Pixel"])
+        #expect(phones.first?.linking.linkSecret == newerTablet.linkSecret)
+        #expect(phones.last?.linking.linkSecret == pixel.linkSecret)
+        #expect(phones.last?.lastUsed == Self.now.addingTimeInterval(60))
+        #expect(!FileManager.default.fileExists(atPath: world.files.clearComputerLinks.path))
+        #expect(
+            Array(world.person.computerEvents.dropFirst(before)) == [
+                .linksSealed(
+                    count: 1, from: world.files.clearComputerLinks.path, to: world.files.computerLinks.path)
+            ])
+        for (_, bytes) in try world.everyFile() {
+            #expect(bytes.firstRange(of: Array(Self.base64url(pixel.linkSecret).utf8)) == nil)
+        }
+    }
+
+    /// A move cut short after the sealed file was written but before the clear one went: the next unlock finishes
+    /// it, with no link lost or doubled.
+    @Test func aMoveCutShortIsFinishedByTheNextUnlock() async throws {
+        let world = try World()
+        let clear = LinkedPhoneBook(storage: LinkedPhoneBook.clearFile(world.files.clearComputerLinks))
+        try clear.remember(try Self.linking(name: "Pixel"), relay: try Self.relayURL(), now: Self.now)
+        let saved = try #require(try OwnerOnlyFile.read(world.files.clearComputerLinks, limit: 1 << 20))
+        #expect(try await world.links().phones().map(\.name) == ["Pixel"])
+        // The crash: the clear file is back as it was.
+        try OwnerOnlyFile.write(saved, to: world.files.clearComputerLinks)
+
+        let again = World.reopened(world)
+        #expect(try await again.phones().map(\.name) == ["Pixel"])
+        #expect(!FileManager.default.fileExists(atPath: world.files.clearComputerLinks.path))
+    }
+
+    /// A clear file that cannot be read is an error naming it (and what to do), not a silent loss; nothing is removed.
+    @Test func aDamagedClearLinksFileIsAProviderError() async throws {
+        let world = try World()
+        let path = try world.directory.write(Array("{\"version\": 2, \"links\": []}".utf8), to: "links.json")
+        await #expect(
+            throws: ProviderError(
+                "the linked phones in \(path) have version 2, not 1",
+                hint: "Move \(path) away to use the links sealed in the store without it.")
+        ) { try await world.links().phones() }
+        await #expect(throws: ProviderError.self) {
+            try await world.service.authenticators(
+                for: BrowserAuthenticators(thisComputer: false, phone: .linked(name: "Pixel")))
+        }
+        #expect(FileManager.default.fileExists(atPath: path))
+    }
+
+    /// A sealed file that does not open with the store key is an error, never replaced.
+    @Test func aDamagedSealedFileIsAProviderError() async throws {
+        let world = try World()
+        try OwnerOnlyFile.write(Array("PKCL\u{1}garbage".utf8), to: world.files.computerLinks)
+        await #expect(throws: ProviderError.self) { try await world.links().phones() }
+        world.links().remember(try Self.linking(name: "Pixel"), relay: try Self.relayURL())
+        #expect(try OwnerOnlyFile.read(world.files.computerLinks, limit: 100) == Array("PKCL\u{1}garbage".utf8))
+    }
+
     // MARK: Reaching a linked phone
 
-    @Test func linkedReachesThePhoneByNameAndRecordsItsUse() throws {
+    @Test func linkedReachesThePhoneByNameAndRecordsItsUse() async throws {
         let world = try World()
+        try await world.links().unlock()
         world.links().remember(try Self.linking(name: "Pixel"), relay: try Self.relayURL())
-        let offered = try world.service.authenticators(
+        let offered = try await world.service.authenticators(
             for: BrowserAuthenticators(thisComputer: true, phone: .linked(name: "Pixel")))
         #expect(offered.map(\.kind) == [.platform, .hybrid])
         let linked = try #require(world.made.state.withLock { $0.linked.first })
@@ -181,42 +348,42 @@ struct ComputerServiceTests {
         world.made.state.withLock { #expect($0.qrPhones.isEmpty) }
 
         linked.used()
-        #expect(try world.links().phones().first?.lastUsed == Self.now)
+        #expect(try await world.links().phones().first?.lastUsed == Self.now)
     }
 
     /// The relay answered 410 (or closed with 4410): the phone revoked the link, which is forgotten and said so.
-    @Test func aRevokedLinkIsForgotten() throws {
+    @Test func aRevokedLinkIsForgotten() async throws {
         let world = try World()
         let links = world.links()
+        try await links.unlock()
         links.remember(try Self.linking(name: "Pixel"), relay: try Self.relayURL())
         links.remember(try Self.linking(name: "Tablet"), relay: try Self.relayURL())
-        _ = try world.service.authenticators(
+        _ = try await world.service.authenticators(
             for: BrowserAuthenticators(thisComputer: false, phone: .linked(name: "Pixel")))
         let linked = try #require(world.made.state.withLock { $0.linked.first })
 
         linked.gone()
 
-        #expect(try links.phones().map(\.name) == ["Tablet"])
+        #expect(try await links.phones().map(\.name) == ["Tablet"])
         #expect(
             world.person.computerEvents.last == .linkRevoked(name: "Pixel", file: world.files.computerLinks.path))
     }
 
-    @Test func anUnknownLinkedNameFailsBeforeAnyPhoneIsMade() throws {
+    @Test func anUnknownLinkedNameFailsBeforeAnyPhoneIsMade() async throws {
         let world = try World()
-        let path = world.files.computerLinks.path
-        #expect(
+        await #expect(
             throws: ProviderError(
-                "no linked phone called Pixel in \(path)",
+                "no linked phone called Pixel",
                 hint: "Link one: a QR session with --link, answered by `passkey scan --link`.")
         ) {
-            try world.service.authenticators(
+            try await world.service.authenticators(
                 for: BrowserAuthenticators(thisComputer: false, phone: .linked(name: "Pixel")))
         }
         world.links().remember(try Self.linking(name: "Tablet"), relay: try Self.relayURL())
-        #expect(
-            throws: ProviderError("no linked phone called Pixel in \(path)", hint: "Linked phones: Tablet")
+        await #expect(
+            throws: ProviderError("no linked phone called Pixel", hint: "Linked phones: Tablet")
         ) {
-            try world.service.authenticators(
+            try await world.service.authenticators(
                 for: BrowserAuthenticators(thisComputer: false, phone: .linked(name: "Pixel")))
         }
         world.made.state.withLock { made in
@@ -225,33 +392,31 @@ struct ComputerServiceTests {
         }
     }
 
-    // MARK: The links file (`client links`)
+    // MARK: `client links`
 
-    @Test func removeForgetsOnePhoneAndRefusesAnUnknownOne() throws {
+    @Test func removeForgetsOnePhoneAndRefusesAnUnknownOne() async throws {
         let world = try World()
         let links = world.links()
+        try await links.unlock()
         links.remember(try Self.linking(name: "Pixel"), relay: try Self.relayURL())
-        #expect(throws: ProviderError("no linked phone called Tablet")) { try links.remove(named: "Tablet") }
-        try links.remove(named: "Pixel")
-        #expect(try links.phones().isEmpty)
-    }
-
-    @Test func aDamagedLinksFileIsAProviderError() throws {
-        let world = try World()
-        let path = try world.directory.write(Array("{\"version\": 2, \"links\": []}".utf8), to: "links.json")
-        #expect(
-            throws: ProviderError("the links file \(path) has version 2, not 1")
-        ) { try world.links().phones() }
-        #expect(throws: ProviderError.self) {
-            try world.service.authenticators(
-                for: BrowserAuthenticators(thisComputer: false, phone: .linked(name: "Pixel")))
+        await #expect(throws: ProviderError("no linked phone called Tablet")) {
+            try await links.remove(named: "Tablet")
         }
+        try await links.remove(named: "Pixel")
+        #expect(try await links.phones().isEmpty)
     }
 
-    @Test func theLinksFileIsBesideTheStoreUnlessNamed() throws {
+    @Test func theSealedFileIsBesideTheStore() throws {
         let world = try World()
-        #expect(world.links().url == world.directory.url("links.json"))
-        let other = world.directory.url("elsewhere.json")
-        #expect(world.links(file: other).url == other)
+        #expect(world.links().url == world.directory.url("passkeys.computer-links.sealed"))
+    }
+}
+
+extension ComputerServiceTests.World {
+    /// The links of `world`'s store through a fresh unlock, as the next command sees them.
+    static func reopened(_ world: Self) -> ComputerLinks {
+        ComputerLinks(
+            store: UnlockedStore(access: world.unlocked.access), interface: world.person,
+            now: { ComputerServiceTests.now })
     }
 }

@@ -1,8 +1,11 @@
 import CTAP2
+import Crypto
 import Foundation
 import PasskeyFilesIO
 import PasskeyProvider
 import PasskeyStoreIO
+import RelyingPartyTestSupport
+import Synchronization
 import TestSupport
 import Testing
 import WebAuthnClient
@@ -85,5 +88,118 @@ struct ThisComputerTests {
                 for: PasswordLogin(id: [9], userName: "carol", service: "example.com"))
         }
         #expect(error?.message == "the saved password for \"carol\" is gone or damaged")
+    }
+
+    // MARK: Issue 23: choosers shown once the store is unlocked
+
+    /// The engine's chooser as the person sees it: every prompt, dismissed.
+    final class RecordingChooser: ClientUserInterface {
+        let prompts = Mutex<[ChoicePrompt]>([])
+        func choose(_ prompt: ChoicePrompt) async -> Int? {
+            prompts.withLock { $0.append(prompt) }
+            return nil
+        }
+        func confirm(_ question: ClientQuestion) async -> Bool { false }
+        func collectPIN(_ request: PINRequest) async -> String? { nil }
+        func notify(_ event: ClientEvent) async {}
+    }
+
+    /// Rewrites the identity index file as an attacker who can write it would: `edit` gets every identity.
+    static func tamperWithIndex(_ directory: TemporaryDirectory, _ edit: (inout [[String: Any]]) -> Void) throws {
+        let url = PasskeyFiles(store: directory.url("passkeys.sqlite")).identityIndex
+        var document = try #require(
+            try JSONSerialization.jsonObject(with: Data(contentsOf: url)) as? [String: Any])
+        var identities = try #require(document["identities"] as? [[String: Any]])
+        edit(&identities)
+        document["identities"] = identities
+        try OwnerOnlyFile.write(
+            [UInt8](try JSONSerialization.data(withJSONObject: document, options: [.sortedKeys])), to: url)
+    }
+
+    /// `client get --link` (or `--linked`) unlocks the store before the chooser is shown; whoever can write the
+    /// identity index then swaps two accounts' names, renames one, and adds one the store does not have. The chooser
+    /// shows the sealed rows' names, matched by credential ID, and leaves the invented one out; the saved logins too.
+    @Test func aRewrittenIndexChangesNothingTheChooserShowsOnceTheStoreIsUnlocked() async throws {
+        let directory = try TemporaryDirectory()
+        let store = try SQLiteCredentialStore.create(
+            at: directory.url("passkeys.sqlite"), passphrase: "pw", kdf: .testing)
+        for (id, user, display) in [([UInt8]([1]), "alice", "Alice A."), ([2], "bob", "Bob B.")] {
+            try store.save(
+                StoredCredential(
+                    id: id, relyingPartyID: "example.com", relyingPartyName: nil, userHandle: Array(user.utf8),
+                    userName: user, userDisplayName: display,
+                    privateKey: P256.Signing.PrivateKey(compactRepresentable: false), isDiscoverable: true,
+                    backupEligible: false, backupState: false, creationDate: Date(timeIntervalSince1970: 1_700_000_000)
+                ))
+        }
+        try store.savePassword("secret", userName: "alice", service: try #require(PasswordService("example.com")))
+        store.close()
+
+        let person = ScriptedPerson()
+        let unlocked = UnlockedStore(
+            access: StoreAccess(
+                files: PasskeyFiles(store: directory.url("passkeys.sqlite")), interface: person,
+                environment: ["PASSKEY_PASSPHRASE": "pw"], canAsk: false))
+        let computer = ThisComputer(store: unlocked, approval: ApprovalMode(yes: false, environment: [:]))
+        let service = BrowserService(
+            links: ComputerLinks(store: unlocked, interface: person),
+            factory: BrowserAuthenticatorFactory(
+                thisComputer: { computer.authenticator(reportError: { _ in }) },
+                phone: { _ in ComputerServiceTests.FakeAuthenticator(kind: .hybrid) },
+                linkedPhone: { _, _, _ in ComputerServiceTests.FakeAuthenticator(kind: .hybrid) },
+                securityKey: { _ in ComputerServiceTests.FakeAuthenticator(kind: .securityKey) }))
+        let authenticators = try await service.authenticators(
+            for: BrowserAuthenticators(thisComputer: true, phone: .qrCode(link: true)))
+        #expect(unlocked.current != nil)
+
+        try Self.tamperWithIndex(directory) { identities in
+            for index in identities.indices where identities[index]["kind"] as? String != "password" {
+                switch identities[index]["userName"] as? String {
+                case "alice":
+                    identities[index]["userName"] = "bob"
+                    identities[index]["userDisplayName"] = "Bob B."
+                case "bob":
+                    identities[index]["userName"] = "alice"
+                    identities[index]["userDisplayName"] = "Mallory"
+                default: break
+                }
+            }
+            for index in identities.indices where identities[index]["kind"] as? String == "password" {
+                identities[index]["userName"] = "mallory"
+            }
+            var invented = identities[0]
+            invented["credentialID"] = "CQkJ"
+            invented["userName"] = "carol"
+            invented["kind"] = "passkey"
+            identities.append(invented)
+        }
+        // The attack works on the index itself: a reader of the file sees the rewritten names.
+        let tampered = try CredentialIdentityIndex.read(forStore: directory.url("passkeys.sqlite"))
+        #expect(
+            tampered.identities(forRelyingParty: "example.com").compactMap(\.userName).sorted() == [
+                "alice", "bob", "carol",
+            ])
+
+        let chooser = RecordingChooser()
+        let engine = ClientEngine(
+            environment: ClientEnvironment(
+                authenticators: authenticators, userInterface: chooser,
+                relyingPartyIDChecker: HostRelyingPartyIDChecker()))
+        await #expect(throws: ClientError.self) {
+            _ = try await engine.get(
+                PublicKeyCredentialRequestOptions(challenge: [UInt8](repeating: 7, count: 32)),
+                origin: "https://example.com")
+        }
+
+        let prompt = try #require(chooser.prompts.withLock { $0.first })
+        let shown = prompt.choices.compactMap { choice -> (id: [UInt8], user: String?, display: String?)? in
+            guard case .account(let metadata, on: .platform) = choice else { return nil }
+            return (metadata.credentialID, metadata.userName, metadata.userDisplayName)
+        }
+        #expect(shown.count == 2)
+        #expect(shown.first { $0.id == [1] }.map { [$0.user, $0.display] } == ["alice", "Alice A."])
+        #expect(shown.first { $0.id == [2] }.map { [$0.user, $0.display] } == ["bob", "Bob B."])
+        #expect(!shown.contains { $0.id == [9, 9, 9] })
+        #expect(computer.passwords(relyingPartyID: "example.com").map(\.userName) == ["alice"])
     }
 }

@@ -79,8 +79,14 @@ public struct BrowserService: Sendable {
     }
 
     /// The authenticators offered, in the order a browser lists them: this computer, a phone, a security key.
-    /// A `--linked` name that is not in the links file fails here, before any radio or relay is touched.
-    public func authenticators(for request: BrowserAuthenticators) throws -> [any ClientAuthenticator] {
+    /// Linking (`--link`) and a linked phone (`--linked NAME`) unlock the store first, since the links are sealed in
+    /// it: without a store, or with a `--linked` name it does not hold, this fails before any radio or relay is
+    /// touched.
+    public func authenticators(for request: BrowserAuthenticators) async throws -> [any ClientAuthenticator] {
+        switch request.phone {
+        case .qrCode(link: true), .linked: try await links.unlock()
+        case .qrCode(link: false), .notOffered: break
+        }
         var authenticators: [any ClientAuthenticator] = []
         if request.thisComputer { authenticators.append(try factory.thisComputer()) }
         switch request.phone {
@@ -94,7 +100,7 @@ public struct BrowserService: Sendable {
             }
             authenticators.append(try factory.phone(onLinking))
         case .linked(let name):
-            let phone = try links.phone(named: name)
+            let phone = try await links.phone(named: name)
             let links = links
             authenticators.append(
                 try factory.linkedPhone(phone, { links.gone(name) }, { links.used(name) }))

@@ -57,8 +57,11 @@ public enum PhoneEvent: Sendable {
 
 /// What the computer role reports (`BrowserService`, `ComputerLinks`).
 public enum ComputerEvent: Hashable, Sendable {
-    /// A phone sent linking information after a QR session and is kept in the links file `file` under `name`.
+    /// A phone sent linking information after a QR session and is kept, sealed, in `file` under `name`.
     case phoneRemembered(name: String, file: String)
+    /// The clear links file of earlier versions (`from`) was moved into the sealed one (`to`) and removed: `count`
+    /// links were added (those already sealed win).
+    case linksSealed(count: Int, from: String, to: String)
     /// A phone sent linking information but the links file could not be written.
     case linkNotSaved(reason: String)
     /// The relay said the linked phone `name` revoked the link (410, or close code 4410): it was forgotten from

@@ -51,6 +51,7 @@ struct ClientOptions: ParsableArguments {
     var json = false
     @OptionGroup var hybrid: HybridOptions
     @OptionGroup var linking: ClientLinkOptions
+    @OptionGroup var store: StoreOptions
 
     var stateURL: URL {
         if let rpState { return URL(fileURLWithPath: rpState) }
@@ -73,14 +74,14 @@ struct ClientOptions: ParsableArguments {
     }
 
     /// The engine with a phone as its only authenticator: the QR code, the advert, the relay, then one request.
-    /// The links are kept beside the relying party state file.
-    func phoneEngine() throws -> ClientEngine {
+    /// The links are sealed in the passkey store (`--store`), unlocked first when `--link` or `--linked` asks.
+    func phoneEngine() async throws -> ClientEngine {
         let service = BrowserService(
-            links: linking.computerLinks(files: PasskeyFiles(store: stateURL)),
+            links: linking.computerLinks(store: UnlockedStore(access: store.access())),
             factory: hybrid.browserFactory(json: json, qrPNG: qrPNG))
         return ClientEngine(
             environment: ClientEnvironment(
-                authenticators: try service.authenticators(
+                authenticators: try await service.authenticators(
                     for: BrowserAuthenticators(thisComputer: false, phone: linking.phone)),
                 userInterface: TerminalClientInterface(
                     unattended: false, pin: SecurityKeyPIN.source(environment: ProcessInfo.processInfo.environment)),

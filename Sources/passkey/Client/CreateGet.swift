@@ -37,7 +37,7 @@ extension Passkey.Client {
                 if !options.hint.isEmpty { request.hints = options.hint }
                 try await options.appAssociation.check(
                     rpID: request.relyingParty.id, origin: options.origin, store: options.store)
-                let engine = try options.makeEngine(
+                let engine = try await options.makeEngine(
                     ceremony: .create,
                     thisComputer: ThisComputer(access: options.store.access(), approval: options.approval.mode))
                 let credential = try await engine.create(request, origin: options.origin)
@@ -95,7 +95,7 @@ extension Passkey.Client {
                 try await options.appAssociation.check(
                     rpID: request.relyingPartyID, origin: options.origin, store: options.store)
                 let thisComputer = ThisComputer(access: options.store.access(), approval: options.approval.mode)
-                let engine = try options.makeEngine(ceremony: .get, thisComputer: thisComputer)
+                let engine = try await options.makeEngine(ceremony: .get, thisComputer: thisComputer)
                 let chosen =
                     mediation ?? request.wrapperMediation.flatMap(CredentialMediation.init(rawValue:)) ?? .optional
                 let getParameters = GetParameters(

@@ -10,31 +10,30 @@ import PasskeyFilesIO
 import PasskeyProvider
 
 extension Passkey.Client {
-    /// The computer's linked phones (`links.json`).
+    /// The computer's linked phones (sealed in the passkey store).
     struct Links: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
             abstract: "List the phones this computer can reach without a QR code, or remove one.",
             discussion: """
                 A phone is remembered after a QR session with --link, when the phone sends linking information \
                 (`passkey scan --link`). `passkey client get --linked NAME` then reaches it through its relay. The \
-                links are kept in links.json beside the store (mode 0600; Docs/Hybrid.md, "Linked phones").
+                links are sealed under the passkey store's key (passkeys.computer-links.sealed beside the store), so \
+                listing and removing unlock the store (Docs/Hybrid.md, "Linked phones").
                 """)
 
         @OptionGroup var store: StoreOptions
         @Option(help: ArgumentHelp("Forget the phone with this name.", valueName: "name")) var remove: String?
-        @Option(help: ArgumentHelp("The links file (default: links.json beside the store).", valueName: "file"))
-        var links: String?
         @Flag(help: "Print one JSON object.") var json = false
 
         func run() async throws {
             let computerLinks = ComputerLinks(
-                files: store.files, file: links.map { URL(fileURLWithPath: $0) }, interface: TerminalInterface())
+                store: UnlockedStore(access: store.access()), interface: TerminalInterface())
             if let remove {
-                try computerLinks.remove(named: remove)
+                try await computerLinks.remove(named: remove)
                 printLine("forgot \(remove.terminalSafe)")
                 return
             }
-            let phones = try computerLinks.phones()
+            let phones = try await computerLinks.phones()
             let format = Date.ISO8601FormatStyle()
             if json {
                 try ClientOptions.printJSON([

@@ -37,8 +37,9 @@ extension Passkey.Client {
         func run() async throws {
             let options = options
             let accepted = try await options.run {
-                try await options.localRelyingParty.register(
-                    user: user, displayName: displayName, makeEngine: options.phoneEngine)
+                let engine = try await options.phoneEngine()
+                return try await options.localRelyingParty.register(
+                    user: user, displayName: displayName, makeEngine: { engine })
             }
             let credentialID = accepted.credential.id.base64URLEncodedString
             if options.json {
@@ -73,7 +74,8 @@ extension Passkey.Client {
         func run() async throws {
             let options = options
             let accepted = try await options.run {
-                try await options.localRelyingParty.signIn(user: user, makeEngine: options.phoneEngine)
+                let engine = try await options.phoneEngine()
+                return try await options.localRelyingParty.signIn(user: user, makeEngine: { engine })
             }
             let credentialID = accepted.credential.id.base64URLEncodedString
             if options.json {

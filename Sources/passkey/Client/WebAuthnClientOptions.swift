@@ -89,14 +89,16 @@ struct WebAuthnClientOptions: ParsableArguments {
     }
 
     /// The engine over what the flags ask for; which authenticators that is, and how links are kept, is the
-    /// browser service's.
-    func makeEngine(ceremony: ClientCeremony, thisComputer: ThisComputer) throws -> ClientEngine {
+    /// browser service's. This computer and the linked phones share one unlocked store: `--link` and `--linked`
+    /// unlock it first (the links are sealed in it), and the chooser then lists this computer's passkeys from its
+    /// sealed rows.
+    func makeEngine(ceremony: ClientCeremony, thisComputer: ThisComputer) async throws -> ClientEngine {
         let interface = TerminalClientInterface(
             unattended: approval.unattended,
             pin: SecurityKeyPIN.source(environment: ProcessInfo.processInfo.environment))
         let store = store
         let service = BrowserService(
-            links: linking.computerLinks(files: store.files),
+            links: linking.computerLinks(store: thisComputer.store),
             factory: hybrid.browserFactory(
                 json: json, qrPNG: qrPNG,
                 thisComputer: {
@@ -104,7 +106,7 @@ struct WebAuthnClientOptions: ParsableArguments {
                         Terminal.shared.write("passkey: store error: \(error)\n")
                     })
                 }))
-        let authenticators = try service.authenticators(
+        let authenticators = try await service.authenticators(
             for: BrowserAuthenticators(
                 thisComputer: FileManager.default.fileExists(atPath: store.url.path),
                 phone: noPhone ? .notOffered : linking.phone,
@@ -151,19 +153,17 @@ struct WebAuthnClientOptions: ParsableArguments {
 struct ClientLinkOptions: ParsableArguments {
     @Flag(
         help: """
-            Offer the phone to remember this computer (QR code key 4): the link it sends is kept in links.json \
-            beside the store, and `--linked NAME` reaches it later without a QR code.
+            Offer the phone to remember this computer (QR code key 4): the link it sends is sealed in the passkey \
+            store (which this unlocks), and `--linked NAME` reaches it later without a QR code.
             """)
     var link = false
 
     @Option(
         help: ArgumentHelp(
             "Reach the linked phone with this name through its relay instead of showing a QR code "
-                + "(`passkey client links` lists them).", valueName: "name"))
+                + "(`passkey client links` lists them); unlocks the passkey store, where links are sealed.",
+            valueName: "name"))
     var linked: String?
-
-    @Option(help: ArgumentHelp("The links file (default: links.json beside the store).", valueName: "file"))
-    var links: String?
 
     func validate() throws {
         if link && linked != nil {
@@ -174,8 +174,8 @@ struct ClientLinkOptions: ParsableArguments {
     /// The phone these flags ask for, when a phone is offered at all.
     var phone: BrowserAuthenticators.Phone { linked.map { .linked(name: $0) } ?? .qrCode(link: link) }
 
-    /// The links beside `files`' store, or in `--links`.
-    func computerLinks(files: PasskeyFiles) -> ComputerLinks {
-        ComputerLinks(files: files, file: links.map { URL(fileURLWithPath: $0) }, interface: TerminalInterface())
+    /// The links sealed in `store`.
+    func computerLinks(store: UnlockedStore) -> ComputerLinks {
+        ComputerLinks(store: store, interface: TerminalInterface())
     }
 }
