@@ -84,8 +84,8 @@ public struct AuthenticatorConfiguration: Sendable {
     /// the PIN/UV auth protocols and tokens, clientPin, credential management, config, large blobs, and the
     /// hmac-secret and largeBlobKey extensions, so platforms use built-in UV (`uv: true`) directly.
     public var oneRequestPerSession = false
-    /// getInfo firmwareVersion: the program's version 0.1.0 as major << 16 | minor << 8 | patch.
-    public var firmwareVersion = 0x00_01_00
+    /// getInfo firmwareVersion: the program's version (``PackageVersion``) as major << 16 | minor << 8 | patch.
+    public var firmwareVersion = PackageVersion.number
     /// The longest serialized large-blob array kept (getInfo maxSerializedLargeBlobArray; at least 1024).
     public var maximumLargeBlobArrayLength = 4096
 

@@ -22,7 +22,7 @@ public enum PhoneLines {
             "linked: the computer can reach this phone through \(relay) while `passkey listen` runs "
                 + "(link \(linkID.hexString))"
         case .done(let answered, let listening):
-            "done: answered \(answered) request\(answered == 1 ? "" : "s")" + (listening ? "; listening again" : "")
+            "done: answered \(answered.counted("request"))" + (listening ? "; listening again" : "")
         case .listener(let event, let relay):
             listener(event, relay: relay)
         case .wakeIgnored(let linkID):

@@ -69,7 +69,8 @@ public struct TerminalInterface: ProviderUserInterface {
 
     /// What an import will add: one line a passkey, its notes, and the credentials of other types skipped.
     private func show(_ preview: ImportPreview) {
-        terminal.write("\(preview.file.terminalSafe): \(preview.source) with \(preview.entries.count) passkeys\n")
+        terminal.write(
+            "\(preview.file.terminalSafe): \(preview.source) with \(preview.entries.count.counted("passkey"))\n")
         let dates = ISO8601DateFormatter()
         for entry in preview.entries {
             var line = "  \(entry.relyingPartyID.terminalSafe)  \((entry.userName ?? "no name").siteChosen)"
@@ -79,7 +80,7 @@ public struct TerminalInterface: ProviderUserInterface {
             for note in entry.notes { terminal.write("      note: \(note.terminalSafe)\n") }
         }
         for (type, count) in preview.skippedTypes.sorted(by: { $0.key < $1.key }) {
-            terminal.write("  skipped \(count) credential\(count == 1 ? "" : "s") of type \(type.siteChosen)\n")
+            terminal.write("  skipped \(count.counted("credential")) of type \(type.siteChosen)\n")
         }
     }
 
@@ -170,7 +171,7 @@ public struct TerminalInterface: ProviderUserInterface {
             "remembered the phone \"\(name.terminalSafe)\" (\(file)): "
                 + "`passkey client get --linked \"\(name.terminalSafe)\"` reaches it without a QR code"
         case .linksSealed(let count, let from, let to):
-            "moved \(count) linked phone\(count == 1 ? "" : "s") from \(from) into \(to), sealed under the store key; "
+            "moved \(count.counted("linked phone")) from \(from) into \(to), sealed under the store key; "
                 + "removed \(from)"
         case .linkNotSaved(let reason):
             "the phone's link could not be saved: \(reason)"
@@ -207,9 +208,10 @@ public struct TerminalInterface: ProviderUserInterface {
         case .getAssertion(let rp, let accounts, _):
             let labels = accounts.map(\.label.siteChosen)
             if accounts.count == 1 { return "\(rp.terminalSafe): sign in as \(labels[0])?" }
-            return "\(rp.terminalSafe): sign in (\(accounts.count) accounts: \(labels.joined(separator: ", ")))?"
+            return
+                "\(rp.terminalSafe): sign in (\(accounts.count.counted("account")): \(labels.joined(separator: ", ")))?"
         case .reset(let count):
-            return "Reset the authenticator and DELETE ALL \(count) passkey\(count == 1 ? "" : "s")?"
+            return "Reset the authenticator and DELETE ALL \(count.counted("passkey"))?"
         case .selection:
             return "Use this authenticator?"
         case .setPIN:
@@ -235,8 +237,13 @@ public struct TerminalInterface: ProviderUserInterface {
         case .appDeletesPassword(let app, let user, let service):
             return "\(app.siteChosen) wants to delete your saved password for \(user.siteChosen) at "
                 + "\(service.terminalSafe)."
+        case .deletePasskey(let relyingPartyID?, let account):
+            return
+                "Delete the passkey for \(account.siteChosen) at \(relyingPartyID.terminalSafe)? It cannot be undone."
+        case .deletePasskey(nil, let account):
+            return "Delete the damaged passkey \(account.terminalSafe)? It cannot be undone."
         case .importPasskeys(let count, let store):
-            return "Add \(count) passkey\(count == 1 ? "" : "s") to \(store)?"
+            return "Add \(count.counted("passkey")) to \(store)?"
         case .sharePasskey(let relyingPartyID, let user):
             return "\(relyingPartyID.terminalSafe): share the passkey for \(user.siteChosen) with the person nearby?"
         case .addSharedPasskey(let store):

@@ -20,7 +20,8 @@ struct PasskeyRelay: AsyncParsableCommand {
             standard error and serves GET /metrics and GET /healthz. SIGTERM drains: /healthz and /cable/new answer \
             503 while /cable/connect and the open tunnels go on, and the relay exits 0 once the last tunnel has \
             ended (at the latest after --tunnel-lifetime). A second SIGTERM, or SIGINT, stops at once.
-            """
+            """,
+        version: PackageVersion.text
     )
 
     @Option(help: "Address and port to listen on; port 0 picks a free port.") var listen = "127.0.0.1:8080"

@@ -1,4 +1,5 @@
 import ArgumentParser
+import Basics
 
 @main
 struct Passkey: AsyncParsableCommand {
@@ -19,7 +20,7 @@ struct Passkey: AsyncParsableCommand {
             cross-device sign-in on this machine, `inspect` decodes QR codes and adverts and checks origins, and \
             `domains` answers for associated domains and universal links.
             """,
-        version: "0.1.0",
+        version: PackageVersion.text,
         subcommands: [
             Init.self, Serve.self, Scan.self, Listen.self, Linked.self, Client.self, RP.self, List.self, Delete.self,
             Password.self,

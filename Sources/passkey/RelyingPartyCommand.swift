@@ -111,7 +111,7 @@ extension Passkey.RP {
             let origins = try checkedOrigins(port: server.port).sorted()
             Terminal.shared.write(
                 "passkey: relying party \(rpID) for \(origins.joined(separator: ", ")); "
-                    + "\(state.accounts(for: rpID).count) account(s) in \(stateURL.path)\n"
+                    + "\(state.accounts(for: rpID).count.counted("account")) in \(stateURL.path)\n"
                     + "passkey: open \(origins[0]) in a browser\n")
             for await _ in signals { break }
             await server.shutdown()

@@ -70,12 +70,16 @@ def test_list_delete_and_info(populated_store):
     assert "No passkeys for other.example." in run("list", "--store", path, "--rp", "other.example").stdout
 
     alice_id = next(entry["credentialId"] for entry in listed if entry["userName"] == "alice")
-    deleted = run("delete", "--store", path, "--", alice_id)
+    # Without a terminal to ask and without --yes, nothing is deleted.
+    unasked = run("delete", "--store", path, "--", alice_id)
+    assert unasked.returncode == 1 and "this needs your confirmation" in unasked.stderr, unasked.stderr
+    deleted = run("delete", "--store", path, "--yes", "--", alice_id)
     assert deleted.returncode == 0, deleted.stderr
     assert "Deleted the passkey for example.com (alice)." in deleted.stdout
+    assert 'auto-approved: Delete the passkey for "alice" at example.com?' in deleted.stderr, deleted.stderr
     assert [entry["userName"] for entry in json.loads(run("list", "--store", path, "--json").stdout)] == ["bob"]
 
-    again = run("delete", "--store", path, "--", alice_id)
+    again = run("delete", "--store", path, "--yes", "--", alice_id)
     assert again.returncode != 0 and "no passkey with credential ID" in again.stderr
     garbage = run("delete", "--store", path, "not*an*id")
     assert garbage.returncode != 0 and "is not a base64url or hex credential ID" in garbage.stderr
@@ -238,10 +242,10 @@ def test_one_damaged_passkey_is_listed_skipped_and_deletable(populated_store):
     server = Server(path)  # serves the intact passkey
     stderr = server.stop()
     assert "fails its integrity check" in stderr and "skipped" in stderr
-    assert "serving 1 passkey(s)" in stderr
+    assert "serving 1 passkey from" in stderr
 
     # "--": a base64url ID may begin with "-", and "-h…" would be read as --help (1 ID in 4,096).
-    deleted = run("delete", "--store", path, "--", damaged[0]["credentialId"])
+    deleted = run("delete", "--store", path, "--yes", "--", damaged[0]["credentialId"])
     assert deleted.returncode == 0, deleted.stderr
     assert "Deleted the damaged passkey" in deleted.stdout
     assert not any(entry["damaged"] for entry in json.loads(run("list", "--verify", "--store", path, "--json").stdout))

@@ -72,6 +72,16 @@ def test_init_creates_a_store_once_and_never_replaces_it(store_dir):
     assert again.stderr.startswith(f"passkey: a passkey store already exists at {path}; not replacing it\n")
     assert "Usage" not in again.stderr
 
+    # A weak passphrase is refused in one line with the rule; the flag for tests waives it (StoreAccessTests).
+    weak_path = os.path.join(store_dir, "weak", "passkeys.sqlite")
+    weak = run("init", "--store", weak_path, passphrase="abc")
+    assert weak.returncode == 1 and not os.path.exists(weak_path)
+    assert weak.stderr.startswith(
+        "passkey: a new store's passphrase needs at least 12 characters (this one has 3); nothing was created\n")
+    assert "abc" not in weak.stdout + weak.stderr
+    waived = run("init", "--store", weak_path, "--allow-weak-passphrase", passphrase="abc")
+    assert waived.returncode == 0, waived.stderr
+
 
 def test_runtime_errors_print_the_error_and_a_hint_without_the_usage():
     result = run("info", "--store", "/nonexistent/x.sqlite")

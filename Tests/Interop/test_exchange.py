@@ -257,7 +257,7 @@ def test_an_export_pyhpke_seals_imports_counts_other_types_and_signs_in(director
     imported = do_import(store, path, "--key", private)
     assert imported.returncode == 0, imported.stderr
     assert 'skipped 1 credential of type "note"' in imported.stderr
-    assert "Imported 1 passkey; skipped 1 credentials of other types." in imported.stdout
+    assert "Imported 1 passkey; skipped 1 credential of other types." in imported.stdout
     assert "created 2023-11-14" in imported.stderr
     assert sign_in(store, rp).new_sign_count == 0
 
@@ -311,7 +311,7 @@ def test_a_keepassxc_passkey_file_imports_and_signs_in(directory):
         "userHandle": b64url(b"kp-frank"), "privateKey": pem})
     imported = do_import(store, path)
     assert imported.returncode == 0, imported.stderr
-    assert 'KeePassXC passkey file with 1 passkeys' in imported.stderr and '"frank"' in imported.stderr
+    assert 'KeePassXC passkey file with 1 passkey' in imported.stderr and '"frank"' in imported.stderr
     assert "delete it now" in imported.stderr
     verified = sign_in(store, rp)
     assert verified.credential_id == credential_id

@@ -170,18 +170,19 @@ struct PasskeyCatalogTests {
                 try Self.credential(id: [0xAB, 0xCD], user: "bob"),
             ])
         let catalog = Self.catalog(directory, environment: ["PASSKEY_PASSPHRASE": "pw"], person: ScriptedPerson())
+        let yes = ApprovalMode(yes: true, environment: [:])
         let twice = await #expect(throws: ProviderError.self) {
-            _ = try await catalog.delete(candidates: [[0x69, 0xB7, 0x1D], [0xAB, 0xCD]], text: "abcd")
+            _ = try await catalog.delete(candidates: [[0x69, 0xB7, 0x1D], [0xAB, 0xCD]], text: "abcd", mode: yes)
         }
         #expect(twice?.message == "'abcd' names two passkeys, read as base64url and as hex")
         #expect(twice?.hint == "Prefix it with b64: or hex: to say which.")
         let none = await #expect(throws: ProviderError.self) {
-            _ = try await catalog.delete(candidates: [[9, 9]], text: "hex:0909")
+            _ = try await catalog.delete(candidates: [[9, 9]], text: "hex:0909", mode: yes)
         }
         #expect(none?.message == "no passkey with credential ID hex:0909")
         #expect(try await catalog.verifiedEntries(relyingParty: nil).count == 2)
 
-        let deleted = try await catalog.delete(candidates: [[0xAB, 0xCD]], text: "hex:abcd")
+        let deleted = try await catalog.delete(candidates: [[0xAB, 0xCD]], text: "hex:abcd", mode: yes)
         guard case .intact(let credential) = deleted else {
             Issue.record("deleted \(deleted)")
             return
@@ -189,5 +190,40 @@ struct PasskeyCatalogTests {
         #expect(credential.userName == "bob")
         #expect(try await catalog.verifiedEntries(relyingParty: "example.com").count == 1)
         #expect(try await catalog.verifiedEntries(relyingParty: "other.example").isEmpty)
+    }
+
+    /// Issue 24: `delete` did not confirm. It now shows which passkey it is and asks; a no, or nobody to ask without
+    /// `--yes`, deletes nothing.
+    @Test func deletingShowsThePasskeyAndAsksFirst() async throws {
+        let directory = try TemporaryDirectory()
+        try Self.populate(directory, [try Self.credential(id: [0xAB, 0xCD], user: "bob")])
+        let environment = ["PASSKEY_PASSPHRASE": "pw"]
+        let ask = ApprovalMode(yes: false, environment: [:])
+        let question = ProviderQuestion.deletePasskey(relyingPartyID: "example.com", account: "bob")
+
+        let declining = ScriptedPerson([.no])
+        let declined = await #expect(throws: ProviderError.self) {
+            _ = try await Self.catalog(directory, environment: environment, person: declining).delete(
+                candidates: [[0xAB, 0xCD]], text: "hex:abcd", mode: ask)
+        }
+        #expect(declined?.message == "not deleted; nothing changed")
+        #expect(declined?.exitStatus != 0)
+        #expect(declining.prompts == [.confirm(question)])
+
+        let nobody = ScriptedPerson()
+        let unasked = await #expect(throws: ProviderError.self) {
+            _ = try await Self.catalog(directory, environment: environment, person: nobody, canAsk: false).delete(
+                candidates: [[0xAB, 0xCD]], text: "hex:abcd", mode: ask)
+        }
+        #expect(unasked?.message == "this needs your confirmation")
+        #expect(nobody.prompts.isEmpty)
+        let catalog = Self.catalog(directory, environment: environment, person: ScriptedPerson())
+        #expect(try await catalog.verifiedEntries(relyingParty: nil).count == 1)
+
+        let agreeing = ScriptedPerson([.yes])
+        _ = try await Self.catalog(directory, environment: environment, person: agreeing).delete(
+            candidates: [[0xAB, 0xCD]], text: "hex:abcd", mode: ask)
+        #expect(agreeing.prompts == [.confirm(question)])
+        #expect(try await catalog.verifiedEntries(relyingParty: nil).isEmpty)
     }
 }

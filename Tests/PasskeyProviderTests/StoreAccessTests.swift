@@ -31,7 +31,7 @@ struct StoreAccessTests {
     @Test func aNewStoreAsksTwiceAndIsCreatedOnlyWhenBothMatch() async throws {
         let directory = try TemporaryDirectory()
         let path = directory.url("passkeys.sqlite").path
-        let mismatched = ScriptedPerson([.type("one"), .type("two")])
+        let mismatched = ScriptedPerson([.type("one passphrase"), .type("two passphrase")])
         let error = await #expect(throws: ProviderError.self) {
             _ = try await Self.access(directory, mismatched).open(create: true)
         }
@@ -57,10 +57,39 @@ struct StoreAccessTests {
         #expect(again.prompts == [.secret(.storePassphrase(path: path))])
     }
 
+    /// Issue 24: `init` took the passphrase `abc`. A new store's passphrase needs 12 characters and 4 different
+    /// ones, typed or from PASSKEY_PASSPHRASE; nothing is made otherwise, unless the rule is waived (tests).
+    @Test(arguments: [
+        ("abc", "needs at least 12 characters (this one has 3)"), ("elevenchars", "(this one has 11)"),
+        ("abababababababab", "needs at least 4 different characters"),
+        ("pässwörd", "(this one has 8)"),
+    ])
+    func aNewStoresPassphraseFollowsTheRule(passphrase: String, problem: String) async throws {
+        let directory = try TemporaryDirectory()
+        let typed = ScriptedPerson([.type(passphrase), .type(passphrase)])
+        let refused = await #expect(throws: ProviderError.self) {
+            _ = try await Self.access(directory, typed).create()
+        }
+        #expect(refused?.message.contains(problem) == true, "\(refused?.message ?? "")")
+        #expect(refused?.message.hasSuffix("; nothing was created") == true)
+        #expect(typed.prompts.count == 1, "refused before it is asked again")
+        let environment = ["PASSKEY_PASSPHRASE": passphrase]
+        await #expect(throws: ProviderError.self) {
+            _ = try await Self.access(directory, ScriptedPerson(), environment: environment).open(create: true)
+        }
+        #expect(directory.listing().isEmpty)
+        // Waived, for tests: a flag (init --allow-weak-passphrase) or PASSKEY_ALLOW_WEAK_PASSPHRASE=1.
+        try await StoreAccess(
+            files: PasskeyFiles(store: directory.url("passkeys.sqlite")), interface: ScriptedPerson(),
+            environment: environment.merging(["PASSKEY_ALLOW_WEAK_PASSPHRASE": "1"]) { $1 }, canAsk: false
+        ).create().close()
+        #expect(NewPassphraseRule.problem("four unrelated words") == nil)
+    }
+
     @Test func theEnvironmentsPassphraseIsUsedWithoutAsking() async throws {
         let directory = try TemporaryDirectory()
         let person = ScriptedPerson()
-        let environment = ["PASSKEY_PASSPHRASE": "from env"]
+        let environment = ["PASSKEY_PASSPHRASE": "from the environment"]
         try await Self.access(directory, person, environment: environment).open(create: true).close()
         try await Self.access(directory, person, environment: environment, canAsk: false).open(create: false).close()
         #expect(person.prompts.isEmpty)
@@ -95,7 +124,7 @@ struct StoreAccessTests {
 
     @Test func initRefusesToReplaceAStoreOrALinkInItsPlace() async throws {
         let directory = try TemporaryDirectory()
-        let environment = ["PASSKEY_PASSPHRASE": "pw"]
+        let environment = ["PASSKEY_PASSPHRASE": "a test passphrase"]
         try await Self.access(directory, ScriptedPerson(), environment: environment).create().close()
         let error = await #expect(throws: ProviderError.self) {
             _ = try await Self.access(directory, ScriptedPerson(), environment: environment).create()
@@ -117,7 +146,7 @@ struct StoreAccessTests {
     @Test func initLeavesAStoreAsItWasAndMakesNothingWithoutAPassphrase() async throws {
         let directory = try TemporaryDirectory()
         let path = directory.url("passkeys.sqlite").path
-        let first = ["PASSKEY_PASSPHRASE": "pw"]
+        let first = ["PASSKEY_PASSPHRASE": "a test passphrase"]
         try await Self.access(directory, ScriptedPerson(), environment: first).create().close()
         let before = Array(FileManager.default.contents(atPath: path) ?? Data())
         #expect(!before.isEmpty)
@@ -147,7 +176,7 @@ struct StoreAccessTests {
     /// first lets go the store serves again.
     @Test func theServingLockNamesItsHolderLeavesListingFreeAndGoesWithIt() async throws {
         let directory = try TemporaryDirectory()
-        let environment = ["PASSKEY_PASSPHRASE": "pw"]
+        let environment = ["PASSKEY_PASSPHRASE": "a test passphrase"]
         let person = ScriptedPerson()
         var first: (StoreLock, SQLiteCredentialStore)? = try await Self.access(
             directory, person, environment: environment

@@ -1,3 +1,4 @@
+import Basics
 import Foundation
 import NIOSSL
 import RelayIO
@@ -202,6 +203,14 @@ struct RelayTLSAndExecutableTests {
         let run = try await ChildProcess.run(path, ["--instance", "1", "--print-routing-id"])
         #expect(run.termination.exitStatus == 0)
         #expect(run.stdout == "000001 AAAB\n")
+    }
+
+    /// Issue 24: `passkey-relay --version` exited 64 (no version was declared).
+    @Test func printsItsVersion() async throws {
+        let path = try #require(Self.executable)
+        let run = try await ChildProcess.run(path, ["--version"])
+        #expect(run.termination.exitStatus == 0)
+        #expect(run.stdout == PackageVersion.text + "\n")
     }
 
     @Test(arguments: [

@@ -26,6 +26,9 @@ public enum ProviderQuestion: Hashable, Sendable {
     case deletePassword(user: String, service: String)
     /// `app` wants to delete the saved password for `user` at `service`.
     case appDeletesPassword(app: String, user: String, service: String)
+    /// Delete the passkey for `account` at `relyingPartyID` (nil: a damaged row, `account` its credential ID)? It
+    /// cannot be undone.
+    case deletePasskey(relyingPartyID: String?, account: String)
     /// Add `count` imported passkeys to the store at `store`?
     case importPasskeys(count: Int, store: String)
     /// Share the passkey for `user` at `relyingPartyID` with the person nearby? (User verification follows.)

@@ -1,3 +1,4 @@
+import Basics
 import CTAP2
 import Foundation
 import PasskeyStoreIO
@@ -50,14 +51,31 @@ public struct PasskeyCatalog: Sendable {
     }
 
     /// Deletes the one passkey whose credential ID is one of `candidates` (the text read as base64url and as hex),
-    /// damaged or not: the row alone decides. `text` is the ID as the person gave it, for messages. Returns what was
-    /// deleted.
-    public func delete(candidates: [[UInt8]], text: String) async throws(ProviderError) -> CredentialEntry {
+    /// damaged or not: the row alone decides. `text` is the ID as the person gave it, for messages. The person is
+    /// shown which passkey it is and asked first (issue 24: `delete` did not confirm); `mode` may answer for them
+    /// (`--yes`), and with nobody to ask and no `--yes` nothing is deleted. Returns what was deleted.
+    public func delete(
+        candidates: [[UInt8]], text: String, mode: ApprovalMode
+    ) async throws(ProviderError) -> CredentialEntry {
         let store = try await access.open(create: false)
         defer { store.close() }
         do {
             let (id, entry) = try CredentialLookup.one(candidates: candidates, text: text, notFoundHint: nil) {
                 id throws(CredentialStoreError) in try store.entry(id: id).map { (id, $0) }
+            }
+            let question: ProviderQuestion =
+                switch entry {
+                case .intact(let credential):
+                    .deletePasskey(
+                        relyingPartyID: credential.relyingPartyID,
+                        account: credential.userName ?? credential.userDisplayName ?? "an account with no name")
+                case .damaged(let damaged):
+                    .deletePasskey(relyingPartyID: nil, account: damaged.id.base64URLEncodedString)
+                }
+            switch await mode.answer(question, interface: access.interface, canAsk: access.canAsk) {
+            case .unattended, .yes: break
+            case .no: throw ProviderError("not deleted; nothing changed")
+            case nil: throw PasswordVault.needsConfirmation
             }
             guard try store.deleteCredential(id: id) else {
                 throw ProviderError("no passkey with credential ID \(text)")

@@ -19,14 +19,19 @@ public struct StoreAccess: Sendable {
     /// Whether the interface can ask at all (a terminal is attached); without one, a missing passphrase fails at once
     /// with a hint instead of a prompt nobody sees.
     public let canAsk: Bool
+    /// Whether a new store may take a passphrase that breaks ``NewPassphraseRule`` (`init --allow-weak-passphrase`,
+    /// or `PASSKEY_ALLOW_WEAK_PASSPHRASE=1`: for tests).
+    public let allowsWeakPassphrase: Bool
 
     public init(
-        files: PasskeyFiles, interface: any ProviderUserInterface, environment: [String: String], canAsk: Bool
+        files: PasskeyFiles, interface: any ProviderUserInterface, environment: [String: String], canAsk: Bool,
+        allowsWeakPassphrase: Bool = false
     ) {
         self.files = files
         self.interface = interface
         self.environment = environment
         self.canAsk = canAsk
+        self.allowsWeakPassphrase = allowsWeakPassphrase || environment["PASSKEY_ALLOW_WEAK_PASSPHRASE"] == "1"
     }
 
     public var url: URL { files.store }
@@ -99,6 +104,7 @@ public struct StoreAccess: Sendable {
     private func passphrase(forNewStore isNew: Bool) async throws(ProviderError) -> String {
         if let fromEnvironment = environment["PASSKEY_PASSPHRASE"] {
             guard !fromEnvironment.isEmpty else { throw ProviderError("PASSKEY_PASSPHRASE is set but empty") }
+            if isNew { try checkNew(fromEnvironment) }
             return fromEnvironment
         }
         guard canAsk else {
@@ -112,11 +118,40 @@ public struct StoreAccess: Sendable {
             throw ProviderError("no passphrase given")
         }
         guard isNew else { return passphrase }
+        try checkNew(passphrase)
         guard case .given(let again) = await interface.secret(.newStorePassphrase(path: url.path, confirming: true)),
             constantTimeEqual(Array(again.utf8), Array(passphrase.utf8))
         else {
             throw ProviderError("the passphrases do not match; nothing was created")
         }
         return passphrase
+    }
+
+    /// Refuses a new store's passphrase that breaks ``NewPassphraseRule``, unless ``allowsWeakPassphrase``.
+    private func checkNew(_ passphrase: String) throws(ProviderError) {
+        guard !allowsWeakPassphrase, let problem = NewPassphraseRule.problem(passphrase) else { return }
+        throw ProviderError(
+            problem + "; nothing was created",
+            hint: "Use a few words, e.g. four unrelated ones; the store's key is only as strong as its passphrase.")
+    }
+}
+
+/// What a new store's passphrase must be: at least ``minimumLength`` characters, and not one or two characters
+/// repeated (issue 24: `init` took `abc`). The store's key is derived from it with scrypt, so an offline guesser of
+/// a copied store pays for each guess, but a short passphrase still falls to a dictionary.
+public enum NewPassphraseRule {
+    public static let minimumLength = 12
+    public static let minimumDistinctCharacters = 4
+
+    /// Why `passphrase` may not protect a new store, for a person; nil when it may.
+    public static func problem(_ passphrase: String) -> String? {
+        let count = passphrase.count
+        if count < minimumLength {
+            return "a new store's passphrase needs at least \(minimumLength) characters (this one has \(count))"
+        }
+        if Set(passphrase).count < minimumDistinctCharacters {
+            return "a new store's passphrase needs at least \(minimumDistinctCharacters) different characters"
+        }
+        return nil
     }
 }

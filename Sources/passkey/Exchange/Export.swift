@@ -1,3 +1,4 @@
+import Basics
 import ArgumentParser
 import Foundation
 import PasskeyProvider
@@ -12,7 +13,8 @@ extension Passkey {
                 sealed with HPKE to the importing side's public key (a CXP ExportResponse; make the key pair there \
                 with `passkey import-key new`); with --passphrase, as a passphrase archive (scrypt and \
                 AES-256-GCM) for backups, the passphrase from $PASSKEY_EXPORT_PASSPHRASE or asked twice. Passkeys \
-                that are not backup eligible (BE = 0) are left out and counted. The file is written with mode \
+                that are not backup eligible (BE = 0) are left out and counted, and so are saved passwords, which \
+                an export does not carry yet. The file is written with mode \
                 0600 and never replaces an existing one. See Docs/Exchange.md.
                 """)
 
@@ -48,13 +50,16 @@ extension Passkey {
                 credentialIDs: ids, output: output)
             if let bytes = exported.bytes { FileHandle.standardOutput.write(Data(bytes + [0x0A])) }
             let count = exported.count
-            var line = "passkey: exported \(count) passkey\(count == 1 ? "" : "s") "
+            var line = "passkey: exported \(count.counted("passkey")) "
             switch exported.sealedWith {
             case .importerKey(let fingerprint): line += "sealed to the importer key \(fingerprint)"
             case .archive(let kdf, let mebibytes): line += "in a passphrase archive (\(kdf), \(mebibytes) MiB)"
             }
             if let output { line += " to \(output)" }
             if exported.singleDevice > 0 { line += "; left out \(exported.singleDevice) single-device (BE = 0)" }
+            if exported.passwordsLeftOut > 0 {
+                line += "; \(exported.passwordsLeftOut.counted("saved password")) not exported (passkeys only)"
+            }
             Terminal.shared.write(line + "\n")
         }
     }

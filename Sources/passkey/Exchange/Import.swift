@@ -1,3 +1,4 @@
+import Basics
 import ArgumentParser
 import Foundation
 import PasskeyProvider
@@ -24,11 +25,13 @@ extension Passkey {
 
         func run() async throws {
             let imported = try await ExchangeService(access: store.access()).import(file: file, key: key, yes: yes)
-            var summary = "Imported \(imported.added) passkey\(imported.added == 1 ? "" : "s")"
+            var summary = "Imported \(imported.added.counted("passkey"))"
             if imported.skippedDuplicates > 0 {
                 summary += "; skipped \(imported.skippedDuplicates) already in the store"
             }
-            if imported.otherTypes > 0 { summary += "; skipped \(imported.otherTypes) credentials of other types" }
+            if imported.otherTypes > 0 {
+                summary += "; skipped \(imported.otherTypes.counted("credential")) of other types"
+            }
             printLine(summary + ".")
             if imported.wasClearText {
                 Terminal.shared.write(

@@ -117,7 +117,7 @@ extension Passkey {
                 }
                 let removed = revoked.removedLinks
                 let relay = revoked.relay
-                printLine("revoked \(removed) link\(removed == 1 ? "" : "s") through \(relay)")
+                printLine("revoked \(removed.counted("link")) through \(relay)")
             }
         }
     }

@@ -105,7 +105,7 @@ extension Passkey {
                     "CTAP \(CTAPRequestSummary(message: request)) -> \(Self.statusName(response.first ?? 0x7F))")
                 return response
             }
-            Terminal.shared.write("passkey: serving \(key.passkeyCount) passkey(s) from \(store.url.path)\n")
+            Terminal.shared.write("passkey: serving \(key.passkeyCount.counted("passkey")) from \(store.url.path)\n")
             let server: any ServingTransport
             if let uhidFile {
                 let device = try await CTAPHIDUHIDServer.start(

@@ -15,13 +15,17 @@ extension Passkey {
                 Asks for the new store's passphrase twice, without echo; scripts can set PASSKEY_PASSPHRASE \
                 instead. The store is made at --store, else $PASSKEY_STORE, else \
                 $XDG_DATA_HOME/passkey/passkeys.sqlite. An existing store is never replaced: init then fails and \
-                leaves it as it is.
+                leaves it as it is. The passphrase needs at least 12 characters, not one or two repeated: a few \
+                unrelated words do.
                 """)
 
         @OptionGroup var store: StoreOptions
+        @Flag(
+            help: "Accept a passphrase shorter than the rule asks (tests only). Also $PASSKEY_ALLOW_WEAK_PASSPHRASE=1.")
+        var allowWeakPassphrase = false
 
         func run() async throws {
-            let created = try await store.create()
+            let created = try await store.create(allowingWeakPassphrase: allowWeakPassphrase)
             defer { created.close() }
             printLine("Created an empty passkey store at \(created.url.path).")
             printLine("Passkeys made with `passkey serve` or `passkey scan` are kept there; `passkey list` lists them.")
@@ -29,9 +33,12 @@ extension Passkey {
     }
 
     struct Delete: AsyncParsableCommand {
-        static let configuration = CommandConfiguration(abstract: "Delete one passkey by its credential ID.")
+        static let configuration = CommandConfiguration(
+            abstract: "Delete one passkey by its credential ID.",
+            discussion: "Shows which passkey it is and asks first; --yes does not ask.")
 
         @OptionGroup var store: StoreOptions
+        @OptionGroup var approval: ApprovalOptions
         @Argument(
             help: """
                 The credential ID, in base64url (as `passkey list` shows it) or hex; prefix it with b64: or hex: \
@@ -47,7 +54,7 @@ extension Passkey {
 
         func run() async throws {
             let entry = try await PasskeyCatalog(access: store.access()).delete(
-                candidates: CredentialIDText(credentialID)?.candidates ?? [], text: credentialID)
+                candidates: CredentialIDText(credentialID)?.candidates ?? [], text: credentialID, mode: approval.mode)
             switch entry {
             case .intact(let credential):
                 printLine("Deleted the passkey for \(credential.relyingPartyID) (\(AccountSummary.label(credential))).")

@@ -24,10 +24,12 @@ struct StoreOptions: ParsableArguments {
     var files: PasskeyFiles { PasskeyFiles(store: url) }
 
     /// How the provider opens this store, asking the person at the terminal (`StoreAccess`).
-    func access(_ interface: TerminalInterface = TerminalInterface()) -> StoreAccess {
+    func access(_ interface: TerminalInterface = TerminalInterface(), allowsWeakPassphrase: Bool = false)
+        -> StoreAccess
+    {
         StoreAccess(
             files: files, interface: interface, environment: ProcessInfo.processInfo.environment,
-            canAsk: interface.canAsk)
+            canAsk: interface.canAsk, allowsWeakPassphrase: allowsWeakPassphrase)
     }
 
     /// Opens the store, creating it when `create` allows and it does not exist yet (`StoreAccess.open`).
@@ -36,8 +38,8 @@ struct StoreOptions: ParsableArguments {
     }
 
     /// Creates a new store for `passkey init` (`StoreAccess.create`).
-    func create() async throws -> SQLiteCredentialStore {
-        try await access().create()
+    func create(allowingWeakPassphrase: Bool = false) async throws -> SQLiteCredentialStore {
+        try await access(allowsWeakPassphrase: allowingWeakPassphrase).create()
     }
 
     /// The failure of a command that needs an existing store.
