@@ -156,13 +156,34 @@ public struct ApprovalTable: Hashable, Sendable {
         return components.port.map { $0 == 443 ? host : "\(host):\($0)" } ?? host
     }
 
+    /// How long an approval stands through checks that could not reach the site (pending: no answer, a 5xx): a week
+    /// after the check that approved it. A site down for an afternoon, or a laptop offline, must not undo an
+    /// approval (issue 24: a closed port or an untrusted certificate replaced `approved` with `pending`); Apple's
+    /// daemon too keeps the last good answer until it is due again. A denial always replaces it.
+    public static let approvalStandsThroughPendingChecks: TimeInterval = 7 * 86_400
+
+    /// What ``record(_:entitlement:app:at:)`` did with a verdict.
+    public enum RecordOutcome: Hashable, Sendable {
+        /// The verdict is the entry now.
+        case recorded
+        /// The check was pending and the approval of the check at this date stands; nothing changed.
+        case approvalStands(since: Date)
+    }
+
     /// Records a check's verdict. A file is kept for the domain; a denial without a file removes the one kept (the
-    /// site no longer serves one), while a pending check keeps it (the platform goes on using what it had). Past
+    /// site no longer serves one), while a pending check keeps it (the platform goes on using what it had). A
+    /// pending check leaves an approval younger than ``approvalStandsThroughPendingChecks`` as it is. Past
     /// ``maximumFiles`` domains, the file of the domain checked longest ago is let go. A new entitlement and app
     /// when the table holds ``maximumEntries`` is refused, and nothing changes.
+    @discardableResult
     public mutating func record(
         _ verdict: CheckVerdict, entitlement: Entitlement, app: AppID, at time: Date
-    ) throws(ApprovalTableError) {
+    ) throws(ApprovalTableError) -> RecordOutcome {
+        if verdict.state == .pending, let standing = self.entry(entitlement, app: app), standing.state == .approved,
+            time.timeIntervalSince(standing.checked) < Self.approvalStandsThroughPendingChecks
+        {
+            return .approvalStands(since: standing.checked)
+        }
         let entry = Entry(entitlement: entitlement, app: app, verdict: verdict, checked: time)
         let known = entries.contains { $0.entitlement == entry.entitlement && $0.app == entry.app }
         guard known || entries.count < Self.maximumEntries else {
@@ -182,6 +203,7 @@ public struct ApprovalTable: Hashable, Sendable {
         while files.count > Self.maximumFiles, let stalest = stalestFileDomain(keeping: entitlement.domain) {
             files[stalest] = nil
         }
+        return .recorded
     }
 
     /// The domain with a file whose latest check is the oldest (by domain name among equals), other than `kept`.

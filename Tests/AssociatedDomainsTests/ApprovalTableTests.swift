@@ -66,6 +66,28 @@ struct ApprovalTableTests {
         #expect(table.lastFile(domain: "example.com") == Self.file)
     }
 
+    /// Issue 24: `domains check` against a closed port or an untrusted certificate replaced an `approved` row with
+    /// `pending`. A pending check now leaves an approval younger than a week as it is; a denial replaces it, and so
+    /// does a pending check once the approval is a week old.
+    @Test func anApprovalStandsThroughPendingChecksForAWeek() throws {
+        var table = ApprovalTable()
+        let web = try Entitlement("webcredentials:example.com")
+        try table.record(Self.verdict(.approved, file: Self.file), entitlement: web, app: Self.app, at: Self.time)
+        let before = table
+        let nearlyAWeek = Self.time.addingTimeInterval(ApprovalTable.approvalStandsThroughPendingChecks - 1)
+        #expect(
+            try table.record(Self.verdict(.pending), entitlement: web, app: Self.app, at: nearlyAWeek)
+                == .approvalStands(since: Self.time))
+        #expect(table == before)
+        let aWeek = Self.time.addingTimeInterval(ApprovalTable.approvalStandsThroughPendingChecks)
+        #expect(try table.record(Self.verdict(.pending), entitlement: web, app: Self.app, at: aWeek) == .recorded)
+        #expect(table.entry(web, app: Self.app)?.state == .pending)
+        // A denial is an answer from the site: it replaces an approval at once.
+        var denied = before
+        #expect(try denied.record(Self.verdict(.denied), entitlement: web, app: Self.app, at: Self.time) == .recorded)
+        #expect(denied.entry(web, app: Self.app)?.state == .denied)
+    }
+
     @Test func forgettingAnAppRemovesItsEntriesAndFilesNoOneNeeds() throws {
         var table = ApprovalTable()
         let first = try Entitlement("webcredentials:example.com")

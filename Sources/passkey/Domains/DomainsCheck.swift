@@ -55,10 +55,15 @@ extension Passkey.Domains {
                 DomainCheck(
                     host: entitlement.host, port: entitlement.effectivePort, app: appID, service: service,
                     policy: policy))
-            try ApprovalTableFile(url: store.files.domainApprovals).update {
+            let outcome = try ApprovalTableFile(url: store.files.domainApprovals).update {
                 try $0.record(verdict, entitlement: entitlement, app: appID, at: Date())
             }
             Self.show(verdict, entitlement: entitlement, app: appID, json: json)
+            if case .approvalStands(let since) = outcome, !json {
+                printLine(
+                    "The approval from \(since.formatted(.iso8601)) stands: a check that cannot reach the site does not "
+                        + "undo it for a week.")
+            }
             switch verdict.state {
             case .approved: return
             case .denied: throw ExitCode(1)
