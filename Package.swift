@@ -194,7 +194,9 @@ let package = Package(
         // The client's I/O: the system's public suffix list file, and the related origins fetch over HTTPS.
         .target(
             name: "WebAuthnClientIO",
-            dependencies: ["Basics", "WebAuthnClient", "PublicSuffix", asyncHTTPClient, nioCore, nioHTTP1, nioSSL],
+            dependencies: [
+                "Basics", "WebAuthnClient", "PublicSuffix", asyncHTTPClient, nioCore, nioHTTP1, nioPosix, nioSSL,
+            ],
             swiftSettings: strictSettings
         ),
 
@@ -307,7 +309,8 @@ let package = Package(
             dependencies: [
                 "CBOR", "CTAP2", "CTAPHID", "UHID", "Hybrid", "QRImageIO", "RelayIO", "Relay", "PasskeyStoreIO",
                 "PublicSuffix", "JSON", "WebAuthnClient", "CredentialExchange", "NearbyShare", "AssociatedDomains",
-                "SignedFilesIO", "PasswordRules", "PasskeyFilesIO", "RelyingParty", "WebRelyingParty", "WebAuthn", crypto,
+                "SignedFilesIO", "PasswordRules", "PasskeyFilesIO", "RelyingParty", "WebRelyingParty", "WebAuthn",
+                crypto,
                 nioCore, nioEmbedded,
                 logging,
             ],

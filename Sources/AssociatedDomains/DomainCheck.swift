@@ -66,7 +66,8 @@ public struct RetryPolicy: Hashable, Sendable {
 ///    `GET https://DOMAIN[:PORT]/apple-app-site-association` (the older place), whose answer decides.
 /// 2. 200 with a file that names the app for the service: approved. 200 with an HTML page, an invalid file, a bad
 ///    signature or no such app: denied. Over the size limit: denied. 3xx (never followed) or 4xx: denied.
-/// 3. 5xx or no answer at all: tried again after a growing wait, ``RetryPolicy/attempts`` times in all; then pending.
+/// 3. 5xx or no answer in time: tried again after a growing wait, ``RetryPolicy/attempts`` times in all; then pending.
+///    A refused connection, an untrusted certificate or a name that does not resolve: pending at once, with why.
 ///
 /// A body served as `application/pkcs7-mime`, or that is DER rather than JSON, is a signed file: the driver
 /// verifies it for the domain (``Action/verify(_:domain:)``) and the signed content is read as the file.
@@ -88,8 +89,12 @@ public struct DomainCheck: Sendable {
         case response(status: Int, contentType: String?, body: [UInt8])
         /// A 200 whose body was over the limit.
         case tooLarge(String)
-        /// No answer: no connection, TLS refused, timed out.
+        /// No answer that trying again soon may change: timed out, the connection dropped.
         case failed(String)
+        /// No answer, for a reason a retry within seconds will not change: the connection refused, the certificate
+        /// not trusted, the name not resolving. Pending at once, with the reason (issue 24: such a check retried
+        /// silently for 21 s).
+        case unreachable(String)
     }
 
     /// The largest file read: 128 KB, the platform's limit.
@@ -146,6 +151,10 @@ public struct DomainCheck: Sendable {
         case .failed(let reason):
             status = nil
             return retryOrPending("no answer from \(url): \(reason)")
+        case .unreachable(let reason):
+            status = nil
+            return .finish(
+                verdict(.pending, "no answer from \(url): \(reason); try again later", signer: nil, file: nil))
         case .tooLarge(let reason):
             status = 200
             return .finish(deny("the file at \(url) is over the \(Self.maximumFileSize / 1024) KB limit (\(reason))"))

@@ -53,7 +53,8 @@ public struct DomainChecker: Sendable {
         } catch {
             switch error.code {
             case .tooLarge: return .tooLarge(error.description)
-            case .fetchFailed: return .failed(error.description)
+            case .fetchFailed:
+                return error.failure.isTransient ? .failed(error.description) : .unreachable(error.description)
             }
         }
     }

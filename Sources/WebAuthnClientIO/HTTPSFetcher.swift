@@ -1,7 +1,11 @@
 import AsyncHTTPClient
+#if canImport(Glibc)
+    import Glibc
+#endif
 import Basics
 import NIOCore
 import NIOHTTP1
+import NIOPosix
 import NIOSSL
 import WebAuthnClient
 
@@ -14,12 +18,65 @@ public struct HTTPSFetchError: CodedError {
         case tooLarge
     }
 
+    /// Why a fetch failed, in a person's terms; `other` for what is not told apart.
+    public enum Failure: String, Hashable, Sendable {
+        /// The site's certificate is not trusted, or not for this name: TLS refused.
+        case certificate
+        /// Nothing listens at the address and port: the connection was refused.
+        case refused
+        /// The name does not resolve.
+        case unresolved
+        /// No whole answer within the time allowed.
+        case timedOut
+        case other
+
+        /// Whether trying again soon may change the answer: a time-out or a dropped connection may; a refused
+        /// connection, an untrusted certificate or a name that does not resolve are the site's setup.
+        public var isTransient: Bool { self == .timedOut || self == .other }
+    }
+
     public var code: Code
     public var description: String
+    /// For ``Code/fetchFailed``: which failure it was.
+    public var failure: Failure
 
-    public init(_ code: Code, _ description: String) {
+    public init(_ code: Code, _ description: String, failure: Failure = .other) {
         self.code = code
         self.description = description
+        self.failure = failure
+    }
+
+    /// The failure `error` (from AsyncHTTPClient, NIO or NIOSSL) was, said for a person: no library type names or
+    /// errno numbers (issue 24: "connection reset (error set): Connection refused) (errno: 111)").
+    static func classify(_ error: any Error, url: String) -> HTTPSFetchError {
+        switch error {
+        case let error as HTTPSFetchError:
+            return error
+        case is NIOSSLError, is BoringSSLError, is NIOSSLExtraError:
+            return HTTPSFetchError(
+                .fetchFailed, "the site's certificate for \(url) is not trusted, or not for this name",
+                failure: .certificate)
+        case let error as NIOConnectionError:
+            if error.dnsAError != nil || error.dnsAAAAError != nil, error.connectionErrors.isEmpty {
+                return HTTPSFetchError(.fetchFailed, "the name in \(url) does not resolve", failure: .unresolved)
+            }
+            if let first = error.connectionErrors.first?.error { return classify(first, url: url) }
+            return HTTPSFetchError(.fetchFailed, "could not connect to \(url)")
+        case let error as IOError where error.errnoCode == ECONNREFUSED:
+            return HTTPSFetchError(
+                .fetchFailed, "the connection to \(url) was refused: nothing listens there", failure: .refused)
+        case let error as HTTPClientError where error == .connectTimeout || error == .deadlineExceeded:
+            return HTTPSFetchError(.fetchFailed, "\(url) did not answer in time", failure: .timedOut)
+        case let error as HTTPClientError where error == .remoteConnectionClosed:
+            return HTTPSFetchError(.fetchFailed, "\(url) closed the connection before answering")
+        case let error as SocketAddressError:
+            if case .unknown = error {
+                return HTTPSFetchError(.fetchFailed, "the name in \(url) does not resolve", failure: .unresolved)
+            }
+            return HTTPSFetchError(.fetchFailed, "could not connect to \(url)")
+        default:
+            return HTTPSFetchError(.fetchFailed, "the fetch of \(url) failed (\(String(describing: type(of: error))))")
+        }
     }
 }
 
@@ -31,12 +88,14 @@ public struct HTTPSFetchError: CodedError {
 public struct HTTPSFetcher: Sendable {
     /// A PEM file of further certificate authorities to trust, besides the system's.
     public var additionalCAFile: String?
-    /// How long connecting may take, and the whole request.
+    /// How long connecting (TCP and TLS) may take, and the whole request. AsyncHTTPClient tries a failing connection
+    /// again until the connect time is up, then reports why it failed: 2 s, so that a refused connection or an
+    /// untrusted certificate is said within 2 s (issue 24); a time-out is worth a retry, and callers retry.
     public var connectTimeout: Duration
     public var timeout: Duration
 
     public init(
-        additionalCAFile: String? = nil, connectTimeout: Duration = .seconds(5), timeout: Duration = .seconds(10)
+        additionalCAFile: String? = nil, connectTimeout: Duration = .seconds(2), timeout: Duration = .seconds(10)
     ) {
         self.additionalCAFile = additionalCAFile
         self.connectTimeout = connectTimeout
@@ -65,10 +124,8 @@ public struct HTTPSFetcher: Sendable {
                 try await withDeadline { [self] in
                     try await fetch(url, accept: accept, userAgent: userAgent, limit: limit, client: client)
                 })
-        } catch let error as HTTPSFetchError {
-            result = .failure(error)
         } catch {
-            result = .failure(HTTPSFetchError(.fetchFailed, "the fetch failed: \(error)"))
+            result = .failure(HTTPSFetchError.classify(error, url: url))
         }
         try? await client.shutdown()
         return try result.get()
@@ -88,7 +145,7 @@ public struct HTTPSFetcher: Sendable {
             }
             defer { group.cancelAll() }
             guard let first = try await group.next(), let response = first else {
-                throw HTTPSFetchError(.fetchFailed, "no whole answer within \(timeout)")
+                throw HTTPSFetchError(.fetchFailed, "no whole answer within \(timeout)", failure: .timedOut)
             }
             return response
         }

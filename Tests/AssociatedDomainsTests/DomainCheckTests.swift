@@ -141,6 +141,18 @@ struct DomainCheckTests {
         #expect(verdict.reason.contains("after 3 tries; try again later"), "\(verdict.reason)")
     }
 
+    /// Issue 24: a refused connection, an untrusted certificate or a name that does not resolve was retried
+    /// silently for 21 s. A retry within seconds cannot change those: the check is pending at once, with the reason.
+    @Test func aSiteThatCannotBeReachedIsPendingAtOnceWithTheReason() throws {
+        var check = Self.check(policy: RetryPolicy(attempts: 3, firstDelay: .seconds(2), factor: 2))
+        let reason = "the connection to https://example.com/… was refused: nothing listens there"
+        let actions = Self.run(&check, [.unreachable(reason)])
+        #expect(actions.count == 2, "one fetch, then the verdict: no retry")
+        let verdict = try Self.verdict(actions)
+        #expect(verdict.state == .pending)
+        #expect(verdict.reason.contains(reason) && verdict.reason.hasSuffix("try again later"), "\(verdict.reason)")
+    }
+
     @Test func anOversizeFileDenies() throws {
         var check = Self.check()
         let verdict = try Self.verdict(Self.run(&check, [.tooLarge("the body is over 131072 bytes")]))

@@ -138,6 +138,45 @@ struct HTTPSRelatedOriginsSourceTests {
         }
     }
 
+    /// Issue 24: a failed fetch said "connection reset (error set): Connection refused) (errno: 111)" or dumped
+    /// BoringSSL's errors, and `domains check` retried for 21 s whatever the cause. Each failure is now named in a
+    /// person's terms, and only a time-out (or a dropped connection) counts as worth retrying.
+    @Test func aFailedFetchSaysWhyInAPersonsTerms() async throws {
+        let ca = try await TestCA.make()
+        let fetcher = HTTPSFetcher(connectTimeout: .seconds(1), timeout: .seconds(5))
+        func failure(_ url: String) async -> HTTPSFetchError? {
+            await #expect(throws: HTTPSFetchError.self) {
+                _ = try await fetcher.get(url, accept: "application/json", userAgent: "test", limit: 1024)
+            }
+        }
+        var seen: [HTTPSFetchError] = []
+        try await WellKnownServer.with(ca, reply: { _ in .init(body: Self.listed) }) { server in
+            let untrusted = await failure("https://localhost:\(server.port)/x")
+            #expect(untrusted?.failure == .certificate)
+            #expect(untrusted?.description.contains("certificate") == true, "\(untrusted?.description ?? "")")
+            seen += untrusted.map { [$0] } ?? []
+        }
+        try await WellKnownServer.with(ca, reply: { _ in nil }) { server in
+            let silent = await failure("https://localhost:\(server.port)/x")
+            #expect(silent?.failure == .certificate || silent?.failure == .timedOut)
+        }
+        let closed = try await WellKnownServer.start(ca) { _ in .init(body: Self.listed) }
+        let port = closed.port
+        await closed.stop()
+        let refused = await failure("https://127.0.0.1:\(port)/x")
+        #expect(refused?.failure == .refused)
+        #expect(refused?.description.contains("was refused") == true)
+        let unresolved = await failure("https://no-such-host.invalid/x")
+        #expect(unresolved?.failure == .unresolved, "\(unresolved?.description ?? "")")
+        seen += [refused, unresolved].compactMap { $0 }
+        for error in seen {
+            #expect(!error.failure.isTransient)
+            for word in ["errno", "NIO", "BoringSSL", "Error", "/work/", ".swift"] {
+                #expect(!error.description.contains(word), "\(error.description)")
+            }
+        }
+    }
+
     @Test func nothingListeningFailsTheFetch() async throws {
         let ca = try await TestCA.make()
         let server = try await WellKnownServer.start(ca) { _ in .init(body: Self.listed) }
