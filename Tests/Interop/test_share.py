@@ -349,7 +349,7 @@ def test_a_share_message_replayed_from_another_session_is_refused(directory):
         assert "share" in recorded
 
         # The receiver's copy is deleted, so a replay that worked would store it again.
-        subprocess.run([PASSKEY_BIN, "delete", "--store", receiver_store, "--", credential_id], check=True,
+        subprocess.run([PASSKEY_BIN, "delete", "--store", receiver_store, "--yes", "--", credential_id], check=True,
                        capture_output=True, env=env(), timeout=60)
         before = digest(receiver_store)
         mode["replay"] = True
