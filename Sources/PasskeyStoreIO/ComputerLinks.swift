@@ -13,42 +13,20 @@ import PasskeyFilesIO
 public enum ComputerLinkFile {
     private static let magic: [UInt8] = Array("PKCL".utf8) + [1]
 
-    /// The largest file read: 16 MiB.
-    static let maximumSize = 16 << 20
+    private static func file(for store: SQLiteCredentialStore) -> SealedSideFile {
+        SealedSideFile(
+            url: PasskeyFiles(store: store.url).computerLinks, magic: magic, key: store.computerLinkKey,
+            what: "the linked phones")
+    }
 
     /// The opened contents of `store`'s file, or nil when it has none yet.
     public static func load(for store: SQLiteCredentialStore) throws(CredentialStoreError) -> [UInt8]? {
-        let url = PasskeyFiles(store: store.url).computerLinks
-        let path = url.path
-        let bytes: [UInt8]
-        do {
-            guard let read = try OwnerOnlyFile.read(url, limit: maximumSize) else { return nil }
-            bytes = read
-        } catch {
-            throw CredentialStoreError(.io, "cannot read the linked phones at \(path): \(error.reason)")
-        }
-        guard bytes.count > magic.count, Array(bytes.prefix(magic.count)) == magic,
-            let box = try? AES.GCM.SealedBox(combined: bytes.dropFirst(magic.count)),
-            let opened = try? AES.GCM.open(box, using: store.computerLinkKey, authenticating: magic)
-        else {
-            throw CredentialStoreError(
-                .corrupt,
-                "the linked phones at \(path) do not open with this store's key: the file is damaged or belongs to "
-                    + "another store")
-        }
-        return [UInt8](opened)
+        try file(for: store).open()
     }
 
     /// Seals and writes `contents` for `store`.
     public static func save(_ contents: [UInt8], for store: SQLiteCredentialStore) throws(CredentialStoreError) {
-        let url = PasskeyFiles(store: store.url).computerLinks
-        guard let sealed = try? AES.GCM.seal(contents, using: store.computerLinkKey, authenticating: magic).combined
-        else { throw CredentialStoreError(.io, "cannot seal the linked phones") }
-        do {
-            try OwnerOnlyFile.write(magic + [UInt8](sealed), to: url)
-        } catch {
-            throw CredentialStoreError(.io, "cannot save the linked phones: \(error)")
-        }
+        try file(for: store).seal(contents)
     }
 }
 

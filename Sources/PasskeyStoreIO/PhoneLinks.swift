@@ -87,44 +87,28 @@ extension PhoneLink: CustomStringConvertible {
 public enum PhoneLinkFile {
     private static let magic: [UInt8] = Array("PKPL".utf8) + [1]
 
-    /// The largest file read: 16 MiB.
-    static let maximumSize = 16 << 20
+    private static func file(for store: SQLiteCredentialStore) -> SealedSideFile {
+        SealedSideFile(
+            url: PasskeyFiles(store: store.url).phoneLinks, magic: magic, key: store.phoneLinkKey,
+            what: "the phone links")
+    }
 
     /// The state of `store`, or nil when it has none yet.
     public static func load(for store: SQLiteCredentialStore) throws(CredentialStoreError) -> PhoneLinkState? {
-        let url = PasskeyFiles(store: store.url).phoneLinks
-        let path = url.path
-        let bytes: [UInt8]
-        do {
-            guard let read = try OwnerOnlyFile.read(url, limit: maximumSize) else { return nil }
-            bytes = read
-        } catch {
-            throw CredentialStoreError(.io, "cannot read the phone links at \(path): \(error.reason)")
-        }
-        guard bytes.count > magic.count, Array(bytes.prefix(magic.count)) == magic,
-            let box = try? AES.GCM.SealedBox(combined: bytes.dropFirst(magic.count)),
-            let opened = try? AES.GCM.open(box, using: store.phoneLinkKey, authenticating: magic),
-            let state = try? JSONDecoder().decode(PhoneLinkState.self, from: opened)
-        else {
-            throw CredentialStoreError(
-                .corrupt,
-                "the phone links at \(path) do not open with this store's key: the file is damaged or belongs to "
-                    + "another store")
+        let file = file(for: store)
+        guard let opened = try file.open() else { return nil }
+        guard let state = try? JSONDecoder().decode(PhoneLinkState.self, from: Data(opened)) else {
+            throw file.notOpening
         }
         return state
     }
 
     /// Seals and writes `state` for `store`.
     public static func save(_ state: PhoneLinkState, for store: SQLiteCredentialStore) throws(CredentialStoreError) {
-        let url = PasskeyFiles(store: store.url).phoneLinks
-        guard let json = try? JSONEncoder().encode(state),
-            let sealed = try? AES.GCM.seal(json, using: store.phoneLinkKey, authenticating: magic).combined
-        else { throw CredentialStoreError(.io, "cannot seal the phone links") }
-        do {
-            try OwnerOnlyFile.write(magic + [UInt8](sealed), to: url)
-        } catch {
-            throw CredentialStoreError(.io, "cannot save the phone links: \(error)")
+        guard let json = try? JSONEncoder().encode(state) else {
+            throw CredentialStoreError(.io, "cannot seal the phone links")
         }
+        try file(for: store).seal(json)
     }
 
     /// Removes the file (nothing linked any more).
