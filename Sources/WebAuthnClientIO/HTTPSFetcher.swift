@@ -95,7 +95,7 @@ public struct HTTPSFetcher: Sendable {
     public var timeout: Duration
 
     public init(
-        additionalCAFile: String? = nil, connectTimeout: Duration = .seconds(2), timeout: Duration = .seconds(10)
+        additionalCAFile: String? = nil, connectTimeout: Duration = .seconds(5), timeout: Duration = .seconds(10)
     ) {
         self.additionalCAFile = additionalCAFile
         self.connectTimeout = connectTimeout
@@ -114,9 +114,12 @@ public struct HTTPSFetcher: Sendable {
         var tls = TLSConfiguration.makeClientConfiguration()
         tls.certificateVerification = .fullVerification
         if let additionalCAFile { tls.additionalTrustRoots = [.file(additionalCAFile)] }
-        let configuration = HTTPClient.Configuration(
+        var configuration = HTTPClient.Configuration(
             tlsConfiguration: tls, redirectConfiguration: .disallow,
             timeout: .init(connect: Self.timeAmount(connectTimeout), read: Self.timeAmount(timeout)))
+        // One attempt: the client's own retries would hide a refused connection or an untrusted certificate
+        // behind a time-out. The callers retry what a retry can change.
+        configuration.connectionPool.retryConnectionEstablishment = false
         let client = HTTPClient(eventLoopGroupProvider: .singleton, configuration: configuration)
         let result: Result<WellKnownResponse, HTTPSFetchError>
         do {

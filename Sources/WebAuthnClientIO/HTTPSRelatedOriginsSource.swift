@@ -16,7 +16,7 @@ public struct HTTPSRelatedOriginsSource: RelatedOriginsSource {
     public var timeout: Duration
 
     public init(
-        additionalCAFile: String? = nil, port: Int = 443, connectTimeout: Duration = .seconds(2),
+        additionalCAFile: String? = nil, port: Int = 443, connectTimeout: Duration = .seconds(5),
         timeout: Duration = .seconds(10)
     ) {
         self.additionalCAFile = additionalCAFile

@@ -143,7 +143,7 @@ struct HTTPSRelatedOriginsSourceTests {
     /// person's terms, and only a time-out (or a dropped connection) counts as worth retrying.
     @Test func aFailedFetchSaysWhyInAPersonsTerms() async throws {
         let ca = try await TestCA.make()
-        let fetcher = HTTPSFetcher(connectTimeout: .seconds(1), timeout: .seconds(5))
+        let fetcher = HTTPSFetcher(connectTimeout: .seconds(15), timeout: .seconds(20))
         func failure(_ url: String) async -> HTTPSFetchError? {
             await #expect(throws: HTTPSFetchError.self) {
                 _ = try await fetcher.get(url, accept: "application/json", userAgent: "test", limit: 1024)
