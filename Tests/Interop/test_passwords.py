@@ -11,10 +11,12 @@ import hashlib
 import json
 import os
 import re
+import signal
 import sqlite3
 import struct
 import subprocess
 import tempfile
+import time
 import unicodedata
 
 import pytest
@@ -344,3 +346,105 @@ def test_a_generated_password_is_saved_and_shown_once_and_bad_arguments_change_n
         assert result.returncode != 0 and "not a domain" in result.stderr
     assert run(store, "password", "add", "other.example", "alice", password="").returncode == 1
     assert digests(store) == before
+
+
+@pytest.fixture
+def x_display():
+    """An X server of its own (Xvfb) for the clipboard: its display name, e.g. ':57'."""
+    read, write = os.pipe()
+    # -displayfd: Xvfb picks a free display and writes its number once it accepts connections.
+    server = subprocess.Popen(
+        ["Xvfb", "-displayfd", str(write), "-nolisten", "tcp", "-screen", "0", "640x480x24"],
+        pass_fds=(write,), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    os.close(write)
+    try:
+        with os.fdopen(read) as announced:
+            number = announced.readline().strip()
+        assert number.isdigit(), "Xvfb did not start"
+        yield ":" + number
+    finally:
+        server.terminate()
+        server.wait(timeout=10)
+
+
+def clipboard(display, expected=None):
+    """The CLIPBOARD selection's text (None when nobody holds it); with `expected`, waits up to 5 s for it, as
+    xclip takes the selection only as its background process starts."""
+    for _ in range(50):
+        text = read_clipboard(display)
+        if expected is None or text == expected:
+            return text
+        time.sleep(0.1)
+    return text
+
+
+def read_clipboard(display):
+    shown = subprocess.run(
+        ["xclip", "-selection", "clipboard", "-out"], capture_output=True, text=True, timeout=10,
+        env=dict(os.environ, DISPLAY=display))
+    return shown.stdout if shown.returncode == 0 else None
+
+
+def set_clipboard(display, text):
+    subprocess.run(
+        ["xclip", "-selection", "clipboard", "-in"], input=text, text=True, timeout=10, check=True,
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=dict(os.environ, DISPLAY=display))
+
+
+def clip(store, display, *args):
+    """Starts `password get --clip` on `display`, returning the process once it says the password is copied."""
+    environment = dict(os.environ, PASSKEY_STORE=store, PASSKEY_PASSPHRASE=PASSPHRASE, DISPLAY=display)
+    environment.pop("WAYLAND_DISPLAY", None)
+    process = subprocess.Popen(
+        [PASSKEY_BIN, "password", "get", "example.com", "--clip", *args], stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=environment)
+    line = process.stdout.readline()
+    assert line.startswith("Copied the password to the clipboard (xclip)"), line + process.stderr.read()
+    return process
+
+
+def test_clip_copies_the_password_and_clears_it_unless_something_else_was_copied(store, x_display):
+    assert run(store, "password", "add", "example.com", "alice", password=SECRET).returncode == 0
+
+    # Cleared once the time is up; the password was on the clipboard until then, and never on the output.
+    process = clip(store, x_display, "--clear-after", "2")
+    assert clipboard(x_display, SECRET) == SECRET
+    out, err = process.communicate(timeout=30)
+    assert process.returncode == 0, err
+    assert out == "Cleared the clipboard.\n" and err == ""
+    assert clipboard(x_display) in ("", None)
+
+    # Something copied since is left alone.
+    process = clip(store, x_display, "--clear-after", "2")
+    assert clipboard(x_display, SECRET) == SECRET
+    set_clipboard(x_display, "a note of mine")
+    assert clipboard(x_display, "a note of mine") == "a note of mine"
+    out, err = process.communicate(timeout=30)
+    assert process.returncode == 0, err
+    assert "left it as it is" in out
+    assert clipboard(x_display) == "a note of mine"
+
+    # Ctrl-C clears it at once, and ends as an interrupted command does.
+    process = clip(store, x_display, "--clear-after", "600")
+    assert clipboard(x_display, SECRET) == SECRET
+    process.send_signal(signal.SIGINT)
+    out, err = process.communicate(timeout=30)
+    assert process.returncode == 130
+    assert out == "Cleared the clipboard.\n"
+    assert clipboard(x_display) in ("", None)
+
+    # No session, or no tool: one line, and the store is not unlocked (no passphrase needed).
+    environment = dict(os.environ, PASSKEY_STORE=store)
+    for name in ("DISPLAY", "WAYLAND_DISPLAY", "PASSKEY_PASSPHRASE"):
+        environment.pop(name, None)
+    nowhere = subprocess.run(
+        [PASSKEY_BIN, "password", "get", "example.com", "--clip"], capture_output=True, text=True, timeout=30,
+        env=environment, stdin=subprocess.DEVNULL)
+    assert nowhere.returncode == 1 and nowhere.stdout == ""
+    assert nowhere.stderr.startswith("passkey: cannot copy to the clipboard: no desktop session"), nowhere.stderr
+    no_tool = subprocess.run(
+        [PASSKEY_BIN, "password", "get", "example.com", "--clip"], capture_output=True, text=True, timeout=30,
+        env=dict(environment, DISPLAY=x_display, PATH="/nonexistent"), stdin=subprocess.DEVNULL)
+    assert no_tool.returncode == 1
+    assert no_tool.stderr.startswith("passkey: cannot copy to the clipboard: xclip is not installed"), no_tool.stderr
+    assert SECRET not in nowhere.stderr + no_tool.stderr

@@ -1,4 +1,5 @@
 import ArgumentParser
+import Basics
 import Foundation
 import PasskeyProvider
 import PasskeyStoreIO
@@ -73,22 +74,73 @@ extension Passkey.Password {
             discussion: """
                 Unlocks the store and prints the password alone on standard output: the one place passkey shows a \
                 password. With several logins for SERVICE, name one with --user. Using a login ranks it first.
+
+                --clip copies it to the desktop's clipboard instead (wl-copy under Wayland, xclip under X11; the \
+                password goes to the command's input, never its arguments), waits --clear-after seconds (or \
+                Ctrl-C), then clears the clipboard if it still holds the password: whatever you copied since is \
+                left alone.
                 """)
 
         @OptionGroup var store: StoreOptions
         @Argument(help: "The service: a domain, an https:// origin or an app ID.") var service: String
         @Option(help: "The user name, when the service has several logins.") var user: String?
+        @Flag(help: "Copy the password to the clipboard instead of printing it, and clear it afterwards.")
+        var clip = false
+        @Option(help: ArgumentHelp("With --clip: seconds until the clipboard is cleared.", valueName: "seconds"))
+        var clearAfter = 45
 
         func validate() throws {
             guard PasswordService(service) != nil else {
                 throw ValidationError("'\(service)' is not a domain, an https:// origin or an app ID.")
             }
+            guard (1...86_400).contains(clearAfter) else {
+                throw ValidationError("--clear-after must be between 1 and 86400 seconds.")
+            }
         }
 
         func run() async throws {
             guard let service = PasswordService(service) else { return }
+            // The clipboard is found before the store is unlocked: no passphrase is asked for nothing.
+            let clipboard =
+                try clip ? Clipboard(tool: ClipboardTool.choose(environment: ProcessInfo.processInfo.environment)) : nil
             let password = try await PasswordPrompts.withVault(store) { try $0.get(service: service, user: user) }
-            FileHandle.standardOutput.write(Data((password + "\n").utf8))
+            guard let clipboard else {
+                FileHandle.standardOutput.write(Data((password + "\n").utf8))
+                return
+            }
+            try await Self.hold(password, on: clipboard, for: .seconds(clearAfter))
+        }
+
+        /// Copies `password`, waits `time` or a SIGINT/SIGTERM, then clears the clipboard if it still holds it.
+        static func hold(_ password: String, on clipboard: Clipboard, for time: Duration) async throws {
+            let stop = AsyncStream<Void>.makeStream()
+            let sources = ServingProcess.onStopSignal { stop.continuation.finish() }
+            defer { sources.forEach { $0.cancel() } }
+            try clipboard.copy(password)
+            printLine(
+                "Copied the password to the clipboard (\(clipboard.tool.name)); clearing it in \(time.inSeconds.formatted()) s, or now with Ctrl-C."
+            )
+            fflush(nil)  // said at once: a script waits for this line
+            let interrupted = await withTaskGroup(of: Bool.self) { group in
+                group.addTask {
+                    try? await Task.sleep(for: time)
+                    return false
+                }
+                group.addTask {
+                    for await _ in stop.stream {}
+                    return !Task.isCancelled
+                }
+                let first = await group.next() ?? false
+                stop.continuation.finish()
+                group.cancelAll()
+                return first
+            }
+            if try clipboard.clear(ifHolding: password) {
+                printLine("Cleared the clipboard.")
+            } else {
+                printLine("The clipboard holds something else now; left it as it is.")
+            }
+            if interrupted { throw ExitCode(130) }
         }
     }
 
