@@ -69,7 +69,7 @@ enum SignedFileTargets {
             if let entitlement = try? Entitlement("webcredentials:example.com:8443"),
                 let app = try? AppID("ABCDE12345.com.example.app")
             {
-                try? table.record(
+                _ = try? table.record(
                     verdict, entitlement: entitlement, app: app, at: Date(timeIntervalSince1970: 1_800_000_000))
             }
             return [table.json(), ApprovalTable().json()]

@@ -128,6 +128,16 @@ public struct RelyingPartySite: Sendable {
         return names
     }
 
+    /// The address to open in a browser, printed first by `rp serve`: `http://localhost:PORT` when that is one of
+    /// the `origins` and the server listens on a loopback address, since a page opened at `http://127.0.0.1` is
+    /// another origin, whose ceremonies the relying party refuses; else the address the server listens on.
+    public static func addressToOpen(origins: Set<String>, listeningOn baseURL: String, port: Int) -> String {
+        let localhost = "http://localhost:\(port)"
+        let host = URLComponents(string: baseURL)?.host?.lowercased() ?? ""
+        let loopback = host == "localhost" || host == "::1" || host == "[::1]" || host.hasPrefix("127.")
+        return loopback && origins.contains(localhost) ? localhost : baseURL
+    }
+
     /// The host name of a `Host` header: lower case, without its port (`[::1]:8787` → `[::1]`).
     static func hostName(_ header: String) -> String {
         let text = header.trimmingCharacters(in: .whitespaces).lowercased()

@@ -26,7 +26,7 @@ extension Passkey.RP {
                 Open the printed address in a browser (http://localhost is a secure context, so no certificate is \
                 needed): register a user name, sign in, and see the registered passkeys. Responses are verified by \
                 this package's relying-party verifier; accounts are kept in the relying party state file, the one \
-                `passkey client --rp-state` uses. Prints `listening on http://HOST:PORT` when ready, then one \
+                `passkey client --rp-state` uses. Prints `listening on ADDRESS` when ready (http://localhost:PORT on a loopback address: the origin to open), then one \
                 `verdict …` line per verification or browser failure. SIGINT or SIGTERM stops it. See \
                 Docs/RelyingParty.md.
                 """
@@ -107,8 +107,10 @@ extension Passkey.RP {
                         hostNames: RelyingPartySite.hostNames(origins: origins, extra: hosts)),
                     environment: .stateFile(stateURL, printLine: ServingProcess.printLine))
             }
-            ServingProcess.printLine("listening on \(server.baseURL)")
             let origins = try checkedOrigins(port: server.port).sorted()
+            let address = RelyingPartySite.addressToOpen(
+                origins: Set(origins), listeningOn: server.baseURL, port: server.port)
+            ServingProcess.printLine("listening on \(address)")
             Terminal.shared.write(
                 "passkey: relying party \(rpID) for \(origins.joined(separator: ", ")); "
                     + "\(state.accounts(for: rpID).count.counted("account")) in \(stateURL.path)\n"

@@ -39,7 +39,7 @@ class RelyingParty:
             text=True,
         )
         line = self.process.stdout.readline()
-        match = re.fullmatch(r"listening on http://127\.0\.0\.1:(\d+)\n", line)
+        match = re.fullmatch(r"listening on http://localhost:(\d+)\n", line)
         if not match:
             self.process.kill()
             raise RuntimeError(f"passkey rp serve did not start: {line!r} {self.process.stderr.read()!r}")

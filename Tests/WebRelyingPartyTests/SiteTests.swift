@@ -218,4 +218,16 @@ struct SiteTests {
         #expect(exchange.response.status == 200)
         #expect(exchange.line == "verdict client error ceremony=registration name=InvalidStateError message=m")
     }
+
+    @Test(arguments: [
+        ("http://127.0.0.1:8787", ["http://localhost:8787"], "http://localhost:8787"),
+        ("http://[::1]:8787", ["http://localhost:8787"], "http://localhost:8787"),
+        // Not a loopback address, or localhost not an origin: the address the server listens on.
+        ("http://192.0.2.7:8787", ["http://localhost:8787"], "http://192.0.2.7:8787"),
+        ("http://127.0.0.1:8787", ["https://example.com"], "http://127.0.0.1:8787"),
+        ("http://127.0.0.1:8787", ["http://localhost:9999"], "http://127.0.0.1:8787"),
+    ])
+    func theAddressToOpenIsTheOriginTheCeremoniesWorkAt(listening: String, origins: [String], expected: String) {
+        #expect(RelyingPartySite.addressToOpen(origins: Set(origins), listeningOn: listening, port: 8787) == expected)
+    }
 }
