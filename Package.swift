@@ -90,7 +90,7 @@ let package = Package(
             name: "RelyingParty", dependencies: ["Basics", "CBOR", "JSON", "WebAuthn", crypto],
             swiftSettings: strictSettings),
         .target(
-            name: "WebRelyingParty", dependencies: ["Basics", "JSON", "RelyingParty", "WebAuthn", crypto],
+            name: "WebRelyingParty", dependencies: ["Basics", "CBOR", "JSON", "RelyingParty", "WebAuthn", crypto],
             swiftSettings: strictSettings),
         .target(name: "Hybrid", dependencies: ["Basics", "CBOR", crypto, cryptoExtras], swiftSettings: strictSettings),
         .target(name: "Relay", dependencies: ["Basics", "Hybrid"], swiftSettings: strictSettings),
@@ -479,7 +479,7 @@ let package = Package(
         ),
         .testTarget(
             name: "WebRelyingPartyTests",
-            dependencies: ["Basics", "WebRelyingParty", "RelyingParty", "WebAuthn", "RelyingPartyTestSupport", crypto],
+            dependencies: ["Basics", "JSON", "WebRelyingParty", "RelyingParty", "WebAuthn", "RelyingPartyTestSupport", crypto],
             swiftSettings: strictSettings
         ),
         .testTarget(

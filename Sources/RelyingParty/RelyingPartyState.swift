@@ -75,6 +75,13 @@ public struct RelyingPartyState: Hashable, Sendable, Codable {
         accounts.append(account)
     }
 
+    /// Removes the account of credential `id` of relying party `rpID`: the removed account, or nil when there was none.
+    @discardableResult
+    public mutating func remove(credentialID id: [UInt8], rpID: String) -> Account? {
+        guard let index = accounts.firstIndex(where: { $0.rpID == rpID && $0.credential.id == id }) else { return nil }
+        return accounts.remove(at: index)
+    }
+
     /// Stores the record an authentication returned (new sign count, backup state).
     public mutating func update(_ credential: CredentialRecord) {
         guard let index = accounts.firstIndex(where: { $0.credential.id == credential.id }) else { return }

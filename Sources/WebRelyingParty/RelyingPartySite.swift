@@ -154,6 +154,7 @@ public struct RelyingPartySite: Sendable {
         "/": "GET", "/credentials": "GET", "/favicon.ico": "GET",
         "/registration/options": "POST", "/registration/verify": "POST",
         "/authentication/options": "POST", "/authentication/verify": "POST", "/client-result": "POST",
+        "/credentials/delete": "POST",
     ]
 
     /// Answers one request. `randomBytes` gives challenges and new user handles; `now` times challenges and
@@ -232,11 +233,15 @@ public struct RelyingPartySite: Sendable {
         case "/registration/verify":
             let outcome = relyingParty.verifyRegistration(request.body, state: state, now: now, date: date)
             return signIn(
-                Self.answer(outcome.verdict, stateToSave: outcome.newState), now: now, randomBytes: randomBytes)
+                Self.answer(outcome.verdict, stateToSave: outcome.newState, decoding: request.body), now: now,
+                randomBytes: randomBytes)
         case "/authentication/verify":
             let outcome = relyingParty.verifyAuthentication(request.body, state: state, now: now)
             return signIn(
-                Self.answer(outcome.verdict, stateToSave: outcome.newState), now: now, randomBytes: randomBytes)
+                Self.answer(outcome.verdict, stateToSave: outcome.newState, decoding: request.body), now: now,
+                randomBytes: randomBytes)
+        case "/credentials/delete":
+            return delete(request, now: now)
         default:  // "/client-result"
             do throws(JSONBodyError) {
                 return Self.answer(.clientError(try ClientResult(json: request.body)), stateToSave: nil)
@@ -272,10 +277,44 @@ public struct RelyingPartySite: Sendable {
             verdict: nil, stateToSave: nil)
     }
 
-    static func answer(_ verdict: Verdict, stateToSave: RelyingPartyState?) -> Exchange {
-        Exchange(
-            response: Response(status: verdict.status, headers: jsonHeaders, body: verdict.json), verdict: verdict,
+    static func answer(_ verdict: Verdict, stateToSave: RelyingPartyState?, decoding body: [UInt8]? = nil) -> Exchange {
+        var json = verdict.json
+        // The page shows what the authenticator returned, refused or not (`DecodedResponse`).
+        if let body, let decoded = DecodedResponse.decode(body),
+            case .object(var members)? = try? JSONValue(parsing: json)
+        {
+            members.append(JSONMember("decoded", decoded))
+            json = JSONValue.object(members.sorted { $0.key.utf8.lexicographicallyPrecedes($1.key.utf8) }).serialized()
+        }
+        return Exchange(
+            response: Response(status: verdict.status, headers: jsonHeaders, body: json), verdict: verdict,
             stateToSave: stateToSave)
+    }
+
+    /// `POST /credentials/delete {"credentialID"}`: a browser signed in as the passkey's user deletes it (no other
+    /// browser may: the page's session cookie decides, as for adding a passkey to an existing user).
+    private func delete(_ request: Request, now: ContinuousClock.Instant) -> Exchange {
+        let rpID = relyingParty.configuration.relyingParty.id
+        let id: [UInt8]
+        do throws(JSONBodyError) {
+            id = try JSONObject(request.body).bytes("credentialID")
+        } catch {
+            return Self.refusal(Self.requestError(error))
+        }
+        let text = id.base64URLEncodedString
+        guard let account = state.accounts(for: rpID).first(where: { $0.credential.id == id }) else {
+            return Self.refusal(WebRelyingPartyError(.noSuchPasskey, "no passkey \(text) is registered here"))
+        }
+        guard sessions.userName(cookieHeader: request.cookie, now: now) == account.userName else {
+            return Self.refusal(
+                WebRelyingPartyError(
+                    .signInRequired,
+                    "passkey \(text) is \(Verdict.field(account.userName))'s: sign in as "
+                        + "\(Verdict.field(account.userName)) to delete it"))
+        }
+        var newState = state
+        newState.remove(credentialID: id, rpID: rpID)
+        return Self.answer(.deleted(userName: account.userName, credentialID: id), stateToSave: newState)
     }
 
     private static func requestError(_ error: JSONBodyError) -> WebRelyingPartyError {

@@ -35,6 +35,8 @@ public enum Verdict: Hashable, Sendable {
     case refused(CeremonyKind, WebRelyingPartyError, userName: String?)
     /// The browser's own failure, reported by the page (`POST /client-result`).
     case clientError(ClientResult)
+    /// A signed-in browser deleted one of its user's passkeys (`POST /credentials/delete`).
+    case deleted(userName: String, credentialID: [UInt8])
 
     /// One line for standard output, `key=value` fields after a fixed prefix; values never hold white space,
     /// except the last field of a refusal (`reason=`) or a client error (`message=`), which runs to the end:
@@ -44,6 +46,7 @@ public enum Verdict: Hashable, Sendable {
     /// verdict authentication ok user=alice credential=<base64url> uv=true signCount=0 attachment=cross-platform
     /// verdict registration refused code=challengeReplayed user=alice reason=the challenge was already used …
     /// verdict client error ceremony=registration name=InvalidStateError message=…
+    /// verdict deletion ok user=alice credential=<base64url>
     /// ```
     public var line: String {
         switch self {
@@ -66,6 +69,8 @@ public enum Verdict: Hashable, Sendable {
         case .clientError(let result):
             return "verdict client error ceremony=\(Self.field(result.ceremony)) name=\(Self.field(result.name)) "
                 + "message=\(Self.text(result.message))"
+        case .deleted(let userName, let credentialID):
+            return "verdict deletion ok user=\(Self.field(userName)) credential=\(credentialID.base64URLEncodedString)"
         }
     }
 
@@ -81,6 +86,10 @@ public enum Verdict: Hashable, Sendable {
             return errorJSON(error, ceremony: ceremony, userName: userName)
         case .clientError(let result):
             return JSONValue.sortedObject(["recorded": .string(result.ceremony)]).serialized()
+        case .deleted(let userName, let credentialID):
+            return JSONValue.sortedObject([
+                "deleted": .string(credentialID.base64URLEncodedString), "user": .string(userName),
+            ]).serialized()
         }
     }
 

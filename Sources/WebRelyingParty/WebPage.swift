@@ -12,18 +12,49 @@ import Foundation
 enum WebPage {
     static let style = """
 
-        body { font: 16px/1.5 system-ui, sans-serif; margin: 0 auto; max-width: 52rem; padding: 1rem; color: #111; }
-        h1 { font-size: 1.5rem; } h2 { font-size: 1.1rem; margin-top: 1.5rem; }
-        form { display: grid; grid-template-columns: max-content 1fr; gap: .5rem 1rem; align-items: center; }
-        fieldset { grid-column: 1 / -1; display: grid; grid-template-columns: max-content 1fr; gap: .5rem 1rem; }
-        .buttons { grid-column: 1 / -1; display: flex; gap: .5rem; }
-        button { font: inherit; padding: .4rem 1rem; }
-        input, select { font: inherit; }
-        pre { background: #f4f4f4; padding: .5rem; white-space: pre-wrap; word-break: break-all; }
-        #verdict[data-result="pass"] { background: #e3f6e3; }
-        #verdict[data-result="fail"] { background: #fbe4e4; }
-        table { border-collapse: collapse; width: 100%; } th, td { border: 1px solid #ccc; padding: .2rem .4rem; text-align: left; }
-        td.id { font-family: monospace; word-break: break-all; }
+        :root { color-scheme: light dark; --fg: #15171a; --muted: #5b6270; --bg: #fff; --panel: #f4f5f7; --line: #d9dce1;
+          --accent: #1a5fd0; --pass: #e3f6e3; --fail: #fbe4e4; --danger: #b3261e; }
+        @media (prefers-color-scheme: dark) { :root { --fg: #e8eaed; --muted: #9aa0aa; --bg: #16181c; --panel: #22252b;
+          --line: #3a3f47; --accent: #8ab4f8; --pass: #1e3a24; --fail: #4a2323; --danger: #f28b82; } }
+        * { box-sizing: border-box; }
+        body { font: 16px/1.5 system-ui, sans-serif; margin: 0 auto; max-width: 64rem; padding: 1rem; color: var(--fg);
+          background: var(--bg); }
+        h1 { font-size: 1.5rem; margin: .5rem 0; } h2 { font-size: 1.1rem; margin: 1.75rem 0 .5rem; }
+        h3 { font-size: 1rem; margin: 1rem 0 .25rem; }
+        #rp { color: var(--muted); margin-top: 0; overflow-wrap: anywhere; }
+        form { display: grid; grid-template-columns: max-content minmax(0, 1fr); gap: .5rem 1rem; align-items: center; }
+        fieldset { grid-column: 1 / -1; display: grid; grid-template-columns: max-content minmax(0, 1fr); gap: .5rem 1rem;
+          border: 1px solid var(--line); border-radius: .5rem; }
+        .buttons { grid-column: 1 / -1; display: flex; flex-wrap: wrap; gap: .5rem; }
+        button { font: inherit; padding: .45rem 1.1rem; border-radius: .4rem; border: 1px solid var(--line);
+          background: var(--panel); color: var(--fg); cursor: pointer; }
+        button.primary { background: var(--accent); border-color: var(--accent); color: var(--bg); }
+        button.delete { color: var(--danger); padding: .2rem .6rem; }
+        input, select { font: inherit; width: 100%; min-width: 0; padding: .35rem .5rem; border: 1px solid var(--line);
+          border-radius: .4rem; background: var(--bg); color: var(--fg); }
+        pre { background: var(--panel); padding: .6rem; border-radius: .4rem; white-space: pre-wrap;
+          overflow-wrap: anywhere; margin: 0; font-size: .875rem; }
+        #verdict[data-result="pass"] { background: var(--pass); }
+        #verdict[data-result="fail"] { background: var(--fail); }
+        details { margin-top: .75rem; } summary { cursor: pointer; font-weight: 600; }
+        .flags { display: flex; flex-wrap: wrap; gap: .35rem; margin: .25rem 0 .5rem; padding: 0; list-style: none; }
+        .flags li { border: 1px solid var(--line); border-radius: 1rem; padding: 0 .6rem; font-size: .85rem; }
+        .flags li.on { background: var(--accent); border-color: var(--accent); color: var(--bg); }
+        #steps { font-size: .875rem; color: var(--muted); padding-left: 1.5rem; overflow-wrap: anywhere; }
+        table { border-collapse: collapse; width: 100%; }
+        th, td { border-bottom: 1px solid var(--line); padding: .35rem .5rem; text-align: left; vertical-align: top; }
+        td.id { font-family: ui-monospace, monospace; font-size: .85rem; overflow-wrap: anywhere; }
+        @media (max-width: 40rem) {
+          body { padding: .75rem; }
+          form, fieldset { grid-template-columns: minmax(0, 1fr); gap: .25rem; }
+          label { margin-top: .35rem; }
+          .buttons button { flex: 1; }
+          #credentials thead { display: none; }
+          #credentials tr { display: block; border: 1px solid var(--line); border-radius: .5rem; padding: .4rem;
+            margin-bottom: .6rem; }
+          #credentials td { display: grid; grid-template-columns: 7.5rem minmax(0, 1fr); border: 0; padding: .15rem 0; }
+          #credentials td::before { content: attr(data-label); color: var(--muted); }
+        }
 
         """
 
@@ -96,7 +127,11 @@ enum WebPage {
         async function post(path, body) {
           const response = await fetch(path, { method: "POST", headers: { "Content-Type": "application/json" }, body: JSON.stringify(body) });
           const json = await response.json().catch(() => ({ error: "badAnswer", message: `HTTP ${response.status}` }));
-          if (!response.ok) throw new RPError(json.error || `HTTP ${response.status}`, json.message || "");
+          if (!response.ok) {
+            const error = new RPError(json.error || `HTTP ${response.status}`, json.message || "");
+            error.body = json;
+            throw error;
+          }
           return json;
         }
 
@@ -118,7 +153,8 @@ enum WebPage {
           step(`${title}: started`);
         }
         function describe(verdict) {
-          return Object.entries(verdict).map(([k, v]) => `${k}: ${Array.isArray(v) ? v.join(", ") : v}`).join("\n");
+          return Object.entries(verdict).filter(([k]) => k !== "decoded")
+            .map(([k, v]) => `${k}: ${Array.isArray(v) ? v.join(", ") : v}`).join("\n");
         }
         function hintsOf(text) { return text.split(/[\s,]+/).filter(Boolean); }
 
@@ -148,8 +184,10 @@ enum WebPage {
             step(`created credential ${credential.id}; POST /registration/verify`);
             const verdict = await post("/registration/verify", credentialJSON(credential));
             finish(true, `register ${verdict.user}`, describe(verdict));
+            showDecoded(verdict.decoded);
           } catch (error) {
             finish(false, `register: ${error.name} ${error.message}`, `${error.name}: ${error.message}`);
+            showDecoded(error.body && error.body.decoded);
           } finally {
             await refreshCredentials();
             startConditional();
@@ -182,8 +220,52 @@ enum WebPage {
 
         async function verifyAssertion(credential) {
           step(`assertion from credential ${credential.id}; POST /authentication/verify`);
-          const verdict = await post("/authentication/verify", credentialJSON(credential));
+          let verdict;
+          try {
+            verdict = await post("/authentication/verify", credentialJSON(credential));
+          } catch (error) {
+            showDecoded(error.body && error.body.decoded);
+            throw error;
+          }
           finish(true, `sign-in ${verdict.user}`, describe(verdict));
+          showDecoded(verdict.decoded);
+        }
+
+        // What the authenticator returned, decoded by the relying party: client data, authenticator data (each flag
+        // by name, the counter, the AAGUID, the public key as a JWK), the attestation or the signature.
+        function showDecoded(decoded) {
+          const box = $("decoded");
+          box.replaceChildren();
+          box.hidden = !decoded;
+          if (!decoded) return;
+          const section = (title, value) => {
+            if (value === undefined) return;
+            const heading = document.createElement("h3");
+            heading.textContent = title;
+            const text = document.createElement("pre");
+            text.textContent = JSON.stringify(value, null, 2);
+            box.append(heading, text);
+          };
+          const authData = decoded.authenticatorData || (decoded.attestation && decoded.attestation.authenticatorData);
+          if (authData && authData.flags) {
+            const heading = document.createElement("h3");
+            heading.textContent = "Flags";
+            const list = document.createElement("ul");
+            list.className = "flags";
+            for (const [name, on] of Object.entries(authData.flags)) {
+              if (name === "byte") continue;
+              const item = document.createElement("li");
+              item.textContent = `${name} ${on ? "✓" : "✗"}`;
+              if (on) item.className = "on";
+              list.append(item);
+            }
+            box.append(heading, list);
+          }
+          section("Client data (clientDataJSON)", decoded.clientData);
+          section("Authenticator data", authData);
+          if (decoded.attestation) section("Attestation", { format: decoded.attestation.format, statement: decoded.attestation.statement });
+          section("Signature", decoded.signature);
+          if (decoded.userHandle !== undefined) section("User handle", decoded.userHandle);
         }
 
         // Conditional mediation: passkeys offered in the user name field's autofill while the page is open.
@@ -226,18 +308,54 @@ enum WebPage {
             const body = $("credentials").tBodies[0];
             body.replaceChildren(...json.accounts.map((a) => {
               const row = document.createElement("tr");
-              for (const [text, cls] of [[a.user], [a.credentialID, "id"], [a.registered], [String(a.signCount)], [a.transports.join(", ")], [a.uvInitialized ? "yes" : "no"]]) {
+              const cells = [["user", a.user], ["credential ID", a.credentialID, "id"], ["registered", a.registered],
+                ["sign count", String(a.signCount)], ["transports", a.transports.join(", ")], ["UV", a.uvInitialized ? "yes" : "no"],
+                ["backup", a.backupEligible ? (a.backupState ? "eligible, backed up" : "eligible") : "no"]];
+              for (const [label, text, cls] of cells) {
                 const cell = document.createElement("td");
                 cell.textContent = text;
+                cell.dataset.label = label;
                 if (cls) cell.className = cls;
                 row.append(cell);
               }
+              const action = document.createElement("td");
+              action.dataset.label = "";
+              const button = document.createElement("button");
+              button.type = "button";
+              button.className = "delete";
+              button.textContent = "Delete";
+              button.setAttribute("aria-label", `Delete ${a.user}'s passkey ${a.credentialID}`);
+              button.addEventListener("click", () => deletePasskey(json.rpID, a));
+              action.append(button);
+              row.append(action);
               return row;
             }));
             $("none").hidden = json.accounts.length > 0;
           } catch (error) {
             step(`GET /credentials: ${error.message}`);
           }
+        }
+
+        // Deleting needs a browser signed in as the passkey's user; the browser's passkey provider is then told, where
+        // the Signal API exists, so that it stops offering the passkey (WebAuthn L3 signalUnknownCredential).
+        async function deletePasskey(rpID, account) {
+          if (!autoMode && !confirm(`Delete ${account.user}'s passkey ${account.credentialID.slice(0, 16)}…? Its authenticator keeps it until told.`)) return;
+          started(`delete ${account.user}`);
+          try {
+            step(`POST /credentials/delete ${account.credentialID}`);
+            const answer = await post("/credentials/delete", { credentialID: account.credentialID });
+            if (typeof PublicKeyCredential.signalUnknownCredential === "function") {
+              await PublicKeyCredential.signalUnknownCredential({ rpId: rpID, credentialId: account.credentialID })
+                .then(() => step("told the browser's passkey provider (signalUnknownCredential)"),
+                  (error) => step(`signalUnknownCredential: ${error.name} ${error.message}`));
+            } else {
+              step("this browser has no signalUnknownCredential: its passkey provider still offers the passkey");
+            }
+            finish(true, `delete ${answer.user}`, describe(answer));
+          } catch (error) {
+            finish(false, `delete: ${error.name} ${error.message}`, `${error.name}: ${error.message}`);
+          }
+          await refreshCredentials();
         }
 
         async function showCapabilities() {
@@ -353,17 +471,20 @@ enum WebPage {
         <input id="hints" name="hints" autocomplete="off" placeholder="security-key, client-device, hybrid">
         </fieldset>
         <div class="buttons">
-        <button type="button" id="register">Register</button>
+        <button type="button" id="register" class="primary">Register</button>
         <button type="button" id="sign-in">Sign in</button>
         </div>
         </form>
         <h2>Verdict</h2>
         <pre id="verdict" role="status" aria-live="polite">Nothing yet.</pre>
-        <h2>Steps</h2>
+        <div id="decoded" hidden></div>
+        <details>
+        <summary>Steps</summary>
         <ol id="steps"></ol>
+        </details>
         <h2>Registered passkeys</h2>
         <table id="credentials">
-        <thead><tr><th>user</th><th>credential ID</th><th>registered</th><th>sign count</th><th>transports</th><th>UV</th></tr></thead>
+        <thead><tr><th>user</th><th>credential ID</th><th>registered</th><th>sign count</th><th>transports</th><th>UV</th><th>backup</th><th></th></tr></thead>
         <tbody></tbody>
         </table>
         <p id="none">None yet.</p>

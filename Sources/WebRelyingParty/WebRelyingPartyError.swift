@@ -52,6 +52,8 @@ public struct WebRelyingPartyError: CodedError {
         /// Registration options for a user name that already has a passkey, from a browser not signed in as that
         /// user (403).
         public static let signInRequired = Code(rawValue: "signInRequired")
+        /// No passkey with this credential ID is registered here (404): nothing to delete.
+        public static let noSuchPasskey = Code(rawValue: "noSuchPasskey")
         /// The verification succeeded but the state file could not be written, so nothing was kept (500).
         public static let stateNotSaved = Code(rawValue: "stateNotSaved")
 
@@ -60,7 +62,7 @@ public struct WebRelyingPartyError: CodedError {
             switch self {
             case .challengeReplayed, .credentialAlreadyRegistered: 409
             case .signInRequired: 403
-            case .notFound: 404
+            case .notFound, .noSuchPasskey: 404
             case .methodNotAllowed: 405
             case .payloadTooLarge: 413
             case .unsupportedMediaType: 415

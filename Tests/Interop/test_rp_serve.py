@@ -6,6 +6,7 @@ against the key with `http://localhost:PORT` as the origin, and the JSON form of
 page posts `credential.toJSON()`. The RP's verdict lines on standard output and its state file are what is checked.
 """
 
+import base64
 import hashlib
 import http.client
 import json
@@ -289,3 +290,42 @@ def test_an_rp_id_that_is_not_the_origins_is_refused_at_start(store_dir):
         capture_output=True, text=True, timeout=30, stdin=subprocess.DEVNULL,
     )
     assert result.returncode == 64 and "--origin" in result.stderr
+
+
+def test_answers_show_the_response_decoded_and_a_signed_in_user_deletes_their_passkey(rp, device):
+    """Issue 24, item 10: the decoded view agrees with python-fido2's own reading, and deleting needs the session."""
+    _, credential = register(rp, device, "alice")
+    status, verdict = rp.post("/registration/verify", registration_json(credential))
+    assert status == 200, verdict
+    decoded = verdict["decoded"]
+    ours = credential.response.attestation_object
+    assert decoded["clientData"]["type"] == "webauthn.create"
+    assert decoded["clientData"]["origin"] == rp.origin
+    assert decoded["attestation"]["format"] == ours.fmt
+    auth_data = decoded["attestation"]["authenticatorData"]
+    assert auth_data["rpIDHash"] == ours.auth_data.rp_id_hash.hex()
+    assert auth_data["flags"]["byte"] == f"0x{ours.auth_data.flags:02x}"
+    assert auth_data["flags"]["userVerified"] is bool(ours.auth_data.flags & 0x04)
+    assert auth_data["signCount"] == ours.auth_data.counter
+    assert auth_data["aaguid"] == str(ours.auth_data.credential_data.aaguid)
+    key = ours.auth_data.credential_data.public_key
+    assert auth_data["credentialPublicKey"] == {
+        "kty": "EC", "crv": "P-256", "alg": "ES256",
+        "x": base64.urlsafe_b64encode(key[-2]).rstrip(b"=").decode(),
+        "y": base64.urlsafe_b64encode(key[-3]).rstrip(b"=").decode()}
+
+    # Another browser (no session) cannot delete it; the one signed in as alice can, and the state file loses it.
+    credential_id = credential.id
+    signed_in = rp.session
+    rp.session = None
+    status, refused = rp.post("/credentials/delete", {"credentialID": credential_id})
+    assert status == 403 and refused["error"] == "signInRequired", refused
+    assert len(state(rp)["accounts"]) == 1
+    rp.session = signed_in
+    status, answer = rp.post("/credentials/delete", {"credentialID": credential_id})
+    assert status == 200 and answer == {"deleted": credential_id, "user": "alice"}, answer
+    assert rp.next_line().startswith("verdict registration ok user=alice")
+    assert rp.next_line() == f"verdict deletion ok user=alice credential={credential_id}"
+    assert state(rp)["accounts"] == []
+    status, gone = rp.post("/credentials/delete", {"credentialID": credential_id})
+    assert status == 404 and gone["error"] == "noSuchPasskey"

@@ -1,6 +1,7 @@
 import Basics
 import Crypto
 import Foundation
+import JSON
 import RelyingParty
 import RelyingPartyTestSupport
 import Testing
@@ -229,5 +230,75 @@ struct SiteTests {
     ])
     func theAddressToOpenIsTheOriginTheCeremoniesWorkAt(listening: String, origins: [String], expected: String) {
         #expect(RelyingPartySite.addressToOpen(origins: Set(origins), listeningOn: listening, port: 8787) == expected)
+    }
+
+    /// Issue 24, item 10: each answer carries what the authenticator returned, decoded; a refused one too.
+    @Test mutating func answersShowTheResponseDecoded() throws {
+        var key = SoftwareAuthenticator(origin: Harness.origin)
+        let options = send("POST", "/registration/options", json: #"{"username":"alice"}"#)
+        let body = try key.register(optionsJSON: options.response.body)
+        let registration = send("POST", "/registration/verify", json: String(decoding: body, as: UTF8.self))
+        site.commit(try #require(registration.stateToSave))
+        let decoded = try #require(try object(registration.response.body)["decoded"] as? [String: Any])
+        let clientData = try #require(decoded["clientData"] as? [String: Any])
+        #expect(clientData["type"] as? String == "webauthn.create")
+        #expect(clientData["origin"] as? String == Harness.origin)
+        let attestation = try #require(decoded["attestation"] as? [String: Any])
+        #expect(attestation["format"] as? String == "none")
+        let authData = try #require(attestation["authenticatorData"] as? [String: Any])
+        #expect(authData["rpIDHash"] as? String == SHA256.hash(data: Array("localhost".utf8)).hexString)
+        let flags = try #require(authData["flags"] as? [String: Any])
+        #expect(flags["userPresent"] as? Bool == true && flags["attestedCredentialData"] as? Bool == true)
+        #expect(authData["credentialID"] as? String == key.credentialID.base64URLEncodedString)
+        let jwk = try #require(authData["credentialPublicKey"] as? [String: Any])
+        let raw = Array(key.key.publicKey.rawRepresentation)
+        #expect(jwk["kty"] as? String == "EC" && jwk["crv"] as? String == "P-256" && jwk["alg"] as? String == "ES256")
+        #expect(jwk["x"] as? String == Array(raw[0..<32]).base64URLEncodedString)
+        #expect(jwk["y"] as? String == Array(raw[32..<64]).base64URLEncodedString)
+
+        let request = send("POST", "/authentication/options", json: #"{"username":"alice"}"#)
+        let assertion = try key.authenticate(optionsJSON: request.response.body)
+        let signedIn = send("POST", "/authentication/verify", json: String(decoding: assertion, as: UTF8.self))
+        let signedInDecoded = try #require(try object(signedIn.response.body)["decoded"] as? [String: Any])
+        #expect((signedInDecoded["clientData"] as? [String: Any])?["type"] as? String == "webauthn.get")
+        #expect((signedInDecoded["authenticatorData"] as? [String: Any])?["signCount"] as? Int == 1)
+        #expect(((signedInDecoded["signature"] as? [String: Any])?["bytes"] as? Int ?? 0) >= 64)
+        // A refusal (the challenge replayed) still shows what arrived.
+        let replay = send("POST", "/authentication/verify", json: String(decoding: assertion, as: UTF8.self))
+        #expect(replay.response.status == 409)
+        #expect(try object(replay.response.body)["decoded"] is [String: Any])
+        // Garbage in the parts: each says so in its place; nothing crashes.
+        let broken = DecodedResponse.decode(
+            Array(#"{"response":{"clientDataJSON":"e30","attestationObject":"oWFh"}}"#.utf8))
+        let expected = #"{"clientData":{},"attestation":{"error":"the attestation object is not a CBOR map"}}"#
+        #expect(broken.map { String(decoding: $0.serialized(), as: UTF8.self) } == expected)
+        #expect(DecodedResponse.decode(Array("[]".utf8)) == nil)
+    }
+
+    /// Issue 24, item 10: a browser signed in as the passkey's user deletes it; nobody else can.
+    @Test mutating func aSignedInUserDeletesTheirOwnPasskeyOnly() throws {
+        var alicesKey = SoftwareAuthenticator(origin: Harness.origin)
+        let alice = try register("alice", with: &alicesKey, randomByte: 0x01)
+        var bobsKey = SoftwareAuthenticator(origin: Harness.origin)
+        let bob = try register("bob", with: &bobsKey, randomByte: 0x02)
+        let target = #"{"credentialID":"\#(alicesKey.credentialID.base64URLEncodedString)"}"#
+        for cookie in [nil, bob, "passkey-rp-session=forged"] {
+            let refused = send("POST", "/credentials/delete", json: target, cookie: cookie)
+            #expect(refused.response.status == 403 && refused.stateToSave == nil, "\(cookie ?? "no cookie")")
+        }
+        let unknown = send("POST", "/credentials/delete", json: #"{"credentialID":"AAAA"}"#, cookie: alice)
+        #expect(unknown.response.status == 404 && unknown.stateToSave == nil)
+        #expect(send("POST", "/credentials/delete", json: "{}", cookie: alice).response.status == 400)
+        #expect(send("GET", "/credentials/delete").response.status == 405)
+
+        let deleted = send("POST", "/credentials/delete", json: target, cookie: alice)
+        #expect(deleted.response.status == 200)
+        #expect(
+            deleted.line == "verdict deletion ok user=alice credential=\(alicesKey.credentialID.base64URLEncodedString)"
+        )
+        let newState = try #require(deleted.stateToSave)
+        #expect(newState.accounts.map(\.userName) == ["bob"])
+        site.commit(newState)
+        #expect(send("POST", "/credentials/delete", json: target, cookie: alice).response.status == 404)
     }
 }
