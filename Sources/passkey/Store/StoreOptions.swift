@@ -61,9 +61,11 @@ struct ApprovalOptions: ParsableArguments {
     var unattended: Bool { mode.unattended }
 
     /// The consent an authenticator on `store` asks through `interface`: the person, or the announced unattended
-    /// approver.
+    /// approver. A passphrase typed to open `store` in this process counts as the first ceremony's verification.
     func consent(interface: TerminalInterface, store: SQLiteCredentialStore) -> any UserInteraction {
-        mode.consent(interface: interface, verifyPassphrase: { store.verifyPassphrase($0) })
+        mode.consent(
+            interface: interface, verifiedAtOpening: { OpeningVerification.take(for: store) },
+            verifyPassphrase: { store.verifyPassphrase($0) })
     }
 
     /// The user interaction to use: the terminal prompt, or the announced unattended approver.
