@@ -227,3 +227,20 @@ def test_unlock_without_a_runtime_directory_says_why(directory):
     assert result.returncode == 1
     assert result.stderr.startswith("passkey: cannot unlock: XDG_RUNTIME_DIR is not set"), result.stderr
     assert len(result.stderr.strip().splitlines()) == 1
+
+
+def test_a_local_registration_asks_for_the_passphrase_once(directory, runtime):
+    """`client create` on this computer's store used to ask four times (chooser, passphrase, yes, passphrase again);
+    the passphrase typed to unlock the store is now the ceremony's verification."""
+    store = new_store(directory)
+    rp = RelyingParty()
+    options = os.path.join(directory, "options.json")
+    with open(options, "w") as file:
+        file.write(rp.registration_options())
+    status, shown = on_a_terminal(
+        ["client", "create", "--options", options, "--origin", ORIGIN, "--store", store, "--no-phone", "--json"],
+        answering([PASSPHRASE]), {"XDG_RUNTIME_DIR": runtime})
+    assert status == 0, shown
+    assert shown.count(OPEN_PROMPT) == 1 and shown.count(VERIFY_PROMPT) == 0, shown
+    credential = shown[shown.index("{"):shown.rindex("}") + 1]
+    assert rp.verify_registration(credential).user_verified

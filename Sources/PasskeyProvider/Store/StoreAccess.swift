@@ -177,21 +177,28 @@ public struct StoreAccess: Sendable {
     }
 }
 
-/// The store passphrases typed in this process to open a store: the first ceremony on that store takes it as its
-/// user verification instead of asking again (issue 24: `scan` asked twice, once to open, once to verify). Each is
-/// taken once; a passphrase from `PASSKEY_PASSPHRASE` or a store opened through the agent grants nothing, so the
-/// ceremony asks, once.
+/// The store passphrases typed in this process to open a store: the ceremony that follows on that store takes it as
+/// its user verification instead of asking again (issue 24: `scan` asked twice, once to open, once to verify). Each
+/// is taken once, and only within ``lifetime`` of the typing, so a ceremony long after the opening asks afresh; a
+/// passphrase from `PASSKEY_PASSPHRASE` or a store opened through the agent grants nothing, so the ceremony asks,
+/// once.
 public enum OpeningVerification {
-    private static let granted = Mutex<Set<ObjectIdentifier>>([])
+    /// How long after the passphrase was typed it still counts: two minutes, the time a ceremony's question waits.
+    public static let lifetime = Duration.seconds(120)
+
+    private static let granted = Mutex<[ObjectIdentifier: ContinuousClock.Instant]>([:])
 
     /// Records that the person typed `store`'s passphrase just now.
-    public static func grant(to store: SQLiteCredentialStore) {
-        _ = granted.withLock { $0.insert(ObjectIdentifier(store)) }
+    public static func grant(to store: SQLiteCredentialStore, at now: ContinuousClock.Instant = .now) {
+        granted.withLock { $0[ObjectIdentifier(store)] = now }
     }
 
-    /// Whether a typed passphrase is waiting to count for `store`; it counts once.
-    public static func take(for store: SQLiteCredentialStore) -> Bool {
-        granted.withLock { $0.remove(ObjectIdentifier(store)) != nil }
+    /// Whether a typed passphrase is waiting to count for `store`; it counts once, and not after ``lifetime``.
+    public static func take(
+        for store: SQLiteCredentialStore, at now: ContinuousClock.Instant = .now
+    ) -> Bool {
+        guard let typed = granted.withLock({ $0.removeValue(forKey: ObjectIdentifier(store)) }) else { return false }
+        return now - typed <= lifetime
     }
 }
 

@@ -61,10 +61,14 @@ struct ApprovalOptions: ParsableArguments {
     var unattended: Bool { mode.unattended }
 
     /// The consent an authenticator on `store` asks through `interface`: the person, or the announced unattended
-    /// approver. A passphrase typed to open `store` in this process counts as the first ceremony's verification.
-    func consent(interface: TerminalInterface, store: SQLiteCredentialStore) -> any UserInteraction {
+    /// approver. With `openingVerifies` (a command whose one ceremony follows the opening: `scan`), a passphrase
+    /// typed to open `store` counts as that ceremony's verification; `serve` and `listen`, whose ceremonies come
+    /// later, ask each time.
+    func consent(
+        interface: TerminalInterface, store: SQLiteCredentialStore, openingVerifies: Bool = false
+    ) -> any UserInteraction {
         mode.consent(
-            interface: interface, verifiedAtOpening: { OpeningVerification.take(for: store) },
+            interface: interface, verifiedAtOpening: { openingVerifies && OpeningVerification.take(for: store) },
             verifyPassphrase: { store.verifyPassphrase($0) })
     }
 
