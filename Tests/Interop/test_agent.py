@@ -244,3 +244,25 @@ def test_a_local_registration_asks_for_the_passphrase_once(directory, runtime):
     assert shown.count(OPEN_PROMPT) == 1 and shown.count(VERIFY_PROMPT) == 0, shown
     credential = shown[shown.index("{"):shown.rindex("}") + 1]
     assert rp.verify_registration(credential).user_verified
+
+
+def test_stores_are_held_by_their_real_path_and_locked_one_at_a_time(directory, runtime):
+    first, second = new_store(directory, "first.sqlite"), new_store(directory, "second.sqlite")
+    link = os.path.join(directory, "link.sqlite")
+    os.symlink(first, link)
+    extra = {"XDG_RUNTIME_DIR": runtime}
+    unlocking = dict(os.environ, PASSKEY_PASSPHRASE=PASSPHRASE, **extra)
+    for store in (link, second):  # the first store unlocked through a symbolic link
+        result = subprocess.run([PASSKEY_BIN, "unlock", "--store", store, "--for", "90s"], capture_output=True,
+                                text=True, timeout=60, env=unlocking)
+        assert result.returncode == 0 and "90 s" in result.stdout, result.stderr
+    for store in (first, second):  # opened without a prompt, whichever path named it
+        status, shown = on_a_terminal(["info", "--store", store], answering([]), extra)
+        assert status == 0 and shown.count(OPEN_PROMPT) == 0, shown
+    locked = subprocess.run([PASSKEY_BIN, "lock", "--store", first], capture_output=True, text=True, timeout=30,
+                            env=dict(os.environ, **extra))
+    assert locked.returncode == 0, locked.stderr
+    status, shown = on_a_terminal(["info", "--store", link], answering([PASSPHRASE]), extra)
+    assert status == 0 and shown.count(OPEN_PROMPT) == 1, shown
+    status, shown = on_a_terminal(["info", "--store", second], answering([]), extra)
+    assert status == 0 and shown.count(OPEN_PROMPT) == 0, shown
