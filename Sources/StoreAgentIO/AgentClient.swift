@@ -33,7 +33,9 @@ public struct AgentClient: Sendable {
         guard AgentSocket.writeAll(fd, AgentCodec.frame(AgentCodec.encode(request))) else {
             throw AgentError("the passkey agent closed the connection")
         }
-        let body = try AgentSocket.readFrame(fd, timeout: timeout)
+        guard let body = try AgentSocket.readFrame(fd, timeout: timeout) else {
+            throw AgentError("the passkey agent did not answer")
+        }
         do {
             return try AgentCodec.decodeReply(body)
         } catch {

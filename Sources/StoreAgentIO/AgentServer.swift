@@ -92,8 +92,8 @@ public final class AgentServer: Sendable {
             _ = held.withLock { $0.forget(nil) }
         }
         while true {
-            let swept = held.withLock { $0.sweep(now: now) }
-            _ = swept
+            // Swept keys are wiped as their buffers go.
+            _ = held.withLock { $0.sweep(now: now) }
             let empty = held.withLock { $0.isEmpty }
             let (stopped, everHeld) = state.withLock { ($0.stopped, $0.everHeld) }
             if stopped { return }
@@ -125,12 +125,10 @@ public final class AgentServer: Sendable {
         while true {
             let request: AgentRequest
             do {
-                let body = try AgentSocket.readFrame(client, timeout: options.readTimeout)
+                guard let body = try AgentSocket.readFrame(client, timeout: options.readTimeout) else { return }
                 request = try AgentCodec.decodeRequest(body)
             } catch let error as AgentError {
-                if error.message != "the connection ended before a message" {
-                    _ = AgentSocket.writeAll(client, AgentCodec.frame(AgentCodec.encode(.refused(error.message))))
-                }
+                _ = AgentSocket.writeAll(client, AgentCodec.frame(AgentCodec.encode(.refused(error.message))))
                 return
             } catch {
                 let reason = (error as? AgentCodecError)?.reason ?? "the message does not parse"

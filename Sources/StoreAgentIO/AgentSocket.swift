@@ -94,11 +94,10 @@ public enum AgentSocket {
         return bytes
     }
 
-    /// One frame's body (``AgentCodec``), the length checked before anything more is read.
-    static func readFrame(_ fd: Int32, timeout: Duration) throws(AgentError) -> [UInt8] {
-        guard let header = readExactly(fd, 4, timeout: timeout) else {
-            throw AgentError("the connection ended before a message")
-        }
+    /// One frame's body (``AgentCodec``), the length checked before anything more is read; nil when the connection
+    /// ended, or stayed silent for `timeout`, before a frame began.
+    static func readFrame(_ fd: Int32, timeout: Duration) throws(AgentError) -> [UInt8]? {
+        guard let header = readExactly(fd, 4, timeout: timeout) else { return nil }
         let length: Int
         do {
             length = try AgentCodec.frameLength(header)

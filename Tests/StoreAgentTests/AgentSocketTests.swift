@@ -180,11 +180,28 @@ struct AgentSocketTests {
                 continue
             }
         }
+        // A client that connects and says nothing holds up nobody, and is dropped after the read timeout.
+        let silent = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
+        defer { close(silent) }
+        var address = sockaddr_un()
+        address.sun_family = sa_family_t(AF_UNIX)
+        withUnsafeMutableBytes(of: &address.sun_path) { $0.copyBytes(from: Array(fixture.socketPath.utf8) + [0]) }
+        let connected = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                connect(silent, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
+            }
+        }
+        try #require(connected == 0)
         guard case .bytes = try fixture.client.send(.seal(store: fixture.storePath, use: 1, aad: [], bytes: [1]))
         else {
             Issue.record("the agent stopped serving after hostile clients")
             return
         }
+        var buffer = [UInt8](repeating: 0, count: 16)
+        let ended = Date()
+        let read = buffer.withUnsafeMutableBytes { recv(silent, $0.baseAddress, $0.count, 0) }
+        #expect(read == 0)  // closed by the agent, without a reply
+        #expect(Date().timeIntervalSince(ended) < 3)
     }
 
     @Test func anotherUserIsRefused() throws {
