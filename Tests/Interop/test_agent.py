@@ -266,3 +266,29 @@ def test_stores_are_held_by_their_real_path_and_locked_one_at_a_time(directory, 
     assert status == 0 and shown.count(OPEN_PROMPT) == 1, shown
     status, shown = on_a_terminal(["info", "--store", second], answering([]), extra)
     assert status == 0 and shown.count(OPEN_PROMPT) == 0, shown
+
+
+def test_the_foreground_agent_serves_and_a_signal_ends_it(directory, runtime):
+    """`passkey agent` as a systemd user unit runs it: `unlock` feeds it, and SIGTERM wipes the keys and removes the
+    socket; the next command asks again."""
+    store = new_store(directory)
+    extra = {"XDG_RUNTIME_DIR": runtime}
+    agent = subprocess.Popen([PASSKEY_BIN, "agent"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                             env=dict(os.environ, **extra))
+    try:
+        line = agent.stdout.readline()
+        socket_path = os.path.join(runtime, "passkey", "agent.sock")
+        assert line == f"passkey agent: listening on {socket_path}\n", line + agent.stderr.read()
+        unlocked = subprocess.run([PASSKEY_BIN, "unlock", "--store", store], capture_output=True, text=True,
+                                  timeout=60, env=dict(os.environ, PASSKEY_PASSPHRASE=PASSPHRASE, **extra))
+        assert unlocked.returncode == 0 and "15 min" in unlocked.stdout, unlocked.stderr
+        status, shown = on_a_terminal(["info", "--store", store], answering([]), extra)
+        assert status == 0 and shown.count(OPEN_PROMPT) == 0, shown
+        agent.terminate()
+        assert agent.wait(timeout=10) == 0
+        assert not os.path.exists(socket_path)
+        status, shown = on_a_terminal(["info", "--store", store], answering([PASSPHRASE]), extra)
+        assert status == 0 and shown.count(OPEN_PROMPT) == 1, shown
+    finally:
+        if agent.poll() is None:
+            stop_process(agent)

@@ -1,4 +1,5 @@
 import ArgumentParser
+import Dispatch
 import Foundation
 import PasskeyProvider
 import PasskeyStoreIO
@@ -164,7 +165,8 @@ extension Passkey {
                 Listens on $XDG_RUNTIME_DIR/passkey/agent.sock (directory 0700, socket 0600) for processes of \
                 this user only, holds the keys that `passkey unlock` gives it in locked memory, and opens, seals \
                 and authenticates for the commands that ask; it never hands a key out. For a systemd user unit: \
-                ExecStart=passkey agent. Stop it with a signal; its keys go with it.
+                ExecStart=passkey agent. SIGTERM, SIGINT or SIGHUP stop it: its keys are wiped and its socket \
+                removed.
                 """)
 
         @Flag(name: .customLong("started-by-unlock"), help: .hidden)
@@ -186,8 +188,20 @@ extension Passkey {
             } catch {
                 throw CommandFailure("cannot start the agent: \(error.message)")
             }
-            if !startedByUnlock { printLine("passkey agent: listening on \(socket)") }
+            // SIGTERM and SIGINT end the agent as `lock` would: the keys wiped, the socket removed.
+            let stops = [SIGTERM, SIGINT, SIGHUP].map { number in
+                signal(number, SIG_IGN)
+                let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
+                source.setEventHandler { server.stop() }
+                source.resume()
+                return source
+            }
+            if !startedByUnlock {
+                printLine("passkey agent: listening on \(socket)")
+                fflush(nil)  // at once, for a journal or a script waiting on it
+            }
             server.run()
+            stops.forEach { $0.cancel() }
         }
     }
 }
