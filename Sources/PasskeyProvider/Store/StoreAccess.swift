@@ -13,7 +13,7 @@ import StoreAgentIO
 /// The passphrase comes from `PASSKEY_PASSPHRASE` when set (tests and scripts); else, when the store agent holds this
 /// store's key (`passkey unlock`), the store opens through it without asking; else the person is asked through
 /// `interface`, a wrong passphrase again up to three tries in all (``PassphraseTries``). A passphrase typed to open
-/// the store counts as the user verification of this process's first ceremony (``OpeningVerification``). A new
+/// the store may count as the verification of the ceremony that follows (``OpeningVerification``). A new
 /// store's passphrase is asked twice. Nothing is created or replaced when an answer is missing or the two answers
 /// differ.
 public struct StoreAccess: Sendable {
@@ -186,19 +186,30 @@ public enum OpeningVerification {
     /// How long after the passphrase was typed it still counts: two minutes, the time a ceremony's question waits.
     public static let lifetime = Duration.seconds(120)
 
-    private static let granted = Mutex<[ObjectIdentifier: ContinuousClock.Instant]>([:])
+    /// A grant, with the store it was made for held weakly: an identifier reused by a later store grants nothing.
+    private struct Grant: Sendable {
+        weak var store: SQLiteCredentialStore?
+        var typed: ContinuousClock.Instant
+    }
+
+    private static let granted = Mutex<[ObjectIdentifier: Grant]>([:])
 
     /// Records that the person typed `store`'s passphrase just now.
     public static func grant(to store: SQLiteCredentialStore, at now: ContinuousClock.Instant = .now) {
-        granted.withLock { $0[ObjectIdentifier(store)] = now }
+        granted.withLock { grants in
+            grants = grants.filter { $0.value.store != nil }
+            grants[ObjectIdentifier(store)] = Grant(store: store, typed: now)
+        }
     }
 
     /// Whether a typed passphrase is waiting to count for `store`; it counts once, and not after ``lifetime``.
     public static func take(
         for store: SQLiteCredentialStore, at now: ContinuousClock.Instant = .now
     ) -> Bool {
-        guard let typed = granted.withLock({ $0.removeValue(forKey: ObjectIdentifier(store)) }) else { return false }
-        return now - typed <= lifetime
+        guard let grant = granted.withLock({ $0.removeValue(forKey: ObjectIdentifier(store)) }),
+            grant.store === store
+        else { return false }
+        return now - grant.typed <= lifetime
     }
 }
 
