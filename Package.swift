@@ -142,6 +142,12 @@ let package = Package(
             name: "CBlueZ", path: "Sources/C/CBlueZ", pkgConfig: "bluez", providers: [.apt(["libbluetooth-dev"])]),
         // <linux/uhid.h> sizes and offsets, for UHIDTests only (the header comes with linux-libc-dev).
         .systemLibrary(name: "CUHIDHeader", path: "Sources/C/CUHIDHeader", providers: [.apt(["linux-libc-dev"])]),
+        .systemLibrary(name: "CAgentSupport", path: "Sources/C/CAgentSupport", providers: [.apt(["libc6-dev"])]),
+        .target(name: "StoreAgent", swiftSettings: strictSettings),
+        .target(
+            name: "StoreAgentIO",
+            dependencies: ["StoreAgent", "CAgentSupport", "PasskeyStoreIO", "CTAP2"],
+            swiftSettings: strictSettings),
         .systemLibrary(
             name: "CSQLite", path: "Sources/C/CSQLite", pkgConfig: "sqlite3", providers: [.apt(["libsqlite3-dev"])]),
         // OpenSSL's libcrypto for CMS (its symbols do not clash with swift-crypto's prefixed BoringSSL).
@@ -245,7 +251,7 @@ let package = Package(
         .target(
             name: "PasskeyProvider",
             dependencies: [
-                "Basics", "CTAP2", "CTAPHID", "Hybrid", "HybridDriver", "Proximity", "PasskeyStoreIO", "PasskeyFilesIO",
+                "Basics", "CTAP2", "CTAPHID", "Hybrid", "HybridDriver", "Proximity", "PasskeyStoreIO", "PasskeyFilesIO", "StoreAgent", "StoreAgentIO",
                 "WebAuthnClientDriver", "SecurityKeyDriver", "WebAuthnClient", "WebAuthnClientIO", "AssociatedDomains",
                 "AssociatedDomainsIO", "RelyingParty", "WebRelyingPartyIO", "WebRelyingParty",
                 "WebAuthn", "CredentialExchange", "NearbyShare", "JSON", "HybridIO", "ProximityIO", "RelayIO", logging,
@@ -275,7 +281,7 @@ let package = Package(
                 "SecurityKeyDriver", "Hybrid", "QRImageIO", "Proximity", "ProximityIO", "HybridIO", "HybridDriver",
                 "RelayIO", "UHID", "WebRelyingParty", "WebRelyingPartyIO", "PublicSuffix", "JSON",
                 "WebAuthnClient", "WebAuthnClientIO", "WebAuthnClientDriver", "CredentialExchange", "NearbyShare",
-                "NearbyShareDriver",
+                "NearbyShareDriver", "StoreAgent", "StoreAgentIO",
                 "AssociatedDomains", "AssociatedDomainsIO", "SignedFilesIO", "PasswordRules", "PasskeyFilesIO",
                 "PasskeyProvider", "TerminalIO", argumentParser, logging, crypto,
                 nioCore,
@@ -459,6 +465,10 @@ let package = Package(
             ],
             swiftSettings: strictSettings
         ),
+        .testTarget(
+            name: "StoreAgentTests",
+            dependencies: ["StoreAgent", "StoreAgentIO", "PasskeyStoreIO", "CTAP2", "TestSupport", crypto],
+            swiftSettings: strictSettings),
         .testTarget(name: "UHIDTests", dependencies: ["UHID", "CUHIDHeader"], swiftSettings: strictSettings),
         .testTarget(
             name: "ProximityTests",

@@ -15,7 +15,8 @@ public enum ComputerLinkFile {
 
     private static func file(for store: SQLiteCredentialStore) -> SealedSideFile {
         SealedSideFile(
-            url: PasskeyFiles(store: store.url).computerLinks, magic: magic, key: store.computerLinkKey,
+            url: PasskeyFiles(store: store.url).computerLinks, magic: magic, keyring: store.keyring,
+            use: .computerLinks,
             what: "the linked phones")
     }
 
@@ -27,13 +28,5 @@ public enum ComputerLinkFile {
     /// Seals and writes `contents` for `store`.
     public static func save(_ contents: [UInt8], for store: SQLiteCredentialStore) throws(CredentialStoreError) {
         try file(for: store).seal(contents)
-    }
-}
-
-extension SQLiteCredentialStore {
-    /// The key of the computer links file, derived from the store key.
-    var computerLinkKey: SymmetricKey {
-        HKDF<SHA256>.deriveKey(
-            inputKeyMaterial: storeKey, info: Array("passkey computer links v1".utf8), outputByteCount: 32)
     }
 }

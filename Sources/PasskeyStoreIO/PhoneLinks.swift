@@ -89,7 +89,7 @@ public enum PhoneLinkFile {
 
     private static func file(for store: SQLiteCredentialStore) -> SealedSideFile {
         SealedSideFile(
-            url: PasskeyFiles(store: store.url).phoneLinks, magic: magic, key: store.phoneLinkKey,
+            url: PasskeyFiles(store: store.url).phoneLinks, magic: magic, keyring: store.keyring, use: .phoneLinks,
             what: "the phone links")
     }
 
@@ -114,13 +114,5 @@ public enum PhoneLinkFile {
     /// Removes the file (nothing linked any more).
     public static func remove(for store: SQLiteCredentialStore) {
         try? OwnerOnlyFile.remove(PasskeyFiles(store: store.url).phoneLinks)
-    }
-}
-
-extension SQLiteCredentialStore {
-    /// The key of the phone links file, derived from the store key.
-    var phoneLinkKey: SymmetricKey {
-        HKDF<SHA256>.deriveKey(
-            inputKeyMaterial: storeKey, info: Array("passkey phone links v1".utf8), outputByteCount: 32)
     }
 }

@@ -1,3 +1,4 @@
+import Basics
 import CTAP2
 import Crypto
 import Foundation
@@ -76,37 +77,36 @@ enum RowAuthentication {
         legacyCredentialLabel + id
     }
 
-    /// Seals a private key; `nil` only if AES-GCM fails, which it does not for a 32-byte key.
-    static func seal(_ key: P256.Signing.PrivateKey, aad: [UInt8], with storeKey: SymmetricKey) -> [UInt8]? {
-        guard let box = try? AES.GCM.seal(key.rawRepresentation, using: storeKey, authenticating: aad) else {
-            return nil
-        }
-        return box.combined.map { Array($0) }
+    /// Seals a private key under the store key.
+    static func seal(
+        _ key: P256.Signing.PrivateKey, aad: [UInt8], with keyring: any StoreKeyring
+    ) throws(CredentialStoreError) -> [UInt8] {
+        try keyring.seal(Array(key.rawRepresentation), aad: aad, use: .rows)
     }
 
     /// Opens a sealed private key; nil when the seal, the associated data or the key inside is wrong.
-    static func unseal(_ sealed: [UInt8], aad: [UInt8], with storeKey: SymmetricKey) -> P256.Signing.PrivateKey? {
-        guard let box = try? AES.GCM.SealedBox(combined: sealed),
-            let raw = try? AES.GCM.open(box, using: storeKey, authenticating: aad)
-        else { return nil }
+    static func unseal(
+        _ sealed: [UInt8], aad: [UInt8], with keyring: any StoreKeyring
+    ) throws(CredentialStoreError) -> P256.Signing.PrivateKey? {
+        guard let raw = try keyring.open(sealed, aad: aad, use: .rows) else { return nil }
         return try? P256.Signing.PrivateKey(rawRepresentation: raw)
     }
 
     /// Seals a saved password's UTF-8 bytes with its row's other columns (`PasswordColumn` order) as associated data.
-    static func sealPassword(_ password: String, row values: [SQLiteValue], with storeKey: SymmetricKey) -> [UInt8]? {
-        guard
-            let box = try? AES.GCM.seal(
-                Array(password.utf8), using: storeKey, authenticating: encode(passwordLabel, values))
-        else { return nil }
-        return box.combined.map { Array($0) }
+    static func sealPassword(
+        _ password: String, row values: [SQLiteValue], with keyring: any StoreKeyring
+    ) throws(CredentialStoreError) -> [UInt8] {
+        try keyring.seal(Array(password.utf8), aad: encode(passwordLabel, values), use: .rows)
     }
 
     /// Opens a sealed password; nil when the seal or the associated data is wrong, or the bytes are not UTF-8.
-    static func unsealPassword(_ sealed: [UInt8], row values: [SQLiteValue], with storeKey: SymmetricKey) -> String? {
-        guard let box = try? AES.GCM.SealedBox(combined: sealed),
-            let opened = try? AES.GCM.open(box, using: storeKey, authenticating: encode(passwordLabel, values))
-        else { return nil }
-        return String(validating: Array(opened), as: UTF8.self)
+    static func unsealPassword(
+        _ sealed: [UInt8], row values: [SQLiteValue], with keyring: any StoreKeyring
+    ) throws(CredentialStoreError) -> String? {
+        guard let opened = try keyring.open(sealed, aad: encode(passwordLabel, values), use: .rows) else {
+            return nil
+        }
+        return String(validating: opened, as: UTF8.self)
     }
 
     /// The settings MAC key: HKDF-SHA-256 of the store key.
@@ -115,13 +115,18 @@ enum RowAuthentication {
     }
 
     /// The MAC of the settings columns (`values` in `SQL.settingsColumns` order).
-    static func settingsMAC(_ values: [SQLiteValue], key: SymmetricKey) -> [UInt8] {
-        Array(HMAC<SHA256>.authenticationCode(for: encode(settingsLabel, values), using: key))
+    static func settingsMAC(
+        _ values: [SQLiteValue], with keyring: any StoreKeyring
+    ) throws(CredentialStoreError) -> [UInt8] {
+        try keyring.authenticationCode(encode(settingsLabel, values), use: .settings)
     }
 
     /// Whether `mac` is the MAC of `values`, compared in constant time.
-    static func settingsMACIsValid(_ mac: [UInt8], _ values: [SQLiteValue], key: SymmetricKey) -> Bool {
-        HMAC<SHA256>.isValidAuthenticationCode(mac, authenticating: encode(settingsLabel, values), using: key)
+    static func settingsMACIsValid(
+        _ mac: [UInt8], _ values: [SQLiteValue], with keyring: any StoreKeyring
+    ) throws(CredentialStoreError) -> Bool {
+        let expected = try settingsMAC(values, with: keyring)
+        return expected.count == mac.count && constantTimeEqual(expected, mac)
     }
 }
 

@@ -162,11 +162,15 @@ extension SQLiteCredentialStore {
     private func identities(_ connection: SQLiteConnection, keys: inout KeyCache) throws(CredentialStoreError)
         -> [CredentialIdentity]
     {
-        let passkeys = try sql("read the passkeys") { () throws(SQLiteFailure) in
-            try connection.prepared(SQL.selectAll).query([], CredentialRecord.init)
-        }.compactMap { record -> CredentialIdentity? in
-            guard case .intact(let credential) = entry(from: record, keys: &keys) else { return nil }
-            return Self.identity(credential)
+        var passkeys: [CredentialIdentity] = []
+        for record in try sql(
+            "read the passkeys",
+            { () throws(SQLiteFailure) in
+                try connection.prepared(SQL.selectAll).query([], CredentialRecord.init)
+            })
+        {
+            guard case .intact(let credential) = try entry(from: record, keys: &keys) else { continue }
+            passkeys.append(Self.identity(credential))
         }
         return passkeys + (try passwordIdentities(connection))
     }

@@ -58,12 +58,44 @@ extension SQLiteCredentialStore {
     ) throws(CredentialStoreError) -> SQLiteCredentialStore {
         let path = try filePath(of: url)
         return try openExisting(url: url, path: path, busyTimeout: busyTimeout, fileAccess: fileAccess) {
-            (parameters, salt) throws(CredentialStoreError) -> SymmetricKey in
-            guard !passphrase.isEmpty else {
-                throw CredentialStoreError(.wrongPassphrase, "the passphrase does not open the passkey store")
-            }
-            return try parameters.deriveKey(passphrase: passphrase, salt: salt)
+            (parameters, salt) throws(CredentialStoreError) -> any StoreKeyring in
+            try derivedKey(parameters, salt: salt, passphrase: passphrase)
         }
+    }
+
+    /// Opens the existing store at `url` with its key held elsewhere (the agent): every seal is opened through
+    /// `keyring`, which must open the store's key check (else `.wrongPassphrase`). The same checks as
+    /// `open(at:passphrase:busyTimeout:)` run first.
+    public static func open(
+        at url: URL,
+        keyring: any StoreKeyring,
+        busyTimeout: Duration = .seconds(5)
+    ) throws(CredentialStoreError) -> SQLiteCredentialStore {
+        let path = try filePath(of: url)
+        return try openExisting(url: url, path: path, busyTimeout: busyTimeout, fileAccess: .system) {
+            (_, _) throws(CredentialStoreError) -> any StoreKeyring in keyring
+        }
+    }
+
+    /// The key of the existing store at `url`, derived from `passphrase` and checked against the store's key check,
+    /// without opening the store for writing or changing anything in it: what the agent keeps (`passkey unlock`).
+    /// Fails as `open` does (`.wrongPassphrase` for a passphrase that does not open it).
+    public static func storeKey(at url: URL, passphrase: String) throws(CredentialStoreError) -> StoreKey {
+        let path = try filePath(of: url)
+        let (checker, meta) = try checkedFile(path: path, busyTimeout: .seconds(5), fileAccess: .system)
+        defer { checker.close() }
+        let key = try derivedKey(meta.parameters, salt: meta.salt, passphrase: passphrase)
+        try verifyKeyCheck(meta.keyCheck, with: key)
+        return key
+    }
+
+    private static func derivedKey(
+        _ parameters: KDFParameters, salt: [UInt8], passphrase: String
+    ) throws(CredentialStoreError) -> StoreKey {
+        guard !passphrase.isEmpty else {
+            throw CredentialStoreError(.wrongPassphrase, "the passphrase does not open the passkey store")
+        }
+        return StoreKey(try parameters.deriveKey(passphrase: passphrase, salt: salt))
     }
 
     /// Opens the store at `url`, creating it (with `kdf`) when no file is there.
@@ -117,8 +149,7 @@ extension SQLiteCredentialStore {
         let salt = StoreFiles.randomBytes(saltByteCount)
         let key = try kdf.deriveKey(passphrase: passphrase, salt: salt)
         let keyCheck = try sealKeyCheck(with: key)
-        let settings = try settingsRow(
-            AuthenticatorSettings(), storeKey: key, settingsKey: RowAuthentication.settingsMACKey(storeKey: key))
+        let settings = try settingsRow(AuthenticatorSettings(), keyring: StoreKey(key))
 
         let name = (path as NSString).lastPathComponent
         let temporary = (directory as NSString).appendingPathComponent(
@@ -138,18 +169,17 @@ extension SQLiteCredentialStore {
             throw error
         }
         return try openExisting(url: url, path: path, busyTimeout: busyTimeout, fileAccess: .system) {
-            (_, _) throws(CredentialStoreError) in key
+            (_, _) throws(CredentialStoreError) -> any StoreKeyring in StoreKey(key)
         }
     }
 
-    /// Opens and checks an existing store, then derives (or is given) the store key and verifies it.
-    private static func openExisting(
-        url: URL,
-        path: String,
-        busyTimeout: Duration,
-        fileAccess: FileAccess,
-        storeKey deriveKey: (KDFParameters, [UInt8]) throws(CredentialStoreError) -> SymmetricKey
-    ) throws(CredentialStoreError) -> SQLiteCredentialStore {
+    /// The file's status, header and settings checked on a read-only connection that never checkpoints (returned
+    /// open, for the caller to close), and what the settings say.
+    private static func checkedFile(
+        path: String, busyTimeout: Duration, fileAccess: FileAccess
+    ) throws(CredentialStoreError) -> (
+        SQLiteConnection, (parameters: KDFParameters, salt: [UInt8], keyCheck: [UInt8], version: Int64)
+    ) {
         switch try StoreFiles.status(of: path) {
         case .missing:
             throw CredentialStoreError(.io, "there is no passkey store at \(path)")
@@ -178,9 +208,29 @@ extension SQLiteCredentialStore {
             try connection.setCheckpointOnClose(false)
             return connection
         }
-        defer { checker.close() }
         checker.setBusyTimeout(milliseconds: busyMilliseconds)
-        let (parameters, salt, keyCheck, version) = try checkedMeta(checker, path: path)
+        do {
+            let meta = try checkedMeta(checker, path: path)
+            return (checker, (meta.0, meta.salt, meta.keyCheck, meta.version))
+        } catch {
+            checker.close()
+            throw error
+        }
+    }
+
+    /// Opens and checks an existing store, then derives (or is given) the store key and verifies it.
+    private static func openExisting(
+        url: URL,
+        path: String,
+        busyTimeout: Duration,
+        fileAccess: FileAccess,
+        storeKey deriveKey: (KDFParameters, [UInt8]) throws(CredentialStoreError) -> any StoreKeyring
+    ) throws(CredentialStoreError) -> SQLiteCredentialStore {
+        let action = "open the passkey store at \(path)"
+        let busyMilliseconds = Int32(clamping: max(0, busyTimeout.inMilliseconds))
+        let (checker, meta) = try checkedFile(path: path, busyTimeout: busyTimeout, fileAccess: fileAccess)
+        defer { checker.close() }
+        let (parameters, salt, keyCheck, version) = meta
         let key = try deriveKey(parameters, salt)
         try verifyKeyCheck(keyCheck, with: key)
         if version == Int64(schemaVersion) {
@@ -206,7 +256,7 @@ extension SQLiteCredentialStore {
                     "PRAGMA synchronous = FULL; PRAGMA secure_delete = ON; PRAGMA trusted_schema = OFF")
             }
             if version < Int64(schemaVersion) {
-                try migrate(connection, from: version, path: path, storeKey: key)
+                try migrate(connection, from: version, path: path, keyring: key)
             } else {
                 try checkStatements(connection, path: path)
             }
@@ -219,7 +269,8 @@ extension SQLiteCredentialStore {
                 path: path,
                 kdfParameters: parameters,
                 salt: salt,
-                storeKey: key,
+                keyCheck: keyCheck,
+                keyring: key,
                 connection: connection
             )
             // Unlocked: the index of names beside the store is written afresh. It is a convenience, so a failure

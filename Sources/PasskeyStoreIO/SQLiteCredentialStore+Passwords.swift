@@ -61,7 +61,7 @@ extension SQLiteCredentialStore {
                 return try connection.prepared(SQL.selectPasswords).query([], PasswordRecord.init)
             }
         }
-        return records.map(passwordEntry)
+        return try records.map { record throws(CredentialStoreError) in try passwordEntry(record) }
     }
 
     /// The usable passwords of one service (or all), in listing order (`SavedLogin.listedBefore`).
@@ -83,7 +83,7 @@ extension SQLiteCredentialStore {
                     [.text(service.text), .text(userName)], PasswordRecord.init)
             }
         }
-        return records.first.map(passwordEntry)
+        return try records.first.map { record throws(CredentialStoreError) in try passwordEntry(record) }
     }
 
     /// Saves `password` for `userName` at `service` in one transaction: a new login is added (rank above the
@@ -112,7 +112,7 @@ extension SQLiteCredentialStore {
             var login: SavedLogin
             let outcome: PasswordSaveOutcome
             if let existing {
-                guard case .intact(let credential) = passwordEntry(existing) else {
+                guard case .intact(let credential) = try passwordEntry(existing) else {
                     throw CredentialStoreError(
                         .corrupt,
                         "cannot \(action): its row fails its integrity check (delete it with `passkey password delete`)"
@@ -172,7 +172,7 @@ extension SQLiteCredentialStore {
             let existing = try sql(action) { () throws(SQLiteFailure) in
                 try connection.prepared(SQL.selectPasswordByID).query([.blob(login.id)], PasswordRecord.init)
             }.first
-            guard let existing, case .intact(let credential) = passwordEntry(existing) else { return nil }
+            guard let existing, case .intact(let credential) = try passwordEntry(existing) else { return nil }
             var used = credential.login
             let top =
                 try sql(action) { () throws(SQLiteFailure) in
@@ -206,15 +206,12 @@ extension SQLiteCredentialStore {
     }
 
     func sealPassword(_ password: String, values: [SQLiteValue]) throws(CredentialStoreError) -> [UInt8] {
-        guard let sealed = RowAuthentication.sealPassword(password, row: values, with: storeKey) else {
-            throw CredentialStoreError(.io, "cannot seal a password")
-        }
-        return sealed
+        try RowAuthentication.sealPassword(password, row: values, with: keyring)
     }
 
     /// A row as a usable login, or as damaged when a column is missing or out of range, or the seal does not open
     /// with the row's own columns.
-    func passwordEntry(_ record: PasswordRecord) -> PasswordEntry {
+    func passwordEntry(_ record: PasswordRecord) throws(CredentialStoreError) -> PasswordEntry {
         guard let id = record.blob(.id), id.count == 16, let serviceText = record.text(.service),
             let service = PasswordService(serviceText), service.text == serviceText,
             let userName = record.text(.userName), let created = record.integer(.creationMilliseconds),
@@ -224,7 +221,7 @@ extension SQLiteCredentialStore {
         else {
             return .damaged(record.damaged(.missingFields))
         }
-        guard let password = RowAuthentication.unsealPassword(sealed, row: record.values, with: storeKey) else {
+        guard let password = try RowAuthentication.unsealPassword(sealed, row: record.values, with: keyring) else {
             return .damaged(record.damaged(.failsIntegrityCheck))
         }
         let login = SavedLogin(
@@ -252,11 +249,16 @@ extension SQLiteCredentialStore {
 
     /// Every usable login as an index entry.
     func passwordIdentities(_ connection: SQLiteConnection) throws(CredentialStoreError) -> [CredentialIdentity] {
-        try sql("read the saved passwords") { () throws(SQLiteFailure) in
-            try connection.prepared(SQL.selectPasswords).query([], PasswordRecord.init)
-        }.compactMap { record in
-            guard case .intact(let credential) = passwordEntry(record) else { return nil }
-            return Self.identity(credential.login)
+        var identities: [CredentialIdentity] = []
+        for record in try sql(
+            "read the saved passwords",
+            { () throws(SQLiteFailure) in
+                try connection.prepared(SQL.selectPasswords).query([], PasswordRecord.init)
+            })
+        {
+            guard case .intact(let credential) = try passwordEntry(record) else { continue }
+            identities.append(Self.identity(credential.login))
         }
+        return identities
     }
 }

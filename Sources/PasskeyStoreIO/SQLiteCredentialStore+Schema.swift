@@ -72,7 +72,7 @@ extension SQLiteCredentialStore {
     ///   does not open is left without a MAC, so it stays refused as damaged.
     /// - Version 3 → 4 adds the `passwords` table; no existing row changes.
     static func migrate(
-        _ connection: SQLiteConnection, from version: Int64, path: String, storeKey: SymmetricKey
+        _ connection: SQLiteConnection, from version: Int64, path: String, keyring: any StoreKeyring
     ) throws(CredentialStoreError) {
         let action = "upgrade the passkey store at \(path) from schema version \(version)"
         try sql(action) { () throws(SQLiteFailure) in try connection.execute("BEGIN IMMEDIATE") }
@@ -86,7 +86,7 @@ extension SQLiteCredentialStore {
             }
             if current < 3 {
                 try sql(action) { () throws(SQLiteFailure) in try connection.execute(SQL.version3) }
-                try authenticateRows(connection, action: action, storeKey: storeKey)
+                try authenticateRows(connection, action: action, keyring: keyring)
             }
             if current < 4 {
                 try sql(action) { () throws(SQLiteFailure) in try connection.execute(SQL.version4) }
@@ -104,19 +104,18 @@ extension SQLiteCredentialStore {
 
     /// The version 2 → 3 step of `migrate`, inside its transaction.
     private static func authenticateRows(
-        _ connection: SQLiteConnection, action: String, storeKey: SymmetricKey
+        _ connection: SQLiteConnection, action: String, keyring: any StoreKeyring
     ) throws(CredentialStoreError) {
-        let settingsKey = RowAuthentication.settingsMACKey(storeKey: storeKey)
         let records = try sql(action) { () throws(SQLiteFailure) in
             try connection.prepared("SELECT \(SQL.credentialColumns) FROM credentials").query([], CredentialRecord.init)
         }
         for record in records {
             guard let id = record.blob(.id), let sealed = record.sealedPrivateKey,
-                let key = RowAuthentication.unseal(
-                    sealed, aad: RowAuthentication.legacyCredentialAAD(id: id), with: storeKey),
-                let resealed = RowAuthentication.seal(
-                    key, aad: RowAuthentication.credentialAAD(record.values), with: storeKey)
+                let key = try RowAuthentication.unseal(
+                    sealed, aad: RowAuthentication.legacyCredentialAAD(id: id), with: keyring)
             else { continue }
+            let resealed = try RowAuthentication.seal(
+                key, aad: RowAuthentication.credentialAAD(record.values), with: keyring)
             try sql(action) { () throws(SQLiteFailure) in
                 try connection.prepared(SQL.updateSealedKey).run([.blob(resealed), .integer(record.sequence)])
             }
@@ -125,13 +124,13 @@ extension SQLiteCredentialStore {
             try connection.prepared(SQL.selectSettings).query([], SettingsRecord.init)
         }
         guard let record = settingsRows.first else {
-            let defaults = try settingsRow(AuthenticatorSettings(), storeKey: storeKey, settingsKey: settingsKey)
+            let defaults = try settingsRow(AuthenticatorSettings(), keyring: keyring)
             try sql(action) { () throws(SQLiteFailure) in try connection.prepared(SQL.upsertSettings).run(defaults) }
             return
         }
         var withMAC = record
-        withMAC.mac = RowAuthentication.settingsMAC(record.values, key: settingsKey)
-        guard (try? settings(from: withMAC, storeKey: storeKey, settingsKey: settingsKey)) != nil else { return }
+        withMAC.mac = try RowAuthentication.settingsMAC(record.values, with: keyring)
+        guard (try? settings(from: withMAC, keyring: keyring)) != nil else { return }
         try sql(action) { () throws(SQLiteFailure) in
             try connection.prepared(SQL.upsertSettings).run(record.values + [.blob(withMAC.mac ?? [])])
         }

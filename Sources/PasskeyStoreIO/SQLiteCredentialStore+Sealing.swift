@@ -7,19 +7,16 @@ import Foundation
 /// decrypted-key cache), the settings row's PIN hash and MAC, and the key check that tells a wrong passphrase.
 extension SQLiteCredentialStore {
     func seal(_ key: P256.Signing.PrivateKey, values: [SQLiteValue]) throws(CredentialStoreError) -> [UInt8] {
-        guard let sealed = RowAuthentication.seal(key, aad: RowAuthentication.credentialAAD(values), with: storeKey)
-        else {
-            throw CredentialStoreError(.io, "cannot seal a private key")
-        }
-        return sealed
+        try RowAuthentication.seal(key, aad: RowAuthentication.credentialAAD(values), with: keyring)
     }
 
     /// Turns a row into a credential, or into a damaged entry when a column is missing or the seal does not open
     /// with the row as associated data. The key comes from the cache when the sealed bytes and the row still match.
-    /// `version` is the database version taken before the row was read, when known.
+    /// `version` is the database version taken before the row was read, when known. Throws only when the key cannot be
+    /// asked (``StoreKeyring``).
     func entry(
         from record: CredentialRecord, keys: inout KeyCache, readAt version: DatabaseVersion? = nil
-    ) -> CredentialEntry {
+    ) throws(CredentialStoreError) -> CredentialEntry {
         guard let id = record.blob(.id), !id.isEmpty, let relyingPartyID = record.text(.relyingPartyID),
             let userHandle = record.blob(.userHandle), let discoverable = record.integer(.discoverable),
             let backupEligible = record.integer(.backupEligible), let backupState = record.integer(.backupState),
@@ -35,7 +32,7 @@ extension SQLiteCredentialStore {
         if let cached = keys.key(id: id, sealed: sealed, aad: aad) {
             privateKey = cached
         } else {
-            guard let opened = RowAuthentication.unseal(sealed, aad: aad, with: storeKey) else {
+            guard let opened = try RowAuthentication.unseal(sealed, aad: aad, with: keyring) else {
                 keys.remove(id)
                 return .damaged(record.damaged(.failsIntegrityCheck))
             }
@@ -69,7 +66,7 @@ extension SQLiteCredentialStore {
 
     /// The values to bind to `SQL.upsertSettings` for `settings`: the columns, the PIN hash sealed, then the MAC.
     static func settingsRow(
-        _ settings: AuthenticatorSettings, storeKey: SymmetricKey, settingsKey: SymmetricKey
+        _ settings: AuthenticatorSettings, keyring: any StoreKeyring
     ) throws(CredentialStoreError) -> [SQLiteValue] {
         let action = "save the authenticator settings"
         guard (0...AuthenticatorSettings.maximumPINRetries).contains(settings.pinRetries),
@@ -81,10 +78,7 @@ extension SQLiteCredentialStore {
         }
         var sealedPIN: [UInt8]? = nil
         if let hash = settings.pinHash {
-            guard let box = try? AES.GCM.seal(hash, using: storeKey, authenticating: pinHashAAD),
-                let combined = box.combined
-            else { throw CredentialStoreError(.io, "cannot seal the PIN hash") }
-            sealedPIN = Array(combined)
+            sealedPIN = try keyring.seal(hash, aad: pinHashAAD, use: .rows)
         }
         guard let relyingParties = try? JSONEncoder().encode(settings.minimumPINLengthRelyingParties) else {
             throw CredentialStoreError(.io, "cannot \(action): the relying party list does not encode")
@@ -99,14 +93,14 @@ extension SQLiteCredentialStore {
             .integer(settings.alwaysUV ? 1 : 0),
             .integer(settings.forcePINChange ? 1 : 0),
         ]
-        return values + [.blob(RowAuthentication.settingsMAC(values, key: settingsKey))]
+        return values + [.blob(try RowAuthentication.settingsMAC(values, with: keyring))]
     }
 
     /// Checks the settings row's MAC, then its values, then unseals the PIN hash.
     static func settings(
-        from record: SettingsRecord, storeKey: SymmetricKey, settingsKey: SymmetricKey
+        from record: SettingsRecord, keyring: any StoreKeyring
     ) throws(CredentialStoreError) -> AuthenticatorSettings {
-        guard let mac = record.mac, RowAuthentication.settingsMACIsValid(mac, record.values, key: settingsKey) else {
+        guard let mac = record.mac, try RowAuthentication.settingsMACIsValid(mac, record.values, with: keyring) else {
             throw CredentialStoreError(
                 .corrupt,
                 "the authenticator settings (PIN state) fail their integrity check: the store was damaged or "
@@ -122,9 +116,7 @@ extension SQLiteCredentialStore {
         }
         var pinHash: [UInt8]? = nil
         if let sealed = record.blob(0) {
-            guard let box = try? AES.GCM.SealedBox(combined: sealed),
-                let opened = try? AES.GCM.open(box, using: storeKey, authenticating: pinHashAAD), opened.count == 16
-            else {
+            guard let opened = try keyring.open(sealed, aad: pinHashAAD, use: .rows), opened.count == 16 else {
                 throw CredentialStoreError(
                     .corrupt, "the PIN hash fails its integrity check: the store was damaged or tampered with")
             }
@@ -162,21 +154,10 @@ extension SQLiteCredentialStore {
         }
     }
 
-    static func verifyKeyCheck(_ sealed: [UInt8], with key: SymmetricKey) throws(CredentialStoreError) {
-        let opened: Data
-        do {
-            let box = try AES.GCM.SealedBox(combined: sealed)
-            opened = try AES.GCM.open(box, using: key, authenticating: keyCheckAAD)
-        } catch {
-            throw CredentialStoreError(.wrongPassphrase, "the passphrase does not open the passkey store")
-        }
-        guard Array(opened) == keyCheckLabel else {
+    /// Checks that `keyring` opens the key check; `.wrongPassphrase` when it does not.
+    static func verifyKeyCheck(_ sealed: [UInt8], with keyring: any StoreKeyring) throws(CredentialStoreError) {
+        guard let opened = try keyring.open(sealed, aad: keyCheckAAD, use: .rows), opened == keyCheckLabel else {
             throw CredentialStoreError(.wrongPassphrase, "the passphrase does not open the passkey store")
         }
     }
-}
-
-/// Compares two keys without branching on their contents.
-func constantTimeEquals(_ lhs: SymmetricKey, _ rhs: SymmetricKey) -> Bool {
-    lhs.withUnsafeBytes { left in rhs.withUnsafeBytes { right in constantTimeEqual(left, right) } }
 }

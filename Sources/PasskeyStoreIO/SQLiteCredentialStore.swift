@@ -33,8 +33,10 @@ public final class SQLiteCredentialStore: CredentialStore {
 
     let path: String
     private let salt: [UInt8]
-    let storeKey: SymmetricKey
-    private let settingsKey: SymmetricKey
+    /// The sealed key check, for `verifyPassphrase`.
+    private let keyCheck: [UInt8]
+    /// The store key, here or in the agent (``StoreKeyring``).
+    let keyring: any StoreKeyring
     private let state: Mutex<State>
     /// The index as this store last wrote it, with the file's stamp then (`SQLiteCredentialStore+Index.swift`).
     let indexCache = Mutex<IndexCache?>(nil)
@@ -52,15 +54,16 @@ public final class SQLiteCredentialStore: CredentialStore {
         path: String,
         kdfParameters: KDFParameters,
         salt: [UInt8],
-        storeKey: SymmetricKey,
+        keyCheck: [UInt8],
+        keyring: any StoreKeyring,
         connection: consuming sending SQLiteConnection
     ) {
         self.url = url
         self.path = path
         self.kdfParameters = kdfParameters
         self.salt = salt
-        self.storeKey = storeKey
-        self.settingsKey = RowAuthentication.settingsMACKey(storeKey: storeKey)
+        self.keyCheck = keyCheck
+        self.keyring = keyring
         self.state = Mutex(State(connection: connection))
     }
 
@@ -70,14 +73,15 @@ public final class SQLiteCredentialStore: CredentialStore {
 
     /// Whether `passphrase` is this store's passphrase: the user-verification check.
     ///
-    /// Derives a key with the file's parameters and compares it with the store key in constant time.
-    /// Takes as long as one key derivation and does not block other calls on the store.
+    /// Derives a key with the file's parameters and checks that it opens the store's key check (AES-GCM, whose tag
+    /// is compared in constant time): the store key itself is not needed, so this works as well when the key is in
+    /// the agent. Takes as long as one key derivation and does not block other calls on the store.
     public func verifyPassphrase(_ passphrase: String) -> Bool {
         guard !passphrase.isEmpty, let candidate = try? kdfParameters.deriveKey(passphrase: passphrase, salt: salt)
         else {
             return false
         }
-        return constantTimeEquals(candidate, storeKey)
+        return (try? Self.verifyKeyCheck(keyCheck, with: StoreKey(candidate))) != nil
     }
 
     /// Closes the database and forgets the decrypted keys. Later calls fail with `.io`. Idempotent.
@@ -110,7 +114,7 @@ public final class SQLiteCredentialStore: CredentialStore {
         try read("read the passkeys") { (connection, keys) throws(CredentialStoreError) in
             try sql("read the passkeys") { () throws(SQLiteFailure) in
                 try connection.prepared(SQL.selectAll).query([], CredentialRecord.init)
-            }.map { entry(from: $0, keys: &keys) }
+            }.map { record throws(CredentialStoreError) in try entry(from: record, keys: &keys) }
         }
     }
 
@@ -119,7 +123,7 @@ public final class SQLiteCredentialStore: CredentialStore {
         try read("read passkey \(hexPrefix(id))") { (connection, keys) throws(CredentialStoreError) in
             try sql("read passkey \(hexPrefix(id))") { () throws(SQLiteFailure) in
                 try connection.prepared(SQL.selectByID).query([.blob(id)], CredentialRecord.init)
-            }.first.map { entry(from: $0, keys: &keys) }
+            }.first.map { record throws(CredentialStoreError) in try entry(from: record, keys: &keys) }
         }
     }
 
@@ -177,7 +181,7 @@ public final class SQLiteCredentialStore: CredentialStore {
                 keys.rowWasRead(id: id, at: version)
                 return CredentialEntry.intact(credential)
             case .record(let record):
-                return entry(from: record, keys: &keys, readAt: version)
+                return try entry(from: record, keys: &keys, readAt: version)
             }
         }
         switch found {
@@ -264,7 +268,7 @@ public final class SQLiteCredentialStore: CredentialStore {
                 try connection.prepared(SQL.selectByID).query([.blob(credentialID)], CredentialRecord.init)
             }
             guard let record = records.first else { return false }
-            guard case .intact(var credential) = entry(from: record, keys: &keys) else {
+            guard case .intact(var credential) = try entry(from: record, keys: &keys) else {
                 throw CredentialStoreError(
                     .corrupt, "cannot \(action): its row fails its integrity check (delete it and register again)")
             }
@@ -294,7 +298,7 @@ public final class SQLiteCredentialStore: CredentialStore {
     /// authenticatorReset: deletes every passkey and puts the authenticator settings (PIN, counters, alwaysUv,
     /// minimum PIN length) back to their defaults in one transaction, keeping the store file and its passphrase.
     public func deleteAll() throws(CredentialStoreError) {
-        let defaults = try Self.settingsRow(AuthenticatorSettings(), storeKey: storeKey, settingsKey: settingsKey)
+        let defaults = try Self.settingsRow(AuthenticatorSettings(), keyring: keyring)
         try write("reset the authenticator") { (connection, keys) throws(CredentialStoreError) in
             keys.removeAll()
             try sql("reset the authenticator") { () throws(SQLiteFailure) in
@@ -320,13 +324,13 @@ public final class SQLiteCredentialStore: CredentialStore {
             throw CredentialStoreError(
                 .corrupt, "the passkey store is damaged: its authenticator settings (PIN state) are missing")
         }
-        return try Self.settings(from: record, storeKey: storeKey, settingsKey: settingsKey)
+        return try Self.settings(from: record, keyring: keyring)
     }
 
     /// Replaces the settings in one transaction; the PIN hash is sealed under the store key and the row MACed.
     public func saveSettings(_ settings: AuthenticatorSettings) throws(CredentialStoreError) {
         let action = "save the authenticator settings"
-        let row = try Self.settingsRow(settings, storeKey: storeKey, settingsKey: settingsKey)
+        let row = try Self.settingsRow(settings, keyring: keyring)
         _ = try write(action) { (connection, _) throws(CredentialStoreError) in
             try sql(action) { () throws(SQLiteFailure) in
                 try connection.prepared(SQL.upsertSettings).run(row)
@@ -371,7 +375,7 @@ extension SQLiteCredentialStore {
         let entries = try read(action()) { (connection, keys) throws(CredentialStoreError) -> [CredentialEntry] in
             try sql(action()) { () throws(SQLiteFailure) in
                 try connection.prepared(statement).query(parameters, CredentialRecord.init)
-            }.map { entry(from: $0, keys: &keys) }
+            }.map { record throws(CredentialStoreError) in try entry(from: record, keys: &keys) }
         }
         var credentials: [StoredCredential] = []
         credentials.reserveCapacity(entries.count)

@@ -9,7 +9,8 @@ import PasskeyFilesIO
 struct SealedSideFile {
     var url: URL
     var magic: [UInt8]
-    var key: SymmetricKey
+    var keyring: any StoreKeyring
+    var use: StoreKeyUse
     /// What the file holds, for messages ("the phone links").
     var what: String
 
@@ -26,10 +27,9 @@ struct SealedSideFile {
             throw CredentialStoreError(.io, "cannot read \(what) at \(url.path): \(error.reason)")
         }
         guard bytes.count > magic.count, Array(bytes.prefix(magic.count)) == magic,
-            let box = try? AES.GCM.SealedBox(combined: bytes.dropFirst(magic.count)),
-            let opened = try? AES.GCM.open(box, using: key, authenticating: magic)
+            let opened = try keyring.open(Array(bytes.dropFirst(magic.count)), aad: magic, use: use)
         else { throw notOpening }
-        return [UInt8](opened)
+        return opened
     }
 
     /// The error for a file that does not open with this store's key.
@@ -41,11 +41,9 @@ struct SealedSideFile {
 
     /// Seals and writes `contents`.
     func seal(_ contents: some DataProtocol) throws(CredentialStoreError) {
-        guard let sealed = try? AES.GCM.seal(contents, using: key, authenticating: magic).combined else {
-            throw CredentialStoreError(.io, "cannot seal \(what)")
-        }
+        let sealed = try keyring.seal([UInt8](contents), aad: magic, use: use)
         do {
-            try OwnerOnlyFile.write(magic + [UInt8](sealed), to: url)
+            try OwnerOnlyFile.write(magic + sealed, to: url)
         } catch {
             throw CredentialStoreError(.io, "cannot save \(what): \(error)")
         }

@@ -74,7 +74,7 @@ public final class StoreLock: Sendable {
     /// `store` with every symbolic link followed: the whole path when the store exists, otherwise its directory's,
     /// with the file name kept (a store about to be created); the path as given when even the directory cannot be
     /// resolved.
-    static func resolved(_ store: URL) -> URL {
+    public static func resolved(_ store: URL) -> URL {
         let path = store.standardizedFileURL.path
         if let real = realPath(path) { return URL(fileURLWithPath: real) }
         let name = (path as NSString).lastPathComponent

@@ -13,6 +13,9 @@ struct Passkey: AsyncParsableCommand {
             browser's side: `client create` and `client get` take your relying party's options JSON and print \
             the credential JSON it verifies, using this computer's passkeys, a phone or a security key.
 
+            `unlock` gives the store's key to an agent for a while (15 minutes unused by default), so that later \
+            commands open the store without asking; `lock` makes it forget.
+
             `list` shows the passkeys without the passphrase (from an index of their names beside the store), \
             `delete` removes one, `export` and `import` move passkeys between stores and from Bitwarden or \
             KeePassXC, `share` gives one passkey to a person nearby who runs `receive`, and `info` describes the \
@@ -22,8 +25,8 @@ struct Passkey: AsyncParsableCommand {
             """,
         version: PackageVersion.text,
         subcommands: [
-            Init.self, Serve.self, Scan.self, Listen.self, Linked.self, Client.self, RP.self, List.self, Delete.self,
-            Password.self,
+            Init.self, Unlock.self, Lock.self, Agent.self, Serve.self, Scan.self, Listen.self, Linked.self,
+            Client.self, RP.self, List.self, Delete.self, Password.self,
             Export.self, Import.self, ImportKey.self, Share.self, Receive.self, Info.self, Demo.self,
             Inspect.self, Domains.self, Debug.self,
         ]

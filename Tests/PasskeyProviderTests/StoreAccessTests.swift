@@ -1,3 +1,4 @@
+import CTAP2
 import Foundation
 import PasskeyFilesIO
 import PasskeyProvider
@@ -245,5 +246,80 @@ struct StoreAccessTests {
             store: store, interface: person, mode: ApprovalMode(yes: false, environment: [:]), canAsk: false,
             environment: [:], approvalTable: PasskeyFiles(store: store.url).domainApprovals)
         #expect(try vault.get(service: service, user: nil) == secret)
+    }
+}
+
+/// Three tries at the store's passphrase, and the typed one counting as the next ceremony's verification (issue 24:
+/// one unlock per session).
+struct PassphraseTriesAndOpeningVerificationTests {
+    static func existingStore(_ directory: TemporaryDirectory) throws -> String {
+        let url = directory.url("passkeys.sqlite")
+        try SQLiteCredentialStore.create(at: url, passphrase: "right words", kdf: .testing).close()
+        return url.path
+    }
+
+    static func triesLeft(_ person: ScriptedPerson) -> [Int] {
+        person.events.compactMap { event -> Int? in
+            if case .wrongPassphrase(let left) = event { left } else { nil }
+        }
+    }
+
+    @Test func aWrongPassphraseIsAskedAgainAndTheTypedOneVerifiesOnce() async throws {
+        let directory = try TemporaryDirectory()
+        let path = try Self.existingStore(directory)
+        let person = ScriptedPerson([.type("wrong"), .type("also wrong"), .type("right words")])
+        let store = try await StoreAccessTests.access(directory, person).open(create: false)
+        defer { store.close() }
+        #expect(person.prompts == Array(repeating: .secret(.storePassphrase(path: path)), count: 3))
+        #expect(Self.triesLeft(person) == [2, 1])
+        let consent = ProviderConsent(
+            interface: person, verifiedAtOpening: { OpeningVerification.take(for: store) },
+            verifyPassphrase: { store.verifyPassphrase($0) })
+        #expect(await consent.verify(selectedAccount: nil) == .approved(userVerified: true, selectedAccount: nil))
+        #expect(person.prompts.count == 3)  // the ceremony did not ask
+        // Once only: the next ceremony asks.
+        #expect(!OpeningVerification.take(for: store))
+    }
+
+    @Test func theThirdWrongPassphraseFails() async throws {
+        let directory = try TemporaryDirectory()
+        _ = try Self.existingStore(directory)
+        let person = ScriptedPerson([.type("a"), .type("b"), .type("c"), .type("right words")])
+        let error = await #expect(throws: ProviderError.self) {
+            _ = try await StoreAccessTests.access(directory, person).open(create: false)
+        }
+        #expect(error?.message == "the passphrase does not open the passkey store")
+        #expect(error?.hint == nil)
+        #expect(person.prompts.count == 3)
+        #expect(person.unusedReplies == 1)
+        #expect(Self.triesLeft(person) == [2, 1, 0])
+    }
+
+    @Test func aPassphraseFromTheEnvironmentIsNoVerificationAndIsNotRetried() async throws {
+        let directory = try TemporaryDirectory()
+        _ = try Self.existingStore(directory)
+        let person = ScriptedPerson()
+        let store = try await StoreAccessTests.access(
+            directory, person, environment: ["PASSKEY_PASSPHRASE": "right words"]
+        ).open(create: false)
+        defer { store.close() }
+        #expect(!OpeningVerification.take(for: store))
+        await #expect(throws: ProviderError.self) {
+            _ = try await StoreAccessTests.access(directory, person, environment: ["PASSKEY_PASSPHRASE": "wrong"])
+                .open(create: false)
+        }
+        #expect(person.prompts.isEmpty && person.events.isEmpty)
+    }
+
+    @Test func theTypedPassphraseCountsOnlyWithinItsLifetime() async throws {
+        let directory = try TemporaryDirectory()
+        _ = try Self.existingStore(directory)
+        let store = try SQLiteCredentialStore.open(at: directory.url("passkeys.sqlite"), passphrase: "right words")
+        defer { store.close() }
+        let typed = ContinuousClock.now
+        OpeningVerification.grant(to: store, at: typed)
+        #expect(!OpeningVerification.take(for: store, at: typed + OpeningVerification.lifetime + .seconds(1)))
+        OpeningVerification.grant(to: store, at: typed)
+        #expect(OpeningVerification.take(for: store, at: typed + OpeningVerification.lifetime))
     }
 }

@@ -45,7 +45,9 @@ public final class ThisComputer: Sendable {
                     environment: AuthenticatorEnvironment(
                         store: store,
                         userInteraction: approval.consent(
-                            interface: access.interface, verifyPassphrase: { store.verifyPassphrase($0) }),
+                            interface: access.interface,
+                            verifiedAtOpening: { OpeningVerification.take(for: store) },
+                            verifyPassphrase: { store.verifyPassphrase($0) }),
                         reportError: reportError))
             })
     }

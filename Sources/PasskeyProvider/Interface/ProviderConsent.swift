@@ -11,13 +11,18 @@ public struct ProviderConsent: UserInteraction {
     /// Checks a passphrase against the store in constant time.
     public let verifyPassphrase: @Sendable (String) -> Bool
     public var attempts: Int
+    /// Whether the passphrase was typed to open the store in this ceremony, which then counts as its verification;
+    /// asked once per verification and true at most once (``OpeningVerification``).
+    public let verifiedAtOpening: @Sendable () -> Bool
 
     public init(
         interface: any ProviderUserInterface, attempts: Int = 3,
+        verifiedAtOpening: @escaping @Sendable () -> Bool = { false },
         verifyPassphrase: @escaping @Sendable (String) -> Bool
     ) {
         self.interface = interface
         self.attempts = attempts
+        self.verifiedAtOpening = verifiedAtOpening
         self.verifyPassphrase = verifyPassphrase
     }
 
@@ -48,6 +53,7 @@ public struct ProviderConsent: UserInteraction {
 
     /// User verification alone: the store passphrase, `attempts` tries, each wrong one reported.
     public func verify(selectedAccount: Int?) async -> ConsentResult {
+        if verifiedAtOpening() { return .approved(userVerified: true, selectedAccount: selectedAccount) }
         let attempts = max(attempts, 1)
         for attempt in 1...attempts {
             switch await interface.secret(.verification) {
@@ -116,10 +122,12 @@ public struct ApprovalMode: Hashable, Sendable {
 
     /// The consent to give an authenticator: announced unattended approval, or the person asked through `interface`.
     public func consent(
-        interface: any ProviderUserInterface, verifyPassphrase: @escaping @Sendable (String) -> Bool
+        interface: any ProviderUserInterface, verifiedAtOpening: @escaping @Sendable () -> Bool = { false },
+        verifyPassphrase: @escaping @Sendable (String) -> Bool
     ) -> any UserInteraction {
         guard let unattendedReason else {
-            return ProviderConsent(interface: interface, verifyPassphrase: verifyPassphrase)
+            return ProviderConsent(
+                interface: interface, verifiedAtOpening: verifiedAtOpening, verifyPassphrase: verifyPassphrase)
         }
         interface.report(.unattendedApprovalOn(reason: unattendedReason))
         return ReportingApproval(interface: interface)

@@ -1,15 +1,21 @@
 import Basics
 import CTAP2
 import Foundation
+import Synchronization
 import PasskeyFilesIO
 import PasskeyStoreIO
+import StoreAgent
+import StoreAgentIO
 
 /// Opening the passkey store: where it is, where its passphrase comes from, creating it when allowed, and the lock an
 /// authenticator takes. Every service that touches passkeys opens the store here.
 ///
-/// The passphrase comes from `PASSKEY_PASSPHRASE` when set (tests and scripts), else from the person through
-/// `interface`; a new store's passphrase is asked twice. Nothing is created or replaced when an answer is missing or
-/// the two answers differ.
+/// The passphrase comes from `PASSKEY_PASSPHRASE` when set (tests and scripts); else, when the store agent holds this
+/// store's key (`passkey unlock`), the store opens through it without asking; else the person is asked through
+/// `interface`, a wrong passphrase again up to three tries in all (``PassphraseTries``). A passphrase typed to open
+/// the store may count as the verification of the ceremony that follows (``OpeningVerification``). A new
+/// store's passphrase is asked twice. Nothing is created or replaced when an answer is missing or the two answers
+/// differ.
 public struct StoreAccess: Sendable {
     /// The store and the files beside it.
     public let files: PasskeyFiles
@@ -43,12 +49,47 @@ public struct StoreAccess: Sendable {
     public func open(create: Bool) async throws(ProviderError) -> SQLiteCredentialStore {
         let exists = exists
         if !exists && !create { throw Self.noStore(at: url) }
-        let passphrase = try await passphrase(forNewStore: !exists)
+        guard exists else {
+            let passphrase = try await passphrase(forNewStore: true)
+            do {
+                let store = try SQLiteCredentialStore.create(at: url, passphrase: passphrase)
+                interface.report(.storeCreated(path: url.path))
+                return store
+            } catch {
+                throw ProviderError(error.message)
+            }
+        }
+        if environment["PASSKEY_PASSPHRASE"] == nil, let store = try openThroughAgent() { return store }
+        var tries = PassphraseTries()
+        while true {
+            let passphrase = try await passphrase(forNewStore: false)
+            do {
+                let store = try SQLiteCredentialStore.open(at: url, passphrase: passphrase)
+                if environment["PASSKEY_PASSPHRASE"] == nil { OpeningVerification.grant(to: store) }
+                return store
+            } catch {
+                guard error.code == .wrongPassphrase, environment["PASSKEY_PASSPHRASE"] == nil else {
+                    throw ProviderError(error.message)
+                }
+                let left = tries.wrong()
+                interface.report(.wrongPassphrase(attemptsLeft: left))
+                if left == 0 { throw ProviderError(error.message) }
+            }
+        }
+    }
+
+    /// The agent that may hold this store's key: the one at `$XDG_RUNTIME_DIR/passkey/agent.sock`; nil without
+    /// `XDG_RUNTIME_DIR`.
+    public var agent: AgentClient? { AgentClient(environment: environment) }
+
+    /// The store's path as the agent knows it: every symbolic link followed, as for the store's lock.
+    public var agentPath: String { StoreLock.resolved(url).path }
+
+    /// The store opened through the agent when it holds the key; nil when no agent runs or it does not hold it.
+    private func openThroughAgent() throws(ProviderError) -> SQLiteCredentialStore? {
+        guard let agent, case .held? = try? agent.send(.status(store: agentPath)) else { return nil }
         do {
-            if exists { return try SQLiteCredentialStore.open(at: url, passphrase: passphrase) }
-            let store = try SQLiteCredentialStore.create(at: url, passphrase: passphrase)
-            interface.report(.storeCreated(path: url.path))
-            return store
+            return try SQLiteCredentialStore.open(at: url, keyring: AgentKeyring(client: agent, store: agentPath))
         } catch {
             throw ProviderError(error.message)
         }
@@ -133,6 +174,42 @@ public struct StoreAccess: Sendable {
         throw ProviderError(
             problem + "; nothing was created",
             hint: "Use a few words, e.g. four unrelated ones; the store's key is only as strong as its passphrase.")
+    }
+}
+
+/// The store passphrases typed in this process to open a store: the ceremony that follows on that store takes it as
+/// its user verification instead of asking again (issue 24: `scan` asked twice, once to open, once to verify). Each
+/// is taken once, and only within ``lifetime`` of the typing, so a ceremony long after the opening asks afresh; a
+/// passphrase from `PASSKEY_PASSPHRASE` or a store opened through the agent grants nothing, so the ceremony asks,
+/// once.
+public enum OpeningVerification {
+    /// How long after the passphrase was typed it still counts: two minutes, the time a ceremony's question waits.
+    public static let lifetime = Duration.seconds(120)
+
+    /// A grant, with the store it was made for held weakly: an identifier reused by a later store grants nothing.
+    private struct Grant: Sendable {
+        weak var store: SQLiteCredentialStore?
+        var typed: ContinuousClock.Instant
+    }
+
+    private static let granted = Mutex<[ObjectIdentifier: Grant]>([:])
+
+    /// Records that the person typed `store`'s passphrase just now.
+    public static func grant(to store: SQLiteCredentialStore, at now: ContinuousClock.Instant = .now) {
+        granted.withLock { grants in
+            grants = grants.filter { $0.value.store != nil }
+            grants[ObjectIdentifier(store)] = Grant(store: store, typed: now)
+        }
+    }
+
+    /// Whether a typed passphrase is waiting to count for `store`; it counts once, and not after ``lifetime``.
+    public static func take(
+        for store: SQLiteCredentialStore, at now: ContinuousClock.Instant = .now
+    ) -> Bool {
+        guard let grant = granted.withLock({ $0.removeValue(forKey: ObjectIdentifier(store)) }),
+            grant.store === store
+        else { return false }
+        return now - grant.typed <= lifetime
     }
 }
 

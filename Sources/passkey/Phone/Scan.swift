@@ -75,7 +75,8 @@ extension Passkey {
                 }
                 let service = PhoneService(
                     store: store, interface: interface,
-                    consent: approval.consent(interface: interface, store: store), advertiser: advertiser,
+                    consent: approval.consent(interface: interface, store: store, openingVerifies: true),
+                    advertiser: advertiser,
                     radio: hybrid.mode, environment: .system(tls: tls), timeouts: hybrid.timeouts)
                 _ = try await service.answer(payload, options: options)
                 await advertiser.close()

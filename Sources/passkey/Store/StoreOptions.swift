@@ -61,9 +61,15 @@ struct ApprovalOptions: ParsableArguments {
     var unattended: Bool { mode.unattended }
 
     /// The consent an authenticator on `store` asks through `interface`: the person, or the announced unattended
-    /// approver.
-    func consent(interface: TerminalInterface, store: SQLiteCredentialStore) -> any UserInteraction {
-        mode.consent(interface: interface, verifyPassphrase: { store.verifyPassphrase($0) })
+    /// approver. With `openingVerifies` (a command whose one ceremony follows the opening: `scan`), a passphrase
+    /// typed to open `store` counts as that ceremony's verification; `serve` and `listen`, whose ceremonies come
+    /// later, ask each time.
+    func consent(
+        interface: TerminalInterface, store: SQLiteCredentialStore, openingVerifies: Bool = false
+    ) -> any UserInteraction {
+        mode.consent(
+            interface: interface, verifiedAtOpening: { openingVerifies && OpeningVerification.take(for: store) },
+            verifyPassphrase: { store.verifyPassphrase($0) })
     }
 
     /// The user interaction to use: the terminal prompt, or the announced unattended approver.
