@@ -78,8 +78,8 @@ public enum HybridInspection {
                 ["valid": false, "reason": error.description]
             case .success(let plaintext):
                 [
-                    "valid": true, "nonce": plaintext.nonce.hexString, "routingID": plaintext.routingID.hex,
-                    "domainID": Int(plaintext.domain.id), "tunnelID": tunnelID.hex,
+                    "valid": true, "nonce": plaintext.nonce.hexString, "routingId": plaintext.routingID.hex,
+                    "domainId": Int(plaintext.domain.id), "tunnelId": tunnelID.hex,
                     "connectURL": connectURL(plaintext),
                 ]
             }

@@ -55,20 +55,20 @@ public enum DecodedResponse {
             // The fixed part is still worth showing when the credential's key is of a kind this package does not read.
             guard bytes.count >= 37 else { return failure("authenticator data of \(bytes.count) bytes, fewer than 37") }
             return .object(omittingNil: [
-                ("rpIDHash", .string(bytes[0..<32].hexString)),
+                ("rpIdHash", .string(bytes[0..<32].hexString)),
                 ("flags", flags(AuthenticatorFlags(rawValue: bytes[32]))),
                 ("signCount", .integer(bytes[33..<37].reduce(UInt32(0)) { $0 << 8 | UInt32($1) })),
                 ("error", .string("the rest (the attested credential or the extensions) does not decode")),
             ])
         }
         var members: [(String, JSONValue?)] = [
-            ("rpIDHash", .string(data.relyingPartyIDHash.hexString)), ("flags", flags(data.flags)),
+            ("rpIdHash", .string(data.relyingPartyIDHash.hexString)), ("flags", flags(data.flags)),
             ("signCount", .integer(data.signCount)),
         ]
         if let attested = data.attestedCredentialData {
             members += [
                 ("aaguid", .string(attested.aaguid.description)),
-                ("credentialID", .string(attested.credentialID.base64URLEncodedString)),
+                ("credentialId", .string(attested.credentialID.base64URLEncodedString)),
                 ("credentialPublicKey", jwk(attested.publicKey)),
             ]
         }

@@ -291,13 +291,13 @@ public struct RelyingPartySite: Sendable {
             stateToSave: stateToSave)
     }
 
-    /// `POST /credentials/delete {"credentialID"}`: a browser signed in as the passkey's user deletes it (no other
+    /// `POST /credentials/delete {"credentialId"}`: a browser signed in as the passkey's user deletes it (no other
     /// browser may: the page's session cookie decides, as for adding a passkey to an existing user).
     private func delete(_ request: Request, now: ContinuousClock.Instant) -> Exchange {
         let rpID = relyingParty.configuration.relyingParty.id
         let id: [UInt8]
         do throws(JSONBodyError) {
-            id = try JSONObject(request.body).bytes("credentialID")
+            id = try JSONObject(request.body).bytes("credentialId")
         } catch {
             return Self.refusal(Self.requestError(error))
         }
@@ -333,14 +333,14 @@ public struct RelyingPartySite: Sendable {
     private static let jsonHeaders =
         [Response.Header(name: "Content-Type", value: "application/json; charset=utf-8")] + commonHeaders
 
-    /// `{"rpID", "origins", "accounts": [{"user", "credentialID", "registered", "signCount", "transports", …}]}`,
+    /// `{"rpId", "origins", "accounts": [{"user", "credentialId", "registered", "signCount", "transports", …}]}`,
     /// oldest registration first.
     private func credentialsJSON() -> [UInt8] {
         let configuration = relyingParty.configuration
         let accounts = state.accounts(for: configuration.relyingParty.id).map { account -> JSONValue in
             let credential = account.credential
             return .sortedObject([
-                "user": .string(account.userName), "credentialID": .string(credential.id.base64URLEncodedString),
+                "user": .string(account.userName), "credentialId": .string(credential.id.base64URLEncodedString),
                 "registered": .string(account.registered.formatted(.iso8601)),
                 "signCount": .integer(credential.signCount), "transports": .strings(credential.transports),
                 "uvInitialized": .bool(credential.uvInitialized), "backupEligible": .bool(credential.backupEligible),
@@ -349,7 +349,7 @@ public struct RelyingPartySite: Sendable {
             ])
         }
         return JSONValue.sortedObject([
-            "rpID": .string(configuration.relyingParty.id), "origins": .strings(configuration.origins.sorted()),
+            "rpId": .string(configuration.relyingParty.id), "origins": .strings(configuration.origins.sorted()),
             "accounts": .array(accounts),
         ]).serialized()
     }

@@ -99,7 +99,7 @@ public enum Verdict: Hashable, Sendable {
         let registration = ceremony == .registration
         return .sortedObject([
             "verdict": .string("ok"), "ceremony": .string(ceremony.rawValue), "user": .string(verdict.userName),
-            "credentialID": .string(credential.id.base64URLEncodedString), "userVerified": .bool(verdict.userVerified),
+            "credentialId": .string(credential.id.base64URLEncodedString), "userVerified": .bool(verdict.userVerified),
             "signCount": .integer(credential.signCount), "transports": .strings(credential.transports),
             "authenticatorAttachment": verdict.authenticatorAttachment.map { .string($0) },
             "attestationFormat": registration ? .string(credential.attestationFormat) : nil,

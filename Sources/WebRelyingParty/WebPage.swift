@@ -304,11 +304,11 @@ enum WebPage {
           try {
             const response = await fetch("/credentials");
             const json = await response.json();
-            $("rp").textContent = `RP ID ${json.rpID}; origins ${json.origins.join(", ")}`;
+            $("rp").textContent = `RP ID ${json.rpId}; origins ${json.origins.join(", ")}`;
             const body = $("credentials").tBodies[0];
             body.replaceChildren(...json.accounts.map((a) => {
               const row = document.createElement("tr");
-              const cells = [["user", a.user], ["credential ID", a.credentialID, "id"], ["registered", a.registered],
+              const cells = [["user", a.user], ["credential ID", a.credentialId, "id"], ["registered", a.registered],
                 ["sign count", String(a.signCount)], ["transports", a.transports.join(", ")], ["UV", a.uvInitialized ? "yes" : "no"],
                 ["backup", a.backupEligible ? (a.backupState ? "eligible, backed up" : "eligible") : "no"]];
               for (const [label, text, cls] of cells) {
@@ -324,8 +324,8 @@ enum WebPage {
               button.type = "button";
               button.className = "delete";
               button.textContent = "Delete";
-              button.setAttribute("aria-label", `Delete ${a.user}'s passkey ${a.credentialID}`);
-              button.addEventListener("click", () => deletePasskey(json.rpID, a));
+              button.setAttribute("aria-label", `Delete ${a.user}'s passkey ${a.credentialId}`);
+              button.addEventListener("click", () => deletePasskey(json.rpId, a));
               action.append(button);
               row.append(action);
               return row;
@@ -339,13 +339,13 @@ enum WebPage {
         // Deleting needs a browser signed in as the passkey's user; the browser's passkey provider is then told, where
         // the Signal API exists, so that it stops offering the passkey (WebAuthn L3 signalUnknownCredential).
         async function deletePasskey(rpID, account) {
-          if (!autoMode && !confirm(`Delete ${account.user}'s passkey ${account.credentialID.slice(0, 16)}…? Its authenticator keeps it until told.`)) return;
+          if (!autoMode && !confirm(`Delete ${account.user}'s passkey ${account.credentialId.slice(0, 16)}…? Its authenticator keeps it until told.`)) return;
           started(`delete ${account.user}`);
           try {
-            step(`POST /credentials/delete ${account.credentialID}`);
-            const answer = await post("/credentials/delete", { credentialID: account.credentialID });
+            step(`POST /credentials/delete ${account.credentialId}`);
+            const answer = await post("/credentials/delete", { credentialId: account.credentialId });
             if (typeof PublicKeyCredential.signalUnknownCredential === "function") {
-              await PublicKeyCredential.signalUnknownCredential({ rpId: rpID, credentialId: account.credentialID })
+              await PublicKeyCredential.signalUnknownCredential({ rpId: rpID, credentialId: account.credentialId })
                 .then(() => step("told the browser's passkey provider (signalUnknownCredential)"),
                   (error) => step(`signalUnknownCredential: ${error.name} ${error.message}`));
             } else {

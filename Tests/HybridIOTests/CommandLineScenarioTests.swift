@@ -72,7 +72,7 @@ struct CommandLineScenarioTests {
         let signedIn = try JSONSerialization.jsonObject(with: Data(signIn.output.utf8)) as? [String: Any]
         #expect(signedIn?["outcome"] as? String == "signedIn")
         #expect(signedIn?["user"] as? String == "alice")
-        #expect(signedIn?["credentialID"] as? String == registered?["credentialID"] as? String)
+        #expect(signedIn?["credentialId"] as? String == registered?["credentialId"] as? String)
     }
 
     @Test func aQRCodeNobodyAnswersFailsWithAPlainMessageAndStoresNothing() async throws {

@@ -53,9 +53,9 @@ def test_advert_as_json_and_bad_arguments_exit_non_zero():
     expected = {
         "valid": True,
         "nonce": ADVERT["nonce"],
-        "routingID": ADVERT["routing_id"].upper(),
-        "domainID": ADVERT["domain_id"],
-        "tunnelID": ADVERT["tunnel_id"],
+        "routingId": ADVERT["routing_id"].upper(),
+        "domainId": ADVERT["domain_id"],
+        "tunnelId": ADVERT["tunnel_id"],
         "connectURL": ADVERT["connect_url"],
     }
     assert run_json("advert", "--qr-secret", ADVERT["qr_secret"], ADVERT["advert"]) == expected

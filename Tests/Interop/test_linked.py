@@ -339,7 +339,7 @@ def test_a_link_removed_on_the_phone_is_declined_and_forgotten_by_that_computer(
     [link] = json.loads(listed.stdout)["links"]
     assert "secret" not in listed.stdout.lower()
     removed = subprocess.run(
-        [PASSKEY_BIN, "linked", "remove", link["linkID"], "--store", phone_store], capture_output=True, text=True,
+        [PASSKEY_BIN, "linked", "remove", link["linkId"], "--store", phone_store], capture_output=True, text=True,
         env=env(), timeout=60)
     assert removed.returncode == 0, removed.stderr
 

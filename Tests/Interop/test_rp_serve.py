@@ -137,7 +137,7 @@ def test_register_and_sign_in_with_and_without_a_user_name(rp, device):
     status, verdict = rp.post("/registration/verify", registration_json(credential))
     assert status == 200, verdict
     credential_id = credential.id
-    assert verdict["credentialID"] == credential_id and verdict["user"] == "alice"
+    assert verdict["credentialId"] == credential_id and verdict["user"] == "alice"
     assert verdict["userVerified"] is True and verdict["aaguid"] == AAGUID
     # passkey serve attests with packed self attestation, as security keys do; python-fido2's client passes it on
     # (a browser asked for attestation none replaces it with none).
@@ -173,7 +173,7 @@ def test_register_and_sign_in_with_and_without_a_user_name(rp, device):
     assert [c["id"] for c in listed["excludeCredentials"]] == [credential_id]
     with urllib.request.urlopen(f"http://127.0.0.1:{rp.port}/credentials", timeout=10) as answer:
         accounts = json.load(answer)["accounts"]
-    assert [(a["user"], a["credentialID"]) for a in accounts] == [("alice", credential_id)]
+    assert [(a["user"], a["credentialId"]) for a in accounts] == [("alice", credential_id)]
 
 
 def test_registering_again_on_the_same_key_is_excluded_at_the_key(rp, device):
@@ -303,7 +303,7 @@ def test_answers_show_the_response_decoded_and_a_signed_in_user_deletes_their_pa
     assert decoded["clientData"]["origin"] == rp.origin
     assert decoded["attestation"]["format"] == ours.fmt
     auth_data = decoded["attestation"]["authenticatorData"]
-    assert auth_data["rpIDHash"] == ours.auth_data.rp_id_hash.hex()
+    assert auth_data["rpIdHash"] == ours.auth_data.rp_id_hash.hex()
     assert auth_data["flags"]["byte"] == f"0x{ours.auth_data.flags:02x}"
     assert auth_data["flags"]["userVerified"] is bool(ours.auth_data.flags & 0x04)
     assert auth_data["signCount"] == ours.auth_data.counter
@@ -318,14 +318,14 @@ def test_answers_show_the_response_decoded_and_a_signed_in_user_deletes_their_pa
     credential_id = credential.id
     signed_in = rp.session
     rp.session = None
-    status, refused = rp.post("/credentials/delete", {"credentialID": credential_id})
+    status, refused = rp.post("/credentials/delete", {"credentialId": credential_id})
     assert status == 403 and refused["error"] == "signInRequired", refused
     assert len(state(rp)["accounts"]) == 1
     rp.session = signed_in
-    status, answer = rp.post("/credentials/delete", {"credentialID": credential_id})
+    status, answer = rp.post("/credentials/delete", {"credentialId": credential_id})
     assert status == 200 and answer == {"deleted": credential_id, "user": "alice"}, answer
     assert rp.next_line().startswith("verdict registration ok user=alice")
     assert rp.next_line() == f"verdict deletion ok user=alice credential={credential_id}"
     assert state(rp)["accounts"] == []
-    status, gone = rp.post("/credentials/delete", {"credentialID": credential_id})
+    status, gone = rp.post("/credentials/delete", {"credentialId": credential_id})
     assert status == 404 and gone["error"] == "noSuchPasskey"

@@ -71,8 +71,8 @@ struct HybridInspectionTests {
                 "domain       \(try TunnelDomain(id: 1))", "tunnel ID    \(tunnelID)", "connect URL  \(connect)",
             ])
         let json = report.jsonObject
-        #expect(json["valid"] as? Bool == true && json["routingID"] as? String == "010203")
-        #expect(json["domainID"] as? Int == 1 && json["tunnelID"] as? String == tunnelID)
+        #expect(json["valid"] as? Bool == true && json["routingId"] as? String == "010203")
+        #expect(json["domainId"] as? Int == 1 && json["tunnelId"] as? String == tunnelID)
         #expect(json["connectURL"] as? String == connect)
     }
 

@@ -161,7 +161,7 @@ struct HandlerTests {
                     + "GET /favicon.ico HTTP/1.1\r\nHost: localhost\r\n\r\n"))
         let answers = try channel.readResponseBytes()
         #expect(answers.map(\.status) == [200, 200, 204])
-        #expect(answers.first?.json["rpID"] as? String == "localhost")
+        #expect(answers.first?.json["rpId"] as? String == "localhost")
         #expect(answers.dropFirst().first?.json["challenge"] is String)
     }
 

@@ -114,7 +114,7 @@ struct RequestAndVerdictTests {
                     userName: "alice", credential: Self.record, userVerified: true, authenticatorAttachment: nil)
             ).json)
         #expect(ok["verdict"] as? String == "ok" && ok["ceremony"] as? String == "authentication")
-        #expect(ok["user"] as? String == "alice" && ok["credentialID"] as? String == "--8B")
+        #expect(ok["user"] as? String == "alice" && ok["credentialId"] as? String == "--8B")
         #expect((ok["signCount"] as? NSNumber)?.intValue == 5 && ok["userVerified"] as? Bool == true)
         #expect(ok["authenticatorAttachment"] == nil)
     }

@@ -189,12 +189,12 @@ struct SiteTests {
         site.commit(newState)
 
         let credentials = try object(send("GET", "/credentials").response.body)
-        #expect(credentials["rpID"] as? String == "localhost")
+        #expect(credentials["rpId"] as? String == "localhost")
         #expect(credentials["origins"] as? [String] == [Harness.origin])
         let accounts = try #require(credentials["accounts"] as? [[String: Any]])
         #expect(accounts.count == 1)
         #expect(accounts.first?["user"] as? String == "alice")
-        #expect(accounts.first?["credentialID"] as? String == key.credentialID.base64URLEncodedString)
+        #expect(accounts.first?["credentialId"] as? String == key.credentialID.base64URLEncodedString)
         #expect(accounts.first?["transports"] as? [String] == ["usb"])
         #expect(accounts.first?["registered"] as? String == "2027-01-15T08:00:00Z")
 
@@ -246,10 +246,10 @@ struct SiteTests {
         let attestation = try #require(decoded["attestation"] as? [String: Any])
         #expect(attestation["format"] as? String == "none")
         let authData = try #require(attestation["authenticatorData"] as? [String: Any])
-        #expect(authData["rpIDHash"] as? String == SHA256.hash(data: Array("localhost".utf8)).hexString)
+        #expect(authData["rpIdHash"] as? String == SHA256.hash(data: Array("localhost".utf8)).hexString)
         let flags = try #require(authData["flags"] as? [String: Any])
         #expect(flags["userPresent"] as? Bool == true && flags["attestedCredentialData"] as? Bool == true)
-        #expect(authData["credentialID"] as? String == key.credentialID.base64URLEncodedString)
+        #expect(authData["credentialId"] as? String == key.credentialID.base64URLEncodedString)
         let jwk = try #require(authData["credentialPublicKey"] as? [String: Any])
         let raw = Array(key.key.publicKey.rawRepresentation)
         #expect(jwk["kty"] as? String == "EC" && jwk["crv"] as? String == "P-256" && jwk["alg"] as? String == "ES256")
@@ -281,12 +281,12 @@ struct SiteTests {
         let alice = try register("alice", with: &alicesKey, randomByte: 0x01)
         var bobsKey = SoftwareAuthenticator(origin: Harness.origin)
         let bob = try register("bob", with: &bobsKey, randomByte: 0x02)
-        let target = #"{"credentialID":"\#(alicesKey.credentialID.base64URLEncodedString)"}"#
+        let target = #"{"credentialId":"\#(alicesKey.credentialID.base64URLEncodedString)"}"#
         for cookie in [nil, bob, "passkey-rp-session=forged"] {
             let refused = send("POST", "/credentials/delete", json: target, cookie: cookie)
             #expect(refused.response.status == 403 && refused.stateToSave == nil, "\(cookie ?? "no cookie")")
         }
-        let unknown = send("POST", "/credentials/delete", json: #"{"credentialID":"AAAA"}"#, cookie: alice)
+        let unknown = send("POST", "/credentials/delete", json: #"{"credentialId":"AAAA"}"#, cookie: alice)
         #expect(unknown.response.status == 404 && unknown.stateToSave == nil)
         #expect(send("POST", "/credentials/delete", json: "{}", cookie: alice).response.status == 400)
         #expect(send("GET", "/credentials/delete").response.status == 405)

@@ -44,8 +44,8 @@ extension Passkey.Client {
             let credentialID = accepted.credential.id.base64URLEncodedString
             if options.json {
                 try ClientOptions.printJSON([
-                    "outcome": "registered", "rpID": options.rp, "user": accepted.userName,
-                    "credentialID": credentialID, "attestationFormat": accepted.credential.attestationFormat,
+                    "outcome": "registered", "rpId": options.rp, "user": accepted.userName,
+                    "credentialId": credentialID, "attestationFormat": accepted.credential.attestationFormat,
                     "userVerified": accepted.userVerified, "aaguid": accepted.credential.aaguid.description,
                     "rpState": options.stateURL.path,
                 ])
@@ -80,7 +80,7 @@ extension Passkey.Client {
             let credentialID = accepted.credential.id.base64URLEncodedString
             if options.json {
                 try ClientOptions.printJSON([
-                    "outcome": "signedIn", "rpID": options.rp, "credentialID": credentialID,
+                    "outcome": "signedIn", "rpId": options.rp, "credentialId": credentialID,
                     "userVerified": accepted.userVerified, "user": accepted.userName,
                 ])
             } else {

@@ -37,7 +37,7 @@ extension Passkey {
                         },
                         "links": state.links.map { link in
                             var entry: [String: Any] = [
-                                "linkID": link.linkID.hexString, "relay": link.relay,
+                                "linkId": link.linkID.hexString, "relay": link.relay,
                                 "created": link.created.formatted(format),
                             ]
                             if let used = link.lastUsed { entry["lastUsed"] = used.formatted(format) }
