@@ -18,6 +18,8 @@ public struct TerminalClientInterface: ClientUserInterface {
 
     public func choose(_ prompt: ChoicePrompt) async -> Int? {
         let terminal = Terminal.shared
+        // Nobody can answer a chooser without a terminal: show none (the failure says why, `ClientLines.failure`).
+        if !unattended, !terminal.isInteractive { return nil }
         let verb = prompt.ceremony == .create ? "Create a passkey" : "Sign in"
         var header = "\(prompt.relyingPartyID.terminalSafe): \(verb)"
         if let userName = prompt.userName { header += " for \(userName.siteChosen)" }

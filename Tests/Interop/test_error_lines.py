@@ -235,3 +235,19 @@ def test_sigterm_stops_a_server_cleanly(home):
     process.terminate()
     _, stderr = process.communicate(timeout=30)
     assert process.returncode == 0 and stderr.splitlines()[-1] == "passkey: stopped", stderr
+
+
+def test_a_chooser_nobody_can_answer_is_not_shown(home):
+    """`client create` with a store and a phone to choose from, no terminal and no --yes: no chooser is printed, and
+    the one line says there is no terminal rather than that the person cancelled (issue 24, item 5)."""
+    store = str(home / "data" / "passkeys.sqlite")
+    env = environment(home, PASSKEY_PASSPHRASE="a long enough interop passphrase", PASSKEY_STORE=store)
+    assert run(home, "init", env=env).returncode == 0
+    options = (
+        '{"rp":{"id":"example.com","name":"Example"},"user":{"id":"AAAA","name":"alice","displayName":"Alice"},'
+        '"challenge":"AAAAAAAAAAAAAAAAAAAAAA","pubKeyCredParams":[{"type":"public-key","alg":-7}]}')
+    result = subprocess.run(
+        [PASSKEY_BIN, "client", "create", "--options", "-", "--origin", "https://example.com"], input=options,
+        capture_output=True, text=True, timeout=60, env=env, start_new_session=True)
+    line = check_one_line(result, 10, ("client", "create"))
+    assert line.startswith("passkey: NotAllowedError: there is no terminal to choose an authenticator on"), line
