@@ -52,6 +52,30 @@ public struct ErrorLine: Hashable, Sendable {
         return String(text[start.upperBound..<end.lowerBound])
     }
 
+    /// The line for an error no command put into words. This package's own errors are written for people
+    /// (`SecurityKeyError`, `QRImageError`, …): their description is the line. A library's (the standard library,
+    /// Foundation, NIO, TLS, HTTP, the parser) says only that `command` failed; its own description, which may
+    /// name its types, errno values or source paths, is the detail.
+    public static func unexplained(_ error: any Error, command: String) -> ErrorLine {
+        guard let module = ownModule(of: error) else {
+            return ErrorLine(
+                "\(command) failed", hint: "Set PASSKEY_VERBOSE=1 for the details", detail: String(reflecting: error))
+        }
+        return ErrorLine(String(describing: error), detail: "from \(module)")
+    }
+
+    /// The module of `error`'s type when it is one of this package's; nil for the standard library's, Foundation's
+    /// and the dependencies'.
+    public static func ownModule(of error: any Error) -> String? {
+        let module = String(String(reflecting: type(of: error)).prefix { $0 != "." })
+        let foreign: Set<String> = [
+            "Swift", "Foundation", "FoundationEssentials", "CoreFoundation", "Dispatch", "Glibc", "ArgumentParser",
+            "AsyncHTTPClient", "Crypto", "Logging", "TOMLKit", "Synchronization",
+        ]
+        guard !foreign.contains(module), !module.hasPrefix("NIO"), !module.hasPrefix("_") else { return nil }
+        return module
+    }
+
     static func folded(_ text: String) -> String {
         text.split(whereSeparator: \.isNewline).map { $0.trimmingCharacters(in: .whitespaces) }
             .filter { !$0.isEmpty }.joined(separator: "; ").terminalSafe

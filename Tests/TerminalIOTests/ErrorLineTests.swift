@@ -26,6 +26,30 @@ struct ErrorLineTests {
                 == "passkey: passkey scan failed\npasskey: detail: IOError: connection reset (errno: 104)\n")
     }
 
+    struct OwnError: Error, CustomStringConvertible {
+        var description: String { "wrong PIN: 7 tries left" }
+    }
+
+    /// An error no command put into words: ours by its description, a library's only by the command's name (issue 24:
+    /// "connection reset (error set): Connection refused) (errno: 111)", a TLS dump with a build path).
+    @Test func aLibrarysErrorNamesOnlyTheCommandAndKeepsItsDescriptionForVerbose() throws {
+        #expect(
+            ErrorLine.unexplained(OwnError(), command: "passkey debug").rendered()
+                == "passkey: wrong PIN: 7 tries left\n")
+        let decoding = DecodingError.dataCorrupted(.init(codingPath: [], debugDescription: "/work/x.swift:12 errno 5"))
+        let line = ErrorLine.unexplained(decoding, command: "passkey scan")
+        #expect(line.rendered() == "passkey: passkey scan failed (set PASSKEY_VERBOSE=1 for the details)\n")
+        let verbose = line.rendered(verbose: true)
+        #expect(
+            verbose.hasPrefix("passkey: passkey scan failed (set PASSKEY_VERBOSE=1 for the details)\npasskey: detail: ")
+        )
+        #expect(verbose.contains("/work/x.swift:12 errno 5"))
+        #expect(
+            ErrorLine.unexplained(CocoaError(.fileNoSuchFile), command: "passkey list").message == "passkey list failed"
+        )
+        #expect(ErrorLine.ownModule(of: OwnError()) == "TerminalIOTests")
+    }
+
     @Test func aUsageErrorLosesTheParsersPrefixAndUsageText() {
         let parser = """
             Error: Unknown option '--no-such-option'

@@ -82,7 +82,7 @@ extension Passkey {
     /// The line and status for an error a command threw; nil for ArgumentParser's own errors (`ExitCode`,
     /// `CleanExit`, `ValidationError`, the help a command with subcommands asks for), which `parserExit` ends.
     static func rendering(of error: any Error) -> (ErrorLine, Int32)? {
-        if ownModule(of: error) == nil, String(reflecting: type(of: error)).hasPrefix("ArgumentParser.") { return nil }
+        if String(reflecting: type(of: error)).hasPrefix("ArgumentParser.") { return nil }
         return switch error {
         case let failure as CommandFailure:
             (ErrorLine(failure.message, hint: failure.hint, detail: failure.detail), failure.exitCode)
@@ -95,32 +95,8 @@ extension Passkey {
         case let declined as Declined:
             (ErrorLine(declined.message), ExitStatus.declined)
         default:
-            if let module = ownModule(of: error) {
-                // Our own modules' errors are written for people (`SecurityKeyError`, `QRImageError`, …).
-                (ErrorLine(String(describing: error), detail: "from \(module)"), ExitStatus.failure)
-            } else {
-                // A library's error no command put into words: say which command failed, and leave the library's
-                // own description (its type names, errno values, source paths) to --verbose.
-                (
-                    ErrorLine(
-                        "\(commandPath) failed", hint: "Set PASSKEY_VERBOSE=1 for the details",
-                        detail: String(reflecting: error)),
-                    ExitStatus.failure
-                )
-            }
+            (ErrorLine.unexplained(error, command: commandPath), ExitStatus.failure)
         }
-    }
-
-    /// The module of `error`'s type when it is one of this package's, whose descriptions are written for people;
-    /// nil for the standard library's, Foundation's and the dependencies'.
-    static func ownModule(of error: any Error) -> String? {
-        let module = String(String(reflecting: type(of: error)).prefix { $0 != "." })
-        let foreign: Set<String> = [
-            "Swift", "Foundation", "FoundationEssentials", "CoreFoundation", "Dispatch", "Glibc", "ArgumentParser",
-            "AsyncHTTPClient", "Crypto", "Logging", "TOMLKit", "Synchronization",
-        ]
-        guard !foreign.contains(module), !module.hasPrefix("NIO"), !module.hasPrefix("_") else { return nil }
-        return module
     }
 
     /// `passkey client get`: the command as typed, without its options and arguments.
