@@ -251,3 +251,23 @@ def test_a_chooser_nobody_can_answer_is_not_shown(home):
         capture_output=True, text=True, timeout=60, env=env, start_new_session=True)
     line = check_one_line(result, 10, ("client", "create"))
     assert line.startswith("passkey: NotAllowedError: there is no terminal to choose an authenticator on"), line
+
+
+@pytest.mark.parametrize(
+    "security_key,expected",
+    [
+        ("hidraw:{home}/no-such-hidraw", "does not exist: is the security key plugged in?"),
+        ("udp:127.0.0.1:1", "UDP to 127.0.0.1:1 failed: connection refused"),
+    ],
+    ids=["hidraw", "udp"])
+def test_a_security_key_that_cannot_be_reached_is_said_in_a_persons_terms(home, security_key, expected):
+    """Progress lines may come first; the failure is the last line, without errno numbers or NIO's address forms
+    (`[IPv4]127.0.0.1/127.0.0.1:1`)."""
+    (home / "get.json").write_text('{"challenge":"AAAAAAAAAAAAAAAAAAAAAA","rpId":"example.com"}')
+    result = run(home, "client", "get", "--options", str(home / "get.json"), "--origin", "https://example.com",
+                 "--no-phone", "--security-key", security_key.format(home=home), "--timeout", "10")
+    assert result.returncode == 10, result.stderr
+    last = result.stderr.splitlines()[-1]
+    assert last.startswith("passkey: NotAllowedError: the authenticator could not be reached: ") and expected in last, last
+    for forbidden in FORBIDDEN + ["[IPv4]"]:
+        assert forbidden not in result.stderr, result.stderr
