@@ -7,9 +7,10 @@ import WebAuthnClient
 /// to the answer, and a linked phone woken through its relay. Nil for a step the session does not show.
 public enum ClientLines {
     /// The one line a failed ceremony prints: `passkey: Name: reason`. A chooser nobody could answer (no terminal,
-    /// no `--yes`) is said as that, not as a person cancelling.
-    public static func failure(_ error: ClientError, interactive: Bool) -> String {
-        if error.reason == .userCancelled, !interactive {
+    /// standard input at its end, no `--yes`: `TerminalClientInterface.nobodyAnswered`) is said as that, not as a
+    /// person cancelling.
+    public static func failure(_ error: ClientError, nobodyAnswered: Bool) -> String {
+        if error.reason == .userCancelled, nobodyAnswered {
             return "passkey: \(error.name.rawValue): there is no terminal to choose an authenticator on "
                 + "(run it in a terminal, or name one with --hint or --no-phone)\n"
         }

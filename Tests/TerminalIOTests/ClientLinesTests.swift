@@ -50,12 +50,13 @@ struct ClientLinesTests {
     @Test func aFailureIsOneLineAndNoTerminalIsNotACancel() {
         let cancelled = ClientError(.userCancelled)
         #expect(
-            ClientLines.failure(cancelled, interactive: false)
+            ClientLines.failure(cancelled, nobodyAnswered: true)
                 == "passkey: NotAllowedError: there is no terminal to choose an authenticator on "
                 + "(run it in a terminal, or name one with --hint or --no-phone)\n")
-        #expect(ClientLines.failure(cancelled, interactive: true) == "passkey: NotAllowedError: the user cancelled\n")
         #expect(
-            ClientLines.failure(ClientError(.malformedJSON(offset: 3, expected: "a value\u{1B}")), interactive: false)
+            ClientLines.failure(cancelled, nobodyAnswered: false) == "passkey: NotAllowedError: the user cancelled\n")
+        #expect(
+            ClientLines.failure(ClientError(.malformedJSON(offset: 3, expected: "a value\u{1B}")), nobodyAnswered: true)
                 == "passkey: SyntaxError: the options are not JSON: expected a value\\u{1b} at byte 3\n")
     }
 }

@@ -94,7 +94,7 @@ struct ClientOptions: ParsableArguments {
         do {
             return try await body()
         } catch let error as ClientError {
-            Terminal.shared.write(ClientLines.failure(error, interactive: Terminal.shared.isInteractive))
+            Terminal.shared.write(ClientLines.failure(error, nobodyAnswered: TerminalClientInterface.nobodyAnswered))
             throw ExitCode(error.exitStatus)
         }
     }

@@ -134,7 +134,7 @@ struct WebAuthnClientOptions: ParsableArguments {
         do {
             return try await body()
         } catch let error as ClientError {
-            Terminal.shared.write(ClientLines.failure(error, interactive: Terminal.shared.isInteractive))
+            Terminal.shared.write(ClientLines.failure(error, nobodyAnswered: TerminalClientInterface.nobodyAnswered))
             throw ExitCode(error.exitStatus)
         }
     }
