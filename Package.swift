@@ -23,6 +23,7 @@ let metrics = Target.Dependency.product(name: "CoreMetrics", package: "swift-met
 let prometheus = Target.Dependency.product(name: "Prometheus", package: "swift-prometheus")
 let serviceLifecycle = Target.Dependency.product(name: "ServiceLifecycle", package: "swift-service-lifecycle")
 let unixSignals = Target.Dependency.product(name: "UnixSignals", package: "swift-service-lifecycle")
+let tomlKit = Target.Dependency.product(name: "TOMLKit", package: "TOMLKit")
 
 let package = Package(
     name: "passkey",
@@ -59,6 +60,7 @@ let package = Package(
         .library(name: "NearbyShare", targets: ["NearbyShare"]),
         .library(name: "NearbyShareDriver", targets: ["NearbyShareDriver"]),
         .library(name: "PasswordRules", targets: ["PasswordRules"]),
+        .library(name: "PasskeySettings", targets: ["PasskeySettings"]),
         .library(name: "SignedFilesIO", targets: ["SignedFilesIO"]),
         .executable(name: "passkey-fuzz", targets: ["passkey-fuzz"]),
     ],
@@ -72,6 +74,7 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-metrics.git", from: "2.13.0"),
         .package(url: "https://github.com/swift-server/swift-prometheus.git", from: "2.4.1"),
         .package(url: "https://github.com/swift-server/swift-service-lifecycle.git", from: "2.13.0"),
+        .package(url: "https://github.com/LebJe/TOMLKit.git", from: "0.6.0"),
     ],
     targets: [
         // MARK: Pure code: no I/O, no NIO. Time, randomness and storage come in as values or protocols.
@@ -127,6 +130,11 @@ let package = Package(
         // The Password Rules language (`passwordrules`, UITextInputPasswordRules) read as Apple's reference parser
         // reads it, and Safari's generated password formats; randomness comes in as a generator (Docs/Passwords.md).
         .target(name: "PasswordRules", dependencies: ["Basics"], swiftSettings: strictSettings),
+
+        // The settings (`Docs/Settings.md`): the keys, the settings file's TOML text read through TOMLKit, and the
+        // rule flag > environment > file > default, each value with its source.
+        .target(
+            name: "PasskeySettings", dependencies: ["Hybrid", "Proximity", tomlKit], swiftSettings: strictSettings),
 
         // MARK: NIO values, no I/O.
         // WebSocket frames from NIO's decoder to whole binary messages, for the tunnel client and the relay alike.
@@ -254,8 +262,8 @@ let package = Package(
                 "Basics", "CTAP2", "CTAPHID", "Hybrid", "HybridDriver", "Proximity", "PasskeyStoreIO", "PasskeyFilesIO", "StoreAgent", "StoreAgentIO",
                 "WebAuthnClientDriver", "SecurityKeyDriver", "WebAuthnClient", "WebAuthnClientIO", "AssociatedDomains",
                 "AssociatedDomainsIO", "RelyingParty", "WebRelyingPartyIO", "WebRelyingParty",
-                "WebAuthn", "CredentialExchange", "NearbyShare", "JSON", "HybridIO", "ProximityIO", "RelayIO", logging,
-                crypto,
+                "WebAuthn", "CredentialExchange", "NearbyShare", "JSON", "HybridIO", "ProximityIO", "RelayIO",
+                "PasskeySettings", logging, crypto,
             ],
             swiftSettings: strictSettings
         ),
@@ -267,8 +275,8 @@ let package = Package(
             dependencies: [
                 "Basics", "CTAP2", "CTAPHID", "Hybrid", "HybridDriver", "Proximity", "PasskeyProvider",
                 "SecurityKeyDriver", "WebAuthnClient", "WebAuthnClientIO", "PasskeyStoreIO", "WebAuthn", "CBOR", "JSON",
-                "PublicSuffix", "AssociatedDomains", "NearbyShare", "NearbyShareDriver",
-                crypto,
+                "PublicSuffix", "AssociatedDomains", "NearbyShare", "NearbyShareDriver", "PasskeySettings",
+                "PasskeyFilesIO", crypto,
             ],
             swiftSettings: strictSettings
         ),
@@ -283,7 +291,7 @@ let package = Package(
                 "WebAuthnClient", "WebAuthnClientIO", "WebAuthnClientDriver", "CredentialExchange", "NearbyShare",
                 "NearbyShareDriver", "StoreAgent", "StoreAgentIO",
                 "AssociatedDomains", "AssociatedDomainsIO", "SignedFilesIO", "PasswordRules", "PasskeyFilesIO",
-                "PasskeyProvider", "TerminalIO", argumentParser, logging, crypto,
+                "PasskeyProvider", "PasskeySettings", "TerminalIO", argumentParser, logging, crypto,
                 nioCore,
                 nioSSL,
             ],
@@ -374,6 +382,10 @@ let package = Package(
             name: "SignedFilesIOTests", dependencies: ["SignedFilesIO", "TestSupport"], swiftSettings: strictSettings),
         .testTarget(
             name: "PasswordRulesTests", dependencies: ["PasswordRules", "TestSupport"], swiftSettings: strictSettings),
+        .testTarget(
+            name: "PasskeySettingsTests",
+            dependencies: ["PasskeySettings", "PasskeyProvider", "PasskeyFilesIO", "Hybrid", "Proximity"],
+            swiftSettings: strictSettings),
         .testTarget(name: "FuzzTargetsTests", dependencies: ["FuzzTargets"], swiftSettings: strictSettings),
         .testTarget(
             name: "HybridIOTests",
@@ -400,7 +412,8 @@ let package = Package(
         .testTarget(
             name: "TerminalIOTests",
             dependencies: [
-                "TerminalIO", "PasskeyProvider", "Hybrid", "HybridDriver", "Proximity", "Basics", "CTAP2", "CTAPHID",
+                "TerminalIO", "PasskeyProvider", "PasskeySettings", "Hybrid", "HybridDriver", "Proximity", "Basics",
+                "CTAP2", "CTAPHID",
                 "SecurityKeyDriver", "WebAuthn", "JSON", "PublicSuffix", "WebAuthnClient", "AssociatedDomains",
                 "PasskeyStoreIO", "NearbyShare", "NearbyShareDriver", "TestSupport", crypto,
             ],

@@ -119,9 +119,15 @@ final class CTAPHIDHostDatagramHandler: ChannelDuplexHandler {
         try? driver?.receive(report: Array(buffer: envelope.data))
     }
 
+    /// `127.0.0.1:8765` or `[::1]:8765`, not NIO's `[IPv4]127.0.0.1/127.0.0.1:8765`.
+    static func hostAndPort(_ address: SocketAddress) -> String {
+        guard let ip = address.ipAddress, let port = address.port else { return "the device" }
+        return ip.contains(":") ? "[\(ip)]:\(port)" : "\(ip):\(port)"
+    }
+
     func errorCaught(context: ChannelHandlerContext, error: any Error) {
         let code = (error as? IOError)?.errnoCode ?? 0
-        driver?.close(.deviceFailed(operation: "UDP to \(device)", errno: code))
+        driver?.close(.deviceFailed(operation: "UDP to \(Self.hostAndPort(device))", errno: code))
         context.close(promise: nil)
     }
 }

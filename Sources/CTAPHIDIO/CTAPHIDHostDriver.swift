@@ -20,11 +20,11 @@ public enum CTAPHIDConnectionError: Error, Hashable, Sendable, CustomStringConve
         case .exchange(let error): "\(error)"
         case .closed: "the connection to the security key is closed"
         case .deviceFailed(let operation, let code) where code == ENODEV:
-            "the security key went away (\(operation) failed with ENODEV: was it unplugged?)"
+            "the security key went away (the \(operation) failed: was it unplugged?)"
         case .deviceFailed(let operation, let code) where code == ECONNREFUSED:
             "\(operation) failed: connection refused (nothing listens there; is `passkey serve --udp` running?)"
         case .deviceFailed(let operation, let code):
-            "\(operation) failed: \(String(cString: strerror(code))) (errno \(code))"
+            "\(operation) failed: \(String(cString: strerror(code)).lowercased())"
         }
     }
 }

@@ -40,7 +40,7 @@ public enum HidrawOpenError: Error, Hashable, Sendable, CustomStringConvertible 
             "\(path) is not a FIDO security key: its HID report descriptor has no FIDO interface "
                 + "(usage page 0xF1D0, usage 0x01)"
         case .openFailed(let path, let code):
-            "cannot open \(path): \(String(cString: strerror(code))) (errno \(code))"
+            "cannot open \(path): \(String(cString: strerror(code)).lowercased())"
         }
     }
 }

@@ -40,16 +40,16 @@ public enum UHIDError: Error, Hashable, Sendable, CustomStringConvertible {
                 + "`KERNEL==\"uhid\", GROUP=\"uhid\", MODE=\"0660\"` and join that group, or run with sudo; "
                 + "see Docs/Transports.md"
         case .openFailed(let path, let code):
-            "cannot open \(path): \(errorText(code)) (errno \(code))"
+            "cannot open \(path): \(errorText(code))"
         case .writeFailed(let event, let code):
-            "the kernel refused \(event) on uhid: \(errorText(code)) (errno \(code))"
+            "the kernel refused \(event) on uhid: \(errorText(code))"
         case .readFailed(let code):
-            "reading from uhid failed: \(errorText(code)) (errno \(code))"
+            "reading from uhid failed: \(errorText(code))"
         }
     }
 }
 
-private func errorText(_ code: Int32) -> String { String(cString: strerror(code)) }
+private func errorText(_ code: Int32) -> String { String(cString: strerror(code)).lowercased() }
 
 /// The file the uhid events travel through: /dev/uhid, or a stand-in in tests.
 ///

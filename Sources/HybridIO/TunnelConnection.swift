@@ -99,7 +99,8 @@ public final class TunnelConnection: Sendable {
             do {
                 sslContext = try NIOSSLContext(configuration: tls ?? .makeClientConfiguration())
             } catch {
-                throw .unreachable(host: host, port: port, reason: .tlsConfiguration(String(describing: error)))
+                throw .unreachable(
+                    host: host, port: port, reason: .tlsConfiguration("the TLS settings (a CA file?) cannot be used"))
             }
         } else {
             sslContext = nil

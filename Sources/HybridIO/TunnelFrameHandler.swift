@@ -6,6 +6,10 @@ import NIOWebSocket
 import Synchronization
 import WebSocketMessages
 
+#if canImport(Glibc)
+    import Glibc
+#endif
+
 /// What the frame handler passes up a tunnel's inbound stream (`NIOAsyncChannel`).
 enum TunnelInbound: Sendable, Equatable {
     /// A whole binary message.
@@ -194,23 +198,42 @@ final class TunnelFrameHandler: ChannelDuplexHandler {
 extension TunnelFrameHandler: Sendable {}
 
 extension TunnelError.ConnectionFault {
-    /// The reason an error of the network stack names.
+    /// The reason an error of the network stack names, in a person's terms: no library type names, errno numbers or
+    /// TLS library dumps (those name the build machine's source paths; issue 24, item 5).
     init(_ error: any Error) {
         switch error {
         case let error as NIOConnectionError:
-            self = error.connectionErrors.first.map { Self($0.error) } ?? .other(String(describing: error))
+            if let first = error.connectionErrors.first {
+                self = Self(first.error)
+            } else if error.dnsAError != nil || error.dnsAAAAError != nil {
+                self = .other("the name does not resolve")
+            } else {
+                self = .other("no connection could be made")
+            }
         case let error as IOError:
-            self = .system(error.description)
+            self = .system(Self.systemMessage(error.errnoCode))
         case ChannelError.connectTimeout:
             self = .timedOut
         case ChannelError.ioOnClosedChannel, ChannelError.alreadyClosed, ChannelError.eof, ChannelError.outputClosed:
             self = .closed
-        case let error as NIOSSLError:
-            self = .tls(String(describing: error))
-        case let error as BoringSSLError:
-            self = .tls(String(describing: error))
+        case is NIOSSLError, is BoringSSLError:
+            self = .tls("the relay's certificate is not trusted or not for this name, or it does not speak TLS")
+        case is SocketAddressError:
+            self = .other("the name does not resolve")
         default:
-            self = .other(String(describing: error))
+            self = .other("the network connection failed")
+        }
+    }
+
+    /// What a failed system call on a socket means, without its errno number.
+    static func systemMessage(_ code: Int32) -> String {
+        switch code {
+        case ECONNREFUSED: "the connection was refused: nothing listens there"
+        case ECONNRESET: "the connection was reset"
+        case EHOSTUNREACH, ENETUNREACH: "there is no route to it"
+        case ETIMEDOUT: "the connection timed out"
+        case EPIPE: "the connection closed"
+        default: String(cString: strerror(code)).lowercased()
         }
     }
 }

@@ -190,3 +190,25 @@ public struct OwnerOnlyFileError: Error, Hashable, Sendable, CustomStringConvert
 
     public var description: String { "\(path): \(reason)" }
 }
+
+/// Why a file named by the person cannot be read, in their terms ("no such file", "permission denied", "it is a
+/// directory"): for messages that would otherwise say only "cannot read".
+public enum UnreadableFile {
+    public static func reason(_ path: String) -> String {
+        let descriptor = open(path, O_RDONLY | O_CLOEXEC)
+        guard descriptor < 0 else {
+            defer { close(descriptor) }
+            var info = stat()
+            if fstat(descriptor, &info) == 0, info.st_mode & S_IFMT == S_IFDIR { return "it is a directory" }
+            return "it could not be read"
+        }
+        switch errno {
+        case ENOENT: return "no such file"
+        case EACCES, EPERM: return "permission denied"
+        case EISDIR: return "it is a directory"
+        case ENOTDIR: return "a part of the path is not a directory"
+        case ELOOP: return "too many symbolic links"
+        case let error: return String(cString: strerror(error)).lowercased()
+        }
+    }
+}

@@ -6,6 +6,9 @@ import Foundation
 /// `--store PATH` (or `PASSKEY_STORE`) moves all of them together, and a copy of the directory is a copy of the
 /// provider. No other type works out where one of these files is; each takes the URL this registry gives it.
 ///
+/// The settings file is the one exception: it says where the store is, so it lives in the configuration directory
+/// (`PasskeyFiles.settingsFile(environment:)`).
+///
 /// | file | name (for the default store `passkeys.sqlite`) | what it holds |
 /// |---|---|---|
 /// | `store` | `passkeys.sqlite` | the encrypted SQLite store: passkeys, passwords, PIN and settings |
@@ -17,12 +20,11 @@ import Foundation
 /// | `clearComputerLinks` | `links.json` | where earlier versions kept those links in clear; read once, on the first unlock, into `computerLinks`, then removed |
 /// | `domainApprovals` | `domains.json` | the associated-domains approval table (`passkey domains check`) |
 /// | `relyingPartyState` | `rp-state.json` | the local relying party's accounts (`passkey rp serve`, `passkey client register`) |
-/// | `settings` | `settings.toml` | the person's settings |
 public struct PasskeyFiles: Hashable, Sendable {
     /// One file of the provider's.
     public enum File: String, CaseIterable, Hashable, Sendable {
         case store, lock, identityIndex, identityJournal, phoneLinks, computerLinks, clearComputerLinks, domainApprovals
-        case relyingPartyState, settings
+        case relyingPartyState
     }
 
     /// The store file, as given (standardized: `.` and `..` removed).
@@ -54,6 +56,20 @@ public struct PasskeyFiles: Hashable, Sendable {
         return dataHome.appendingPathComponent("passkey", isDirectory: true).appendingPathComponent("passkeys.sqlite")
     }
 
+    /// The settings file (`Docs/Settings.md`): `$XDG_CONFIG_HOME/passkey/settings.toml` (an absolute
+    /// `XDG_CONFIG_HOME` only, as the XDG base directory spec asks), else `~/.config/passkey/settings.toml`.
+    public static func settingsFile(environment: [String: String] = ProcessInfo.processInfo.environment) -> URL {
+        let configHome: URL
+        if let xdg = environment["XDG_CONFIG_HOME"], xdg.hasPrefix("/") {
+            configHome = URL(fileURLWithPath: xdg, isDirectory: true)
+        } else if let home = environment["HOME"], !home.isEmpty {
+            configHome = URL(fileURLWithPath: home, isDirectory: true).appendingPathComponent(".config")
+        } else {
+            configHome = FileManager.default.homeDirectoryForCurrentUser.appendingPathComponent(".config")
+        }
+        return configHome.appendingPathComponent("passkey", isDirectory: true).appendingPathComponent("settings.toml")
+    }
+
     /// The directory that holds the store and the files beside it.
     public var directory: URL { store.deletingLastPathComponent() }
 
@@ -69,7 +85,6 @@ public struct PasskeyFiles: Hashable, Sendable {
         case .clearComputerLinks: directory.appendingPathComponent("links.json")
         case .domainApprovals: directory.appendingPathComponent("domains.json")
         case .relyingPartyState: directory.appendingPathComponent("rp-state.json")
-        case .settings: directory.appendingPathComponent("settings.toml")
         }
     }
 
@@ -81,7 +96,6 @@ public struct PasskeyFiles: Hashable, Sendable {
     public var clearComputerLinks: URL { url(.clearComputerLinks) }
     public var domainApprovals: URL { url(.domainApprovals) }
     public var relyingPartyState: URL { url(.relyingPartyState) }
-    public var settings: URL { url(.settings) }
 
     /// A file named after the store: its name without the extension (`passkeys.sqlite` → `passkeys`), then
     /// `suffix`. A store named only by an extension (`.sqlite`) keeps its whole name.

@@ -1,10 +1,22 @@
 import CTAP2
 import Hybrid
 import Proximity
+import WebAuthnClient
 
 /// The browser's phone sessions as status lines (`client create/get/register/sign-in`): a QR session from the code
 /// to the answer, and a linked phone woken through its relay. Nil for a step the session does not show.
 public enum ClientLines {
+    /// The one line a failed ceremony prints: `passkey: Name: reason`. A chooser nobody could answer (no terminal,
+    /// standard input at its end, no `--yes`: `TerminalClientInterface.nobodyAnswered`) is said as that, not as a
+    /// person cancelling.
+    public static func failure(_ error: ClientError, nobodyAnswered: Bool) -> String {
+        if error.reason == .userCancelled, nobodyAnswered {
+            return "passkey: \(error.name.rawValue): there is no terminal to choose an authenticator on "
+                + "(run it in a terminal, or name one with --hint or --no-phone)\n"
+        }
+        return "passkey: \(error.description.terminalSafe)\n"
+    }
+
     public static func qrSession(_ event: HybridClientProgress, radio: ProximityMode) -> String? {
         switch event {
         case .showQRCode: "waiting for a phone to scan the QR code and come near (Bluetooth: \(radio))"

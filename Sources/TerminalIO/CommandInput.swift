@@ -1,4 +1,5 @@
 import Foundation
+import PasskeyFilesIO
 
 /// A file named on the command line, or standard input for `-`, read with a limit so that no input can make a command
 /// hold more than it will use.
@@ -19,7 +20,8 @@ public enum CommandInput {
             guard FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory), !isDirectory.boolValue,
                 let opened = FileHandle(forReadingAtPath: path)
             else {
-                throw ReadError(description: "cannot read the \(what) \(path.terminalSafe)")
+                throw ReadError(
+                    description: "cannot read the \(what) \(path.terminalSafe): \(UnreadableFile.reason(path))")
             }
             handle = opened
         }

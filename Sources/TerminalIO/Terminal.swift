@@ -109,6 +109,11 @@ public enum EchoRestoringSignals {
         _ = raise(number)
     }
 
+    /// Puts the saved settings back if a prompt has echo off now (async-signal-safe: for a signal handler).
+    fileprivate static func restoreIfSaved() {
+        if descriptor >= 0 { _ = tcsetattr(descriptor, TCSANOW, &saved) }
+    }
+
     public static func install(descriptor: Int32, original: termios) {
         saved = original
         self.descriptor = descriptor
@@ -125,6 +130,36 @@ public enum EchoRestoringSignals {
     public static func remove() {
         for number in installed { _ = signal(number, SIG_DFL) }
         installed = []
+        descriptor = -1
+    }
+}
+
+/// Ctrl-C, the same for every command: the terminal is put back if a prompt had turned echo off, the one line
+/// `passkey: interrupted` goes to standard error, and the process exits with status 130 (128 + SIGINT), which is
+/// what a shell reports for a command SIGINT ended. The long-running commands (`serve`, `listen`, `rp serve`)
+/// take SIGINT over while they run, to stop cleanly, and then end the same way (`Interruption.end()`).
+public enum Interruption {
+    /// The line printed: a `StaticString`, which the handler writes without allocating.
+    public static let line: StaticString = "passkey: interrupted\n"
+    /// The exit status (`ExitStatus.interrupted`).
+    public static let status: Int32 = 130
+
+    private static let handler: @convention(c) (Int32) -> Void = { _ in
+        EchoRestoringSignals.restoreIfSaved()
+        _ = Glibc.write(STDERR_FILENO, Interruption.line.utf8Start, Interruption.line.utf8CodeUnitCount)
+        _exit(Interruption.status)
+    }
+
+    /// Makes SIGINT end the process as described above. Called once, before a command runs.
+    public static func install() {
+        _ = signal(SIGINT, handler)
+    }
+
+    /// Ends the process as SIGINT does, for a command that handled SIGINT itself and has stopped cleanly.
+    public static func end() -> Never {
+        EchoRestoringSignals.restoreIfSaved()
+        Terminal.shared.write(line.description)
+        exit(status)
     }
 }
 

@@ -4,6 +4,7 @@ import PasskeyProvider
 import SecurityKeyDriver
 import WebAuthnClient
 import WebAuthnClientIO
+import Synchronization
 
 /// The browser's dialogs on the terminal: the chooser, the attestation question, the security key's PIN and
 /// progress, all on standard error. With `--yes` (tests and CI) the first choice is taken and said so.
@@ -16,8 +17,24 @@ public struct TerminalClientInterface: ClientUserInterface {
         self.pin = pin
     }
 
+    /// Whether a chooser found nobody to answer it: no terminal, and standard input ended (or was the options).
+    /// The failure then says so (`ClientLines.failure`) rather than that the person cancelled.
+    public static var nobodyAnswered: Bool { nobodyAnsweredFlag.load(ordering: .relaxed) }
+    private static let nobodyAnsweredFlag = Atomic<Bool>(false)
+
     public func choose(_ prompt: ChoicePrompt) async -> Int? {
         let terminal = Terminal.shared
+        // Without a terminal the answer can only come on standard input: read it first, and show no chooser when
+        // there is none (a script, a service, `--options -` having read standard input to its end).
+        var piped: Terminal.ReadResult? = nil
+        if !unattended, !terminal.isInteractive {
+            let read = await terminal.readLine(timeout: .seconds(120))
+            guard case .line = read else {
+                Self.nobodyAnsweredFlag.store(true, ordering: .relaxed)
+                return nil
+            }
+            piped = read
+        }
         let verb = prompt.ceremony == .create ? "Create a passkey" : "Sign in"
         var header = "\(prompt.relyingPartyID.terminalSafe): \(verb)"
         if let userName = prompt.userName { header += " for \(userName.siteChosen)" }
@@ -31,7 +48,13 @@ public struct TerminalClientInterface: ClientUserInterface {
             return prompt.choices.isEmpty ? nil : 0
         }
         terminal.write("Choose 1-\(prompt.choices.count), or press Enter to cancel: ")
-        guard case .line(let answer) = await terminal.readLine(timeout: .seconds(120)),
+        let read: Terminal.ReadResult
+        if let piped {
+            read = piped
+        } else {
+            read = await terminal.readLine(timeout: .seconds(120))
+        }
+        guard case .line(let answer) = read,
             let choice = Int(answer.trimmingCharacters(in: .whitespaces)), (1...prompt.choices.count).contains(choice)
         else { return nil }
         return choice - 1

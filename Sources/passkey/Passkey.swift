@@ -21,14 +21,18 @@ struct Passkey: AsyncParsableCommand {
             KeePassXC, `share` gives one passkey to a person nearby who runs `receive`, and `info` describes the \
             authenticator and the store. `rp` serves a local web site to try passkeys in a browser, `demo` plays a \
             cross-device sign-in on this machine, `inspect` decodes QR codes and adverts and checks origins, and \
-            `domains` answers for associated domains and universal links.
+            `domains` answers for associated domains and universal links. `config` shows the settings (flags, \
+            PASSKEY_ variables, ~/.config/passkey/settings.toml) and where each came from.
+
+            A failure prints one line, `passkey: what failed: why`, and exits with a status from one table \
+            (Docs/ExitStatus.md): 1 failed, 5 declined, 64 wrong arguments, 78 wrong settings, 130 Ctrl-C.
             """,
         version: PackageVersion.text,
         subcommands: [
             Init.self, Unlock.self, Lock.self, Agent.self, Serve.self, Scan.self, Listen.self, Linked.self,
             Client.self, RP.self, List.self, Delete.self, Password.self,
             Export.self, Import.self, ImportKey.self, Share.self, Receive.self, Info.self, Demo.self,
-            Inspect.self, Domains.self, Debug.self,
+            Inspect.self, Domains.self, Config.self, Debug.self,
         ]
     )
 }

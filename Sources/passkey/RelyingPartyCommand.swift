@@ -7,6 +7,7 @@ import TerminalIO
 import WebRelyingPartyIO
 import WebRelyingParty
 import PasskeyFilesIO
+import PasskeySettings
 
 extension Passkey {
     struct RP: AsyncParsableCommand {
@@ -59,7 +60,7 @@ extension Passkey.RP {
 
         var stateURL: URL {
             if let rpState { return URL(fileURLWithPath: rpState) }
-            return PasskeyFiles(environment: ProcessInfo.processInfo.environment).relyingPartyState
+            return PasskeyFiles(store: URL(fileURLWithPath: checkedSettings().store.value)).relyingPartyState
         }
 
         func validate() throws {
@@ -118,6 +119,7 @@ extension Passkey.RP {
             for await _ in signals { break }
             await server.shutdown()
             sources.forEach { $0.cancel() }
+            ServingProcess.endIfInterrupted()
             Terminal.shared.write("passkey: stopped\n")
         }
 

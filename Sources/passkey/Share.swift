@@ -66,7 +66,7 @@ extension Passkey {
                 throw CommandFailure("\(error)", hint: "Nothing was added to the store.")
             }
             await scanner.close()
-            if outcome == .declined { throw CommandFailure(ShareLines.declinedHere) }
+            if outcome == .declined { throw CommandFailure(ShareLines.declinedHere, exitCode: ExitStatus.declined) }
         }
     }
 

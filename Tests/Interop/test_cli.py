@@ -103,13 +103,14 @@ def test_serve_arguments_unattended_mode_and_a_store_it_cannot_use(populated_sto
 
     path = os.path.join(store_dir, "serve.sqlite")
     bad = run("serve", "--udp", "no-port", "--store", path)
-    assert bad.returncode != 0 and "Expected HOST:PORT" in bad.stderr
+    assert bad.returncode != 0 and "passkey: expected HOST:PORT" in bad.stderr
     public = run("serve", "--udp", "0.0.0.0:0", "--store", path, "--yes")
     assert public.returncode != 0 and "0.0.0.0 is not a loopback address" in public.stderr
     neither = run("serve", "--store", path)
     both = run("serve", "--udp", "127.0.0.1:0", "--uhid", "--store", path)
     for result in (neither, both):
-        assert result.returncode == 64 and "Give exactly one of --udp HOST:PORT and --uhid." in result.stderr
+        assert result.returncode == 64 and result.stderr == (
+            "passkey: give exactly one of --udp HOST:PORT and --uhid (see `passkey serve --help`)\n")
     assert not os.path.exists(path)
 
     server = Server(path)

@@ -69,7 +69,7 @@ def test_init_creates_a_store_once_and_never_replaces_it(store_dir):
     # still opened by the first passphrase, and nothing made without a passphrase: StoreAccessTests (Swift).
     again = run("init", "--store", path, passphrase="another passphrase")
     assert again.returncode == 1
-    assert again.stderr.startswith(f"passkey: a passkey store already exists at {path}; not replacing it\n")
+    assert again.stderr.startswith(f"passkey: a passkey store already exists at {path}; not replacing it (")
     assert "Usage" not in again.stderr
 
     # A weak passphrase is refused in one line with the rule; the flag for tests waives it (StoreAccessTests).
@@ -77,7 +77,7 @@ def test_init_creates_a_store_once_and_never_replaces_it(store_dir):
     weak = run("init", "--store", weak_path, passphrase="abc")
     assert weak.returncode == 1 and not os.path.exists(weak_path)
     assert weak.stderr.startswith(
-        "passkey: a new store's passphrase needs at least 12 characters (this one has 3); nothing was created\n")
+        "passkey: a new store's passphrase needs at least 12 characters (this one has 3); nothing was created (")
     assert "abc" not in weak.stdout + weak.stderr
     waived = run("init", "--store", weak_path, "--allow-weak-passphrase", passphrase="abc")
     assert waived.returncode == 0, waived.stderr
@@ -88,14 +88,15 @@ def test_runtime_errors_print_the_error_and_a_hint_without_the_usage():
     assert result.returncode == 1
     assert result.stdout == ""
     assert result.stderr == (
-        "passkey: no passkey store at /nonexistent/x.sqlite\n"
-        "Create one with `passkey init`, or choose another with --store or PASSKEY_STORE.\n"
+        "passkey: no passkey store at /nonexistent/x.sqlite "
+        "(create one with `passkey init`, or choose another with --store or PASSKEY_STORE)\n"
     )
     listed = run("list", "--store", "/nonexistent/x.sqlite", passphrase=None)
     assert listed.returncode == 1 and "passkey init" in listed.stderr and "Usage" not in listed.stderr
-    # An argument problem still shows the usage.
+    # An argument problem is one line too, naming the command's help instead of printing the usage.
     usage = run("delete", "--store", "/nonexistent/x.sqlite", "not*an*id")
-    assert usage.returncode == 64 and "Usage: passkey delete" in usage.stderr
+    assert usage.returncode == 64 and usage.stderr.count("\n") == 1, usage.stderr
+    assert usage.stderr.startswith("passkey: ") and "`passkey delete --help`" in usage.stderr
 
 
 def test_the_overview_is_prose_wrapped_to_the_terminal():

@@ -214,7 +214,7 @@ def test_images_that_give_no_single_hybrid_url(tmp_path, contents, message):
 def test_exactly_one_of_url_and_image(args):
     result = inspect(*args)
     assert result.returncode == 64
-    assert "Give exactly one of a URL and --image." in result.stderr
+    assert result.stderr == "passkey: give exactly one of a URL and --image (see `passkey inspect qr --help`)\n"
 
 
 def test_missing_image_file(tmp_path):

@@ -287,7 +287,7 @@ def test_without_an_advert_nothing_is_received(directory, relay):
     status, stdout, stderr = finish(receiver)
     assert status == 1
     assert "no nearby authenticator answered within 2" in stderr
-    assert "Nothing was added" in stderr
+    assert "(nothing was added to the store)\n" in stderr
     assert digest(receiver_store) == before
     assert listed(receiver_store) == []
 
@@ -316,7 +316,7 @@ def test_a_byte_flipped_by_the_relay_stores_nothing_on_either_side(directory, in
         hostile.close()
     assert status == 1 and sent.returncode == 1, stderr + sent.stderr
     assert ("handshake failed" if index == 0 else "message rejected") in stderr
-    assert "Nothing was added" in stderr
+    assert "(nothing was added to the store)\n" in stderr
     assert "not shared" in sent.stderr
     assert (digest(sender_store), digest(receiver_store)) == before
     assert listed(receiver_store) == []

@@ -21,7 +21,6 @@ struct PasskeyFilesTests {
             .clearComputerLinks: "/data/passkey/links.json",
             .domainApprovals: "/data/passkey/domains.json",
             .relyingPartyState: "/data/passkey/rp-state.json",
-            .settings: "/data/passkey/settings.toml",
         ]
         #expect(Set(expected.keys) == Set(PasskeyFiles.File.allCases))
         for file in PasskeyFiles.File.allCases {
@@ -39,6 +38,20 @@ struct PasskeyFilesTests {
         #expect(dotted.store.path == "/data/keys/my.store.sqlite")
         #expect(dotted.identityIndex.path == "/data/keys/my.store.index.json")
         #expect(dotted.lock.path == "/data/keys/my.store.sqlite.lock")
+    }
+
+    @Test func theSettingsFileIsInTheConfigurationDirectory() {
+        #expect(
+            PasskeyFiles.settingsFile(environment: ["XDG_CONFIG_HOME": "/c", "HOME": "/h"]).path
+                == "/c/passkey/settings.toml")
+        // A relative XDG_CONFIG_HOME is ignored, as the XDG base directory spec asks.
+        #expect(
+            PasskeyFiles.settingsFile(environment: ["XDG_CONFIG_HOME": "c", "HOME": "/h"]).path
+                == "/h/.config/passkey/settings.toml")
+        // The store's place does not move it: the file says where the store is.
+        #expect(
+            PasskeyFiles.settingsFile(environment: ["PASSKEY_STORE": "/s/x.sqlite", "HOME": "/h"]).path
+                == "/h/.config/passkey/settings.toml")
     }
 
     @Test func theDefaultStoreFollowsTheEnvironment() {

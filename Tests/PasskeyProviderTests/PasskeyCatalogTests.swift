@@ -207,7 +207,7 @@ struct PasskeyCatalogTests {
                 candidates: [[0xAB, 0xCD]], text: "hex:abcd", mode: ask)
         }
         #expect(declined?.message == "not deleted; nothing changed")
-        #expect(declined?.exitStatus != 0)
+        #expect(declined?.exitStatus == ExitStatus.declined)
         #expect(declining.prompts == [.confirm(question)])
 
         let nobody = ScriptedPerson()

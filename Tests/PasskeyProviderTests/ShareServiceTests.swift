@@ -125,7 +125,7 @@ struct ShareServiceTests {
         #expect(wrong.unusedReplies == 0)
 
         let declining = ScriptedPerson([.no])
-        await #expect(throws: ProviderError("nothing was shared")) {
+        await #expect(throws: ProviderError("nothing was shared", exitStatus: ExitStatus.declined)) {
             try await world.service(declining).confirmSharing(credential)
         }
         #expect(declining.prompts == [.confirm(question)])

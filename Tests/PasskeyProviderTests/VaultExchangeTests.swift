@@ -111,7 +111,7 @@ struct VaultExchangeTests {
 
         let target = try world.store("target.sqlite")
         let refusing = ScriptedPerson([.no])
-        await #expect(throws: ProviderError("nothing was imported")) {
+        await #expect(throws: ProviderError("nothing was imported", exitStatus: ExitStatus.declined)) {
             _ = try await world.service(target, refusing).import(file: output, key: keyPath, yes: false)
         }
         #expect(refusing.prompts == [.confirm(.importPasskeys(count: 2, store: target))])

@@ -29,6 +29,7 @@ struct VaultPasswordTests {
             try await world.vault(refusing).add(service: Self.example, user: "alice", password: .given("two"))
         }
         #expect(error?.message == "not confirmed; nothing changed")
+        #expect(error?.exitStatus == ExitStatus.declined)
         #expect(refusing.prompts == [.confirm(.replacePassword(user: "alice", service: "example.com"))])
         #expect(try world.saved() == ["alice@example.com": "one"])
 
@@ -125,7 +126,7 @@ struct VaultPasswordTests {
         #expect(added == .addedByApp && quiet.prompts.isEmpty)
 
         let refusing = ScriptedPerson([.no])
-        await #expect(throws: ProviderError("not confirmed; nothing changed")) {
+        await #expect(throws: ProviderError("not confirmed; nothing changed", exitStatus: ExitStatus.declined)) {
             try await world.vault(refusing).add(
                 service: Self.example, user: "alice", app: Self.app, password: .given("two"))
         }
@@ -149,7 +150,7 @@ struct VaultPasswordTests {
             service: PasswordService("other.example")!, user: "alice", password: .given("two"))
 
         let refusing = ScriptedPerson([.no])
-        await #expect(throws: ProviderError("not confirmed; nothing changed")) {
+        await #expect(throws: ProviderError("not confirmed; nothing changed", exitStatus: ExitStatus.declined)) {
             try await world.vault(refusing).delete(service: Self.example, user: "alice")
         }
         #expect(refusing.prompts == [.confirm(.deletePassword(user: "alice", service: "example.com"))])

@@ -64,7 +64,7 @@ struct BlueZErrorTests {
     }
 
     @Test func otherErrnoIsAFailure() {
-        #expect(throws: ProximityError.failed("bind on hci0: Invalid argument (errno 22)")) {
+        #expect(throws: ProximityError.failed("bind on hci0 failed: invalid argument")) {
             try BlueZAdvertiser(adapter: 0, options: BlueZOptions()) { _ throws(HCISocketError) in
                 throw HCISocketError(call: "bind", code: EINVAL)
             }

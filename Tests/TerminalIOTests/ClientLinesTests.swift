@@ -1,6 +1,7 @@
 import Hybrid
 import Proximity
 import Testing
+import WebAuthnClient
 
 @testable import TerminalIO
 
@@ -42,5 +43,20 @@ struct ClientLinesTests {
         #expect(
             ClientLines.linkedSession(.handshakeDone, phone: "Pixel", radio: Self.radio)
                 == "handshake done: end-to-end encrypted")
+    }
+
+    /// A chooser nobody could answer is said as that (issue 24: "client create with no terminal prints a chooser,
+    /// then 'the user cancelled'"); with a terminal, the person cancelled.
+    @Test func aFailureIsOneLineAndNoTerminalIsNotACancel() {
+        let cancelled = ClientError(.userCancelled)
+        #expect(
+            ClientLines.failure(cancelled, nobodyAnswered: true)
+                == "passkey: NotAllowedError: there is no terminal to choose an authenticator on "
+                + "(run it in a terminal, or name one with --hint or --no-phone)\n")
+        #expect(
+            ClientLines.failure(cancelled, nobodyAnswered: false) == "passkey: NotAllowedError: the user cancelled\n")
+        #expect(
+            ClientLines.failure(ClientError(.malformedJSON(offset: 3, expected: "a value\u{1B}")), nobodyAnswered: true)
+                == "passkey: SyntaxError: the options are not JSON: expected a value\\u{1b} at byte 3\n")
     }
 }

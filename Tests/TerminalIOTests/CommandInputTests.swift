@@ -21,14 +21,18 @@ struct CommandInputTests {
     @Test func aMissingFileOrADirectoryIsAClearError() throws {
         let directory = try TemporaryDirectory()
         defer { directory.remove() }
-        #expect(throws: CommandInput.ReadError(description: "cannot read the page \(directory.path)/none")) {
+        #expect(
+            throws: CommandInput.ReadError(description: "cannot read the page \(directory.path)/none: no such file")
+        ) {
             try CommandInput.read(directory.file("none"), limit: 10, what: "page")
         }
-        #expect(throws: CommandInput.ReadError(description: "cannot read the page \(directory.path)")) {
+        #expect(
+            throws: CommandInput.ReadError(description: "cannot read the page \(directory.path): it is a directory")
+        ) {
             try CommandInput.read(directory.path, limit: 10, what: "page")
         }
         // A hostile name reaches the terminal escaped.
-        #expect(throws: CommandInput.ReadError(description: "cannot read the page x\\u{1B}[2J")) {
+        #expect(throws: CommandInput.ReadError(description: "cannot read the page x\\u{1B}[2J: no such file")) {
             try CommandInput.read("x\u{1B}[2J", limit: 10, what: "page")
         }
     }

@@ -44,7 +44,7 @@ public struct ShareService: Sendable {
         switch try await ask(question, needing: "sharing a passkey") {
         case .unattended: return
         case .yes: break
-        case .no: throw ProviderError("nothing was shared")
+        case .no: throw ProviderError("nothing was shared", exitStatus: ExitStatus.declined)
         }
         let consent = ProviderConsent(interface: interface, attempts: attempts) { store.verifyPassphrase($0) }
         guard case .approved = await consent.verify(selectedAccount: nil) else {

@@ -74,7 +74,7 @@ public struct PasskeyCatalog: Sendable {
                 }
             switch await mode.answer(question, interface: access.interface, canAsk: access.canAsk) {
             case .unattended, .yes: break
-            case .no: throw ProviderError("not deleted; nothing changed")
+            case .no: throw ProviderError("not deleted; nothing changed", exitStatus: ExitStatus.declined)
             case nil: throw PasswordVault.needsConfirmation
             }
             guard try store.deleteCredential(id: id) else {

@@ -18,7 +18,7 @@ extension ExchangeService {
     /// Reads a file of at most `ImportFile.maximumBytes`; `what` names it in the failure.
     public static func read(_ path: String, what: String) throws(ProviderError) -> [UInt8] {
         guard let handle = FileHandle(forReadingAtPath: path) else {
-            throw ProviderError("cannot read \(what) \(path)")
+            throw ProviderError("cannot read \(what) \(path): \(UnreadableFile.reason(path))")
         }
         defer { try? handle.close() }
         let data = (try? handle.read(upToCount: ImportFile.maximumBytes + 1)) ?? Data()

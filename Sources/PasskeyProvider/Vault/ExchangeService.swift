@@ -157,7 +157,7 @@ public struct ExchangeService: Sendable {
                 question, interface: interface, canAsk: access.canAsk)
             {
             case .unattended, .yes: break
-            case .no: throw ProviderError("nothing was imported")
+            case .no: throw ProviderError("nothing was imported", exitStatus: ExitStatus.declined)
             case nil:
                 throw ProviderError("the import needs your approval", hint: "Run it in a terminal, or pass --yes.")
             }

@@ -11,7 +11,7 @@ import PasskeyStoreIO
 /// learns nothing about a domain that did not approve it.
 public struct PasswordVault: Sendable {
     /// `request`'s exit status when nothing can be given: not approved, or nothing saved.
-    public static let notFoundExitStatus: Int32 = 4
+    public static let notFoundExitStatus: Int32 = ExitStatus.notFound
 
     /// The unlocked store.
     public let store: SQLiteCredentialStore
@@ -223,7 +223,7 @@ public struct PasswordVault: Sendable {
     func confirm(_ question: ProviderQuestion) async throws(ProviderError) {
         switch await mode.answer(question, interface: interface, canAsk: canAsk) {
         case .unattended, .yes: return
-        case .no: throw ProviderError("not confirmed; nothing changed")
+        case .no: throw ProviderError("not confirmed; nothing changed", exitStatus: ExitStatus.declined)
         case nil: throw Self.needsConfirmation
         }
     }

@@ -27,7 +27,7 @@ enum ProximityErrorMapping {
         case ENETDOWN:
             return .unavailable("Bluetooth adapter \(name) is down: `sudo hciconfig \(name) up`; or \(simulatedHint)")
         default:
-            return .failed("\(error.call) on \(name): \(String(cString: strerror(error.code))) (errno \(error.code))")
+            return .failed("\(error.call) on \(name) failed: \(String(cString: strerror(error.code)).lowercased())")
         }
     }
 

@@ -19,6 +19,7 @@ import WebAuthnClientIO
 import WebRelyingParty
 import PasskeyFilesIO
 import PasskeyProvider
+import PasskeySettings
 
 extension Passkey {
     struct Client: AsyncParsableCommand {
@@ -55,7 +56,7 @@ struct ClientOptions: ParsableArguments {
 
     var stateURL: URL {
         if let rpState { return URL(fileURLWithPath: rpState) }
-        return PasskeyFiles(environment: ProcessInfo.processInfo.environment).relyingPartyState
+        return PasskeyFiles(store: URL(fileURLWithPath: checkedSettings().store.value)).relyingPartyState
     }
 
     func validate() throws {
@@ -93,7 +94,7 @@ struct ClientOptions: ParsableArguments {
         do {
             return try await body()
         } catch let error as ClientError {
-            Terminal.shared.write("passkey: \(error.description.terminalSafe)\n")
+            Terminal.shared.write(ClientLines.failure(error, nobodyAnswered: TerminalClientInterface.nobodyAnswered))
             throw ExitCode(error.exitStatus)
         }
     }

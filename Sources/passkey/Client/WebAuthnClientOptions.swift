@@ -129,21 +129,12 @@ struct WebAuthnClientOptions: ParsableArguments {
     }
 
     /// Runs a ceremony, turning its `ClientError` into one line on standard error and the exception's exit status.
-    /// Ctrl-C cancels it, which the engine reports as `AbortError`, as a page's AbortSignal would.
+    /// Ctrl-C ends it as it ends every command (`Interruption`: `passkey: interrupted`, status 130).
     func run<T: Sendable>(_ body: @escaping @Sendable () async throws -> T) async throws -> T {
-        let task = Task { try await body() }
-        signal(SIGINT, SIG_IGN)
-        let interrupt = DispatchSource.makeSignalSource(signal: SIGINT)
-        interrupt.setEventHandler { task.cancel() }
-        interrupt.resume()
-        defer {
-            interrupt.cancel()
-            signal(SIGINT, SIG_DFL)
-        }
         do {
-            return try await task.value
+            return try await body()
         } catch let error as ClientError {
-            Terminal.shared.write("passkey: \(error.description.terminalSafe)\n")
+            Terminal.shared.write(ClientLines.failure(error, nobodyAnswered: TerminalClientInterface.nobodyAnswered))
             throw ExitCode(error.exitStatus)
         }
     }

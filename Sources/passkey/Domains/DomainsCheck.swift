@@ -77,8 +77,10 @@ extension Passkey.Domains {
                 return (try Entitlement(service: service, domain: domain), try AppID(app))
             } catch let error as ApprovalTableError {
                 throw CommandFailure(error.description, exitCode: 2)
+            } catch let error as AssociationFileError {
+                throw CommandFailure(error.message, exitCode: ExitStatus.unanswered)
             } catch {
-                throw CommandFailure("\(app) is not an app ID (TEAMID.BUNDLEID): \(error)", exitCode: 2)
+                throw CommandFailure("\(app) is not an app ID (TEAMID.BUNDLEID)", exitCode: ExitStatus.unanswered)
             }
         }
 
@@ -139,7 +141,7 @@ extension Passkey.Domains {
             do {
                 appID = try AppID(app)
             } catch {
-                throw CommandFailure("\(app) is not an app ID (TEAMID.BUNDLEID): \(error)", exitCode: 2)
+                throw CommandFailure(error.message, exitCode: ExitStatus.unanswered)
             }
             let removed = try file.update { $0.forget(app: appID) }
             printLine("Forgot \(removed.count) \(removed.count == 1 ? "entry" : "entries") for \(appID).")

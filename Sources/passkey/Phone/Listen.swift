@@ -45,6 +45,7 @@ extension Passkey {
             defer { signals.forEach { $0.cancel() } }
             let result = await listening.result
             await advertiser.close()
+            ServingProcess.endIfInterrupted()
             try result.get()
         }
     }

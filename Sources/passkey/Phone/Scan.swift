@@ -47,7 +47,7 @@ extension Passkey {
 
         func validate() throws {
             if url != nil && image != nil { throw ValidationError("Give the FIDO:/ URL or --image, not both.") }
-            if link && hybrid.relay == nil {
+            if link && hybrid.tunnelServer == nil {
                 throw ValidationError(
                     "--link needs --relay: a self-hosted passkey-relay wakes this phone (the public tunnel servers wake "
                         + "phones through their vendors' push services).")
@@ -73,13 +73,14 @@ extension Passkey {
                     store.close()
                     withExtendedLifetime(lock) {}
                 }
+                let consent = DeclineRecorder(
+                    approval.consent(interface: interface, store: store, openingVerifies: true))
                 let service = PhoneService(
-                    store: store, interface: interface,
-                    consent: approval.consent(interface: interface, store: store, openingVerifies: true),
-                    advertiser: advertiser,
+                    store: store, interface: interface, consent: consent, advertiser: advertiser,
                     radio: hybrid.mode, environment: .system(tls: tls), timeouts: hybrid.timeouts)
                 _ = try await service.answer(payload, options: options)
                 await advertiser.close()
+                if consent.declined { throw Declined(message: "the request was declined at the prompt") }
             } catch {
                 await advertiser.close()
                 throw error
@@ -89,8 +90,10 @@ extension Passkey {
         /// The payload from the argument, the image or standard input, checked before anything is opened.
         func readQRCode() throws -> QRCodePayload {
             let text = try Self.qrCodeText(url: url, image: image, prefix: QRCodePayload.prefix)
-            do {
+            do throws(QRCodeError) {
                 return try QRCodePayload(url: text)
+            } catch .missingPrefix {
+                throw CommandFailure("\(QRCodeError.missingPrefix)")
             } catch {
                 throw CommandFailure("not a hybrid QR code: \(error)")
             }

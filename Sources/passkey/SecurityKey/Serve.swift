@@ -131,6 +131,7 @@ extension Passkey {
             let signals = ServingProcess.onStopSignal { Task { await server.close() } }
             defer { signals.forEach { $0.cancel() } }
             try await server.run()
+            ServingProcess.endIfInterrupted()
             Terminal.shared.write("passkey: stopped\n")
         }
 

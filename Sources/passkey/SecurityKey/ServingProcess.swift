@@ -1,5 +1,7 @@
 import Dispatch
 import Foundation
+import Synchronization
+import TerminalIO
 
 #if canImport(Glibc)
     import Glibc
@@ -13,15 +15,27 @@ enum ServingProcess {
         FileHandle.standardOutput.write(Data("\(line)\n".utf8))
     }
 
+    /// Whether SIGINT (Ctrl-C) stopped the process, as opposed to SIGTERM.
+    private static let interrupted = Atomic<Bool>(false)
+
     /// Calls `handler` on SIGINT and SIGTERM instead of their default action (exit). Cancel the returned sources
-    /// when done.
+    /// when done, then call `endIfInterrupted()`: SIGTERM is a clean stop (status 0), SIGINT ends the command as
+    /// Ctrl-C ends every command.
     static func onStopSignal(_ handler: @escaping @Sendable () -> Void) -> [any DispatchSourceSignal] {
         [SIGINT, SIGTERM].map { number in
             signal(number, SIG_IGN)
             let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
-            source.setEventHandler(handler: handler)
+            source.setEventHandler {
+                if number == SIGINT { interrupted.store(true, ordering: .relaxed) }
+                handler()
+            }
             source.resume()
             return source
         }
+    }
+
+    /// Once stopped cleanly: after SIGINT, `passkey: interrupted` and status 130 (`Interruption.end()`).
+    static func endIfInterrupted() {
+        if interrupted.load(ordering: .relaxed) { Interruption.end() }
     }
 }

@@ -3,76 +3,101 @@ import Foundation
 import Hybrid
 import HybridIO
 import NIOSSL
+import PasskeyFilesIO
+import PasskeyProvider
+import PasskeySettings
 import Proximity
 
 extension ProximityMode: ExpressibleByArgument {}
 
-/// `--relay`, `--relay-ca`, `--ble` and `--timeout`: how a hybrid session reaches the other device.
+/// `--relay`, `--relay-ca`, `--ble` and `--timeout`: how a hybrid session reaches the other device. Each is also a
+/// setting (`Docs/Settings.md`): a flag given here beats `PASSKEY_RELAY`, `PASSKEY_RELAY_CA`, `PASSKEY_BLE` and
+/// `PASSKEY_TIMEOUT`, which beat the settings file.
 struct HybridOptions: ParsableArguments {
     @Option(
         help: ArgumentHelp(
-            "Tunnel server to use instead of the one the protocol names (a self-hosted `passkey-relay`).",
+            "Tunnel server to use instead of the one the protocol names (a self-hosted `passkey-relay`). "
+                + "Default: $PASSKEY_RELAY, else the settings file's relay.",
             valueName: "ws[s]://host[:port]"))
     var relay: String?
 
     @Option(
         help: ArgumentHelp(
-            "PEM file of the certificate authority that signed a wss:// relay's certificate.", valueName: "file"))
+            "PEM file of the certificate authority that signed a wss:// relay's certificate. "
+                + "Default: $PASSKEY_RELAY_CA, else the settings file's relay-ca.",
+            valueName: "file"))
     var relayCA: String?
 
     @Option(
         help: ArgumentHelp(
             "Bluetooth radio: hci, hci:N (a BlueZ adapter), sim or sim:HOST:PORT (the simulated radio, "
-                + "Docs/Proximity.md). Default: $PASSKEY_BLE, else hci.",
+                + "Docs/Proximity.md). Default: $PASSKEY_BLE, else the settings file's radio, else hci.",
             valueName: "mode"))
     var ble: ProximityMode?
 
-    @Option(help: ArgumentHelp("Seconds to wait for the other device at each step.", valueName: "seconds"))
-    var timeout: Double = 120
+    @Option(
+        help: ArgumentHelp(
+            "Seconds to wait for the other device at each step. Default: $PASSKEY_TIMEOUT, else the settings "
+                + "file's timeout, else 120.",
+            valueName: "seconds"))
+    var timeout: Double?
 
+    /// The flags given, as the text `Settings` reads.
+    var flags: [SettingKey: String] {
+        var flags: [SettingKey: String] = [:]
+        flags[.relay] = relay
+        flags[.relayCA] = relayCA
+        flags[.radio] = ble?.description
+        flags[.timeout] = timeout.map { Settings.secondsText($0) }
+        return flags
+    }
+
+    /// Checks the flags given, as `Settings` checks every source.
     func validate() throws {
-        if let relay {
-            do {
-                _ = try TunnelServerBaseURL(string: relay)
-            } catch {
-                throw ValidationError("--relay: \(error)")
-            }
-        }
-        guard timeout > 0, timeout <= 3600 else { throw ValidationError("--timeout must be between 0 and 3600 s.") }
-        if ble == nil, let fromEnvironment = ProcessInfo.processInfo.environment["PASSKEY_BLE"],
-            ProximityMode(argument: fromEnvironment) == nil
-        {
-            throw ValidationError("PASSKEY_BLE=\(fromEnvironment) is not hci, hci:N, sim or sim:HOST:PORT.")
+        do {
+            _ = try Settings(flags: flags, environment: [:], file: nil, defaultStore: "")
+        } catch {
+            throw ValidationError(error.message)
         }
     }
 
-    var mode: ProximityMode {
-        if let ble { return ble }
-        if let fromEnvironment = ProcessInfo.processInfo.environment["PASSKEY_BLE"],
-            let mode = ProximityMode(argument: fromEnvironment)
-        {
-            return mode
-        }
-        return .hci(adapter: 0)
-    }
+    /// The effective settings: these flags over the environment and the settings file.
+    var settings: Settings { checkedSettings(flags: flags) }
 
-    var tunnelServer: TunnelServerBaseURL? { relay.flatMap { try? TunnelServerBaseURL(string: $0) } }
+    var mode: ProximityMode { settings.radio.value }
+
+    var tunnelServer: TunnelServerBaseURL? { settings.relay.value }
 
     var timeouts: HybridTimeouts {
-        var timeouts = HybridTimeouts(all: .milliseconds(Int64(timeout * 1000)))
+        var timeouts = HybridTimeouts(all: .milliseconds(Int64(settings.timeout.value * 1000)))
         timeouts.connect = min(timeouts.connect, .seconds(10))
         return timeouts
     }
 
-    /// Trust settings for a wss:// relay: the system's, or only `--relay-ca`.
+    /// Trust settings for a wss:// relay: the system's, or only the relay CA setting's certificates.
     func tlsConfiguration() throws -> TLSConfiguration? {
-        guard let relayCA else { return nil }
+        let setting = settings.relayCA
+        guard let relayCA = setting.value else { return nil }
         var configuration = TLSConfiguration.makeClientConfiguration()
+        let certificates: [NIOSSLCertificate]
         do {
-            configuration.trustRoots = .certificates(try NIOSSLCertificate.fromPEMFile(relayCA))
+            certificates = try NIOSSLCertificate.fromPEMFile(relayCA)
         } catch {
-            throw ValidationError("--relay-ca \(relayCA): not a PEM certificate file (\(error))")
+            let origin = setting.source == .flag ? "--relay-ca" : "the relay CA setting (\(setting.source.rawValue))"
+            throw CommandFailure(
+                "cannot use \(origin) \(relayCA): \(Self.readFailure(path: relayCA))",
+                detail: String(describing: error), exitCode: ExitStatus.failure)
         }
+        guard !certificates.isEmpty else {
+            throw CommandFailure("cannot use \(relayCA) as the relay CA: it holds no PEM certificate")
+        }
+        configuration.trustRoots = .certificates(certificates)
         return configuration
+    }
+
+    /// Why a certificate file could not be used, in a person's terms.
+    static func readFailure(path: String) -> String {
+        let reason = UnreadableFile.reason(path)
+        return reason == "it could not be read" ? "it is not a PEM certificate file" : reason
     }
 }

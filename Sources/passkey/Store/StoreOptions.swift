@@ -2,6 +2,7 @@ import ArgumentParser
 import CTAP2
 import Foundation
 import PasskeyProvider
+import PasskeySettings
 import PasskeyStoreIO
 import PasskeyFilesIO
 import TerminalIO
@@ -11,14 +12,23 @@ struct StoreOptions: ParsableArguments {
     @Option(
         name: .customLong("store"),
         help: ArgumentHelp(
-            "The passkey store file (default: $PASSKEY_STORE, else $XDG_DATA_HOME/passkey/passkeys.sqlite).",
+            "The passkey store file (default: $PASSKEY_STORE, else the settings file's store, else "
+                + "$XDG_DATA_HOME/passkey/passkeys.sqlite).",
             valueName: "path"))
     var path: String?
 
-    var url: URL {
-        if let path { return URL(fileURLWithPath: path) }
-        return PasskeyFiles.defaultStore(environment: ProcessInfo.processInfo.environment)
+    var url: URL { URL(fileURLWithPath: checkedSettings(flags: flags).store.value) }
+
+    func validate() throws {
+        do {
+            _ = try Settings(flags: flags, environment: [:], file: nil, defaultStore: "")
+        } catch {
+            throw ValidationError(error.message)
+        }
     }
+
+    /// `--store` as `Settings` reads it.
+    var flags: [SettingKey: String] { path.map { [.store: $0] } ?? [:] }
 
     /// The store and every file kept beside it.
     var files: PasskeyFiles { PasskeyFiles(store: url) }
