@@ -122,6 +122,10 @@ BAD_INPUT = {
     ("domains", "forget"): (["example.com", "--store", "{home}/a-file/passkeys.sqlite"], UNANSWERED),
     ("domains", "match"): (["https://example.com/x", "--file", "{home}/not-json.json", "--app", "ABCDE12345.com.example.app"], UNANSWERED),
     ("config",): (["--timeout", "0"], USAGE),
+    ("unlock",): (["--store", MISSING], FAILURE),
+    ("lock",): (["--store", MISSING, "extra"], USAGE),
+    # The agent takes no input but its environment: a runtime directory that is a file.
+    ("agent",): ([], FAILURE, {"XDG_RUNTIME_DIR": "{home}/a-file"}),
 }
 
 
@@ -142,8 +146,10 @@ def test_an_unknown_option_is_one_usage_line(home, words):
 
 @pytest.mark.parametrize("words", sorted(BAD_INPUT), ids=" ".join)
 def test_bad_input_is_one_line_and_the_documented_status(home, words):
-    arguments, status = BAD_INPUT[words]
-    check_one_line(run(home, *words, *[a.format(home=home) for a in arguments]), status, words)
+    arguments, status, *variables = BAD_INPUT[words]
+    extra = {name: value.format(home=home) for name, value in (variables[0] if variables else {}).items()}
+    result = run(home, *words, *[a.format(home=home) for a in arguments], env=environment(home, **extra))
+    check_one_line(result, status, words)
 
 
 def write_settings(home, text, mode=0o600):

@@ -140,7 +140,8 @@ extension Passkey.Password {
             } else {
                 printLine("The clipboard holds something else now; left it as it is.")
             }
-            if interrupted { throw ExitCode(130) }
+            // Ctrl-C ends as it ends every command (status 130); SIGTERM is a clean stop.
+            if interrupted { ServingProcess.endIfInterrupted() }
         }
     }
 
