@@ -17,14 +17,16 @@ struct HybridOptions: ParsableArguments {
 
     @Option(
         help: ArgumentHelp(
-            "PEM file of the certificate authority that signed a wss:// relay's certificate.", valueName: "file"))
+            "PEM file of the certificate authority that signed a wss:// relay's certificate.", valueName: "file"),
+        completion: .file(extensions: ["pem", "crt"]))
     var relayCA: String?
 
     @Option(
         help: ArgumentHelp(
             "Bluetooth radio: hci, hci:N (a BlueZ adapter), sim or sim:HOST:PORT (the simulated radio, "
                 + "Docs/Proximity.md). Default: $PASSKEY_BLE, else hci.",
-            valueName: "mode"))
+            valueName: "mode"),
+        completion: .list(["hci", "hci:0", "sim"]))
     var ble: ProximityMode?
 
     @Option(help: ArgumentHelp("Seconds to wait for the other device at each step.", valueName: "seconds"))

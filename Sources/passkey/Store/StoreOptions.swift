@@ -12,7 +12,8 @@ struct StoreOptions: ParsableArguments {
         name: .customLong("store"),
         help: ArgumentHelp(
             "The passkey store file (default: $PASSKEY_STORE, else $XDG_DATA_HOME/passkey/passkeys.sqlite).",
-            valueName: "path"))
+            valueName: "path"),
+        completion: .file(extensions: ["sqlite"]))
     var path: String?
 
     var url: URL {
