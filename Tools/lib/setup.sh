@@ -7,8 +7,9 @@ ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 # their system services are not started (see ensure_apt_packages), the cluster runs them as its own processes.
 # libnginx-mod-stream: nginx's TCP proxy, where the cluster's nginx limits connections per source network.
 # openssl: the command-line tool the Swift and interop tests check certificates and keys against.
+# dpkg-dev (dpkg-shlibdeps, strip) and systemd (systemd-analyze): Tools/package and its check in Tools/test.
 APT_PACKAGES=(libssl-dev libqrencode-dev libbluetooth-dev libsqlite3-dev libzbar-dev libpng-dev pkg-config python3-venv
-    publicsuffix haproxy nginx libnginx-mod-stream openssl)
+    publicsuffix haproxy nginx libnginx-mod-stream openssl dpkg-dev systemd)
 # pyhpke and cryptography: independent HPKE and key checks for Tests/Interop/test_exchange.py.
 PIP_PACKAGES=(fido2==2.2.1 webauthn==3.0.1 cbor2==6.2.1 pytest==8.3.4 segno==1.6.6 selenium==4.45.0
     publicsuffixlist==1.1.2.20261023 pyhpke==0.6.5 cryptography==50.0.2)
