@@ -25,8 +25,9 @@ struct PasskeyRelay: AsyncParsableCommand {
     )
 
     @Option(help: "Address and port to listen on; port 0 picks a free port.") var listen = "127.0.0.1:8080"
-    @Option(help: "PEM certificate chain: serve wss (needs --tls-key).") var tlsCert: String?
-    @Option(help: "PEM private key of --tls-cert.") var tlsKey: String?
+    @Option(help: "PEM certificate chain: serve wss (needs --tls-key).", completion: .file(extensions: ["pem", "crt"]))
+    var tlsCert: String?
+    @Option(help: "PEM private key of --tls-cert.", completion: .file(extensions: ["pem", "key"])) var tlsKey: String?
     @Option(
         help: ArgumentHelp(
             "This instance's routing ID, 6 hex digits, handed out on every /cable/new (default: random).",
@@ -73,7 +74,7 @@ struct PasskeyRelay: AsyncParsableCommand {
     @Option(
         help: ArgumentHelp(
             "Keep linked phones' contacts in this file (JSON, 0600: hashes and sealed verifiers only); without it a "
-                + "restart forgets them.", valueName: "file"))
+                + "restart forgets them.", valueName: "file"), completion: .file())
     var contacts: String?
     @Flag(help: "Do not serve /cable/listen and /cable/contact (linked phones).") var noContacts = false
     @Option(help: "Days a contact may go unused (no listener, no request) before it is forgotten.")
@@ -85,7 +86,10 @@ struct PasskeyRelay: AsyncParsableCommand {
     @Option(help: "Contacts kept at once.") var maxContacts = 100_000
     @Option(help: "Contacts one network (the per-address limit's prefix) may register in an hour; 4429 beyond.")
     var registrationsPerNetwork = 8
-    @Option(help: "Log level: trace, debug, info, notice, warning, error, critical.") var logLevel = "info"
+    @Option(
+        help: "Log level: trace, debug, info, notice, warning, error, critical.",
+        completion: .list(["trace", "debug", "info", "notice", "warning", "error", "critical"]))
+    var logLevel = "info"
 
     func validate() throws {
         _ = try parsedListen()

@@ -51,7 +51,7 @@ extension Passkey.RP {
         @Option(
             help: ArgumentHelp(
                 "The relying party's records of registered passkeys (default: rp-state.json beside the store).",
-                valueName: "file"))
+                valueName: "file"), completion: .file(extensions: ["json"]))
         var rpState: String?
         @Option(help: "Seconds a challenge may be answered.") var challengeLifetime: Double = 300
         @Option(help: "Ceremonies kept waiting for their response; the oldest is dropped beyond this.")

@@ -28,7 +28,9 @@ extension Passkey {
 
         @OptionGroup var hybrid: HybridOptions
         @OptionGroup var store: StoreOptions
-        @Option(help: ArgumentHelp("Also write the QR code to this PNG file.", valueName: "file")) var qrPNG: String?
+        @Option(
+            help: ArgumentHelp("Also write the QR code to this PNG file.", valueName: "file"),
+            completion: .file(extensions: ["png"])) var qrPNG: String?
         @OptionGroup var approval: ApprovalOptions
 
         func run() async throws {
@@ -90,7 +92,9 @@ extension Passkey {
         var credentialID: String
         @Argument(help: "The PASSKEY-SHARE:/… URL the receiver shows (default: read from --image or standard input).")
         var url: String?
-        @Option(help: ArgumentHelp("Read the QR code from this PNG or PGM image.", valueName: "file"))
+        @Option(
+            help: ArgumentHelp("Read the QR code from this PNG or PGM image.", valueName: "file"),
+            completion: .file(extensions: ["png", "pgm"]))
         var image: String?
         @OptionGroup var hybrid: HybridOptions
         @OptionGroup var store: StoreOptions

@@ -10,8 +10,9 @@ ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 # xvfb and xclip: an X server and its clipboard for `password get --clip` (Tests/Interop/test_passwords.py).
 # chromium and chromium-driver: `rp serve`'s page in headless Chromium (Tests/Interop/test_rp_page.py); the VM's
 # browser checks use the same packages.
+# dpkg-dev (dpkg-shlibdeps, strip) and systemd (systemd-analyze): Tools/package and its check in Tools/test.
 APT_PACKAGES=(libssl-dev libqrencode-dev libbluetooth-dev libsqlite3-dev libzbar-dev libpng-dev pkg-config python3-venv
-    publicsuffix haproxy nginx libnginx-mod-stream openssl xvfb xclip chromium chromium-driver)
+    publicsuffix haproxy nginx libnginx-mod-stream openssl xvfb xclip chromium chromium-driver dpkg-dev systemd)
 # pyhpke and cryptography: independent HPKE and key checks for Tests/Interop/test_exchange.py.
 PIP_PACKAGES=(fido2==2.2.1 webauthn==3.0.1 cbor2==6.2.1 pytest==8.3.4 segno==1.6.6 selenium==4.45.0
     publicsuffixlist==1.1.2.20261023 pyhpke==0.6.5 cryptography==50.0.2)

@@ -45,9 +45,11 @@ struct ClientOptions: ParsableArguments {
     @Option(
         help: ArgumentHelp(
             "The relying party's records of registered passkeys (default: rp-state.json beside the store).",
-            valueName: "file"))
+            valueName: "file"), completion: .file(extensions: ["json"]))
     var rpState: String?
-    @Option(help: ArgumentHelp("Also write the QR code to this PNG file.", valueName: "file")) var qrPNG: String?
+    @Option(
+        help: ArgumentHelp("Also write the QR code to this PNG file.", valueName: "file"),
+        completion: .file(extensions: ["png"])) var qrPNG: String?
     @Flag(help: "Print the outcome as one JSON object on standard output (progress goes to standard error).")
     var json = false
     @OptionGroup var hybrid: HybridOptions

@@ -26,7 +26,8 @@ struct WebAuthnClientOptions: ParsableArguments {
         name: .customLong("options"),
         help: ArgumentHelp(
             "The relying party's options JSON (PublicKeyCredentialCreationOptionsJSON or …RequestOptionsJSON, bare "
-                + "or inside {\"publicKey\": …}); - reads standard input.", valueName: "file|-"))
+                + "or inside {\"publicKey\": …}); - reads standard input.", valueName: "file|-"),
+        completion: .file(extensions: ["json"]))
     var optionsPath: String
 
     @Option(help: ArgumentHelp("The origin of the page asking, for example https://example.com.", valueName: "url"))
@@ -54,8 +55,9 @@ struct WebAuthnClientOptions: ParsableArguments {
     @Flag(help: "Print exactly the credential's toJSON() on one line, and nothing else on standard output.")
     var json = false
 
-    @Option(help: ArgumentHelp("Also write the phone's QR code to this PNG file.", valueName: "file")) var qrPNG:
-        String?
+    @Option(
+        help: ArgumentHelp("Also write the phone's QR code to this PNG file.", valueName: "file"),
+        completion: .file(extensions: ["png"])) var qrPNG: String?
 
     @OptionGroup var store: StoreOptions
     @OptionGroup var approval: ApprovalOptions

@@ -37,7 +37,8 @@ extension Passkey.Domains {
 
         @OptionGroup var store: StoreOptions
         @Option(help: ArgumentHelp("The app, TEAMID.BUNDLEID.", valueName: "id")) var app: String
-        @Option(help: ArgumentHelp("The association file (- for standard input).", valueName: "file"))
+        @Option(
+            help: ArgumentHelp("The association file (- for standard input).", valueName: "file"), completion: .file())
         var file: String?
         @Option(
             help: ArgumentHelp(

@@ -30,7 +30,8 @@ extension Passkey.Domains {
         var service: AssociatedService = .webcredentials
         @Option(
             help: ArgumentHelp(
-                "A PEM file of CAs to trust, besides the system's (for HTTPS and signed files).", valueName: "file"))
+                "A PEM file of CAs to trust, besides the system's (for HTTPS and signed files).", valueName: "file"),
+            completion: .file(extensions: ["pem", "crt"]))
         var ca: String?
         @Flag(help: "Print one JSON object: state, reason, url, status.") var json = false
         @Option(help: ArgumentHelp("Fetches of a failing URL in all (5xx, no answer).", visibility: .hidden))

@@ -17,13 +17,22 @@ extension Passkey.Domains {
                 """
         )
 
-        @Option(help: ArgumentHelp("The signing certificate (PEM).", valueName: "file")) var cert: String
-        @Option(help: ArgumentHelp("Its private key (PEM, unencrypted).", valueName: "file")) var key: String
-        @Option(help: ArgumentHelp("Intermediate certificates to include (PEM).", valueName: "file"))
+        @Option(
+            help: ArgumentHelp("The signing certificate (PEM).", valueName: "file"),
+            completion: .file(extensions: ["pem", "crt"])) var cert: String
+        @Option(
+            help: ArgumentHelp("Its private key (PEM, unencrypted).", valueName: "file"),
+            completion: .file(extensions: ["pem", "crt"])) var key: String
+        @Option(
+            help: ArgumentHelp("Intermediate certificates to include (PEM).", valueName: "file"),
+            completion: .file(extensions: ["pem", "crt"]))
         var chain: String?
-        @Option(name: .shortAndLong, help: ArgumentHelp("Where to write the signed file.", valueName: "file"))
+        @Option(
+            name: .shortAndLong, help: ArgumentHelp("Where to write the signed file.", valueName: "file"),
+            completion: .file())
         var output: String?
-        @Argument(help: ArgumentHelp("The apple-app-site-association JSON.", valueName: "file")) var file: String
+        @Argument(help: ArgumentHelp("The apple-app-site-association JSON.", valueName: "file"), completion: .file())
+        var file: String
 
         func run() async throws {
             if output == nil, isatty(STDOUT_FILENO) == 1 {

@@ -19,7 +19,9 @@ extension Passkey {
                 """)
 
         @OptionGroup var store: StoreOptions
-        @Option(help: ArgumentHelp("Seal to this importer's public key (a P-256 JWK file).", valueName: "file"))
+        @Option(
+            help: ArgumentHelp("Seal to this importer's public key (a P-256 JWK file).", valueName: "file"),
+            completion: .file(extensions: ["jwk"]))
         var to: String?
         @Flag(help: "Write a passphrase-protected archive instead.") var passphrase = false
         @Option(
@@ -32,7 +34,8 @@ extension Passkey {
                 "Only this passkey, by credential ID as `passkey list` shows it (repeatable).", valueName: "id"))
         var credentials: [String] = []
         @Option(
-            name: .shortAndLong, help: ArgumentHelp("Write to this file (default: standard output).", valueName: "file")
+            name: .shortAndLong,
+            help: ArgumentHelp("Write to this file (default: standard output).", valueName: "file"), completion: .file()
         )
         var output: String?
 

@@ -18,8 +18,10 @@ extension Passkey {
                 """)
 
         @OptionGroup var store: StoreOptions
-        @Argument(help: ArgumentHelp("The file to import.", valueName: "file")) var file: String
-        @Option(help: ArgumentHelp("The importer's private key (JWK), for a sealed export.", valueName: "file"))
+        @Argument(help: ArgumentHelp("The file to import.", valueName: "file"), completion: .file()) var file: String
+        @Option(
+            help: ArgumentHelp("The importer's private key (JWK), for a sealed export.", valueName: "file"),
+            completion: .file(extensions: ["jwk"]))
         var key: String?
         @Flag(help: "Add the passkeys without asking (scripts; the output says so).") var yes = false
 
@@ -56,7 +58,9 @@ extension Passkey {
                     Neither file is replaced if it exists.
                     """)
 
-            @Option(name: .shortAndLong, help: ArgumentHelp("The private key file.", valueName: "file"))
+            @Option(
+                name: .shortAndLong, help: ArgumentHelp("The private key file.", valueName: "file"),
+                completion: .file(extensions: ["jwk"]))
             var output = "importer.jwk"
 
             func run() throws {

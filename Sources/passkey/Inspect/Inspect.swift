@@ -31,7 +31,9 @@ extension Passkey.Inspect {
         )
 
         @Flag(help: "Print one JSON object.") var json = false
-        @Option(help: ArgumentHelp("Read the QR code from a PNG or PGM image.", valueName: "file"))
+        @Option(
+            help: ArgumentHelp("Read the QR code from a PNG or PGM image.", valueName: "file"),
+            completion: .file(extensions: ["png", "pgm"]))
         var image: String?
         @Argument(help: "The FIDO:/… URL the QR code holds.") var url: String?
 

@@ -20,9 +20,12 @@ extension Passkey.Inspect {
 
         @Flag(help: "Print one JSON object.") var json = false
         @Argument(
-            help: ArgumentHelp("The HTML page: a file, - for standard input, or an https:// URL.", valueName: "page"))
+            help: ArgumentHelp("The HTML page: a file, - for standard input, or an https:// URL.", valueName: "page"),
+            completion: .file(extensions: ["html", "htm"]))
         var file: String
-        @Option(help: ArgumentHelp("A PEM file of a further CA to trust for an https:// page.", valueName: "file"))
+        @Option(
+            help: ArgumentHelp("A PEM file of a further CA to trust for an https:// page.", valueName: "file"),
+            completion: .file(extensions: ["pem", "crt"]))
         var ca: String?
 
         func run() async throws {

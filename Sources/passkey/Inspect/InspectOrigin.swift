@@ -31,7 +31,8 @@ extension Passkey.Inspect {
         var relatedOrigins = false
         @Option(
             name: .customLong("related-origins-ca"),
-            help: ArgumentHelp("A PEM file of CAs to trust for the fetch, besides the system's.", valueName: "file"))
+            help: ArgumentHelp("A PEM file of CAs to trust for the fetch, besides the system's.", valueName: "file"),
+            completion: .file(extensions: ["pem", "crt"]))
         var relatedOriginsCA: String?
         @Option(
             name: .customLong("related-origins-port"),
@@ -40,7 +41,7 @@ extension Passkey.Inspect {
         @Option(
             help: ArgumentHelp(
                 "Check each 'origin<TAB>rpId' line of a file (- for standard input), one JSON line each.",
-                valueName: "file", visibility: .hidden))
+                valueName: "file", visibility: .hidden), completion: .file())
         var batch: String?
         @Flag(help: "Print one JSON object.") var json = false
         @Argument(help: ArgumentHelp("The origin, or any URL of it.", valueName: "url")) var url: String?

@@ -23,7 +23,9 @@ extension Passkey.Password {
         @Argument(help: "The user name.") var user: String
         @Option(help: ArgumentHelp("Save it as this app (TEAMID.bundle.id) would.", valueName: "app-id"))
         var app: String?
-        @Option(help: ArgumentHelp("The domain approval table (default: beside the store).", valueName: "file"))
+        @Option(
+            help: ArgumentHelp("The domain approval table (default: beside the store).", valueName: "file"),
+            completion: .file(extensions: ["json"]))
         var approvals: String?
         @OptionGroup var approval: ApprovalOptions
         @Flag(help: "Save a newly generated strong password, and print it.") var generate = false

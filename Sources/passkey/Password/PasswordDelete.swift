@@ -18,7 +18,9 @@ extension Passkey.Password {
         @Argument(help: "The user name.") var user: String
         @Option(help: ArgumentHelp("Delete it as this app (TEAMID.bundle.id) would.", valueName: "app-id"))
         var app: String?
-        @Option(help: ArgumentHelp("The domain approval table (default: beside the store).", valueName: "file"))
+        @Option(
+            help: ArgumentHelp("The domain approval table (default: beside the store).", valueName: "file"),
+            completion: .file(extensions: ["json"]))
         var approvals: String?
         @OptionGroup var approval: ApprovalOptions
 
@@ -54,7 +56,9 @@ extension Passkey.Password {
         @OptionGroup var store: StoreOptions
         @Option(help: ArgumentHelp("The app asking (TEAMID.bundle.id).", valueName: "app-id")) var app: String
         @Option(help: ArgumentHelp("Only this domain's logins.", valueName: "domain[:port]")) var domain: String?
-        @Option(help: ArgumentHelp("The domain approval table (default: beside the store).", valueName: "file"))
+        @Option(
+            help: ArgumentHelp("The domain approval table (default: beside the store).", valueName: "file"),
+            completion: .file(extensions: ["json"]))
         var approvals: String?
         @OptionGroup var approval: ApprovalOptions
 

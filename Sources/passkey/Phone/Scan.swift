@@ -26,7 +26,9 @@ extension Passkey {
 
         @Argument(help: "The FIDO:/… URL the QR code holds (default: read from --image or standard input).")
         var url: String?
-        @Option(help: ArgumentHelp("Read the QR code from this PNG or PGM image.", valueName: "file"))
+        @Option(
+            help: ArgumentHelp("Read the QR code from this PNG or PGM image.", valueName: "file"),
+            completion: .file(extensions: ["png", "pgm"]))
         var image: String?
         @OptionGroup var hybrid: HybridOptions
         @OptionGroup var store: StoreOptions

@@ -25,14 +25,16 @@ struct HybridOptions: ParsableArguments {
         help: ArgumentHelp(
             "PEM file of the certificate authority that signed a wss:// relay's certificate. "
                 + "Default: $PASSKEY_RELAY_CA, else the settings file's relay-ca.",
-            valueName: "file"))
+            valueName: "file"),
+        completion: .file(extensions: ["pem", "crt"]))
     var relayCA: String?
 
     @Option(
         help: ArgumentHelp(
             "Bluetooth radio: hci, hci:N (a BlueZ adapter), sim or sim:HOST:PORT (the simulated radio, "
                 + "Docs/Proximity.md). Default: $PASSKEY_BLE, else the settings file's radio, else hci.",
-            valueName: "mode"))
+            valueName: "mode"),
+        completion: .list(["hci", "hci:0", "sim"]))
     var ble: ProximityMode?
 
     @Option(

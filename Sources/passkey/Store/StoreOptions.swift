@@ -14,7 +14,8 @@ struct StoreOptions: ParsableArguments {
         help: ArgumentHelp(
             "The passkey store file (default: $PASSKEY_STORE, else the settings file's store, else "
                 + "$XDG_DATA_HOME/passkey/passkeys.sqlite).",
-            valueName: "path"))
+            valueName: "path"),
+        completion: .file(extensions: ["sqlite"]))
     var path: String?
 
     var url: URL { URL(fileURLWithPath: checkedSettings(flags: flags).store.value) }
