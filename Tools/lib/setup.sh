@@ -19,6 +19,14 @@ PIP_PACKAGES=(fido2==2.2.1 webauthn==3.0.1 cbor2==6.2.1 pytest==8.3.4 segno==1.6
 
 say() { printf '==> %s\n' "$*" >&2; }
 
+
+# The flags that link a product with the Swift runtime and Foundation inside it (Tools/install, Tools/test's
+# package stage). `--static-swift-stdlib` alone lists the static archives in the order the modules' autolink entries
+# come in, and once a module early in the link pulls CoreFoundation's archive before Foundation's, GNU ld never goes
+# back to it: Foundation's CoreFoundation symbols end up undefined. A linker group searches them until none is left.
+STATIC_SWIFT_LINK=(--static-swift-stdlib -Xlinker --start-group -Xlinker -lFoundation -Xlinker -lFoundationEssentials
+    -Xlinker -lCoreFoundation -Xlinker -l_FoundationICU -Xlinker -l_FoundationCShims -Xlinker -l_FoundationCollections
+    -Xlinker -lswiftSynchronization -Xlinker --end-group)
 # Installs the Debian packages that are not installed yet: the arguments, or APT_PACKAGES without any.
 ensure_apt_packages() {
     local missing=() wanted=("$@")
