@@ -278,16 +278,13 @@ public struct RelyingPartySite: Sendable {
     }
 
     static func answer(_ verdict: Verdict, stateToSave: RelyingPartyState?, decoding body: [UInt8]? = nil) -> Exchange {
-        var json = verdict.json
+        var json = verdict.jsonValue
         // The page shows what the authenticator returned, refused or not (`DecodedResponse`).
-        if let body, let decoded = DecodedResponse.decode(body),
-            case .object(var members)? = try? JSONValue(parsing: json)
-        {
-            members.append(JSONMember("decoded", decoded))
-            json = JSONValue.object(members.sorted { $0.key.utf8.lexicographicallyPrecedes($1.key.utf8) }).serialized()
+        if let body, let decoded = DecodedResponse.decode(body), case .object(let members) = json {
+            json = .sortedObject(members.map { ($0.key, $0.value) } + [("decoded", decoded)])
         }
         return Exchange(
-            response: Response(status: verdict.status, headers: jsonHeaders, body: json), verdict: verdict,
+            response: Response(status: verdict.status, headers: jsonHeaders, body: json.serialized()), verdict: verdict,
             stateToSave: stateToSave)
     }
 

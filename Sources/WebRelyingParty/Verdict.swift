@@ -76,20 +76,23 @@ public enum Verdict: Hashable, Sendable {
 
     /// The JSON answer: for a verified response `{"verdict": "ok", "ceremony", "user", "credentialID",
     /// "userVerified", …}`; for a refusal `{"verdict": "refused", "error": code, "message", "ceremony", "user"?}`.
-    public var json: [UInt8] {
+    public var json: [UInt8] { jsonValue.serialized() }
+
+    /// ``json`` before it is written, so that an answer can carry more members (the decoded response).
+    var jsonValue: JSONValue {
         switch self {
         case .registered(let verdict):
-            return Self.accepted(verdict, ceremony: .registration).serialized()
+            return Self.accepted(verdict, ceremony: .registration)
         case .authenticated(let verdict):
-            return Self.accepted(verdict, ceremony: .authentication).serialized()
+            return Self.accepted(verdict, ceremony: .authentication)
         case .refused(let ceremony, let error, let userName):
-            return errorJSON(error, ceremony: ceremony, userName: userName)
+            return errorJSONValue(error, ceremony: ceremony, userName: userName)
         case .clientError(let result):
-            return JSONValue.sortedObject(["recorded": .string(result.ceremony)]).serialized()
+            return JSONValue.sortedObject(["recorded": .string(result.ceremony)])
         case .deleted(let userName, let credentialID):
             return JSONValue.sortedObject([
                 "deleted": .string(credentialID.base64URLEncodedString), "user": .string(userName),
-            ]).serialized()
+            ])
         }
     }
 
@@ -142,9 +145,13 @@ private let hexDigits = Array("0123456789ABCDEF")
 
 /// `{"error": code, "message": …}`, with the ceremony details when there are any.
 func errorJSON(_ error: WebRelyingPartyError, ceremony: CeremonyKind? = nil, userName: String? = nil) -> [UInt8] {
+    errorJSONValue(error, ceremony: ceremony, userName: userName).serialized()
+}
+
+func errorJSONValue(_ error: WebRelyingPartyError, ceremony: CeremonyKind?, userName: String?) -> JSONValue {
     JSONValue.sortedObject([
         "error": .string(error.code.rawValue), "message": .string(error.message),
         "verdict": ceremony == nil ? nil : .string("refused"), "ceremony": ceremony.map { .string($0.rawValue) },
         "user": userName.map { .string($0) },
-    ]).serialized()
+    ])
 }
