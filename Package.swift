@@ -61,6 +61,7 @@ let package = Package(
         .library(name: "NearbyShareDriver", targets: ["NearbyShareDriver"]),
         .library(name: "PasswordRules", targets: ["PasswordRules"]),
         .library(name: "PasskeySettings", targets: ["PasskeySettings"]),
+        .library(name: "DBus", targets: ["DBus"]),
         .library(name: "SignedFilesIO", targets: ["SignedFilesIO"]),
         .executable(name: "passkey-fuzz", targets: ["passkey-fuzz"]),
     ],
@@ -156,6 +157,10 @@ let package = Package(
             name: "StoreAgentIO",
             dependencies: ["StoreAgent", "CAgentSupport", "PasskeyStoreIO", "CTAP2"],
             swiftSettings: strictSettings),
+        // sd-bus, libsystemd's D-Bus client, for the DBus module.
+        .systemLibrary(
+            name: "CSystemd", path: "Sources/C/CSystemd", pkgConfig: "libsystemd",
+            providers: [.apt(["libsystemd-dev"])]),
         .systemLibrary(
             name: "CSQLite", path: "Sources/C/CSQLite", pkgConfig: "sqlite3", providers: [.apt(["libsqlite3-dev"])]),
         // OpenSSL's libcrypto for CMS (its symbols do not clash with swift-crypto's prefixed BoringSSL).
@@ -165,6 +170,9 @@ let package = Package(
         .target(name: "CFuzzerDriver", path: "Sources/C/CFuzzerDriver"),
 
         // MARK: I/O adapters: sockets, files, radios, C libraries.
+        // D-Bus through sd-bus: the session or system bus on a thread of its own, method calls with typed arguments
+        // and replies, signal subscriptions, async with cancellation (the desktop's notifications; BlueZ later).
+        .target(name: "DBus", dependencies: ["CSystemd"], swiftSettings: strictSettings),
         .target(name: "QRImageIO", dependencies: ["CQRencode", "CZbar", "CPNG"], swiftSettings: strictSettings),
         // Every file the provider keeps, named once (`PasskeyFiles`), and the one owner-only reader and writer
         // (`OwnerOnlyFile`: 0600 files, 0700 directories, temporary file, fsync, rename, fsync of the directory).
@@ -386,6 +394,8 @@ let package = Package(
             name: "PasskeySettingsTests",
             dependencies: ["PasskeySettings", "PasskeyProvider", "PasskeyFilesIO", "Hybrid", "Proximity"],
             swiftSettings: strictSettings),
+        .testTarget(
+            name: "DBusTests", dependencies: ["DBus", "CSystemd", "TestSupport"], swiftSettings: strictSettings),
         .testTarget(name: "FuzzTargetsTests", dependencies: ["FuzzTargets"], swiftSettings: strictSettings),
         .testTarget(
             name: "HybridIOTests",

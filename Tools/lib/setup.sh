@@ -11,11 +11,15 @@ ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 # chromium and chromium-driver: `rp serve`'s page in headless Chromium (Tests/Interop/test_rp_page.py); the VM's
 # browser checks use the same packages.
 # dpkg-dev (dpkg-shlibdeps, strip) and systemd (systemd-analyze): Tools/package and its check in Tools/test.
+# libsystemd-dev: sd-bus, the D-Bus client of the DBus module (notifications now, BlueZ later); dbus-daemon (package
+# dbus-daemon): the private session bus the DBus tests and Tests/Interop/test_consent.py start.
 APT_PACKAGES=(libssl-dev libqrencode-dev libbluetooth-dev libsqlite3-dev libzbar-dev libpng-dev pkg-config python3-venv
-    publicsuffix haproxy nginx libnginx-mod-stream openssl xvfb xclip chromium chromium-driver dpkg-dev systemd)
+    publicsuffix haproxy nginx libnginx-mod-stream openssl xvfb xclip chromium chromium-driver dpkg-dev systemd
+    libsystemd-dev dbus-daemon)
 # pyhpke and cryptography: independent HPKE and key checks for Tests/Interop/test_exchange.py.
+# dbus-next: the test notification server of Tests/Interop/test_consent.py (an independent D-Bus implementation).
 PIP_PACKAGES=(fido2==2.2.1 webauthn==3.0.1 cbor2==6.2.1 pytest==8.3.4 segno==1.6.6 selenium==4.45.0
-    publicsuffixlist==1.1.2.20261023 pyhpke==0.6.5 cryptography==50.0.2)
+    publicsuffixlist==1.1.2.20261023 pyhpke==0.6.5 cryptography==50.0.2 dbus-next==0.2.3)
 
 say() { printf '==> %s\n' "$*" >&2; }
 
@@ -66,7 +70,7 @@ ensure_venv() {
     local installed
     installed="$("$venv/bin/python" -m pip freeze 2>/dev/null || true)"
     if ! grep -qx "fido2==2.2.1" <<<"$installed" \
-        || ! "$venv/bin/python" -c "import webauthn, cbor2, pytest, segno, selenium, publicsuffixlist, pyhpke" 2>/dev/null; then
+        || ! "$venv/bin/python" -c "import webauthn, cbor2, pytest, segno, selenium, publicsuffixlist, pyhpke, dbus_next" 2>/dev/null; then
         say "installing Python packages: ${PIP_PACKAGES[*]}"
         "$venv/bin/python" -m pip install -q --disable-pip-version-check "${PIP_PACKAGES[@]}"
     fi
