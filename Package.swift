@@ -180,7 +180,7 @@ let package = Package(
         // Both radios: BlueZ's raw HCI socket and the simulated radio over UDP, and `Radio`, which opens the one a
         // `--ble` mode names.
         .target(
-            name: "ProximityIO", dependencies: ["Basics", "CBlueZ", "Proximity", nioCore, nioPosix],
+            name: "ProximityIO", dependencies: ["Basics", "CBlueZ", "DBus", "Hybrid", "Proximity", nioCore, nioPosix],
             swiftSettings: strictSettings),
         // CMS SignedData files (the signed apple-app-site-association): verify against a trust store and for a
         // domain, and sign, through OpenSSL.
@@ -495,7 +495,7 @@ let package = Package(
         .testTarget(name: "UHIDTests", dependencies: ["UHID", "CUHIDHeader"], swiftSettings: strictSettings),
         .testTarget(
             name: "ProximityTests",
-            dependencies: ["Proximity", "ProximityIO", "CBlueZ", "Hybrid", "TestSupport", nioCore, nioEmbedded],
+            dependencies: ["Proximity", "ProximityIO", "CBlueZ", "DBus", "Hybrid", "TestSupport", nioCore, nioEmbedded],
             swiftSettings: strictSettings
         ),
         .testTarget(

@@ -19,7 +19,7 @@ import Synchronization
 /// same shape: a registration whose slot comes from `sd_bus_add_object` and whose handler reads each method call
 /// with `SDBusMessages.read` and answers with a reply built by `SDBusMessages.append`, sent with `sd_bus_send`.
 public final class DBusConnection: Sendable {
-    private let loop: BusLoop
+    let loop: BusLoop
     /// The unique name the bus gave this connection (`:1.42`).
     public let uniqueName: String
 
@@ -217,7 +217,7 @@ final class BusLoop: Sendable {
 
 /// What the bus thread owns: the sd-bus connection and every registration on it. Only the bus thread touches it.
 final class BusState {
-    private var bus: OpaquePointer?
+    private(set) var bus: OpaquePointer?
     let uniqueName: String
     private var nextIdentifier: UInt64 = 0
     private var calls: [UInt64: (slot: OpaquePointer?, box: CallBox)] = [:]

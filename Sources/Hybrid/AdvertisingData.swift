@@ -32,6 +32,25 @@ public struct ServiceUUID16: RawRepresentable, Hashable, Sendable, CustomStringC
     /// authenticator (`BLEAdvert.java`).
     public static let googleCable = ServiceUUID16(rawValue: 0xFDE2)
 
+    /// The 128-bit form, lower case, as BlueZ's D-Bus API and most platform APIs spell it:
+    /// `0000fff9-0000-1000-8000-00805f9b34fb`.
+    public var uuidString: String {
+        let hex = String(rawValue, radix: 16)
+        return "0000" + String(repeating: "0", count: 4 - hex.count) + hex + Self.baseSuffix
+    }
+
+    /// The 16-bit UUID a 128-bit one is short for (any case), or nil when it is not on the Bluetooth base UUID.
+    public init?(uuidString: String) {
+        let text = uuidString.lowercased()
+        let digits = text.dropFirst(4).prefix(4)
+        guard text.utf8.count == 36, text.hasPrefix("0000"), text.hasSuffix(Self.baseSuffix),
+            digits.allSatisfy(\.isHexDigit), let value = UInt16(digits, radix: 16)
+        else { return nil }
+        self.init(rawValue: value)
+    }
+
+    private static let baseSuffix = "-0000-1000-8000-00805f9b34fb"
+
     /// The two bytes as advertising data carries them: little-endian.
     public var bytes: [UInt8] { [UInt8(truncatingIfNeeded: rawValue), UInt8(truncatingIfNeeded: rawValue >> 8)] }
 

@@ -15,7 +15,7 @@ public enum SettingKey: String, Hashable, Sendable, CaseIterable {
     case relay
     /// A PEM file of the certificate authority that signed a `wss://` relay's certificate.
     case relayCA = "relay-ca"
-    /// The Bluetooth radio: `hci`, `hci:N`, `sim` or `sim:HOST:PORT`.
+    /// The Bluetooth radio: `hci`, `hci:N` (bluetoothd), `hci-raw`, `hci-raw:N`, `sim` or `sim:HOST:PORT`.
     case radio
     /// Seconds to wait for the other device at each step of a hybrid session.
     case timeout
@@ -125,7 +125,7 @@ public struct Settings: Hashable, Sendable {
         }
         if case let (text, source, origin)? = pick(.radio) {
             guard let mode = ProximityMode(argument: text) else {
-                throw SettingsError("\(origin): \(text) is not a radio (hci, hci:N, sim or sim:HOST:PORT)")
+                throw SettingsError("\(origin): \(text) is not a radio (hci, hci:N, hci-raw:N, sim or sim:HOST:PORT)")
             }
             radio = SettingValue(mode, from: source)
         } else {

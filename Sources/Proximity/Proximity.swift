@@ -1,7 +1,7 @@
 /// Bluetooth LE proximity for hybrid sign-in, behind one small protocol: the authenticator advertises the
 /// encrypted caBLE service data, the client scans for it. This module is the protocol, the `--ble` modes and the HCI
-/// codecs (`HCI/`), all pure; the radios live in `ProximityIO`: BlueZ's raw HCI socket (`BlueZ/`, `--ble hci[:N]`)
-/// and a simulated radio over UDP (`Simulated/`, `--ble sim[:HOST:PORT]`), and `Radio` opens the one a `--ble` mode
+/// codecs (`HCI/`), all pure; the radios live in `ProximityIO`: bluetoothd's D-Bus API (`BlueZBus/`, `--ble hci[:N]`),
+/// BlueZ's raw HCI socket (`BlueZ/`, `--ble hci-raw[:N]`) and a simulated radio over UDP (`Simulated/`, `--ble sim[:HOST:PORT]`), and `Radio` opens the one a `--ble` mode
 /// names (Docs/Proximity.md).
 ///
 /// Both carry LE *advertising data*: the AD structures a controller puts in an advertising PDU, at most 31 bytes.
@@ -49,8 +49,12 @@ public protocol ProximityScanner: Sendable {
 
 /// Which radio to use, as written after `--ble`.
 public enum ProximityMode: Hashable, Sendable, CustomStringConvertible {
-    /// A BlueZ controller through a raw HCI socket: `hci` (adapter 0) or `hci:N`.
+    /// A BlueZ adapter through bluetoothd's D-Bus API (`org.bluez`): `hci` (adapter 0) or `hci:N`. Needs no
+    /// capability, only a bluetoothd that manages the adapter.
     case hci(adapter: Int)
+    /// A BlueZ controller through a raw HCI socket, beside or without bluetoothd: `hci-raw` (adapter 0) or
+    /// `hci-raw:N`. Needs CAP_NET_RAW and CAP_NET_ADMIN.
+    case hciRaw(adapter: Int)
     /// The simulated radio: `sim` (127.0.0.1:47250) or `sim:HOST:PORT`.
     case simulated(host: String, port: Int)
 
@@ -58,12 +62,12 @@ public enum ProximityMode: Hashable, Sendable, CustomStringConvertible {
     public static let defaultSimulatedHost = "127.0.0.1"
     public static let defaultSimulatedPort = 47250
 
-    /// Parses `hci`, `hci:N`, `sim` or `sim:HOST:PORT`; `nil` for anything else.
+    /// Parses `hci`, `hci:N`, `hci-raw`, `hci-raw:N`, `sim` or `sim:HOST:PORT`; `nil` for anything else.
     public init?(argument: String) {
-        if argument == "hci" {
-            self = .hci(adapter: 0)
-        } else if argument.hasPrefix("hci:"), let adapter = Int(argument.dropFirst(4)), (0...0xFFFF).contains(adapter) {
+        if let adapter = Self.adapter(argument, prefix: "hci") {
             self = .hci(adapter: adapter)
+        } else if let adapter = Self.adapter(argument, prefix: "hci-raw") {
+            self = .hciRaw(adapter: adapter)
         } else if argument == "sim" {
             self = .simulated(host: Self.defaultSimulatedHost, port: Self.defaultSimulatedPort)
         } else if argument.hasPrefix("sim:") {
@@ -80,9 +84,19 @@ public enum ProximityMode: Hashable, Sendable, CustomStringConvertible {
         }
     }
 
+    /// The adapter of `PREFIX` (0) or `PREFIX:N`.
+    private static func adapter(_ argument: String, prefix: String) -> Int? {
+        if argument == prefix { return 0 }
+        guard argument.hasPrefix(prefix + ":"), let adapter = Int(argument.dropFirst(prefix.count + 1)),
+            (0...0xFFFF).contains(adapter)
+        else { return nil }
+        return adapter
+    }
+
     public var description: String {
         switch self {
         case .hci(let adapter): "hci:\(adapter)"
+        case .hciRaw(let adapter): "hci-raw:\(adapter)"
         case .simulated(let host, let port): host.contains(":") ? "sim:[\(host)]:\(port)" : "sim:\(host):\(port)"
         }
     }

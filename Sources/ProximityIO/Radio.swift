@@ -2,21 +2,23 @@ import Proximity
 
 /// Opens the radio a `--ble` mode names.
 public enum Radio {
-    /// An advertiser: BlueZ, or the simulated radio repeating every `interval`.
+    /// An advertiser: bluetoothd, a raw HCI socket, or the simulated radio, repeating every `interval`.
     public static func advertiser(
         for mode: ProximityMode, interval: Duration = SimulatedRadio.defaultInterval
     ) async throws(ProximityError) -> any ProximityAdvertiser {
         switch mode {
-        case .hci(let adapter): try BlueZRadio.advertiser(adapter: adapter)
+        case .hci(let adapter): try await BlueZBusRadio.advertiser(adapter: adapter, interval: interval)
+        case .hciRaw(let adapter): try BlueZRadio.advertiser(adapter: adapter)
         case .simulated(let host, let port):
             try await SimulatedRadio.advertiser(host: host, port: port, interval: interval)
         }
     }
 
-    /// A scanner: BlueZ, or the simulated radio's listening port.
+    /// A scanner: bluetoothd, a raw HCI socket, or the simulated radio's listening port.
     public static func scanner(for mode: ProximityMode) async throws(ProximityError) -> any ProximityScanner {
         switch mode {
-        case .hci(let adapter): try BlueZRadio.scanner(adapter: adapter)
+        case .hci(let adapter): try await BlueZBusRadio.scanner(adapter: adapter)
+        case .hciRaw(let adapter): try BlueZRadio.scanner(adapter: adapter)
         case .simulated(let host, let port): try await SimulatedRadio.scanner(host: host, port: port)
         }
     }

@@ -44,7 +44,7 @@ struct SettingsTests {
         let cases: [([SettingKey: String], [String: String], SettingsFile?, String)] = [
             ([.timeout: "0"], [:], nil, "--timeout: 0 is not a number of seconds above 0 and at most 3600"),
             ([:], ["PASSKEY_TIMEOUT": "soon"], nil, "PASSKEY_TIMEOUT: soon is not a number of seconds"),
-            ([:], ["PASSKEY_BLE": "usb"], nil, "PASSKEY_BLE: usb is not a radio (hci, hci:N, sim or sim:HOST:PORT)"),
+            ([:], ["PASSKEY_BLE": "usb"], nil, "PASSKEY_BLE: usb is not a radio (hci, hci:N, hci-raw:N, sim or sim:HOST:PORT)"),
             (
                 [:], [:], SettingsFile(path: "/c/settings.toml", values: [.relay: "https://x.example"]),
                 "/c/settings.toml: relay: https://x.example is not a relay: tunnel server URL must start with ws://"

@@ -51,7 +51,10 @@ struct BlueZErrorTests {
         }
         #expect(text.hasPrefix("Bluetooth adapter hci2 through a raw HCI socket needs CAP_NET_RAW and CAP_NET_ADMIN"))
         #expect(text.contains("run as root or `sudo setcap cap_net_raw,cap_net_admin+ep /"))
-        #expect(text.hasSuffix("; or use --ble sim to use the simulated radio"))
+        #expect(
+            text.hasSuffix(
+                "; or --ble hci:2 through bluetoothd, which needs neither; or use --ble sim to use the simulated radio")
+        )
     }
 
     @Test func permissionRefusedOnWriteSaysWhatToDo() async throws {

@@ -125,11 +125,18 @@ struct SimulatedRadioTests {
     @Test func modeArgumentsParse() {
         #expect(ProximityMode(argument: "hci") == .hci(adapter: 0))
         #expect(ProximityMode(argument: "hci:2") == .hci(adapter: 2))
+        #expect(ProximityMode(argument: "hci-raw") == .hciRaw(adapter: 0))
+        #expect(ProximityMode(argument: "hci-raw:1") == .hciRaw(adapter: 1))
+        #expect(ProximityMode(argument: "hci-raw:1")?.description == "hci-raw:1")
+        #expect(ProximityMode(argument: "hci:3")?.description == "hci:3")
         #expect(ProximityMode(argument: "sim") == .simulated(host: "127.0.0.1", port: 47250))
         #expect(ProximityMode(argument: "sim:10.0.0.1:9") == .simulated(host: "10.0.0.1", port: 9))
         #expect(ProximityMode(argument: "sim:[::1]:9") == .simulated(host: "::1", port: 9))
         #expect(ProximityMode(argument: "sim:[::1]:9")?.description == "sim:[::1]:9")
-        for bad in ["", "hci:", "hci:x", "hci:-1", "sim:", "sim:host", "sim::9", "sim:h:70000", "bt", "HCI"] {
+        for bad in [
+            "", "hci:", "hci:x", "hci:-1", "sim:", "sim:host", "sim::9", "sim:h:70000", "bt", "HCI", "hci-raw:",
+            "hci-raw:x", "hci-raw1", "hci:raw",
+        ] {
             #expect(ProximityMode(argument: bad) == nil, "\(bad)")
         }
     }

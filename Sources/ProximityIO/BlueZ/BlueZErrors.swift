@@ -16,7 +16,8 @@ enum ProximityErrorMapping {
         case EPERM, EACCES:
             return .unavailable(
                 "Bluetooth adapter \(name) through a raw HCI socket needs CAP_NET_RAW and CAP_NET_ADMIN: run as root or "
-                    + "`sudo setcap cap_net_raw,cap_net_admin+ep \(executablePath())`; or \(simulatedHint)")
+                    + "`sudo setcap cap_net_raw,cap_net_admin+ep \(executablePath())`; or --ble hci:\(adapter) through "
+                    + "bluetoothd, which needs neither; or \(simulatedHint)")
         case ERFKILL:
             return .unavailable(
                 "Bluetooth adapter \(name) is blocked by rfkill: `rfkill unblock bluetooth`; or \(simulatedHint)")

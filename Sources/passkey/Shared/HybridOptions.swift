@@ -31,10 +31,11 @@ struct HybridOptions: ParsableArguments {
 
     @Option(
         help: ArgumentHelp(
-            "Bluetooth radio: hci, hci:N (a BlueZ adapter), sim or sim:HOST:PORT (the simulated radio, "
+            "Bluetooth radio: hci, hci:N (a BlueZ adapter through bluetoothd), hci-raw, hci-raw:N (through a raw "
+                + "HCI socket: CAP_NET_RAW), sim or sim:HOST:PORT (the simulated radio, "
                 + "Docs/Proximity.md). Default: $PASSKEY_BLE, else the settings file's radio, else hci.",
             valueName: "mode"),
-        completion: .list(["hci", "hci:0", "sim"]))
+        completion: .list(["hci", "hci:0", "hci-raw:0", "sim"]))
     var ble: ProximityMode?
 
     @Option(
