@@ -169,6 +169,9 @@ let package = Package(
         // Every file the provider keeps, named once (`PasskeyFiles`), and the one owner-only reader and writer
         // (`OwnerOnlyFile`: 0600 files, 0700 directories, temporary file, fsync, rename, fsync of the directory).
         .target(name: "PasskeyFilesIO", swiftSettings: strictSettings),
+        // A program started with posix_spawn and waited for with waitpid, written once (the clipboard's commands,
+        // passkey-bench's children).
+        .target(name: "ChildProcessIO", swiftSettings: strictSettings),
         // Both radios: BlueZ's raw HCI socket and the simulated radio over UDP, and `Radio`, which opens the one a
         // `--ble` mode names.
         .target(
@@ -260,6 +263,7 @@ let package = Package(
             name: "PasskeyProvider",
             dependencies: [
                 "Basics", "CTAP2", "CTAPHID", "Hybrid", "HybridDriver", "Proximity", "PasskeyStoreIO", "PasskeyFilesIO", "StoreAgent", "StoreAgentIO",
+                "ChildProcessIO",
                 "WebAuthnClientDriver", "SecurityKeyDriver", "WebAuthnClient", "WebAuthnClientIO", "AssociatedDomains",
                 "AssociatedDomainsIO", "RelyingParty", "WebRelyingPartyIO", "WebRelyingParty",
                 "WebAuthn", "CredentialExchange", "NearbyShare", "JSON", "HybridIO", "ProximityIO", "RelayIO",
@@ -311,7 +315,7 @@ let package = Package(
                 "Basics", "CBOR", "WebAuthn", "CTAP2", "PasskeyStoreIO", "Hybrid", "HybridIO",
                 "HybridDriver", "Proximity", "ProximityIO", "RelayIO", "Relay", "RelyingParty", "PublicSuffix",
                 "WebAuthnClient", "WebAuthnClientIO", "WebAuthnClientDriver", "WebRelyingParty", "PasskeyProvider",
-                "PasskeyFilesIO", crypto, argumentParser, nioCore, nioPosix,
+                "PasskeyFilesIO", "ChildProcessIO", crypto, argumentParser, nioCore, nioPosix,
                 logging,
             ],
             swiftSettings: strictSettings
@@ -341,6 +345,7 @@ let package = Package(
         .testTarget(name: "TestSupportTests", dependencies: ["TestSupport"], swiftSettings: strictSettings),
         .testTarget(
             name: "BasicsTests", dependencies: ["Basics", crypto, cryptoExtras], swiftSettings: strictSettings),
+        .testTarget(name: "ChildProcessIOTests", dependencies: ["ChildProcessIO"], swiftSettings: strictSettings),
         .testTarget(
             name: "PasskeyFilesIOTests", dependencies: ["PasskeyFilesIO", "TestSupport"], swiftSettings: strictSettings),
         .testTarget(name: "CBORTests", dependencies: ["Basics", "CBOR", "TestSupport"], swiftSettings: strictSettings),

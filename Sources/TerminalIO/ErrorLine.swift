@@ -1,3 +1,4 @@
+import Basics
 import Foundation
 
 /// What a failed command prints on standard error, the same for every command: one line,

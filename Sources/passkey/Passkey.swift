@@ -29,7 +29,7 @@ struct Passkey: AsyncParsableCommand {
             """,
         version: PackageVersion.text,
         subcommands: [
-            Init.self, Unlock.self, Lock.self, Agent.self, Serve.self, Scan.self, Listen.self, Linked.self,
+            Init.self, Unlock.self, Lock.self, Agent.self, Serve.self, Scan.self, Listen.self, Links.self,
             Client.self, RP.self, List.self, Delete.self, Password.self,
             Export.self, Import.self, ImportKey.self, Share.self, Receive.self, Info.self, Demo.self,
             Inspect.self, Domains.self, Config.self, Debug.self,

@@ -33,6 +33,8 @@ extension Passkey {
             completion: .file(extensions: ["png"])) var qrPNG: String?
         @OptionGroup var approval: ApprovalOptions
 
+        @OptionGroup var verbosity: OutputOptions
+
         func run() async throws {
             let store = try await store.open(create: true)
             defer { store.close() }
@@ -115,6 +117,8 @@ extension Passkey {
                 throw ValidationError("--domain: \(TunnelDomainError.unassigned(domain))")
             }
         }
+
+        @OptionGroup var verbosity: OutputOptions
 
         func run() async throws {
             let qrCode = try readQRCode()

@@ -87,14 +87,15 @@ BAD_INPUT = {
     ("serve",): (["--udp", "127.0.0.1:1", "--store", MISSING], FAILURE),
     ("scan",): (["https://example.com/not-a-fido-url", "--store", MISSING], FAILURE),
     ("listen",): (["--store", MISSING], FAILURE),
-    ("linked", "list"): (["--store", MISSING], FAILURE),
-    ("linked", "remove"): (["0123456789abcdef", "--store", MISSING], FAILURE),
-    ("linked", "revoke"): (["--store", MISSING], FAILURE),
+    ("links", "list"): (["--store", MISSING], FAILURE),
+    ("links", "remove"): (["0123456789abcdef", "--store", MISSING], FAILURE),
+    ("links", "revoke"): (["--store", MISSING], FAILURE),
     ("client", "create"): (["--options", "{home}/missing.json", "--origin", "https://example.com"], FAILURE),
     ("client", "get"): (["--options", "{home}/missing.json", "--origin", "https://example.com"], FAILURE),
     ("client", "register"): (["--rp", "example.com", "--user", "alice", "--rp-state", "{home}/a-file/s.json"], FAILURE),
     ("client", "sign-in"): (["--rp", "example.com", "--rp-state", "{home}/a-file/s.json"], FAILURE),
-    ("client", "links"): (["--store", MISSING], FAILURE),
+    ("client", "links", "list"): (["--store", MISSING], FAILURE),
+    ("client", "links", "remove"): (["a phone", "--store", MISSING], FAILURE),
     ("rp", "serve"): (["--listen", "not-an-address"], USAGE),
     ("list",): (["--store", MISSING], FAILURE),
     ("delete",): (["b64:AAAA", "--store", MISSING], FAILURE),
@@ -135,6 +136,50 @@ def test_every_command_has_a_bad_input_row():
     assert ("config",) in commands and ("client", "get") in commands
     assert sorted(commands - set(BAD_INPUT)) == [], "commands without a row in BAD_INPUT"
     assert sorted(set(BAD_INPUT) - commands) == [], "rows for commands that do not exist"
+
+
+# The shared option groups' help lines (Sources/passkey/Shared/OutputOptions.swift, Store/StoreOptions.swift): one
+# group per flag, so every command that has the flag says the same of it (Docs/CommandLine.md).
+SHARED_HELP = {
+    "--quiet": "-q, --quiet Print only the result and errors",
+    "--verbose": "-v, --verbose Print details, and after an error line its underlying",
+    "--json": "--json Print one JSON document on standard output instead of",
+    "--yes": "--yes Approve every request without asking.",
+    "--store": "--store <path> The passkey store file (default: $PASSKEY_STORE,",
+}
+# `lock --store` names the one store whose key the agent forgets (default: every store's), not the store to open.
+OWN_STORE = {("lock",)}
+# Every command that reports something, which therefore has --json (issue 24, item 5).
+REPORTING = {
+    ("scan",), ("import",), ("export",), ("list",), ("info",), ("config",), ("links", "list"),
+    ("client", "links", "list"), ("client", "create"), ("client", "get"), ("client", "register"),
+    ("client", "sign-in"), ("password", "list"), ("domains", "check"), ("domains", "list"), ("domains", "match"),
+    ("inspect", "qr"), ("inspect", "advert"), ("inspect", "domain"), ("inspect", "origin"), ("inspect", "banner"),
+}
+
+
+def help_options(words):
+    """The first line of each option in the OPTIONS section of `passkey WORDS --help`, its spaces folded."""
+    text = subprocess.run([PASSKEY_BIN, *words, "--help"], capture_output=True, text=True, check=True).stdout
+    section = text.split("\nOPTIONS:\n", 1)[1]
+    return [" ".join(line.split()) for line in section.splitlines() if line.strip().startswith("-")]
+
+
+@pytest.mark.parametrize("words", command_tree(), ids=" ".join)
+def test_every_command_shows_the_shared_flags_with_one_meaning(words):
+    options = help_options(words)
+    shown = f"passkey {' '.join(words)} --help: {options}"
+    for flag, line in SHARED_HELP.items():
+        named = [option for option in options if re.match(rf"(-\w, )?{flag}(?![\w-])", option)]
+        if flag in ("--quiet", "--verbose") or (flag == "--json" and words in REPORTING):
+            assert named, f"{flag} missing from {shown}"
+        if flag == "--store" and words in OWN_STORE:
+            continue
+        assert all(option.startswith(line) for option in named) and len(named) <= 1, f"{flag} is not the shared one: {shown}"
+
+
+def test_quiet_and_verbose_exclude_each_other(home):
+    check_one_line(run(home, "list", "-q", "-v"), USAGE, ("list",))
 
 
 @pytest.mark.parametrize("words", command_tree(), ids=" ".join)
@@ -277,3 +322,66 @@ def test_a_security_key_that_cannot_be_reached_is_said_in_a_persons_terms(home, 
     assert last.startswith("passkey: NotAllowedError: the authenticator could not be reached: ") and expected in last, last
     for forbidden in FORBIDDEN + ["[IPv4]"]:
         assert forbidden not in result.stderr, result.stderr
+
+
+# MARK: passkey-relay
+
+RELAY_BIN = os.environ.get("PASSKEY_RELAY_BIN", os.path.join(os.path.dirname(PASSKEY_BIN), "passkey-relay"))
+
+
+def run_relay(*arguments):
+    return subprocess.run([RELAY_BIN, *arguments], capture_output=True, text=True, stdin=subprocess.DEVNULL,
+                          timeout=60)
+
+
+@pytest.mark.parametrize(
+    "arguments,status,expected",
+    [
+        (["--no-such-option"], USAGE, "passkey-relay: unknown option '--no-such-option' (see `passkey-relay --help`)"),
+        (["--listen", "nowhere"], USAGE, "passkey-relay: --listen must be HOST:PORT with a port from 0 to 65535 (see `passkey-relay --help`)"),
+        (["-q", "-v"], USAGE, "passkey-relay: --quiet and --verbose exclude each other (see `passkey-relay --help`)"),
+        (["--print-routing-id"], USAGE, "passkey-relay: --print-routing-id needs --routing-id or --instance (see `passkey-relay --help`)"),
+        (["--tls-cert", "{home}/missing.pem", "--tls-key", "{home}/missing.pem", "--listen", "127.0.0.1:0"], FAILURE,
+         "passkey-relay: cannot serve wss: {home}/missing.pem does not exist"),
+        (["--tls-cert", "{home}/not-json.json", "--tls-key", "{home}/not-json.json", "--listen", "127.0.0.1:0"],
+         FAILURE, "passkey-relay: cannot serve wss: {home}/not-json.json and {home}/not-json.json are not a PEM "
+         "certificate chain and its private key"),
+    ],
+    ids=["unknown option", "bad value", "quiet and verbose", "run-time usage", "missing file", "not PEM"])
+def test_the_relay_fails_in_the_same_one_line_format(home, arguments, status, expected):
+    """`passkey-relay`'s failures in `passkey`'s format (Docs/ExitStatus.md): one line, `passkey-relay: what failed:
+    why`, no `Error:` prefix, usage text, library type name or errno; its text made terminal-safe by the same
+    function (Basics' `terminalSafe`)."""
+    result = run_relay(*[argument.format(home=home) for argument in arguments])
+    shown = f"status {result.returncode}, stderr {result.stderr!r}"
+    assert result.stderr.splitlines() == [expected.format(home=home)], shown
+    assert result.returncode == status, shown
+
+
+def test_a_relay_port_in_use_is_said_in_a_persons_terms(home):
+    import socket
+
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        for verbose in ([], ["-v"]):
+            result = run_relay("--listen", f"127.0.0.1:{port}", *verbose)
+            assert result.returncode == FAILURE, result.stderr
+            assert result.stderr.splitlines()[-1] == f"passkey-relay: cannot listen on 127.0.0.1:{port}: address already in use", result.stderr
+            for forbidden in FORBIDDEN:
+                assert forbidden not in result.stderr, result.stderr
+
+
+def test_the_relay_names_control_characters_it_was_given_safely(home):
+    result = run_relay("--trusted-proxy", "\x1b[2Kforged")
+    assert result.returncode == USAGE, result.stderr
+    assert "\x1b" not in result.stderr and len(result.stderr.splitlines()) == 1, result.stderr
+    assert result.stderr.startswith("passkey-relay: --trusted-proxy \\u{1B}[2Kforged: "), result.stderr
+
+
+def test_the_relays_help_shows_quiet_and_verbose():
+    text = subprocess.run([RELAY_BIN, "--help"], capture_output=True, text=True, check=True).stdout
+    options = [" ".join(line.split()) for line in text.split("\nOPTIONS:\n", 1)[1].splitlines()]
+    assert any(line.startswith("-q, --quiet Print only the result") for line in options), options
+    assert any(line.startswith("-v, --verbose Print details") for line in options), options
