@@ -346,6 +346,8 @@ let package = Package(
         .testTarget(
             name: "BasicsTests", dependencies: ["Basics", crypto, cryptoExtras], swiftSettings: strictSettings),
         .testTarget(name: "ChildProcessIOTests", dependencies: ["ChildProcessIO"], swiftSettings: strictSettings),
+        // The `passkey` command tree itself, in process: every command's flags (Docs/CommandLine.md).
+        .testTarget(name: "CommandLineTests", dependencies: ["passkey", "TerminalIO", argumentParser], swiftSettings: strictSettings),
         .testTarget(
             name: "PasskeyFilesIOTests", dependencies: ["PasskeyFilesIO", "TestSupport"], swiftSettings: strictSettings),
         .testTarget(name: "CBORTests", dependencies: ["Basics", "CBOR", "TestSupport"], swiftSettings: strictSettings),

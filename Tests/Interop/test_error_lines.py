@@ -138,44 +138,8 @@ def test_every_command_has_a_bad_input_row():
     assert sorted(set(BAD_INPUT) - commands) == [], "rows for commands that do not exist"
 
 
-# The shared option groups' help lines (Sources/passkey/Shared/OutputOptions.swift, Store/StoreOptions.swift): one
-# group per flag, so every command that has the flag says the same of it (Docs/CommandLine.md).
-SHARED_HELP = {
-    "--quiet": "-q, --quiet Print only the result and errors",
-    "--verbose": "-v, --verbose Print details, and after an error line its underlying",
-    "--json": "--json Print one JSON document on standard output instead of",
-    "--yes": "--yes Approve every request without asking.",
-    "--store": "--store <path> The passkey store file (default: $PASSKEY_STORE,",
-}
-# `lock --store` names the one store whose key the agent forgets (default: every store's), not the store to open.
-OWN_STORE = {("lock",)}
-# Every command that reports something, which therefore has --json (issue 24, item 5).
-REPORTING = {
-    ("scan",), ("import",), ("export",), ("list",), ("info",), ("config",), ("links", "list"),
-    ("client", "links", "list"), ("client", "create"), ("client", "get"), ("client", "register"),
-    ("client", "sign-in"), ("password", "list"), ("domains", "check"), ("domains", "list"), ("domains", "match"),
-    ("inspect", "qr"), ("inspect", "advert"), ("inspect", "domain"), ("inspect", "origin"), ("inspect", "banner"),
-}
-
-
-def help_options(words):
-    """The first line of each option in the OPTIONS section of `passkey WORDS --help`, its spaces folded."""
-    text = subprocess.run([PASSKEY_BIN, *words, "--help"], capture_output=True, text=True, check=True).stdout
-    section = text.split("\nOPTIONS:\n", 1)[1]
-    return [" ".join(line.split()) for line in section.splitlines() if line.strip().startswith("-")]
-
-
-@pytest.mark.parametrize("words", command_tree(), ids=" ".join)
-def test_every_command_shows_the_shared_flags_with_one_meaning(words):
-    options = help_options(words)
-    shown = f"passkey {' '.join(words)} --help: {options}"
-    for flag, line in SHARED_HELP.items():
-        named = [option for option in options if re.match(rf"(-\w, )?{flag}(?![\w-])", option)]
-        if flag in ("--quiet", "--verbose") or (flag == "--json" and words in REPORTING):
-            assert named, f"{flag} missing from {shown}"
-        if flag == "--store" and words in OWN_STORE:
-            continue
-        assert all(option.startswith(line) for option in named) and len(named) <= 1, f"{flag} is not the shared one: {shown}"
+# Every command's shared flags (-q, -v; --json, --yes and --store as one option group each) are checked in process,
+# from the command tree: Tests/CommandLineTests/SharedFlagsTests.swift.
 
 
 def test_quiet_and_verbose_exclude_each_other(home):
