@@ -66,4 +66,13 @@ public enum ExchangeLines {
             ("singleDeviceLeftOut", .number(Double(exported.singleDevice))),
         ])
     }
+
+    /// What `import-key new --json` prints: `{"fingerprint": HEX, "privateKey": PATH, "publicKey": PATH}`.
+    public static func importerKeyJSON(fingerprint: String, privateKey: String, publicKey: String) -> JSONValue {
+        .object(omittingNil: [
+            ("fingerprint", .string(fingerprint)),
+            ("privateKey", .string(privateKey)),
+            ("publicKey", .string(publicKey)),
+        ])
+    }
 }

@@ -62,6 +62,7 @@ struct SharedFlagsTests {
             "scan", "import", "export", "list", "info", "config", "links list", "client links list", "client create",
             "client get", "client register", "client sign-in", "password list", "domains check", "domains list",
             "domains match", "inspect qr", "inspect advert", "inspect domain", "inspect origin", "inspect banner",
+            "share", "receive", "import-key new",
         ]
         for (words, command) in Self.leaves() where reporting.contains(words.joined(separator: " ")) {
             #expect(Self.options(of: command).contains { $0.hasPrefix("--json ") }, "\(words)")

@@ -44,6 +44,12 @@ struct ExchangeAndScanLinesTests {
                 + #""sealedWith":{"archive":{"kdf":"scrypt","memoryMiB":64}},"singleDeviceLeftOut":0}"#)
     }
 
+    @Test func anImporterKeyNamesItsFilesAndFingerprint() {
+        #expect(
+            text(ExchangeLines.importerKeyJSON(fingerprint: "AB12", privateKey: "k.jwk", publicKey: "k.pub.jwk"))
+                == #"{"fingerprint":"AB12","privateKey":"k.jwk","publicKey":"k.pub.jwk"}"#)
+    }
+
     @Test func aScanSaysHowManyRequestsItAnsweredAndTheLinkItKept() {
         #expect(text(PhoneLines.scanJSON(.init(answered: 1, linkID: nil))) == #"{"answered":1}"#)
         #expect(

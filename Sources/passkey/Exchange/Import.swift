@@ -63,12 +63,20 @@ extension Passkey {
                 name: .shortAndLong, help: ArgumentHelp("The private key file.", valueName: "file"),
                 completion: .file(extensions: ["jwk"]))
             var output = "importer.jwk"
+            @OptionGroup var format: JSONOption
 
             @OptionGroup var verbosity: OutputOptions
 
             func run() throws {
                 let fingerprint = try ExchangeService.newImporterKey(output: output)
                 let publicPath = ExchangeService.publicKeyPath(for: output)
+                if format.json {
+                    printJSON(
+                        JSONOutput.text(
+                            ExchangeLines.importerKeyJSON(
+                                fingerprint: fingerprint, privateKey: output, publicKey: publicPath)))
+                    return
+                }
                 printLine(
                     "Wrote the private key to \(output) (mode 0600; keep it for `passkey import --key \(output)`).")
                 printLine(
