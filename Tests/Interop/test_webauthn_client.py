@@ -220,9 +220,9 @@ STATUS_LINE = r"^\[\s*\d+\.\d{3} s\] "
 
 
 def test_quiet_prints_only_the_result_and_errors(directory, relay):
-    """`-q` on both sides of a phone sign-in (issue 24, item 5): no progress lines (`[ 0.123 s] …`) on either side,
-    while the QR code, the unattended approval's announcement and the credential JSON remain; without it, both sides
-    show their progress."""
+    """`-q` on both sides of a phone registration (issue 24, item 5): no progress lines (`[ 0.123 s] …`) on either
+    side, while the QR code, the unattended approval's announcement and the JSON results (the credential, and
+    `scan --json`'s) remain; without it, both sides show their progress."""
     phone_store = new_store(directory, "phone.sqlite")
     rp = RelyingParty()
     shown = {}
@@ -235,11 +235,13 @@ def test_quiet_prints_only_the_result_and_errors(directory, relay):
             QR_CODE_LINE, stream="stderr", input=rp.registration_options(), env=env())
         phone = subprocess.run(
             [PASSKEY_BIN, "scan", match.group(0), "--store", phone_store, "--relay", relay, "--ble", radio, "--yes",
-             *quiet], capture_output=True, text=True, timeout=120, env=env())
+             "--json", *quiet], capture_output=True, text=True, timeout=120, env=env())
         output, rest = process.communicate(timeout=120)
         assert process.returncode == 0 and phone.returncode == 0, "".join(seen) + rest + phone.stderr
         rp.verify_registration(output)
         assert "unattended approval is ON" in phone.stderr
+        # scan --json: what it did, once the computer closed the tunnel.
+        assert json.loads(phone.stdout) == {"answered": 1}, phone.stdout
         shown[bool(quiet)] = ("".join(seen) + rest, phone.stderr)
     for client_errors, phone_errors in [shown[False]]:
         assert re.search(STATUS_LINE, client_errors, re.M) and re.search(STATUS_LINE, phone_errors, re.M)
