@@ -142,6 +142,30 @@ def test_every_command_has_a_bad_input_row():
 # from the command tree: Tests/CommandLineTests/SharedFlagsTests.swift.
 
 
+# A QR code asking to create a passkey (from test_share.py).
+QR_CODE = ("FIDO:/162870791865632382552704231438327900152302540348097243854039966655366469794954"
+           "476199158014113179232779520163209900691930075274801398564434658077048963842109321447142660")
+
+
+def test_quiet_leaves_the_error_line_and_verbose_adds_its_cause(home):
+    """One meaning of -q and -v on every command (Docs/CommandLine.md): `scan` with a relay CA file that is not one
+    prints its progress line and the error line; -q only the error line; -v the error line and, after it, the
+    library's own words, which are otherwise hidden. Nothing is created."""
+    (home / "bad.pem").write_text("not a certificate\n")
+    arguments = ["scan", QR_CODE, "--relay-ca", str(home / "bad.pem"), "--relay", "wss://127.0.0.1:9",
+                 "--store", MISSING.format(home=home)]
+    line = f"passkey: cannot use --relay-ca {home}/bad.pem: it is not a PEM certificate file"
+    normal, quiet, verbose = (run(home, *arguments, *flags) for flags in ([], ["-q"], ["-v"]))
+    for result in (normal, quiet, verbose):
+        assert result.returncode == FAILURE and result.stdout == "", result.stderr
+    assert re.match(r"\[\s*\d+\.\d{3} s\] QR code read", normal.stderr) and normal.stderr.splitlines()[-1] == line
+    assert quiet.stderr.splitlines() == [line], quiet.stderr
+    lines = verbose.stderr.splitlines()
+    assert lines[-2] == line and lines[-1].startswith("passkey: detail: ") and len(lines[-1]) > 20, verbose.stderr
+    assert "detail" not in normal.stderr
+    assert os.listdir(home / "data") == []
+
+
 def test_quiet_and_verbose_exclude_each_other(home):
     check_one_line(run(home, "list", "-q", "-v"), USAGE, ("list",))
 
