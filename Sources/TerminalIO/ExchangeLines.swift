@@ -45,7 +45,7 @@ public enum ExchangeLines {
     }
 
     /// `{"exported": N, "file": PATH, "passwordsLeftOut": N, "sealedWith": {...}, "singleDeviceLeftOut": N}`, where
-    /// `sealedWith` is `{"importerKey": FINGERPRINT}` or `{"archive": {"kdf": NAME, "memoryMiB": N}}`.
+    /// `sealedWith` is `{"importerKey": FINGERPRINT}` or `{"archive": {"kdf": NAME, "memoryMebibytes": N}}`.
     public static func exportJSON(_ exported: ExchangeService.Exported, output: String) -> JSONValue {
         let sealedWith: JSONValue =
             switch exported.sealedWith {
@@ -54,7 +54,7 @@ public enum ExchangeLines {
                 .object(omittingNil: [
                     (
                         "archive",
-                        .object(omittingNil: [("kdf", .string(kdf)), ("memoryMiB", .number(Double(mebibytes)))])
+                        .object(omittingNil: [("kdf", .string(kdf)), ("memoryMebibytes", .number(Double(mebibytes)))])
                     )
                 ])
             }

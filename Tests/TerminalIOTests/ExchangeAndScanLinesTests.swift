@@ -41,7 +41,7 @@ struct ExchangeAndScanLinesTests {
         #expect(
             text(ExchangeLines.exportJSON(exported, output: "b.cxf"))
                 == #"{"exported":3,"file":"b.cxf","passwordsLeftOut":0,"#
-                + #""sealedWith":{"archive":{"kdf":"scrypt","memoryMiB":64}},"singleDeviceLeftOut":0}"#)
+                + #""sealedWith":{"archive":{"kdf":"scrypt","memoryMebibytes":64}},"singleDeviceLeftOut":0}"#)
     }
 
     @Test func anImporterKeyNamesItsFilesAndFingerprint() {
