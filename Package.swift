@@ -177,6 +177,9 @@ let package = Package(
         // Every file the provider keeps, named once (`PasskeyFiles`), and the one owner-only reader and writer
         // (`OwnerOnlyFile`: 0600 files, 0700 directories, temporary file, fsync, rename, fsync of the directory).
         .target(name: "PasskeyFilesIO", swiftSettings: strictSettings),
+        // A program started with posix_spawn and waited for with waitpid, written once (the clipboard's commands,
+        // passkey-bench's children).
+        .target(name: "ChildProcessIO", swiftSettings: strictSettings),
         // Both radios: BlueZ's raw HCI socket and the simulated radio over UDP, and `Radio`, which opens the one a
         // `--ble` mode names.
         .target(
@@ -268,6 +271,7 @@ let package = Package(
             name: "PasskeyProvider",
             dependencies: [
                 "Basics", "CTAP2", "CTAPHID", "Hybrid", "HybridDriver", "Proximity", "PasskeyStoreIO", "PasskeyFilesIO", "StoreAgent", "StoreAgentIO",
+                "ChildProcessIO",
                 "WebAuthnClientDriver", "SecurityKeyDriver", "WebAuthnClient", "WebAuthnClientIO", "AssociatedDomains",
                 "AssociatedDomainsIO", "RelyingParty", "WebRelyingPartyIO", "WebRelyingParty",
                 "WebAuthn", "CredentialExchange", "NearbyShare", "JSON", "HybridIO", "ProximityIO", "RelayIO",
@@ -319,7 +323,7 @@ let package = Package(
                 "Basics", "CBOR", "WebAuthn", "CTAP2", "PasskeyStoreIO", "Hybrid", "HybridIO",
                 "HybridDriver", "Proximity", "ProximityIO", "RelayIO", "Relay", "RelyingParty", "PublicSuffix",
                 "WebAuthnClient", "WebAuthnClientIO", "WebAuthnClientDriver", "WebRelyingParty", "PasskeyProvider",
-                "PasskeyFilesIO", crypto, argumentParser, nioCore, nioPosix,
+                "PasskeyFilesIO", "ChildProcessIO", crypto, argumentParser, nioCore, nioPosix,
                 logging,
             ],
             swiftSettings: strictSettings
@@ -349,6 +353,9 @@ let package = Package(
         .testTarget(name: "TestSupportTests", dependencies: ["TestSupport"], swiftSettings: strictSettings),
         .testTarget(
             name: "BasicsTests", dependencies: ["Basics", crypto, cryptoExtras], swiftSettings: strictSettings),
+        .testTarget(name: "ChildProcessIOTests", dependencies: ["ChildProcessIO"], swiftSettings: strictSettings),
+        // The `passkey` command tree itself, in process: every command's flags (Docs/CommandLine.md).
+        .testTarget(name: "CommandLineTests", dependencies: ["passkey", "TerminalIO", argumentParser], swiftSettings: strictSettings),
         .testTarget(
             name: "PasskeyFilesIOTests", dependencies: ["PasskeyFilesIO", "TestSupport"], swiftSettings: strictSettings),
         .testTarget(name: "CBORTests", dependencies: ["Basics", "CBOR", "TestSupport"], swiftSettings: strictSettings),

@@ -1,8 +1,9 @@
+import ChildProcessIO
 import Foundation
 import Synchronization
 
-/// A process `passkey-bench relay --cluster` starts: with `posix_spawn`, its signals at their defaults (so a shell
-/// script can trap them), its standard error ours, and its standard input and output either ours or pipes to us.
+/// A process `passkey-bench relay --cluster` starts: with `posix_spawn` (`ChildProcessSpawn`), its signals at their
+/// defaults (so a shell script can trap them), its standard error ours, and its standard input and output either ours or pipes to us.
 /// Every child is kept in `ChildProcess.all` until it has been waited for, so that an error or a signal stops them
 /// all (`stopAll`).
 final class ChildProcess: Sendable {
@@ -17,60 +18,46 @@ final class ChildProcess: Sendable {
     /// child's standard error (and its standard output, without pipes) is appended to that file.
     init(name: String, arguments: [String], pipes: Bool, log: String? = nil) throws {
         guard let executable = Self.find(arguments[0]) else { throw BenchError("\(arguments[0]) not found") }
-        var actions = posix_spawn_file_actions_t()
-        posix_spawn_file_actions_init(&actions)
-        defer { posix_spawn_file_actions_destroy(&actions) }
-        var toChild: [Int32] = [-1, -1]
-        var fromChild: [Int32] = [-1, -1]
-        if pipes {
-            // Close-on-exec, so that no other child inherits them: a worker sees the end of its input only when
-            // every write end is closed. dup2 leaves the child's copies open.
-            guard pipe(&toChild) == 0, pipe(&fromChild) == 0 else {
-                throw BenchError("pipe: \(String(cString: strerror(errno)))")
-            }
-            for end in toChild + fromChild { _ = fcntl(end, F_SETFD, FD_CLOEXEC) }
-            posix_spawn_file_actions_adddup2(&actions, toChild[0], 0)
-            posix_spawn_file_actions_adddup2(&actions, fromChild[1], 1)
-        }
-        if let log {
-            let flags = O_WRONLY | O_CREAT | O_APPEND
-            posix_spawn_file_actions_addopen(&actions, 2, log, flags, 0o644)
-            if !pipes { posix_spawn_file_actions_adddup2(&actions, 2, 1) }
-        }
-        var attributes = posix_spawnattr_t()
-        posix_spawnattr_init(&attributes)
-        defer { posix_spawnattr_destroy(&attributes) }
-        var defaults = sigset_t()
-        sigemptyset(&defaults)
-        for signal in [SIGINT, SIGTERM, SIGHUP, SIGPIPE, SIGQUIT] { sigaddset(&defaults, signal) }
-        var mask = sigset_t()
-        sigemptyset(&mask)
-        posix_spawnattr_setsigdefault(&attributes, &defaults)
-        posix_spawnattr_setsigmask(&attributes, &mask)
-        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSIGMASK))
-
-        let argv = arguments.map { strdup($0) } + [nil]
-        let environment = ProcessInfo.processInfo.environment.map { strdup("\($0)=\($1)") } + [nil]
-        defer {
-            for pointer in argv + environment { free(pointer) }
-        }
-        var pid: pid_t = 0
-        let result = posix_spawn(&pid, executable, &actions, &attributes, argv, environment)
-        if pipes {
-            close(toChild[0])
-            close(fromChild[1])
-        }
-        guard result == 0 else {
+        var files = ChildProcessSpawn.SpawnedFiles()
+        var ends: (toChild: (read: Int32, write: Int32), fromChild: (read: Int32, write: Int32))?
+        do throws(ChildProcessSpawn.Failure) {
             if pipes {
-                close(toChild[1])
-                close(fromChild[0])
+                // A worker sees the end of its input only when every write end is closed: the pipes are
+                // close-on-exec, so no other child inherits them.
+                let toChild = try ChildProcessSpawn.pipe()
+                let fromChild = try ChildProcessSpawn.pipe()
+                ends = (toChild, fromChild)
+                files.input = .descriptor(toChild.read)
+                files.output = .descriptor(fromChild.write)
             }
-            throw BenchError("cannot start \(executable): \(String(cString: strerror(result)))")
+            if let log {
+                files.error = .appending(log)
+                if !pipes { files.output = .sameAs(2) }
+            }
+        } catch {
+            throw BenchError(error.description)
+        }
+        let started = Result { () throws(ChildProcessSpawn.Failure) in
+            try ChildProcessSpawn.start(executable: executable, arguments: arguments, files: files)
+        }
+        if let ends {
+            close(ends.toChild.read)
+            close(ends.fromChild.write)
+        }
+        let pid: pid_t
+        switch started {
+        case .success(let started): pid = started
+        case .failure(let failure):
+            if let ends {
+                close(ends.toChild.write)
+                close(ends.fromChild.read)
+            }
+            throw BenchError(failure.description)
         }
         self.name = name
         self.pid = pid
-        input = pipes ? toChild[1] : -1
-        output = pipes ? LineReader(fileDescriptor: fromChild[0]) : nil
+        input = ends?.toChild.write ?? -1
+        output = ends.map { LineReader(fileDescriptor: $0.fromChild.read) }
         Self.all.withLock { $0.append(self) }
     }
 
@@ -123,16 +110,13 @@ final class ChildProcess: Sendable {
     /// "exit status N", "signal N" or "running".
     var exitDescription: String {
         guard let status = status.withLock({ $0 }) ?? poll() else { return "running" }
-        return status & 0x7F == 0 ? "exit status \((status >> 8) & 0xFF)" : "signal \(status & 0x7F)"
+        return WaitStatus(raw: status).description
     }
 
     private func poll() -> Int32? {
         status.withLock { status in
             if let status { return status }
-            var waited: Int32 = 0
-            let result = waitpid(pid, &waited, WNOHANG)
-            guard result == pid || (result < 0 && errno == ECHILD) else { return nil }
-            status = result == pid ? waited : 0
+            status = ChildProcessSpawn.poll(pid)?.raw
             return status
         }
     }

@@ -3,7 +3,7 @@ import Crypto
 import Foundation
 import PasskeyFilesIO
 
-/// The sealed file that holds the computer's linked phones (`passkey client --link`, `--linked NAME`): beside the
+/// The sealed file that holds the computer's linked phones (`passkey client --link`, `--phone NAME`): beside the
 /// store, named after it (`passkeys.sqlite` → `passkeys.computer-links.sealed`), mode 0600, replaced atomically. Its
 /// bytes are `"PKCL" ‖ version 1 ‖ AES-GCM(nonce ‖ ciphertext ‖ tag)` of the links' JSON (the book's own encoding,
 /// `LinkedPhoneBook`), under `HKDF-SHA256(store key, info "passkey computer links v1")`, with the first five bytes as

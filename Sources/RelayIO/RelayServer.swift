@@ -1,3 +1,4 @@
+import Foundation
 import Hybrid
 import Logging
 import NIOCore
@@ -57,6 +58,14 @@ public final class RelayServer: Sendable {
     ///   - logger: Receives one `info` line per tunnel (outcome, timings, byte and message counts), never
     ///     message contents.
     /// - Throws: ``RelayServerError``.
+    /// Why a socket could not be bound, in a person's terms: the system's message for its errno ("address already
+    /// in use"), without NIO's call name or the errno number.
+    static func reason(_ error: any Error) -> String {
+        guard let error = error as? IOError else { return "\(error)" }
+        let text = String(cString: strerror(error.errnoCode))
+        return text.prefix(1).lowercased() + text.dropFirst()
+    }
+
     public static func start(_ configuration: RelayServerConfiguration, logger: Logger) async throws(RelayServerError)
         -> RelayServer
     {
@@ -100,7 +109,7 @@ public final class RelayServer: Sendable {
             serverChannel = try await bootstrap.bind(host: configuration.host, port: configuration.port).get()
         } catch {
             try? await group.shutdownGracefully()
-            throw .cannotListen(host: configuration.host, port: configuration.port, reason: "\(error)")
+            throw .cannotListen(host: configuration.host, port: configuration.port, reason: Self.reason(error))
         }
         let interval = TimeAmount(configuration.effectiveTickInterval)
         let ticker = group.next().scheduleRepeatedTask(initialDelay: interval, delay: interval) { _ in

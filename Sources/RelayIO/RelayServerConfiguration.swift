@@ -79,7 +79,7 @@ public enum RelayServerError: Error, Hashable, Sendable, CustomStringConvertible
     public var description: String {
         switch self {
         case .cannotListen(let host, let port, let reason): "cannot listen on \(host):\(port): \(reason)"
-        case .tls(let reason): "TLS: \(reason)"
+        case .tls(let reason): "cannot serve wss: \(reason)"
         case .invalidConfiguration(let reason): "invalid configuration: \(reason)"
         }
     }

@@ -1,3 +1,4 @@
+import Foundation
 import NIOCore
 import NIOSSL
 import RelayIO
@@ -24,8 +25,18 @@ public struct RelayTLS: RelayConnectionSecurity {
         } catch let error as RelayServerError {
             throw error
         } catch {
-            throw .tls("cannot load \(certificateChainFile) and \(privateKeyFile): \(error)")
+            throw .tls(Self.reason(certificateChainFile: certificateChainFile, privateKeyFile: privateKeyFile))
         }
+    }
+
+    /// Why the files did not load, in a person's terms (swift-nio-ssl's error names its own types): a file that
+    /// cannot be read, else that they are not a PEM certificate chain and its key.
+    static func reason(certificateChainFile: String, privateKeyFile: String) -> String {
+        for file in [certificateChainFile, privateKeyFile] {
+            if !FileManager.default.fileExists(atPath: file) { return "\(file) does not exist" }
+            if !FileManager.default.isReadableFile(atPath: file) { return "\(file) cannot be read (permission denied)" }
+        }
+        return "\(certificateChainFile) and \(privateKeyFile) are not a PEM certificate chain and its private key"
     }
 
     public func addHandlers(to pipeline: ChannelPipeline.SynchronousOperations) throws {

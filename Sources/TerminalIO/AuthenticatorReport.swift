@@ -1,3 +1,4 @@
+import Basics
 import CTAP2
 import Foundation
 import JSON

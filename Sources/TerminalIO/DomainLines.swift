@@ -1,3 +1,4 @@
+import Basics
 import AssociatedDomains
 import Foundation
 import JSON

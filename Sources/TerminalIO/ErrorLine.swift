@@ -1,3 +1,4 @@
+import Basics
 import Foundation
 
 /// What a failed command prints on standard error, the same for every command: one line,
@@ -59,7 +60,7 @@ public struct ErrorLine: Hashable, Sendable {
     public static func unexplained(_ error: any Error, command: String) -> ErrorLine {
         guard let module = ownModule(of: error) else {
             return ErrorLine(
-                "\(command) failed", hint: "Set PASSKEY_VERBOSE=1 for the details", detail: String(reflecting: error))
+                "\(command) failed", hint: "Run it again with -v for the details", detail: String(reflecting: error))
         }
         return ErrorLine(String(describing: error), detail: "from \(module)")
     }

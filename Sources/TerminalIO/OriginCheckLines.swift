@@ -1,3 +1,4 @@
+import Basics
 import JSON
 import PublicSuffix
 import WebAuthnClient

@@ -3,6 +3,7 @@ import CTAP2
 import Foundation
 import Hybrid
 import HybridDriver
+import JSON
 import PasskeyProvider
 import Proximity
 
@@ -59,6 +60,15 @@ public enum PhoneLines {
         case .disconnected(let reason, let wait):
             "disconnected from the relay (\(reason)); retrying in " + String(format: "%.1f s", wait.inSeconds)
         }
+    }
+
+    /// What `passkey scan --json` prints once the computer has closed the tunnel: `{"answered": N}`, with
+    /// `"linkId": HEX` when the computer received a link and the phone kept it (`--link`).
+    public static func scanJSON(_ outcome: PhoneService.ScanOutcome) -> JSONValue {
+        .object(omittingNil: [
+            ("answered", .number(Double(outcome.answered))),
+            ("linkId", outcome.linkID.map { .string($0.hexString) }),
+        ])
     }
 
     /// `scheme://host[:port]` of a URL, for status lines (the tunnel path is not for people).

@@ -1,6 +1,7 @@
 import Basics
 import CTAP2
 import Hybrid
+import JSON
 import NearbyShare
 import NearbyShareDriver
 import Proximity
@@ -61,6 +62,24 @@ public enum ShareLines {
         default:
             return []
         }
+    }
+
+    /// What `share --json` and `receive --json` print once the passkey is where it was meant to go:
+    /// `{"credentialId": B64URL, "outcome": "added" or "alreadyPresent", "rpId": RPID, "userName": NAME}` (no
+    /// `userName` when the passkey has none); nil for any other outcome, which the command reports as its failure.
+    public static func json(_ outcome: ShareOutcome, _ credential: StoredCredential) -> JSONValue? {
+        let name: String
+        switch outcome {
+        case .added: name = "added"
+        case .alreadyPresent: name = "alreadyPresent"
+        default: return nil
+        }
+        return .object(omittingNil: [
+            ("credentialId", .string(credential.id.base64URLEncodedString)),
+            ("outcome", .string(name)),
+            ("rpId", .string(credential.relyingPartyID)),
+            ("userName", credential.userName.map { .string($0) }),
+        ])
     }
 
     /// The receiving command's failure when the person declined the passkey.

@@ -8,8 +8,9 @@ public struct StatusLine: Sendable {
 
     public init(enabled: Bool) { self.enabled = enabled }
 
+    /// Writes `text` stamped with the time, unless disabled or the command is quiet (`OutputLevel`).
     public func say(_ text: String) {
-        guard enabled else { return }
+        guard enabled, OutputLevel.current.showsProgress else { return }
         Terminal.shared.write(Self.line(text, since: start))
     }
 

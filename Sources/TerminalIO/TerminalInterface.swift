@@ -126,7 +126,9 @@ public struct TerminalInterface: ProviderUserInterface {
     public func report(_ event: ProviderEvent) {
         switch event {
         case .storeCreated(let path):
-            terminal.write("passkey: created a new encrypted passkey store at \(path)\n")
+            if OutputLevel.current.showsProgress {
+                terminal.write("passkey: created a new encrypted passkey store at \(path)\n")
+            }
         case .damagedCredentialSkipped(let damaged):
             terminal.write("passkey: store error: \(damaged); skipped\n")
         case .storeError(let error):
@@ -153,7 +155,7 @@ public struct TerminalInterface: ProviderUserInterface {
         case .phone(let event):
             status(PhoneLines.line(for: event))
         case .computer(let event):
-            terminal.write("passkey: " + Self.line(for: event) + "\n")
+            if OutputLevel.current.showsProgress { terminal.write("passkey: " + Self.line(for: event) + "\n") }
         case .share(.offered(let relyingPartyID, let userName, let displayName, let created, let notes)):
             var text = "A person nearby shares a passkey:\n  \(relyingPartyID.terminalSafe)  "
             text += (userName ?? "no name").siteChosen
@@ -169,7 +171,7 @@ public struct TerminalInterface: ProviderUserInterface {
         switch event {
         case .phoneRemembered(let name, let file):
             "remembered the phone \"\(name.terminalSafe)\" (\(file)): "
-                + "`passkey client get --linked \"\(name.terminalSafe)\"` reaches it without a QR code"
+                + "`passkey client get --phone \"\(name.terminalSafe)\"` reaches it without a QR code"
         case .linksSealed(let count, let from, let to):
             "moved \(count.counted("linked phone")) from \(from) into \(to), sealed under the store key; "
                 + "removed \(from)"
@@ -182,8 +184,12 @@ public struct TerminalInterface: ProviderUserInterface {
         }
     }
 
-    /// A status line, stamped with the time since the command started.
-    public func status(_ text: String) { terminal.write(StatusLine.line(text, since: started)) }
+    /// A status line, stamped with the time since the command started; none when the command is quiet
+    /// (`OutputLevel`).
+    public func status(_ text: String) {
+        guard OutputLevel.current.showsProgress else { return }
+        terminal.write(StatusLine.line(text, since: started))
+    }
 
     private func cancelled<Value>() -> PromptAnswer<Value> {
         terminal.write("\n(cancelled by the platform)\n")

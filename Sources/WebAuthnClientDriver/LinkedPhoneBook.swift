@@ -13,7 +13,7 @@ import Hybrid
 /// A phone this computer may reach without a QR code: the linking information it sent (verified when it was
 /// received), the relay it was reached through, and when.
 public struct LinkedPhone: Hashable, Sendable {
-    /// The phone's name (linking information key 5); how `--linked NAME` finds it. Unique within the book.
+    /// The phone's name (linking information key 5); how `--phone NAME` finds it. Unique within the book.
     public var name: String
     /// The relay that wakes it (`ws[s]://host[:port]`).
     public var relay: TunnelServerBaseURL
@@ -40,7 +40,7 @@ public struct LinkedPhoneBookError: Error, Hashable, Sendable, CustomStringConve
 /// the passkey store's key (`ComputerLinkFile`, `passkeys.computer-links.sealed`), so that the link secrets and
 /// contact IDs, which let anyone wake the phone, are never on disk in clear. Earlier versions kept the same document
 /// in clear in `links.json`; ``clearFile(_:)`` reads such a file once, to move its links into the sealed one.
-/// `passkey client links --remove NAME` deletes one.
+/// `passkey client links remove NAME` deletes one.
 public struct LinkedPhoneBook: Sendable {
     /// Where the document is read and written: whole, atomically.
     public struct Storage: Sendable {

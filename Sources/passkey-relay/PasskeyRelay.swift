@@ -20,6 +20,9 @@ struct PasskeyRelay: AsyncParsableCommand {
             standard error and serves GET /metrics and GET /healthz. SIGTERM drains: /healthz and /cable/new answer \
             503 while /cable/connect and the open tunnels go on, and the relay exits 0 once the last tunnel has \
             ended (at the latest after --tunnel-lifetime). A second SIGTERM, or SIGINT, stops at once.
+
+            A failure prints one line, `passkey-relay: what failed: why`, and exits 1 (64 for wrong arguments), \
+            as `passkey` does (Docs/ExitStatus.md); -v adds the underlying library's own words on a second line.
             """,
         version: PackageVersion.text
     )
@@ -87,9 +90,23 @@ struct PasskeyRelay: AsyncParsableCommand {
     @Option(help: "Contacts one network (the per-address limit's prefix) may register in an hour; 4429 beyond.")
     var registrationsPerNetwork = 8
     @Option(
-        help: "Log level: trace, debug, info, notice, warning, error, critical.",
+        help: "Log level: trace, debug, info, notice, warning, error, critical (default: info).",
         completion: .list(["trace", "debug", "info", "notice", "warning", "error", "critical"]))
-    var logLevel = "info"
+    var logLevel: String?
+    @Flag(
+        name: .shortAndLong,
+        help: "Print only the result (the \"listening on\" line) and errors: --log-level warning.")
+    var quiet = false
+    @Flag(
+        name: .shortAndLong,
+        help: "Print details: --log-level debug, and a failure's underlying cause after its line.")
+    var verbose = false
+
+    /// The log level `--log-level`, `-q` or `-v` asks for.
+    var effectiveLogLevel: Logger.Level {
+        if let logLevel, let level = Logger.Level(rawValue: logLevel) { return level }
+        return quiet ? .warning : verbose ? .debug : .info
+    }
 
     func validate() throws {
         _ = try parsedListen()
@@ -131,7 +148,13 @@ struct PasskeyRelay: AsyncParsableCommand {
             throw ValidationError("--registrations-per-network must be at least 1")
         }
         if let threads, threads < 1 { throw ValidationError("--threads must be at least 1") }
-        guard Logger.Level(rawValue: logLevel) != nil else { throw ValidationError("unknown --log-level \(logLevel)") }
+        if let logLevel, Logger.Level(rawValue: logLevel) == nil {
+            throw ValidationError("unknown --log-level \(logLevel)")
+        }
+        if quiet && verbose { throw ValidationError("--quiet and --verbose exclude each other") }
+        if logLevel != nil && (quiet || verbose) {
+            throw ValidationError("--log-level goes without --quiet and --verbose, which choose a level themselves")
+        }
     }
 
     func run() async throws {
@@ -142,7 +165,7 @@ struct PasskeyRelay: AsyncParsableCommand {
             print("\(routingID.hex) \(RelayRouting.contactIDPrefix(routingID))")
             return
         }
-        let level = Logger.Level(rawValue: logLevel) ?? .info
+        let level = effectiveLogLevel
         LoggingSystem.bootstrap { label in
             var handler = StreamLogHandler.standardError(label: label)
             handler.logLevel = level
@@ -178,8 +201,7 @@ struct PasskeyRelay: AsyncParsableCommand {
         configuration.contacts.limits.maximumContacts = maxContacts
         configuration.contacts.limits.registrationsPerNetwork = registrationsPerNetwork
         if let tlsCert, let tlsKey {
-            configuration.tls = try RelayTLS(
-                certificateChainFile: tlsCert, privateKeyFile: tlsKey)
+            configuration.tls = try RelayTLS(certificateChainFile: tlsCert, privateKeyFile: tlsKey)
         }
 
         // Not the default action (exit) from here on. The signals are trapped here, before `listening on` is
@@ -260,6 +282,85 @@ struct PasskeyRelay: AsyncParsableCommand {
         guard getrlimit(openFilesResource, &limit) == 0, limit.rlim_cur < limit.rlim_max else { return }
         limit.rlim_cur = limit.rlim_max
         _ = setrlimit(openFilesResource, &limit)
+    }
+}
+
+extension PasskeyRelay {
+    /// ArgumentParser's `main()`, except that a failure prints one line as `passkey` prints it,
+    /// `passkey-relay: what failed: why` (`RelayErrorLine`), with 64 for wrong arguments and 1 otherwise. Help and
+    /// the version print as ArgumentParser prints them.
+    static func main() async {
+        var command: any ParsableCommand
+        do {
+            command = try parseAsRoot()
+        } catch {
+            parserExit(error)
+        }
+        let verbose = (command as? PasskeyRelay)?.verbose ?? false
+        do {
+            if var asyncCommand = command as? any AsyncParsableCommand {
+                try await asyncCommand.run()
+            } else {
+                try command.run()
+            }
+        } catch {
+            if String(reflecting: type(of: error)).hasPrefix("ArgumentParser.") { parserExit(error) }
+            let line = RelayErrorLine(error)
+            FileHandle.standardError.write(Data(line.rendered(verbose: verbose).utf8))
+            Foundation.exit(1)
+        }
+    }
+
+    /// Ends with one of ArgumentParser's own errors: help, the version and `ExitCode` as it ends them, a usage error
+    /// as one line naming the help.
+    static func parserExit(_ error: any Error) -> Never {
+        let status = exitCode(for: error).rawValue
+        guard status != ExitCode.success.rawValue, !(error is ExitCode) else { exit(withError: error) }
+        let line = RelayErrorLine(usage: fullMessage(for: error))
+        FileHandle.standardError.write(Data(line.rendered().utf8))
+        Foundation.exit(status)
+    }
+}
+
+/// The relay's error line, in `passkey`'s format (Docs/ExitStatus.md): `passkey-relay: what failed: why` on one
+/// line, terminal-safe (`terminalSafe`, from Basics, as `passkey`'s), the underlying library's words only with
+/// `--verbose`.
+struct RelayErrorLine: Hashable {
+    var message: String
+    var detail: String?
+
+    /// The line for `error`: the relay's own errors (`RelayServerError`: cannot listen, TLS, settings) say what
+    /// failed in a person's terms; anything else only that the relay failed, its own text being the detail.
+    init(_ error: any Error) {
+        if let error = error as? RelayServerError {
+            message = error.description
+        } else {
+            message = "the relay failed"
+            detail = String(reflecting: error)
+        }
+    }
+
+    /// A usage error as ArgumentParser words it (`Error: …`, then `Usage:` and `See '… --help'` lines): its first
+    /// line without the `Error: ` prefix, and where to read about the flags.
+    init(usage parserMessage: String) {
+        let first =
+            parserMessage.split(separator: "\n").map { $0.trimmingCharacters(in: .whitespaces) }
+            .first { !$0.isEmpty } ?? "the arguments are wrong"
+        var text = first.hasPrefix("Error: ") ? String(first.dropFirst("Error: ".count)) : first
+        if text.hasSuffix(".") { text.removeLast() }
+        message = text.prefix(1).lowercased() + text.dropFirst() + " (see `passkey-relay --help`)"
+    }
+
+    /// The text for standard error: one line, each part terminal-safe with its line breaks folded into `; `.
+    func rendered(verbose: Bool = false) -> String {
+        var text = "passkey-relay: " + Self.folded(message) + "\n"
+        if verbose, let detail, !detail.isEmpty { text += "passkey-relay: detail: " + Self.folded(detail) + "\n" }
+        return text
+    }
+
+    static func folded(_ text: String) -> String {
+        text.split(whereSeparator: \.isNewline).map { $0.trimmingCharacters(in: .whitespaces) }
+            .filter { !$0.isEmpty }.joined(separator: "; ").terminalSafe
     }
 }
 

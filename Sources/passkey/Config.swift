@@ -15,16 +15,18 @@ struct Config: ParsableCommand {
             Give flags to see what a command given them would use. See Docs/Settings.md.
             """)
 
-    @Flag(help: "Print one JSON object: the file, and each setting's value and source.") var json = false
+    @OptionGroup var format: JSONOption
     @OptionGroup var store: StoreOptions
     @OptionGroup var hybrid: HybridOptions
+
+    @OptionGroup var verbosity: OutputOptions
 
     func run() throws {
         let environment = ProcessInfo.processInfo.environment
         let file = PasskeyFiles.settingsFile(environment: environment).path
         let present = try processSettingsFile.get() != nil
         let settings = try processSettings(flags: store.flags.merging(hybrid.flags) { $1 })
-        if json {
+        if format.json {
             printJSON(
                 String(
                     decoding: SettingsLines.json(settings, file: file, filePresent: present).serialized(), as: UTF8.self

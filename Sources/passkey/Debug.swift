@@ -75,6 +75,8 @@ extension Passkey.Debug.SecurityKeyCommands {
 
         @OptionGroup var key: SecurityKeyOptionGroup
 
+        @OptionGroup var verbosity: OutputOptions
+
         func run() async throws {
             let securityKey = try await key.open()
             defer { Task { await securityKey.close() } }
@@ -104,8 +106,9 @@ extension Passkey.Debug.SecurityKeyCommands {
         @Option(help: "The user name of the new credential.") var user = "alice"
         @Flag(help: "Require user verification (the key's own, or its PIN).") var uv = false
         @Flag(help: "Make a discoverable credential.") var discoverable = false
-        @Flag(help: "Print one JSON object with both ceremonies' results (base64url) on standard output.") var json =
-            false
+        @OptionGroup var format: JSONOption
+
+        @OptionGroup var verbosity: OutputOptions
 
         func run() async throws {
             let roundTrip = SecurityKeyRoundTrip(
@@ -128,7 +131,7 @@ extension Passkey.Debug.SecurityKeyCommands {
             Terminal.shared.write(
                 "passkey: getAssertion OK: signature verified with the registered key, flags "
                     + "\(SecurityKeyLines.flags(outcome.authenticationFlags))\n")
-            if json {
+            if format.json {
                 printJSON(String(decoding: outcome.json(relyingPartyID: rp), as: UTF8.self))
             } else {
                 printLine("round trip: ok")

@@ -24,6 +24,8 @@ extension Passkey {
         @Option(help: "Account name to register.") var user = "alice"
         @Flag(help: "Do not draw the QR code.") var noQR = false
 
+        @OptionGroup var verbosity: OutputOptions
+
         func run() async throws {
             let clock = DemoClock()
             printLine("passkey demo: cross-device (hybrid) registration and sign-in, all on this machine")

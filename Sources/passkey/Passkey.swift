@@ -25,11 +25,13 @@ struct Passkey: AsyncParsableCommand {
             PASSKEY_ variables, ~/.config/passkey/settings.toml) and where each came from.
 
             A failure prints one line, `passkey: what failed: why`, and exits with a status from one table \
-            (Docs/ExitStatus.md): 1 failed, 5 declined, 64 wrong arguments, 78 wrong settings, 130 Ctrl-C.
+            (Docs/ExitStatus.md): 1 failed, 5 declined, 64 wrong arguments, 78 wrong settings, 130 Ctrl-C. Every \
+            command takes -q (only the result and errors) and -v (details, and a failure's underlying cause); \
+            every command that reports something takes --json (Docs/CommandLine.md).
             """,
         version: PackageVersion.text,
         subcommands: [
-            Init.self, Unlock.self, Lock.self, Agent.self, Serve.self, Scan.self, Listen.self, Linked.self,
+            Init.self, Unlock.self, Lock.self, Agent.self, Serve.self, Scan.self, Listen.self, Links.self,
             Client.self, RP.self, List.self, Delete.self, Password.self,
             Export.self, Import.self, ImportKey.self, Share.self, Receive.self, Info.self, Demo.self,
             Inspect.self, Domains.self, Config.self, Debug.self,

@@ -74,6 +74,8 @@ extension Passkey.RP {
             guard maxConnections > 0 else { throw ValidationError("--max-connections must be at least 1") }
         }
 
+        @OptionGroup var verbosity: OutputOptions
+
         func run() async throws {
             let stateURL = stateURL
             let state: RelyingPartyState

@@ -32,6 +32,10 @@ extension Passkey {
             help: ArgumentHelp("Also write the QR code to this PNG file.", valueName: "file"),
             completion: .file(extensions: ["png"])) var qrPNG: String?
         @OptionGroup var approval: ApprovalOptions
+        /// `--json`: the passkey received, as `ShareLines.json` (the QR code then goes to standard error).
+        @OptionGroup var format: JSONOption
+
+        @OptionGroup var verbosity: OutputOptions
 
         func run() async throws {
             let store = try await store.open(create: true)
@@ -46,18 +50,23 @@ extension Passkey {
                 scanner: scanner, tunnelServer: hybrid.tunnelServer, timeouts: hybrid.timeouts,
                 environment: .system(tls: try hybrid.tlsConfiguration()))
             let qrPNG = qrPNG
+            let json = format.json
             let outcome: ShareOutcome
             do {
                 outcome = try await link.receive(
                     progress: { event in
                         if case .showQRCode(let url) = event {
-                            ClientOptions.show(url: url, toStandardError: false, png: qrPNG)
+                            ClientOptions.show(url: url, toStandardError: json, png: qrPNG)
                         }
                         ShareLines.receiver(event, radio: mode).map(status.say)
                     },
                     decide: { passkey in
                         let outcome = try await service.receive(passkey)
-                        for line in ShareLines.received(outcome, passkey.credential) { printLine(line) }
+                        if json {
+                            ShareLines.json(outcome, passkey.credential).map { printJSON(JSONOutput.text($0)) }
+                        } else {
+                            for line in ShareLines.received(outcome, passkey.credential) { printLine(line) }
+                        }
                         return outcome
                     })
             } catch let error as ProviderError {
@@ -103,6 +112,8 @@ extension Passkey {
             help: ArgumentHelp(
                 "Tunnel server domain ID to advertise (0 Google, 1 Apple, 256+ hashed).", valueName: "id"))
         var domain: UInt16 = 0
+        /// `--json`: the passkey shared, as `ShareLines.json`.
+        @OptionGroup var format: JSONOption
 
         func validate() throws {
             guard CredentialIDText(credentialID) != nil else {
@@ -115,6 +126,8 @@ extension Passkey {
                 throw ValidationError("--domain: \(TunnelDomainError.unassigned(domain))")
             }
         }
+
+        @OptionGroup var verbosity: OutputOptions
 
         func run() async throws {
             let qrCode = try readQRCode()
@@ -150,7 +163,12 @@ extension Passkey {
             }
             await advertiser.close()
             switch ShareLines.shared(outcome, credential) {
-            case .success(let line): printLine(line)
+            case .success(let line):
+                if format.json, let object = ShareLines.json(outcome, credential) {
+                    printJSON(JSONOutput.text(object))
+                } else {
+                    printLine(line)
+                }
             case .failure(let failure): throw CommandFailure(failure.message)
             }
         }

@@ -58,6 +58,70 @@ def stop_process(process):
     return stderr
 
 
+def on_a_terminal(args, answer, environment, timeout=120):
+    """Runs passkey with a pseudo-terminal as its only terminal (a new session, the pty on every standard stream) and
+    `environment` as its whole environment. Whenever the output so far ends in a prompt ("…: " for a passphrase, a
+    password or a choice, "[y/N] " for a question), `answer(prompt)` gives the line to type (None: type nothing).
+    Only a prompt on the last line counts: the line end written once an answer is read still follows the previous
+    prompt. Returns the exit status and everything the terminal showed."""
+    import pty
+
+    leader, follower = pty.openpty()
+    process = subprocess.Popen([PASSKEY_BIN, *args], stdin=follower, stdout=follower, stderr=follower,
+                               env=environment, start_new_session=True)
+    os.close(follower)
+    shown = b""
+    answered = 0
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        ready, _, _ = select.select([leader], [], [], 1)
+        if ready:
+            try:
+                chunk = os.read(leader, 4096)
+            except OSError:
+                break
+            if not chunk:
+                break
+            shown += chunk
+            text = shown.decode(errors="replace")
+            last = text.rsplit("\n", 1)[-1]
+            if len(text) > answered and (last.rstrip(" ").endswith(":") or last.endswith("[y/N] ")):
+                answered = len(text)
+                line = answer(last)
+                if line is not None:
+                    os.write(leader, line.encode() + b"\n")
+        elif process.poll() is not None:
+            break
+    status = process.wait(timeout=60)
+    os.close(leader)
+    return status, shown.decode(errors="replace")
+
+
+def start_and_wait_for_line(arguments, pattern, stream="stdout", input=None, **popen):
+    """Starts `arguments` with standard output and error as pipes (text), writes `input` to its standard input and
+    closes it (no `input`: /dev/null), then reads `stream` ("stdout" or "stderr") until a line matches `pattern`, a
+    regular expression. Returns the process, the match and the lines read; a process that ends first is stopped and
+    fails the test with what it printed."""
+    process = subprocess.Popen(
+        arguments, stdin=subprocess.DEVNULL if input is None else subprocess.PIPE, stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE, text=True, **popen)
+    if input is not None:
+        process.stdin.write(input)
+        process.stdin.close()
+        process.stdin = None
+    seen = []
+    source = getattr(process, stream)
+    while True:
+        line = source.readline()
+        if not line:
+            rest = stop_process(process) or ""
+            raise AssertionError(f"{os.path.basename(arguments[0])} ended before {pattern!r}: {''.join(seen)}{rest}")
+        seen.append(line)
+        match = re.search(pattern, line)
+        if match:
+            return process, match, seen
+
+
 class UdpHidConnection(CtapHidConnection):
     """A CTAPHID connection whose reports travel as UDP datagrams."""
 

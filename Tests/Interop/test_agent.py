@@ -10,13 +10,13 @@ the command with a one-line error. The agent's protocol, its timeout and its soc
 import json
 import os
 import re
-import select
 import subprocess
 import tempfile
 import time
 
 import pytest
 
+import conftest
 from conftest import PASSKEY_BIN, PASSPHRASE, stop_process
 from test_webauthn_client import ORIGIN, RelyingParty, env, free_udp_port, new_store, relay  # noqa: F401
 
@@ -41,41 +41,12 @@ def runtime():
 
 
 def on_a_terminal(args, answers, extra_env):
-    """Runs passkey with a pseudo-terminal as its only terminal (a new session), without PASSKEY_PASSPHRASE. Each
-    prompt is answered by `answers(prompt)`; returns the exit status and everything the terminal showed."""
-    import pty
-
-    leader, follower = pty.openpty()
+    """Runs passkey on a pseudo-terminal (conftest's `on_a_terminal`) without PASSKEY_PASSPHRASE, each prompt
+    answered by `answers(prompt)`; returns the exit status and everything the terminal showed."""
     environment = dict(os.environ, **extra_env)
     environment.pop("PASSKEY_PASSPHRASE", None)
     environment.pop("PASSKEY_ASSUME_YES", None)
-    process = subprocess.Popen([PASSKEY_BIN, *args], stdin=follower, stdout=follower, stderr=follower,
-                               env=environment, start_new_session=True)
-    os.close(follower)
-    shown = b""
-    answered = 0
-    deadline = time.monotonic() + 120
-    while time.monotonic() < deadline:
-        ready, _, _ = select.select([leader], [], [], 1)
-        if ready:
-            try:
-                chunk = os.read(leader, 4096)
-            except OSError:
-                break
-            if not chunk:
-                break
-            shown += chunk
-            text = shown.decode(errors="replace")
-            last = text.rsplit("\n", 1)[-1]
-            # A prompt ends the output so far: "…: " for a passphrase or a choice, "[y/N] " for a question.
-            if len(text) > answered and (last.rstrip(" ").endswith(":") or last.endswith("[y/N] ")):
-                answered = len(text)
-                os.write(leader, answers(last).encode() + b"\n")
-        elif process.poll() is not None:
-            break
-    status = process.wait(timeout=60)
-    os.close(leader)
-    return status, shown.decode(errors="replace")
+    return conftest.on_a_terminal(args, answers, environment)
 
 
 def answering(open_passphrases, verify_passphrase=PASSPHRASE):

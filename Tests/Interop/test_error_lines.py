@@ -87,14 +87,15 @@ BAD_INPUT = {
     ("serve",): (["--udp", "127.0.0.1:1", "--store", MISSING], FAILURE),
     ("scan",): (["https://example.com/not-a-fido-url", "--store", MISSING], FAILURE),
     ("listen",): (["--store", MISSING], FAILURE),
-    ("linked", "list"): (["--store", MISSING], FAILURE),
-    ("linked", "remove"): (["0123456789abcdef", "--store", MISSING], FAILURE),
-    ("linked", "revoke"): (["--store", MISSING], FAILURE),
+    ("links", "list"): (["--store", MISSING], FAILURE),
+    ("links", "remove"): (["0123456789abcdef", "--store", MISSING], FAILURE),
+    ("links", "revoke"): (["--store", MISSING], FAILURE),
     ("client", "create"): (["--options", "{home}/missing.json", "--origin", "https://example.com"], FAILURE),
     ("client", "get"): (["--options", "{home}/missing.json", "--origin", "https://example.com"], FAILURE),
     ("client", "register"): (["--rp", "example.com", "--user", "alice", "--rp-state", "{home}/a-file/s.json"], FAILURE),
     ("client", "sign-in"): (["--rp", "example.com", "--rp-state", "{home}/a-file/s.json"], FAILURE),
-    ("client", "links"): (["--store", MISSING], FAILURE),
+    ("client", "links", "list"): (["--store", MISSING], FAILURE),
+    ("client", "links", "remove"): (["a phone", "--store", MISSING], FAILURE),
     ("rp", "serve"): (["--listen", "not-an-address"], USAGE),
     ("list",): (["--store", MISSING], FAILURE),
     ("delete",): (["b64:AAAA", "--store", MISSING], FAILURE),
@@ -135,6 +136,38 @@ def test_every_command_has_a_bad_input_row():
     assert ("config",) in commands and ("client", "get") in commands
     assert sorted(commands - set(BAD_INPUT)) == [], "commands without a row in BAD_INPUT"
     assert sorted(set(BAD_INPUT) - commands) == [], "rows for commands that do not exist"
+
+
+# Every command's shared flags (-q, -v; --json, --yes and --store as one option group each) are checked in process,
+# from the command tree: Tests/CommandLineTests/SharedFlagsTests.swift.
+
+
+# A QR code asking to create a passkey (from test_share.py).
+QR_CODE = ("FIDO:/162870791865632382552704231438327900152302540348097243854039966655366469794954"
+           "476199158014113179232779520163209900691930075274801398564434658077048963842109321447142660")
+
+
+def test_quiet_leaves_the_error_line_and_verbose_adds_its_cause(home):
+    """One meaning of -q and -v on every command (Docs/CommandLine.md): `scan` with a relay CA file that is not one
+    prints its progress line and the error line; -q only the error line; -v the error line and, after it, the
+    library's own words, which are otherwise hidden. Nothing is created."""
+    (home / "bad.pem").write_text("not a certificate\n")
+    arguments = ["scan", QR_CODE, "--relay-ca", str(home / "bad.pem"), "--relay", "wss://127.0.0.1:9",
+                 "--store", MISSING.format(home=home)]
+    line = f"passkey: cannot use --relay-ca {home}/bad.pem: it is not a PEM certificate file"
+    normal, quiet, verbose = (run(home, *arguments, *flags) for flags in ([], ["-q"], ["-v"]))
+    for result in (normal, quiet, verbose):
+        assert result.returncode == FAILURE and result.stdout == "", result.stderr
+    assert re.match(r"\[\s*\d+\.\d{3} s\] QR code read", normal.stderr) and normal.stderr.splitlines()[-1] == line
+    assert quiet.stderr.splitlines() == [line], quiet.stderr
+    lines = verbose.stderr.splitlines()
+    assert lines[-2] == line and lines[-1].startswith("passkey: detail: ") and len(lines[-1]) > 20, verbose.stderr
+    assert "detail" not in normal.stderr
+    assert os.listdir(home / "data") == []
+
+
+def test_quiet_and_verbose_exclude_each_other(home):
+    check_one_line(run(home, "list", "-q", "-v"), USAGE, ("list",))
 
 
 @pytest.mark.parametrize("words", command_tree(), ids=" ".join)
@@ -277,3 +310,66 @@ def test_a_security_key_that_cannot_be_reached_is_said_in_a_persons_terms(home, 
     assert last.startswith("passkey: NotAllowedError: the authenticator could not be reached: ") and expected in last, last
     for forbidden in FORBIDDEN + ["[IPv4]"]:
         assert forbidden not in result.stderr, result.stderr
+
+
+# MARK: passkey-relay
+
+RELAY_BIN = os.environ.get("PASSKEY_RELAY_BIN", os.path.join(os.path.dirname(PASSKEY_BIN), "passkey-relay"))
+
+
+def run_relay(*arguments):
+    return subprocess.run([RELAY_BIN, *arguments], capture_output=True, text=True, stdin=subprocess.DEVNULL,
+                          timeout=60)
+
+
+@pytest.mark.parametrize(
+    "arguments,status,expected",
+    [
+        (["--no-such-option"], USAGE, "passkey-relay: unknown option '--no-such-option' (see `passkey-relay --help`)"),
+        (["--listen", "nowhere"], USAGE, "passkey-relay: --listen must be HOST:PORT with a port from 0 to 65535 (see `passkey-relay --help`)"),
+        (["-q", "-v"], USAGE, "passkey-relay: --quiet and --verbose exclude each other (see `passkey-relay --help`)"),
+        (["--print-routing-id"], USAGE, "passkey-relay: --print-routing-id needs --routing-id or --instance (see `passkey-relay --help`)"),
+        (["--tls-cert", "{home}/missing.pem", "--tls-key", "{home}/missing.pem", "--listen", "127.0.0.1:0"], FAILURE,
+         "passkey-relay: cannot serve wss: {home}/missing.pem does not exist"),
+        (["--tls-cert", "{home}/not-json.json", "--tls-key", "{home}/not-json.json", "--listen", "127.0.0.1:0"],
+         FAILURE, "passkey-relay: cannot serve wss: {home}/not-json.json and {home}/not-json.json are not a PEM "
+         "certificate chain and its private key"),
+    ],
+    ids=["unknown option", "bad value", "quiet and verbose", "run-time usage", "missing file", "not PEM"])
+def test_the_relay_fails_in_the_same_one_line_format(home, arguments, status, expected):
+    """`passkey-relay`'s failures in `passkey`'s format (Docs/ExitStatus.md): one line, `passkey-relay: what failed:
+    why`, no `Error:` prefix, usage text, library type name or errno; its text made terminal-safe by the same
+    function (Basics' `terminalSafe`)."""
+    result = run_relay(*[argument.format(home=home) for argument in arguments])
+    shown = f"status {result.returncode}, stderr {result.stderr!r}"
+    assert result.stderr.splitlines() == [expected.format(home=home)], shown
+    assert result.returncode == status, shown
+
+
+def test_a_relay_port_in_use_is_said_in_a_persons_terms(home):
+    import socket
+
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        for verbose in ([], ["-v"]):
+            result = run_relay("--listen", f"127.0.0.1:{port}", *verbose)
+            assert result.returncode == FAILURE, result.stderr
+            assert result.stderr.splitlines()[-1] == f"passkey-relay: cannot listen on 127.0.0.1:{port}: address already in use", result.stderr
+            for forbidden in FORBIDDEN:
+                assert forbidden not in result.stderr, result.stderr
+
+
+def test_the_relay_names_control_characters_it_was_given_safely(home):
+    result = run_relay("--trusted-proxy", "\x1b[2Kforged")
+    assert result.returncode == USAGE, result.stderr
+    assert "\x1b" not in result.stderr and len(result.stderr.splitlines()) == 1, result.stderr
+    assert result.stderr.startswith("passkey-relay: --trusted-proxy \\u{1B}[2Kforged: "), result.stderr
+
+
+def test_the_relays_help_shows_quiet_and_verbose():
+    text = subprocess.run([RELAY_BIN, "--help"], capture_output=True, text=True, check=True).stdout
+    options = [" ".join(line.split()) for line in text.split("\nOPTIONS:\n", 1)[1].splitlines()]
+    assert any(line.startswith("-q, --quiet Print only the result") for line in options), options
+    assert any(line.startswith("-v, --verbose Print details") for line in options), options

@@ -182,6 +182,28 @@ def test_passkeys_move_between_two_stores_sealed_and_as_an_archive_and_sign_in(d
         assert ARCHIVE_PASSPHRASE not in output.stdout + output.stderr
 
 
+def test_export_and_import_print_one_json_object_with_json(directory):
+    """`--json` (Docs/CommandLine.md): standard output is one JSON object in the documented key style; export's needs
+    --output, since without it the export itself is standard output."""
+    source = new_store(directory, "source.sqlite")
+    register(source, RelyingParty(), "alice")
+    private, public = importer_key(directory)
+    sealed = os.path.join(directory, "export.json")
+    refused = passkey("export", "--store", source, "--to", public, "--json")
+    assert refused.returncode == 64 and refused.stdout == "", refused.stderr
+    exported = passkey("export", "--store", source, "--to", public, "--output", sealed, "--json")
+    assert exported.returncode == 0, exported.stderr
+    report = json.loads(exported.stdout)
+    assert report["exported"] == 1 and report["file"] == sealed and report["passwordsLeftOut"] == 0
+    assert report["singleDeviceLeftOut"] == 0 and len(report["sealedWith"]["importerKey"]) > 0
+    target = new_store(directory, "target.sqlite")
+    for added, duplicates in ((1, 0), (0, 1)):
+        imported = do_import(target, sealed, "--key", private, "--json", "-q")
+        assert imported.returncode == 0, imported.stderr
+        assert json.loads(imported.stdout) == {
+            "added": added, "clearText": False, "skippedDuplicates": duplicates, "skippedOtherTypes": 0}
+
+
 def test_export_filters_by_credential_id(directory):
     source = new_store(directory)
     rp = RelyingParty()

@@ -1,5 +1,5 @@
 """Linked phones end to end, with the real binaries: `passkey-relay`, `passkey scan --link`, `passkey listen`,
-`passkey client create --link` and `passkey client get --linked NAME`, over the simulated radio.
+`passkey client create --link` and `passkey client get --phone NAME`, over the simulated radio.
 
 A QR session links the phone once; after that the computer reaches it through the relay's wake channel
 (`/cable/contact` → the listener on `/cable/listen`) without a QR code. Both sides keep their link secrets sealed
@@ -32,8 +32,8 @@ from cryptography.hazmat.primitives import hashes
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 from cryptography.hazmat.primitives.kdf.hkdf import HKDF
 
-from conftest import PASSKEY_BIN, PASSPHRASE, stop_process, stored_contacts
-from test_webauthn_client import ORIGIN, RelyingParty, env, new_store
+from conftest import PASSKEY_BIN, PASSPHRASE, start_and_wait_for_line, stop_process, stored_contacts
+from test_webauthn_client import ORIGIN, QR_CODE_LINE, RelyingParty, env, new_store
 
 RELAY_BIN = os.environ.get("PASSKEY_RELAY_BIN", os.path.join(os.path.dirname(PASSKEY_BIN), "passkey-relay"))
 PHONE_NAME = "test phone"
@@ -63,12 +63,10 @@ class Relay:
         self.start()
 
     def start(self):
-        self.process = subprocess.Popen(
+        self.process, match, _ = start_and_wait_for_line(
             [RELAY_BIN, "--listen", f"127.0.0.1:{self.port}", "--contacts", self.contacts, *self.extra],
-            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        line = self.process.stdout.readline()
-        assert line.startswith("listening on "), line + self.process.stderr.read()
-        self.url = line.split()[-1]
+            r"^listening on (\S+)")
+        self.url = match.group(1)
 
     def stop(self):
         return stop_process(self.process)
@@ -139,12 +137,16 @@ def contact_ids(directory):
     return [b64url_decode(link["contactID"]) for link in computer_links(directory)]
 
 
-def client(directory, relay_url, radio, command, *extra, timeout=90):
+def client_arguments(directory, relay_url, radio, command, *extra, timeout=90):
     """`passkey client COMMAND` with the phone as its only authenticator."""
+    return [PASSKEY_BIN, "client", command, "--options", "-", "--origin", ORIGIN, "--hint", "hybrid",
+            "--store", os.path.join(directory, COMPUTER_STORE), "--relay", relay_url, "--ble", radio, "--yes",
+            "--json", "--timeout", str(timeout), *extra]
+
+
+def client(directory, relay_url, radio, command, *extra, timeout=90):
     return subprocess.Popen(
-        [PASSKEY_BIN, "client", command, "--options", "-", "--origin", ORIGIN, "--hint", "hybrid",
-         "--store", os.path.join(directory, COMPUTER_STORE), "--relay", relay_url, "--ble", radio, "--yes",
-         "--json", "--timeout", str(timeout), *extra],
+        client_arguments(directory, relay_url, radio, command, *extra, timeout=timeout),
         stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env())
 
 
@@ -154,17 +156,10 @@ def link_by_qr(directory, relay, phone_store, rp):
     if not os.path.exists(os.path.join(directory, COMPUTER_STORE)):
         new_store(directory, COMPUTER_STORE)
     radio = f"sim:127.0.0.1:{free_port()}"
-    process = client(directory, relay.url, radio, "create", "--link")
-    process.stdin.write(rp.registration_options())
-    process.stdin.close()
-    process.stdin = None
-    shown, url = [], None
-    while url is None:
-        line = process.stderr.readline()
-        assert line, "the client ended before showing a QR code: " + "".join(shown)
-        shown.append(line)
-        if line.startswith("FIDO:/"):
-            url = line.strip()
+    process, match, shown = start_and_wait_for_line(
+        client_arguments(directory, relay.url, radio, "create", "--link"), QR_CODE_LINE, stream="stderr",
+        input=rp.registration_options(), env=env())
+    url = match.group(0)
     phone = subprocess.run(
         [PASSKEY_BIN, "scan", url, "--link", "--name", PHONE_NAME, "--store", phone_store, "--relay", relay.url,
          "--ble", radio, "--yes", "--timeout", "60"],
@@ -182,12 +177,9 @@ class Listener:
     """A running `passkey listen`, with its standard error collected line by line."""
 
     def __init__(self, phone_store, relay_url, radio):
-        self.process = subprocess.Popen(
+        self.process, _, self.lines = start_and_wait_for_line(
             [PASSKEY_BIN, "listen", "--store", phone_store, "--relay", relay_url, "--ble", radio, "--yes",
-             "--timeout", "30"],
-            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env())
-        self.lines = []
-        self.wait_for("listening:")
+             "--timeout", "30"], "listening:", stream="stderr", env=env())
 
     def wait_for(self, text, timeout=30):
         deadline = time.monotonic() + timeout
@@ -206,7 +198,7 @@ class Listener:
 
 
 def get_linked(directory, relay_url, radio, rp, timeout=60):
-    process = client(directory, relay_url, radio, "get", "--linked", PHONE_NAME, timeout=timeout)
+    process = client(directory, relay_url, radio, "get", "--phone", PHONE_NAME, timeout=timeout)
     output, errors = process.communicate(rp.authentication_options(), timeout=timeout + 60)
     return process.returncode, output, errors
 
@@ -302,7 +294,7 @@ def test_a_revoked_phone_answers_410_and_the_computer_forgets_it(directory, rela
     contacts = contact_ids(directory)
 
     revoked = subprocess.run(
-        [PASSKEY_BIN, "linked", "revoke", "--store", phone_store], capture_output=True, text=True, env=env(),
+        [PASSKEY_BIN, "links", "revoke", "--store", phone_store], capture_output=True, text=True, env=env(),
         timeout=60)
     assert revoked.returncode == 0, revoked.stderr
     assert "revoked 1 link" in revoked.stdout
@@ -333,13 +325,13 @@ def test_a_link_removed_on_the_phone_is_declined_and_forgotten_by_that_computer(
     rp = RelyingParty()
     link_by_qr(directory, relay, phone_store, rp)
     listed = subprocess.run(
-        [PASSKEY_BIN, "linked", "list", "--store", phone_store, "--json"], capture_output=True, text=True, env=env(),
+        [PASSKEY_BIN, "links", "list", "--store", phone_store, "--json"], capture_output=True, text=True, env=env(),
         timeout=60)
     assert listed.returncode == 0, listed.stderr
     [link] = json.loads(listed.stdout)["links"]
     assert "secret" not in listed.stdout.lower()
     removed = subprocess.run(
-        [PASSKEY_BIN, "linked", "remove", link["linkId"], "--store", phone_store], capture_output=True, text=True,
+        [PASSKEY_BIN, "links", "remove", link["linkId"], "--store", phone_store], capture_output=True, text=True,
         env=env(), timeout=60)
     assert removed.returncode == 0, removed.stderr
 

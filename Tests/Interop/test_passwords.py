@@ -30,6 +30,7 @@ from webauthn import (
 )
 from webauthn.helpers.structs import AuthenticatorSelectionCriteria, ResidentKeyRequirement
 
+import conftest
 from conftest import PASSKEY_BIN, PASSPHRASE
 
 SECRET = "uFA-T9C-aRD-cDP-secret"
@@ -166,40 +167,12 @@ def test_add_get_list_delete_and_the_password_is_never_on_disk(store):
 
 
 def on_a_terminal(store, args, typed):
-    """Runs passkey with a pseudo-terminal as its only terminal (a new session, the pty on every standard stream),
-    typing each of `typed` after the prompt before it; returns the exit status and everything the terminal showed."""
-    import pty
-    import select
-    import time
-
-    leader, follower = pty.openpty()
+    """Runs passkey on a pseudo-terminal (conftest's `on_a_terminal`), typing each of `typed` after the prompt
+    before it; returns the exit status and everything the terminal showed."""
     environment = dict(os.environ, PASSKEY_STORE=store, PASSKEY_PASSPHRASE=PASSPHRASE)
     environment.pop("PASSKEY_PASSWORD", None)
-    process = subprocess.Popen([PASSKEY_BIN, *args], stdin=follower, stdout=follower, stderr=follower,
-                               env=environment, start_new_session=True)
-    os.close(follower)
-    shown = b""
     pending = list(typed)
-    deadline = time.monotonic() + 120
-    while time.monotonic() < deadline:
-        ready, _, _ = select.select([leader], [], [], 1)
-        if ready:
-            try:
-                chunk = os.read(leader, 4096)
-            except OSError:
-                break
-            if not chunk:
-                break
-            shown += chunk
-            # A prompt ends the output so far ("Password: "). Not after a newline: the line end written once an
-            # answer is read still follows the previous prompt, and echo is on again until the next one.
-            if pending and shown.rstrip(b" ").endswith(b":"):
-                os.write(leader, pending.pop(0).encode() + b"\n")
-        elif process.poll() is not None:
-            break
-    status = process.wait(timeout=60)
-    os.close(leader)
-    return status, shown.decode(errors="replace")
+    return conftest.on_a_terminal(args, lambda prompt: pending.pop(0) if pending else None, environment)
 
 
 def test_the_password_is_asked_twice_without_echo(store):

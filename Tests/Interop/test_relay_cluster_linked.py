@@ -1,6 +1,6 @@
 """Linked phones through a cluster: `Tools/relay-cluster` with 3 instances behind HAProxy, and separately nginx
 (the `cluster` fixture of test_relay_cluster.py), and the real `passkey scan --link`, `passkey listen` and
-`passkey client get --linked`.
+`passkey client get --phone`.
 
 A phone registers its contact on `/cable/listen`, which the balancer sends to any instance; that instance issues
 the contact ID under its own routing ID and keeps the contact in its own file. Every later listener connects to

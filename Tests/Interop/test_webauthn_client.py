@@ -10,6 +10,7 @@ one-line error with the exception's exit status, and nothing stored.
 import hashlib
 import json
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -30,10 +31,12 @@ from webauthn.helpers.structs import (
     UserVerificationRequirement,
 )
 
-from conftest import PASSKEY_BIN, PASSPHRASE, stop_process
+from conftest import PASSKEY_BIN, PASSPHRASE, start_and_wait_for_line, stop_process
 
 RELAY_BIN = os.environ.get("PASSKEY_RELAY_BIN", os.path.join(os.path.dirname(PASSKEY_BIN), "passkey-relay"))
 ORIGIN = "https://example.com"
+# The line a client shows its QR code's URL on (standard error), as a phone's camera would read it.
+QR_CODE_LINE = r"^FIDO:/\S+"
 RP_ID = "example.com"
 EXIT = {"NotAllowedError": 10, "InvalidStateError": 11, "SecurityError": 12, "NotSupportedError": 13,
         "TypeError": 15, "EncodingError": 16, "SyntaxError": 17}
@@ -178,33 +181,20 @@ def free_udp_port():
 
 @pytest.fixture
 def relay():
-    process = subprocess.Popen([RELAY_BIN, "--listen", "127.0.0.1:0"], stdout=subprocess.PIPE,
-                               stderr=subprocess.PIPE, text=True)
-    line = process.stdout.readline()
-    assert line.startswith("listening on "), line
-    yield line.split()[-1]
+    process, match, _ = start_and_wait_for_line([RELAY_BIN, "--listen", "127.0.0.1:0"], r"^listening on (\S+)")
+    yield match.group(1)
     stop_process(process)
 
 
 def through_phone(directory, relay, command, options, phone_store):
     """Runs `passkey client COMMAND` with a phone: `passkey scan` reads the QR code from the client's output."""
     radio = f"sim:127.0.0.1:{free_udp_port()}"
-    process = subprocess.Popen(
+    process, match, shown = start_and_wait_for_line(
         [PASSKEY_BIN, "client", command, "--options", "-", "--origin", ORIGIN, "--hint", "hybrid",
          "--store", os.path.join(directory, "no-such-store.sqlite"), "--relay", relay, "--ble", radio, "--yes",
          "--json", "--timeout", "60"],
-        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env())
-    process.stdin.write(options)
-    process.stdin.close()
-    process.stdin = None
-    shown = []
-    url = None
-    while url is None:
-        line = process.stderr.readline()
-        assert line, "the client ended before showing a QR code: " + "".join(shown)
-        shown.append(line)
-        if line.startswith("FIDO:/"):
-            url = line.strip()
+        QR_CODE_LINE, stream="stderr", input=options, env=env())
+    url = match.group(0)
     phone = subprocess.run(
         [PASSKEY_BIN, "scan", url, "--store", phone_store, "--relay", relay, "--ble", radio, "--yes"],
         capture_output=True, text=True, timeout=120, env=env())
@@ -226,6 +216,40 @@ def test_phone_registers_and_signs_in_through_the_relay(directory, relay):
         assert rp.verify_authentication(output).user_verified
 
 
+STATUS_LINE = r"^\[\s*\d+\.\d{3} s\] "
+
+
+def test_quiet_prints_only_the_result_and_errors(directory, relay):
+    """`-q` on both sides of a phone registration (issue 24, item 5): no progress lines (`[ 0.123 s] …`) on either
+    side, while the QR code, the unattended approval's announcement and the JSON results (the credential, and
+    `scan --json`'s) remain; without it, both sides show their progress."""
+    phone_store = new_store(directory, "phone.sqlite")
+    rp = RelyingParty()
+    shown = {}
+    for quiet in ([], ["-q"]):
+        radio = f"sim:127.0.0.1:{free_udp_port()}"
+        process, match, seen = start_and_wait_for_line(
+            [PASSKEY_BIN, "client", "create", "--options", "-", "--origin", ORIGIN, "--hint", "hybrid",
+             "--store", os.path.join(directory, "no-such-store.sqlite"), "--relay", relay, "--ble", radio, "--yes",
+             "--json", "--timeout", "60", *quiet],
+            QR_CODE_LINE, stream="stderr", input=rp.registration_options(), env=env())
+        phone = subprocess.run(
+            [PASSKEY_BIN, "scan", match.group(0), "--store", phone_store, "--relay", relay, "--ble", radio, "--yes",
+             "--json", *quiet], capture_output=True, text=True, timeout=120, env=env())
+        output, rest = process.communicate(timeout=120)
+        assert process.returncode == 0 and phone.returncode == 0, "".join(seen) + rest + phone.stderr
+        rp.verify_registration(output)
+        assert "unattended approval is ON" in phone.stderr
+        # scan --json: what it did, once the computer closed the tunnel.
+        assert json.loads(phone.stdout) == {"answered": 1}, phone.stdout
+        shown[bool(quiet)] = ("".join(seen) + rest, phone.stderr)
+    for client_errors, phone_errors in [shown[False]]:
+        assert re.search(STATUS_LINE, client_errors, re.M) and re.search(STATUS_LINE, phone_errors, re.M)
+    for client_errors, phone_errors in [shown[True]]:
+        assert not re.search(STATUS_LINE, client_errors, re.M), client_errors
+        assert not re.search(STATUS_LINE, phone_errors, re.M), phone_errors
+
+
 def test_declining_at_the_phone_is_not_success(directory, relay):
     """The person at `passkey scan` says no (issue 24: "scan exits 0 after the person declines"): scan ends with the
     declined status (5, Docs/ExitStatus.md) and one line; the browser's side gets NotAllowedError (10)."""
@@ -236,22 +260,12 @@ def test_declining_at_the_phone_is_not_success(directory, relay):
 
     phone_store = new_store(directory, "phone.sqlite")
     radio = f"sim:127.0.0.1:{free_udp_port()}"
-    process = subprocess.Popen(
+    process, match, shown = start_and_wait_for_line(
         [PASSKEY_BIN, "client", "create", "--options", "-", "--origin", ORIGIN, "--hint", "hybrid",
          "--store", os.path.join(directory, "no-such-store.sqlite"), "--relay", relay, "--ble", radio, "--yes",
          "--json", "--timeout", "60"],
-        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env())
-    process.stdin.write(RelyingParty().registration_options())
-    process.stdin.close()
-    process.stdin = None
-    shown = []
-    url = None
-    while url is None:
-        line = process.stderr.readline()
-        assert line, "the client ended before showing a QR code: " + "".join(shown)
-        shown.append(line)
-        if line.startswith("FIDO:/"):
-            url = line.strip()
+        QR_CODE_LINE, stream="stderr", input=RelyingParty().registration_options(), env=env())
+    url = match.group(0)
     pid, master = pty.fork()
     if pid == 0:
         os.execve(PASSKEY_BIN, [PASSKEY_BIN, "scan", url, "--store", phone_store, "--relay", relay, "--ble", radio],
@@ -292,11 +306,10 @@ def test_declining_at_the_phone_is_not_success(directory, relay):
 @pytest.fixture
 def security_key(directory):
     key_store = os.path.join(directory, "key.sqlite")
-    process = subprocess.Popen([PASSKEY_BIN, "serve", "--udp", "127.0.0.1:0", "--store", key_store, "--yes"],
-                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env())
-    line = process.stdout.readline()
-    assert "listening on udp://" in line, line + stop_process(process)
-    yield "udp:" + line.split("udp://")[1].split()[0].rstrip(",")
+    process, match, _ = start_and_wait_for_line(
+        [PASSKEY_BIN, "serve", "--udp", "127.0.0.1:0", "--store", key_store, "--yes"], r"listening on udp://([^\s,]+)",
+        env=env())
+    yield "udp:" + match.group(1)
     stop_process(process)
 
 
@@ -362,19 +375,11 @@ def test_oversize_options_and_insecure_origins_are_refused(directory):
 
 def test_ctrl_c_while_the_qr_code_is_shown_ends_as_every_command(directory, relay):
     rp = RelyingParty()
-    process = subprocess.Popen(
+    process, _, shown = start_and_wait_for_line(
         [PASSKEY_BIN, "client", "get", "--options", "-", "--origin", ORIGIN,
          "--store", os.path.join(directory, "no-such-store.sqlite"), "--relay", relay,
          "--ble", f"sim:127.0.0.1:{free_udp_port()}", "--json", "--timeout", "60"],
-        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env())
-    process.stdin.write(rp.authentication_options())
-    process.stdin.close()
-    process.stdin = None
-    shown = []
-    while not any(line.startswith("FIDO:/") for line in shown):
-        line = process.stderr.readline()
-        assert line, "the client ended before showing a QR code: " + "".join(shown)
-        shown.append(line)
+        QR_CODE_LINE, stream="stderr", input=rp.authentication_options(), env=env())
     process.send_signal(signal.SIGINT)
     output, rest = process.communicate(timeout=30)
     # Ctrl-C is not a page's AbortSignal: it ends `client` as it ends every command (Docs/ExitStatus.md).

@@ -235,7 +235,7 @@ struct ComputerServiceTests {
         }
     }
 
-    /// Without a store there is nowhere to seal a link: `--link` and `--linked` fail at once, saying how to make one,
+    /// Without a store there is nowhere to seal a link: `--link` and `--phone` fail at once, saying how to make one,
     /// and no phone is made.
     @Test func withoutAStoreLinkingFailsSayingToCreateOne() async throws {
         let world = try World(store: false)

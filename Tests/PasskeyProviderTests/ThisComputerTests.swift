@@ -116,7 +116,7 @@ struct ThisComputerTests {
             [UInt8](try JSONSerialization.data(withJSONObject: document, options: [.sortedKeys])), to: url)
     }
 
-    /// `client get --link` (or `--linked`) unlocks the store before the chooser is shown; whoever can write the
+    /// `client get --link` (or `--phone`) unlocks the store before the chooser is shown; whoever can write the
     /// identity index then swaps two accounts' names, renames one, and adds one the store does not have. The chooser
     /// shows the sealed rows' names, matched by credential ID, and leaves the invented one out; the saved logins too.
     @Test func aRewrittenIndexChangesNothingTheChooserShowsOnceTheStoreIsUnlocked() async throws {

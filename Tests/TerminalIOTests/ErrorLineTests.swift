@@ -38,10 +38,10 @@ struct ErrorLineTests {
                 == "passkey: wrong PIN: 7 tries left\n")
         let decoding = DecodingError.dataCorrupted(.init(codingPath: [], debugDescription: "/work/x.swift:12 errno 5"))
         let line = ErrorLine.unexplained(decoding, command: "passkey scan")
-        #expect(line.rendered() == "passkey: passkey scan failed (set PASSKEY_VERBOSE=1 for the details)\n")
+        #expect(line.rendered() == "passkey: passkey scan failed (run it again with -v for the details)\n")
         let verbose = line.rendered(verbose: true)
         #expect(
-            verbose.hasPrefix("passkey: passkey scan failed (set PASSKEY_VERBOSE=1 for the details)\npasskey: detail: ")
+            verbose.hasPrefix("passkey: passkey scan failed (run it again with -v for the details)\npasskey: detail: ")
         )
         #expect(verbose.contains("/work/x.swift:12 errno 5"))
         #expect(

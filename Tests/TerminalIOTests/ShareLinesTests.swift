@@ -2,6 +2,7 @@ import CTAP2
 import Crypto
 import Foundation
 import Hybrid
+import JSON
 import NearbyShare
 import NearbyShareDriver
 import Proximity
@@ -72,5 +73,19 @@ struct ShareLinesTests {
                 == .failure(
                     ShareLines.Failure(
                         message: "the receiver refused the passkey for \"alice\" at example.com (refused)")))
+    }
+
+    /// `share --json` and `receive --json`: the passkey where it went, in the documented key style; nothing for an
+    /// outcome the command reports as its failure.
+    @Test func theJSONNamesThePasskeyAndWhatBecameOfIt() throws {
+        let added = try #require(ShareLines.json(.added, Self.credential()))
+        #expect(
+            String(decoding: added.serialized(), as: UTF8.self)
+                == #"{"credentialId":"-_8","outcome":"added","rpId":"example.com","userName":"alice"}"#)
+        let held = try #require(ShareLines.json(.alreadyPresent, Self.credential(user: nil)))
+        #expect(
+            String(decoding: held.serialized(), as: UTF8.self)
+                == #"{"credentialId":"-_8","outcome":"alreadyPresent","rpId":"example.com"}"#)
+        #expect(ShareLines.json(.declined, Self.credential()) == nil)
     }
 }

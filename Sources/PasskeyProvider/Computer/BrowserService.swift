@@ -12,7 +12,7 @@ public struct BrowserAuthenticators: Hashable, Sendable {
         case notOffered
         /// A phone by QR code; `link` offers it to remember this computer (`--link`).
         case qrCode(link: Bool)
-        /// The linked phone with this name, through its relay and without a QR code (`--linked NAME`).
+        /// The linked phone with this name, through its relay and without a QR code (`--phone NAME`).
         case linked(name: String)
     }
 
@@ -79,8 +79,8 @@ public struct BrowserService: Sendable {
     }
 
     /// The authenticators offered, in the order a browser lists them: this computer, a phone, a security key.
-    /// Linking (`--link`) and a linked phone (`--linked NAME`) unlock the store first, since the links are sealed in
-    /// it: without a store, or with a `--linked` name it does not hold, this fails before any radio or relay is
+    /// Linking (`--link`) and a linked phone (`--phone NAME`) unlock the store first, since the links are sealed in
+    /// it: without a store, or with a `--phone` name it does not hold, this fails before any radio or relay is
     /// touched.
     public func authenticators(for request: BrowserAuthenticators) async throws -> [any ClientAuthenticator] {
         switch request.phone {

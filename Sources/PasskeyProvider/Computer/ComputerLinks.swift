@@ -9,7 +9,7 @@ import PasskeyStoreIO
 /// without a QR code, and the policy of when one is kept and when it goes.
 ///
 /// Everything about a link (its name and relay as much as its secret and the contact ID that wakes the phone) is in
-/// the sealed file, so every use unlocks the store first (``unlock()``): `--link`, `--linked NAME` and
+/// the sealed file, so every use unlocks the store first (``unlock()``): `--link`, `--phone NAME` and
 /// `passkey client links` need a passkey store and its passphrase. Without a store they fail at once, saying to
 /// create one with `passkey init`. The first unlock also moves the links an earlier version kept in clear
 /// (`links.json`) into the sealed file, then removes the clear one.
@@ -109,7 +109,7 @@ public struct ComputerLinks: Sendable {
         }
     }
 
-    /// The linked phone called `name`, for `--linked NAME`; the error says how to link one or which exist.
+    /// The linked phone called `name`, for `--phone NAME`; the error says how to link one or which exist.
     public func phone(named name: String) async throws(ProviderError) -> LinkedPhone {
         let phones = try await phones()
         guard let phone = phones.first(where: { $0.name == name }) else {
@@ -122,7 +122,7 @@ public struct ComputerLinks: Sendable {
         return phone
     }
 
-    /// Forgets the phone called `name` (`passkey client links --remove`).
+    /// Forgets the phone called `name` (`passkey client links remove`).
     public func remove(named name: String) async throws(ProviderError) {
         try await unlock()
         let forgotten: Bool

@@ -6,7 +6,7 @@ import WebAuthnClient
 /// This computer's store as the browser sees it: its passkeys as the platform authenticator and its passwords beside
 /// them. While the store is locked both are listed from the identity index, without the passphrase; the store is
 /// unlocked only when the ceremony uses one of them. Once it is unlocked (a chooser shown after `--link` or
-/// `--linked` unlocked it, or after an earlier use in the same command), they are listed from the sealed rows
+/// `--phone` unlocked it, or after an earlier use in the same command), they are listed from the sealed rows
 /// instead (``SQLiteCredentialStore/sealedIndex()``): the index file is not authenticated, and whoever can write it
 /// must not choose the names an unlocked store's chooser shows.
 public final class ThisComputer: Sendable {

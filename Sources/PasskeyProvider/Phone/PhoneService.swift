@@ -153,7 +153,7 @@ public struct PhoneService: Sendable {
                     contactID: contact.contactID, listenerSecret: contact.listenerSecret,
                     onEvent: { event in interface.report(.phone(.listener(event, relay: relay.string))) },
                     onWake: { wake in
-                        // A link removed with `passkey linked remove` is declined: the computer forgets it.
+                        // A link removed with `passkey links remove` is declined: the computer forgets it.
                         guard linkIDs.contains(wake.clientPayload.linkID) else { return false }
                         sink.yield(wake)
                         return true

@@ -1,4 +1,5 @@
 import Basics
+import ChildProcessIO
 import Foundation
 
 /// The desktop clipboard through the command the session offers: `wl-copy`/`wl-paste` (wl-clipboard) under Wayland,
@@ -107,46 +108,27 @@ public struct Clipboard: Sendable {
 
     /// Runs `command`, writing `input` to its standard input (none: /dev/null) or, when `input` is nil, reading its
     /// output. The copying commands fork a process that stays behind to serve the clipboard, holding whatever it
-    /// inherited: so the pipes are close-on-exec, as are the process's other files (SQLite's, NIO's), and the command's end is seen by
-    /// `waitpid`, not by the end of a pipe the stayer would keep open.
+    /// inherited: so the pipes are close-on-exec, as are the process's other files (SQLite's, NIO's), and the
+    /// command's end is seen by `waitpid`, not by the end of a pipe the stayer would keep open.
     private func run(_ command: [String], input: [UInt8]?) throws(ProviderError) -> Outcome {
-        var pipeEnds: [Int32] = [-1, -1]
-        guard pipe(&pipeEnds) == 0 else { throw ProviderError("cannot run \(tool.name)") }
-        let (readEnd, writeEnd) = (pipeEnds[0], pipeEnds[1])
-        // Close-on-exec: the child keeps only the copy dup2 gives it.
-        for end in pipeEnds { _ = fcntl(end, F_SETFD, FD_CLOEXEC) }
-        var actions = posix_spawn_file_actions_t()
-        posix_spawn_file_actions_init(&actions)
-        defer { posix_spawn_file_actions_destroy(&actions) }
-        if input != nil {
-            posix_spawn_file_actions_adddup2(&actions, readEnd, 0)
-            posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0)
-        } else {
-            posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
-            posix_spawn_file_actions_adddup2(&actions, writeEnd, 1)
+        let ends: (read: Int32, write: Int32)
+        do throws(ChildProcessSpawn.Failure) {
+            ends = try ChildProcessSpawn.pipe()
+        } catch {
+            throw ProviderError("cannot run \(tool.name): \(error)")
         }
-        posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0)
-        var attributes = posix_spawnattr_t()
-        posix_spawnattr_init(&attributes)
-        defer { posix_spawnattr_destroy(&attributes) }
-        // Signals this process ignores (SIGINT while it waits) would stay ignored in the child.
-        var defaults = sigset_t()
-        sigfillset(&defaults)
-        var mask = sigset_t()
-        sigemptyset(&mask)
-        posix_spawnattr_setsigdefault(&attributes, &defaults)
-        posix_spawnattr_setsigmask(&attributes, &mask)
-        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSIGMASK))
-        let argv = command.map { strdup($0) } + [nil]
-        let environment = ProcessInfo.processInfo.environment.map { strdup("\($0)=\($1)") } + [nil]
-        defer { for pointer in argv + environment { free(pointer) } }
-        var pid: pid_t = 0
-        let spawned = posix_spawn(&pid, command[0], &actions, &attributes, argv, environment)
-        let (ours, theirs) = input != nil ? (writeEnd, readEnd) : (readEnd, writeEnd)
+        let (ours, theirs) = input != nil ? (ends.write, ends.read) : (ends.read, ends.write)
+        let files =
+            input != nil
+            ? ChildProcessSpawn.SpawnedFiles(input: .descriptor(theirs), output: .null, error: .null)
+            : ChildProcessSpawn.SpawnedFiles(input: .null, output: .descriptor(theirs), error: .null)
+        let started = Result { () throws(ChildProcessSpawn.Failure) in
+            try ChildProcessSpawn.start(executable: command[0], arguments: command, files: files)
+        }
         close(theirs)
         var open = true
         defer { if open { close(ours) } }
-        guard spawned == 0 else { throw ProviderError("cannot run \(tool.name)") }
+        guard case .success(let pid) = started else { throw ProviderError("cannot run \(tool.name)") }
 
         let deadline = ContinuousClock.now + commandLimit
         var output: [UInt8] = []
@@ -172,19 +154,10 @@ public struct Clipboard: Sendable {
                 output += buffer[..<count]
             }
         }
-        var status: Int32 = 0
-        while true {
-            let reaped = waitpid(pid, &status, WNOHANG)
-            if reaped == pid { break }
-            guard reaped == 0, ContinuousClock.now < deadline else {
-                kill(pid, SIGKILL)
-                _ = waitpid(pid, &status, 0)
-                throw ProviderError("cannot use the clipboard: \(tool.name) did not finish in time")
-            }
-            usleep(10_000)
+        guard let status = ChildProcessSpawn.wait(pid, until: deadline) else {
+            throw ProviderError("cannot use the clipboard: \(tool.name) did not finish in time")
         }
         // Exited normally: its status; killed by a signal: a failure.
-        let exited = status & 0x7f == 0
-        return Outcome(status: exited ? (status >> 8) & 0xff : -1, output: output)
+        return Outcome(status: status.exitStatus ?? -1, output: output)
     }
 }

@@ -38,6 +38,14 @@ public struct ExchangeService: Sendable {
         /// word).
         public var passwordsLeftOut: Int
         public var sealedWith: SealedWith
+
+        public init(bytes: [UInt8]?, count: Int, singleDevice: Int, passwordsLeftOut: Int, sealedWith: SealedWith) {
+            self.bytes = bytes
+            self.count = count
+            self.singleDevice = singleDevice
+            self.passwordsLeftOut = passwordsLeftOut
+            self.sealedWith = sealedWith
+        }
     }
 
     /// How the export was sealed, for the person to check.

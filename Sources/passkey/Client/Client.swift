@@ -50,8 +50,9 @@ struct ClientOptions: ParsableArguments {
     @Option(
         help: ArgumentHelp("Also write the QR code to this PNG file.", valueName: "file"),
         completion: .file(extensions: ["png"])) var qrPNG: String?
-    @Flag(help: "Print the outcome as one JSON object on standard output (progress goes to standard error).")
-    var json = false
+    /// `--json`: the outcome as one JSON object on standard output (progress goes to standard error).
+    @OptionGroup var format: JSONOption
+    var json: Bool { format.json }
     @OptionGroup var hybrid: HybridOptions
     @OptionGroup var linking: ClientLinkOptions
     @OptionGroup var store: StoreOptions
@@ -77,7 +78,7 @@ struct ClientOptions: ParsableArguments {
     }
 
     /// The engine with a phone as its only authenticator: the QR code, the advert, the relay, then one request.
-    /// The links are sealed in the passkey store (`--store`), unlocked first when `--link` or `--linked` asks.
+    /// The links are sealed in the passkey store (`--store`), unlocked first when `--link` or `--phone` asks.
     func phoneEngine() async throws -> ClientEngine {
         let service = BrowserService(
             links: linking.computerLinks(store: UnlockedStore(access: store.access())),

@@ -30,6 +30,8 @@ extension Passkey.Client {
 
         @OptionGroup var options: WebAuthnClientOptions
 
+        @OptionGroup var verbosity: OutputOptions
+
         func run() async throws {
             let options = options
             try await options.run {
@@ -84,6 +86,8 @@ extension Passkey.Client {
                 one prints {"type":"password","id":USER,"password":PASSWORD} instead of an assertion.
                 """)
         var password = false
+
+        @OptionGroup var verbosity: OutputOptions
 
         func run() async throws {
             let options = options

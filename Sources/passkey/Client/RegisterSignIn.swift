@@ -34,6 +34,8 @@ extension Passkey.Client {
         @Option(help: "Account name to register.") var user: String
         @Option(help: "Display name (default: the account name).") var displayName: String?
 
+        @OptionGroup var verbosity: OutputOptions
+
         func run() async throws {
             let options = options
             let accepted = try await options.run {
@@ -70,6 +72,8 @@ extension Passkey.Client {
 
         @OptionGroup var options: ClientOptions
         @Option(help: "Sign in as this registered account (its credential goes in the allowList).") var user: String?
+
+        @OptionGroup var verbosity: OutputOptions
 
         func run() async throws {
             let options = options

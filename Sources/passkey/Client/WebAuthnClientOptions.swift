@@ -52,8 +52,9 @@ struct WebAuthnClientOptions: ParsableArguments {
 
     @OptionGroup var linking: ClientLinkOptions
 
-    @Flag(help: "Print exactly the credential's toJSON() on one line, and nothing else on standard output.")
-    var json = false
+    /// `--json`: exactly the credential's toJSON() on one line, and nothing else on standard output.
+    @OptionGroup var format: JSONOption
+    var json: Bool { format.json }
 
     @Option(
         help: ArgumentHelp("Also write the phone's QR code to this PNG file.", valueName: "file"),
@@ -69,7 +70,7 @@ struct WebAuthnClientOptions: ParsableArguments {
 
     func validate() throws {
         if noPhone && (linking.link || linking.linked != nil) {
-            throw ValidationError("--link and --linked need a phone: drop --no-phone.")
+            throw ValidationError("--link and --phone need a phone: drop --no-phone.")
         }
         if let securityKey {
             do {
@@ -91,7 +92,7 @@ struct WebAuthnClientOptions: ParsableArguments {
     }
 
     /// The engine over what the flags ask for; which authenticators that is, and how links are kept, is the
-    /// browser service's. This computer and the linked phones share one unlocked store: `--link` and `--linked`
+    /// browser service's. This computer and the linked phones share one unlocked store: `--link` and `--phone`
     /// unlock it first (the links are sealed in it), and the chooser then lists this computer's passkeys from its
     /// sealed rows.
     func makeEngine(ceremony: ClientCeremony, thisComputer: ThisComputer) async throws -> ClientEngine {
@@ -142,16 +143,19 @@ struct WebAuthnClientOptions: ParsableArguments {
     }
 }
 
-/// `--link` and `--linked NAME`: remembering a phone after a QR session, and reaching it later without one.
+/// `--link` and `--phone NAME`: remembering a phone after a QR session (the act of linking, `--link` as on
+/// `passkey scan`), and reaching a linked phone later without one, chosen by name as `--security-key` chooses a key
+/// (Docs/CommandLine.md, "Links").
 struct ClientLinkOptions: ParsableArguments {
     @Flag(
         help: """
             Offer the phone to remember this computer (QR code key 4): the link it sends is sealed in the passkey \
-            store (which this unlocks), and `--linked NAME` reaches it later without a QR code.
+            store (which this unlocks), and `--phone NAME` reaches it later without a QR code.
             """)
     var link = false
 
     @Option(
+        name: .customLong("phone"),
         help: ArgumentHelp(
             "Reach the linked phone with this name through its relay instead of showing a QR code "
                 + "(`passkey client links` lists them); unlocks the passkey store, where links are sealed.",
@@ -160,7 +164,7 @@ struct ClientLinkOptions: ParsableArguments {
 
     func validate() throws {
         if link && linked != nil {
-            throw ValidationError("--link (a QR session) and --linked (no QR code) exclude each other.")
+            throw ValidationError("--link (a QR session) and --phone (a linked phone, no QR code) exclude each other.")
         }
     }
 

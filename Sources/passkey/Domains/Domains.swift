@@ -1,3 +1,4 @@
+import Basics
 import ArgumentParser
 import AssociatedDomains
 import AssociatedDomainsIO
@@ -44,8 +45,10 @@ extension Passkey.Domains {
             help: ArgumentHelp(
                 "The domain the file came from, host or host:port (default: the link's host).", valueName: "domain"))
         var domain: String?
-        @Flag(help: "Print one JSON object.") var json = false
+        @OptionGroup var format: JSONOption
         @Argument(help: ArgumentHelp("The https link.", valueName: "url")) var url: String
+
+        @OptionGroup var verbosity: OutputOptions
 
         func run() throws {
             let appID: AppID
@@ -63,7 +66,7 @@ extension Passkey.Domains {
                 throw CommandFailure("\(source) is not a valid association file: \(error.message)", exitCode: 2)
             }
             let verdict = association.match(url: url, app: appID, domain: domain)
-            if json {
+            if format.json {
                 printJSON(JSONOutput.text(DomainLines.linkJSON(verdict)))
             } else {
                 DomainLines.link(verdict).forEach { printLine($0) }

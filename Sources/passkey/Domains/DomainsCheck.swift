@@ -33,7 +33,7 @@ extension Passkey.Domains {
                 "A PEM file of CAs to trust, besides the system's (for HTTPS and signed files).", valueName: "file"),
             completion: .file(extensions: ["pem", "crt"]))
         var ca: String?
-        @Flag(help: "Print one JSON object: state, reason, url, status.") var json = false
+        @OptionGroup var format: JSONOption
         @Option(help: ArgumentHelp("Fetches of a failing URL in all (5xx, no answer).", visibility: .hidden))
         var tries = 3
         @Option(
@@ -48,6 +48,8 @@ extension Passkey.Domains {
             guard retryDelay >= 0, retryDelay <= 600 else { throw ValidationError("--retry-delay must be 0–600.") }
         }
 
+        @OptionGroup var verbosity: OutputOptions
+
         func run() async throws {
             let (entitlement, appID) = try Self.parse(domain: domain, service: service, app: app)
             let checker = try Self.checker(ca: ca)
@@ -59,8 +61,8 @@ extension Passkey.Domains {
             let outcome = try ApprovalTableFile(url: store.files.domainApprovals).update {
                 try $0.record(verdict, entitlement: entitlement, app: appID, at: Date())
             }
-            Self.show(verdict, entitlement: entitlement, app: appID, json: json)
-            if case .approvalStands(let since) = outcome, !json {
+            Self.show(verdict, entitlement: entitlement, app: appID, json: format.json)
+            if case .approvalStands(let since) = outcome, !format.json {
                 printLine(
                     "The approval from \(since.formatted(.iso8601)) stands: a check that cannot reach the site does not "
                         + "undo it for a week.")
@@ -106,11 +108,13 @@ extension Passkey.Domains {
             abstract: "The approval table: each entitlement and app, with the last check's state, time and reason.")
 
         @OptionGroup var store: StoreOptions
-        @Flag(help: "Print a JSON array.") var json = false
+        @OptionGroup var format: JSONOption
+
+        @OptionGroup var verbosity: OutputOptions
 
         func run() async throws {
             let table = try ApprovalTableFile(url: store.files.domainApprovals).load()
-            if json {
+            if format.json {
                 printJSON(JSONOutput.text(DomainLines.tableJSON(table)))
             } else {
                 DomainLines.table(table).forEach { printLine($0) }
@@ -130,6 +134,8 @@ extension Passkey.Domains {
         func validate() throws {
             guard all != (app != nil) else { throw ValidationError("Name an app, or give --all.") }
         }
+
+        @OptionGroup var verbosity: OutputOptions
 
         func run() async throws {
             let file = ApprovalTableFile(url: store.files.domainApprovals)

@@ -34,6 +34,8 @@ extension Passkey.Domains {
         @Argument(help: ArgumentHelp("The apple-app-site-association JSON.", valueName: "file"), completion: .file())
         var file: String
 
+        @OptionGroup var verbosity: OutputOptions
+
         func run() async throws {
             if output == nil, isatty(STDOUT_FILENO) == 1 {
                 throw CommandFailure(

@@ -38,13 +38,19 @@ extension Passkey {
             help: ArgumentHelp("Write to this file (default: standard output).", valueName: "file"), completion: .file()
         )
         var output: String?
+        @OptionGroup var format: JSONOption
 
         func validate() throws {
             guard (to != nil) != passphrase else { throw ValidationError("Give either --to FILE or --passphrase.") }
+            if format.json && output == nil {
+                throw ValidationError("--json needs --output FILE: without it the export itself is standard output.")
+            }
             for text in credentials where CredentialIDText(text) == nil {
                 throw ValidationError("'\(text)' is not a base64url or hex credential ID.")
             }
         }
+
+        @OptionGroup var verbosity: OutputOptions
 
         func run() async throws {
             let ids = Set(credentials.flatMap { CredentialIDText($0)?.candidates ?? [] })
@@ -52,18 +58,11 @@ extension Passkey {
                 sealing: to.map { .importerKey(path: $0) } ?? .passphrase, relyingParties: relyingParties,
                 credentialIDs: ids, output: output)
             if let bytes = exported.bytes { FileHandle.standardOutput.write(Data(bytes + [0x0A])) }
-            let count = exported.count
-            var line = "passkey: exported \(count.counted("passkey")) "
-            switch exported.sealedWith {
-            case .importerKey(let fingerprint): line += "sealed to the importer key \(fingerprint)"
-            case .archive(let kdf, let mebibytes): line += "in a passphrase archive (\(kdf), \(mebibytes) MiB)"
+            if format.json, let output {
+                printJSON(JSONOutput.text(ExchangeLines.exportJSON(exported, output: output)))
+            } else {
+                Terminal.shared.write("passkey: " + ExchangeLines.exportSummary(exported, output: output) + "\n")
             }
-            if let output { line += " to \(output)" }
-            if exported.singleDevice > 0 { line += "; left out \(exported.singleDevice) single-device (BE = 0)" }
-            if exported.passwordsLeftOut > 0 {
-                line += "; \(exported.passwordsLeftOut.counted("saved password")) not exported (passkeys only)"
-            }
-            Terminal.shared.write(line + "\n")
         }
     }
 

@@ -23,18 +23,19 @@ extension Passkey {
             help: ArgumentHelp("The importer's private key (JWK), for a sealed export.", valueName: "file"),
             completion: .file(extensions: ["jwk"]))
         var key: String?
-        @Flag(help: "Add the passkeys without asking (scripts; the output says so).") var yes = false
+        @OptionGroup var approval: ApprovalOptions
+        @OptionGroup var format: JSONOption
+
+        @OptionGroup var verbosity: OutputOptions
 
         func run() async throws {
-            let imported = try await ExchangeService(access: store.access()).import(file: file, key: key, yes: yes)
-            var summary = "Imported \(imported.added.counted("passkey"))"
-            if imported.skippedDuplicates > 0 {
-                summary += "; skipped \(imported.skippedDuplicates) already in the store"
+            let imported = try await ExchangeService(access: store.access()).import(
+                file: file, key: key, yes: approval.unattended)
+            if format.json {
+                printJSON(JSONOutput.text(ExchangeLines.importJSON(imported)))
+            } else {
+                printLine(ExchangeLines.importSummary(imported))
             }
-            if imported.otherTypes > 0 {
-                summary += "; skipped \(imported.otherTypes.counted("credential")) of other types"
-            }
-            printLine(summary + ".")
             if imported.wasClearText {
                 Terminal.shared.write(
                     "passkey: \(file.terminalSafe) holds private keys in clear text: delete it now "
@@ -62,10 +63,20 @@ extension Passkey {
                 name: .shortAndLong, help: ArgumentHelp("The private key file.", valueName: "file"),
                 completion: .file(extensions: ["jwk"]))
             var output = "importer.jwk"
+            @OptionGroup var format: JSONOption
+
+            @OptionGroup var verbosity: OutputOptions
 
             func run() throws {
                 let fingerprint = try ExchangeService.newImporterKey(output: output)
                 let publicPath = ExchangeService.publicKeyPath(for: output)
+                if format.json {
+                    printJSON(
+                        JSONOutput.text(
+                            ExchangeLines.importerKeyJSON(
+                                fingerprint: fingerprint, privateKey: output, publicKey: publicPath)))
+                    return
+                }
                 printLine(
                     "Wrote the private key to \(output) (mode 0600; keep it for `passkey import --key \(output)`).")
                 printLine(

@@ -30,7 +30,7 @@ extension Passkey.Inspect {
                 """
         )
 
-        @Flag(help: "Print one JSON object.") var json = false
+        @OptionGroup var format: JSONOption
         @Option(
             help: ArgumentHelp("Read the QR code from a PNG or PGM image.", valueName: "file"),
             completion: .file(extensions: ["png", "pgm"]))
@@ -43,10 +43,12 @@ extension Passkey.Inspect {
             }
         }
 
+        @OptionGroup var verbosity: OutputOptions
+
         func run() throws {
             let payload = try QRCodePayload(url: image.map(Self.fidoURL(inImage:)) ?? url ?? "")
             let report = HybridInspection.QRCodeReport(payload)
-            if json {
+            if format.json {
                 printJSON(JSONOutput.text(report.jsonObject))
             } else {
                 printLine(report.lines.joined(separator: "\n"))
@@ -85,7 +87,7 @@ extension Passkey.Inspect {
         var qrSecret: String?
         @Option(name: .customLong("qr"), help: ArgumentHelp("The QR code's FIDO:/ URL instead.", valueName: "url"))
         var qrURL: String?
-        @Flag(help: "Print one JSON object.") var json = false
+        @OptionGroup var format: JSONOption
         @Argument(help: ArgumentHelp("The advert in hex.", valueName: "advert")) var advert: String
 
         func validate() throws {
@@ -100,6 +102,8 @@ extension Passkey.Inspect {
             guard [UInt8](hex: advert) != nil else { throw ValidationError("The advert must be hex.") }
         }
 
+        @OptionGroup var verbosity: OutputOptions
+
         func run() throws {
             let secret = try qrSecret.flatMap { [UInt8](hex: $0) } ?? QRCodePayload(url: qrURL ?? "").secret
             let advertBytes: [UInt8]
@@ -109,7 +113,7 @@ extension Passkey.Inspect {
                 throw CommandFailure(error.description)
             }
             let report = HybridInspection.AdvertReport(secret: secret, advert: advertBytes)
-            if json {
+            if format.json {
                 printJSON(JSONOutput.text(report.jsonObject))
             } else {
                 printLine(report.lines.joined(separator: "\n"))
@@ -121,12 +125,14 @@ extension Passkey.Inspect {
         static let configuration = CommandConfiguration(
             abstract: "Show the host name of a tunnel server domain ID (0, 1, or 256–65535).")
 
-        @Flag(help: "Print one JSON object.") var json = false
+        @OptionGroup var format: JSONOption
         @Argument(help: "The domain ID from an advert.") var id: UInt16
+
+        @OptionGroup var verbosity: OutputOptions
 
         func run() throws {
             let report = HybridInspection.DomainReport(try TunnelDomain(id: id))
-            if json {
+            if format.json {
                 printJSON(JSONOutput.text(report.jsonObject))
             } else {
                 printLine(report.lines.joined(separator: "\n"))

@@ -1,3 +1,4 @@
+import Basics
 import ArgumentParser
 import AssociatedDomains
 import Foundation
@@ -18,7 +19,7 @@ extension Passkey.Inspect {
                 """
         )
 
-        @Flag(help: "Print one JSON object.") var json = false
+        @OptionGroup var format: JSONOption
         @Argument(
             help: ArgumentHelp("The HTML page: a file, - for standard input, or an https:// URL.", valueName: "page"),
             completion: .file(extensions: ["html", "htm"]))
@@ -27,6 +28,8 @@ extension Passkey.Inspect {
             help: ArgumentHelp("A PEM file of a further CA to trust for an https:// page.", valueName: "file"),
             completion: .file(extensions: ["pem", "crt"]))
         var ca: String?
+
+        @OptionGroup var verbosity: OutputOptions
 
         func run() async throws {
             let html =
@@ -37,7 +40,7 @@ extension Passkey.Inspect {
             do { banner = try SmartAppBanner(html: html) } catch {
                 throw CommandFailure(error.message, exitCode: 1)
             }
-            if json {
+            if format.json {
                 printJSON(JSONOutput.text(DomainLines.bannerJSON(banner)))
             } else {
                 DomainLines.banner(banner).forEach { printLine($0) }

@@ -43,7 +43,7 @@ extension Passkey.Inspect {
                 "Check each 'origin<TAB>rpId' line of a file (- for standard input), one JSON line each.",
                 valueName: "file", visibility: .hidden), completion: .file())
         var batch: String?
-        @Flag(help: "Print one JSON object.") var json = false
+        @OptionGroup var format: JSONOption
         @Argument(help: ArgumentHelp("The origin, or any URL of it.", valueName: "url")) var url: String?
 
         func validate() throws {
@@ -51,7 +51,7 @@ extension Passkey.Inspect {
                 throw ValidationError("Give exactly one of a URL and --batch.")
             }
             if batch != nil {
-                guard rpID == nil, !relatedOrigins, !json else {
+                guard rpID == nil, !relatedOrigins, !format.json else {
                     throw ValidationError(
                         "--batch takes each RP ID from its lines and prints JSON; it fetches nothing.")
                 }
@@ -63,6 +63,8 @@ extension Passkey.Inspect {
                 throw ValidationError("--related-origins-port must be 1–65535.")
             }
         }
+
+        @OptionGroup var verbosity: OutputOptions
 
         func run() async throws {
             let list: PublicSuffixList
@@ -89,7 +91,7 @@ extension Passkey.Inspect {
             } else {
                 verdict = RelyingPartyIDCheck.evaluate(origin: origin, rpID: rpID, list: list)
             }
-            if json {
+            if format.json {
                 printJSON(JSONOutput.text(OriginCheckLines.json(verdict)))
             } else {
                 OriginCheckLines.text(verdict).forEach { printLine($0) }

@@ -45,6 +45,8 @@ extension Passkey.Password {
             }
         }
 
+        @OptionGroup var verbosity: OutputOptions
+
         func run() throws {
             guard var random = BufferedSystemRandom() else { throw CommandFailure("cannot open /dev/urandom") }
             let make = try Self.generator(format: format, rules: rules)

@@ -51,6 +51,8 @@ extension Passkey.Password {
             return try Passkey.Password.Generate.generator(format: nil, rules: rules)(&random)
         }
 
+        @OptionGroup var verbosity: OutputOptions
+
         func run() async throws {
             guard let service = PasswordService(service) else { return }
             // Made before anything is opened, so impossible rules change nothing.
@@ -99,6 +101,8 @@ extension Passkey.Password {
                 throw ValidationError("--clear-after must be between 1 and 86400 seconds.")
             }
         }
+
+        @OptionGroup var verbosity: OutputOptions
 
         func run() async throws {
             guard let service = PasswordService(service) else { return }

@@ -33,6 +33,8 @@ extension Passkey.Password {
             }
         }
 
+        @OptionGroup var verbosity: OutputOptions
+
         func run() async throws {
             guard let service = PasswordService(service) else { return }
             try await PasswordPrompts.withVault(store, approvals: approvals, approval: approval) {
@@ -67,6 +69,8 @@ extension Passkey.Password {
                 throw ValidationError("'\(domain)' is not a domain name (with an optional :port).")
             }
         }
+
+        @OptionGroup var verbosity: OutputOptions
 
         func run() async throws {
             // Whether the person can be asked is settled before the store is unlocked, as the vault settles it

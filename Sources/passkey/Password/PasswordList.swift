@@ -16,7 +16,7 @@ extension Passkey.Password {
 
         @OptionGroup var store: StoreOptions
         @Option(help: "Only the logins of this service.") var service: String?
-        @Flag(help: "Print one JSON array instead of a table.") var json = false
+        @OptionGroup var format: JSONOption
         @Flag(help: "Unlock the store and check every saved password, damaged ones included.") var verify = false
 
         func validate() throws {
@@ -24,6 +24,8 @@ extension Passkey.Password {
                 throw ValidationError("'\(service)' is not a domain, an https:// origin or an app ID.")
             }
         }
+
+        @OptionGroup var verbosity: OutputOptions
 
         func run() async throws {
             let wanted = service.flatMap(PasswordService.init)
@@ -35,7 +37,7 @@ extension Passkey.Password {
             } else {
                 rows = PasswordListing.rows(try await Passkey.List.index(store: store).passwords, service: wanted)
             }
-            if json {
+            if format.json {
                 printJSON(JSONOutput.text(PasswordListing.json(rows)))
             } else {
                 PasswordListing.lines(rows, service: wanted).forEach { printLine($0) }

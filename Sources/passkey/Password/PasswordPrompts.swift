@@ -1,3 +1,4 @@
+import Basics
 import ArgumentParser
 import Foundation
 import PasskeyFilesIO

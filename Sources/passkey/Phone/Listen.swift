@@ -17,7 +17,7 @@ extension Passkey {
             discussion: """
                 Holds a connection to the relay this phone registered with (`passkey scan --link --relay URL`), \
                 proves that it owns its contact ID, and reconnects with exponential back-off when the connection \
-                ends. When a linked computer asks for it (`passkey client get --linked NAME`), the relay sends a \
+                ends. When a linked computer asks for it (`passkey client get --phone NAME`), the relay sends a \
                 wake: this phone joins the tunnel, advertises over Bluetooth and serves the request from the store, \
                 asking as `passkey scan` does (--yes for tests). Runs until SIGINT or SIGTERM; a systemd user unit \
                 is in Docs/Hybrid.md ("Linked phones").
@@ -26,6 +26,8 @@ extension Passkey {
         @OptionGroup var hybrid: HybridOptions
         @OptionGroup var store: StoreOptions
         @OptionGroup var approval: ApprovalOptions
+
+        @OptionGroup var verbosity: OutputOptions
 
         func run() async throws {
             let interface = TerminalInterface()

@@ -41,11 +41,14 @@ extension Passkey {
         var domain: UInt16 = 0
         @Flag(
             help: """
-                Remember the computer: when its QR code says it can store linking information, send it, so that it                 can reach this phone later without a QR code through --relay while `passkey listen` runs.
+                Remember the computer: when its QR code says it can store linking information, send it, so that it \
+                can reach this phone later without a QR code through --relay while `passkey listen` runs.
                 """)
         var link = false
         @Option(help: ArgumentHelp("The name the computer shows for this phone (with --link).", valueName: "name"))
         var name: String?
+        /// `--json`: once the computer has closed the tunnel, `{"answered": N, "linkId": HEX}` (`PhoneLines.scanJSON`).
+        @OptionGroup var format: JSONOption
 
         func validate() throws {
             if url != nil && image != nil { throw ValidationError("Give the FIDO:/ URL or --image, not both.") }
@@ -59,6 +62,8 @@ extension Passkey {
                 throw ValidationError("--domain: \(TunnelDomainError.unassigned(domain))")
             }
         }
+
+        @OptionGroup var verbosity: OutputOptions
 
         func run() async throws {
             let payload = try readQRCode()
@@ -80,9 +85,10 @@ extension Passkey {
                 let service = PhoneService(
                     store: store, interface: interface, consent: consent, advertiser: advertiser,
                     radio: hybrid.mode, environment: .system(tls: tls), timeouts: hybrid.timeouts)
-                _ = try await service.answer(payload, options: options)
+                let outcome = try await service.answer(payload, options: options)
                 await advertiser.close()
                 if consent.declined { throw Declined(message: "the request was declined at the prompt") }
+                if format.json { printJSON(JSONOutput.text(PhoneLines.scanJSON(outcome))) }
             } catch {
                 await advertiser.close()
                 throw error

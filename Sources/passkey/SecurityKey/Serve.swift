@@ -53,7 +53,6 @@ extension Passkey {
                 verify the user with the PIN (set one with a platform, e.g. python-fido2 or `fido2-token -S`).
                 """)
         var pinOnly = false
-        @Flag(help: "Log one line per CTAPHID transaction and per CTAP request (never payloads).") var verbose = false
 
         func validate() throws {
             guard (udp != nil) != uhid else { throw ValidationError("Give exactly one of --udp HOST:PORT and --uhid.") }
@@ -70,11 +69,15 @@ extension Passkey {
             return (address.host, address.port)
         }
 
+        /// `-v` logs one line per CTAPHID transaction and per CTAP request (never payloads); `-q` only warnings
+        /// and errors.
+        @OptionGroup var verbosity: OutputOptions
+
         func run() async throws {
-            let verbose = verbose
+            let level = verbosity.level
             LoggingSystem.bootstrap { label in
                 var handler = StreamLogHandler.standardError(label: label)
-                handler.logLevel = verbose ? .debug : .notice
+                handler.logLevel = level.showsDetails ? .debug : level.showsProgress ? .notice : .warning
                 return handler
             }
             // Opened before the store, so a kernel without uhid changes nothing.

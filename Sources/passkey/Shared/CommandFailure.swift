@@ -10,7 +10,7 @@ import TerminalIO
 /// holds no QR code.
 ///
 /// Printed as every failure is (`ErrorLine`): `passkey: MESSAGE (hint)` on one line, the detail only with
-/// `--verbose`, and no usage text (that is for `ValidationError`, which only `validate()` throws: the arguments
+/// `-v`/`--verbose`, and no usage text (that is for `ValidationError`, which only `validate()` throws: the arguments
 /// themselves are wrong). Exits with `exitCode`, from the one table (`ExitStatus`, `Docs/ExitStatus.md`).
 struct CommandFailure: Error, CustomStringConvertible {
     /// What went wrong, one sentence without a trailing period.
@@ -42,15 +42,17 @@ extension Passkey {
     /// settings are checked before any command runs. Help and the version print as ArgumentParser prints them.
     static func main() async {
         Interruption.install()
-        let verbose =
-            CommandLine.arguments.dropFirst().contains("--verbose")
-            || ProcessInfo.processInfo.environment["PASSKEY_VERBOSE"] == "1"
         var command: any ParsableCommand
         do {
             command = try parseAsRoot()
         } catch {
             parserExit(error)
         }
+        // -q and -v, which every command has (`OutputOptions`), for every line printed from here on.
+        OutputLevel.current =
+            OutputOptions.of(command)?.level
+            ?? OutputLevel(quiet: false, verbose: false, environment: ProcessInfo.processInfo.environment)
+        let verbose = OutputLevel.current.showsDetails
         // Help (`passkey`, `--help`, `help COMMAND`: ArgumentParser's own command) needs no settings.
         let onlyHelp = command is Passkey || String(reflecting: type(of: command)).hasPrefix("ArgumentParser.")
         do {

@@ -1,3 +1,4 @@
+import Basics
 import TerminalIO
 
 // Every line the `passkey` command prints to standard output goes through one of these three, so that no name a

@@ -38,6 +38,8 @@ extension Passkey {
             }
         }
 
+        @OptionGroup var verbosity: OutputOptions
+
         func run() async throws {
             let environment = ProcessInfo.processInfo.environment
             let idle = idle.flatMap(parseIdleDuration) ?? HeldKeys<Void>.defaultIdle
@@ -134,6 +136,8 @@ extension Passkey {
             help: ArgumentHelp("Forget only this store's key.", valueName: "path"))
         var path: String?
 
+        @OptionGroup var verbosity: OutputOptions
+
         func run() throws {
             let socket: String
             do {
@@ -171,6 +175,8 @@ extension Passkey {
 
         @Flag(name: .customLong("started-by-unlock"), help: .hidden)
         var startedByUnlock = false
+
+        @OptionGroup var verbosity: OutputOptions
 
         func run() throws {
             let socket: String

@@ -23,9 +23,11 @@ extension Passkey {
 
         @OptionGroup var store: StoreOptions
         @Option(name: .customLong("rp"), help: "Only passkeys of this relying party ID.") var relyingParty: String?
-        @Flag(help: "Print one JSON array instead of a table.") var json = false
+        @OptionGroup var format: JSONOption
         @Flag(help: "Unlock the store with its passphrase and check every passkey, damaged ones included.")
         var verify = false
+
+        @OptionGroup var verbosity: OutputOptions
 
         func run() async throws {
             if verify {
@@ -43,7 +45,7 @@ extension Passkey {
 
         /// The listing as JSON, or as text (a line of its own when it is empty).
         private func show(_ objects: [[String: Any]], _ lines: [String]) {
-            if json {
+            if format.json {
                 printJSON(JSONOutput.text(objects))
             } else {
                 printLine(

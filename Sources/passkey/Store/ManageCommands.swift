@@ -24,6 +24,8 @@ extension Passkey {
             help: "Accept a passphrase shorter than the rule asks (tests only). Also $PASSKEY_ALLOW_WEAK_PASSPHRASE=1.")
         var allowWeakPassphrase = false
 
+        @OptionGroup var verbosity: OutputOptions
+
         func run() async throws {
             let created = try await store.create(allowingWeakPassphrase: allowWeakPassphrase)
             defer { created.close() }
@@ -52,6 +54,8 @@ extension Passkey {
             }
         }
 
+        @OptionGroup var verbosity: OutputOptions
+
         func run() async throws {
             let entry = try await PasskeyCatalog(access: store.access()).delete(
                 candidates: CredentialIDText(credentialID)?.candidates ?? [], text: credentialID, mode: approval.mode)
@@ -69,7 +73,9 @@ extension Passkey {
             abstract: "Show the authenticator's capabilities and the store.")
 
         @OptionGroup var store: StoreOptions
-        @Flag(help: "Print one JSON object.") var json = false
+        @OptionGroup var format: JSONOption
+
+        @OptionGroup var verbosity: OutputOptions
 
         func run() async throws {
             let store = try await store.open(create: false)
@@ -79,7 +85,7 @@ extension Passkey {
             let report = AuthenticatorReport(
                 storePath: store.url.path, passkeys: intact, damagedPasskeys: entries.count - intact,
                 keyDerivation: store.kdfParameters.description, settings: try store.settings())
-            if json {
+            if format.json {
                 printJSON(String(decoding: report.json(), as: UTF8.self))
             } else {
                 report.lines().forEach { printLine($0) }

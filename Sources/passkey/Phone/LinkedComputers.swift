@@ -8,17 +8,20 @@ import PasskeyStoreIO
 import TerminalIO
 
 extension Passkey {
-    /// The phone's side of linking: the computers that can wake it, and revoking them.
-    struct Linked: AsyncParsableCommand {
+    /// The phone's side of linking: the computers that can wake it, and revoking them. `passkey client links` is
+    /// the computer's side, with the same words (Docs/CommandLine.md, "Links").
+    struct Links: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
-            abstract: "The computers linked to this phone (passkey scan --link): list them, revoke them.",
-            subcommands: [List.self, Remove.self, Revoke.self])
+            abstract: "The computers linked to this phone (passkey scan --link): list, remove, revoke.",
+            subcommands: [List.self, Remove.self, Revoke.self], defaultSubcommand: List.self)
 
         struct List: AsyncParsableCommand {
             static let configuration = CommandConfiguration(
                 abstract: "List this phone's relays and linked computers (never their secrets).")
             @OptionGroup var store: StoreOptions
-            @Flag(help: "Print one JSON object.") var json = false
+            @OptionGroup var format: JSONOption
+
+            @OptionGroup var verbosity: OutputOptions
 
             func run() async throws {
                 let (lock, store) = try await store.openForServing(create: false)
@@ -29,18 +32,18 @@ extension Passkey {
                 let state =
                     try PhoneLinks(store: store, interface: TerminalInterface(), environment: .system()).state()
                     ?? PhoneLinkState()
-                let format = Date.ISO8601FormatStyle()
-                if json {
+                let dates = Date.ISO8601FormatStyle()
+                if format.json {
                     try ClientOptions.printJSON([
                         "relays": state.contacts.map {
-                            ["relay": $0.relay, "registered": $0.registered.formatted(format)]
+                            ["relay": $0.relay, "registered": $0.registered.formatted(dates)]
                         },
                         "links": state.links.map { link in
                             var entry: [String: Any] = [
                                 "linkId": link.linkID.hexString, "relay": link.relay,
-                                "created": link.created.formatted(format),
+                                "created": link.created.formatted(dates),
                             ]
-                            if let used = link.lastUsed { entry["lastUsed"] = used.formatted(format) }
+                            if let used = link.lastUsed { entry["lastUsed"] = used.formatted(dates) }
                             return entry
                         },
                     ])
@@ -50,10 +53,10 @@ extension Passkey {
                     printLine("no relay: link a computer with `passkey scan --link --relay URL`")
                 }
                 for contact in state.contacts {
-                    printLine("relay \(contact.relay), registered \(contact.registered.formatted(format))")
+                    printLine("relay \(contact.relay), registered \(contact.registered.formatted(dates))")
                     for link in state.links where link.relay == contact.relay {
-                        let used = link.lastUsed.map { ", last used \($0.formatted(format))" } ?? ""
-                        printLine("  link \(link.linkID.hexString), created \(link.created.formatted(format))\(used)")
+                        let used = link.lastUsed.map { ", last used \($0.formatted(dates))" } ?? ""
+                        printLine("  link \(link.linkID.hexString), created \(link.created.formatted(dates))\(used)")
                     }
                 }
             }
@@ -69,14 +72,16 @@ extension Passkey {
                     """)
             @OptionGroup var store: StoreOptions
             @Argument(
-                help: ArgumentHelp("The link ID, as `passkey linked list` prints it (hex).", valueName: "link-id"))
+                help: ArgumentHelp("The link ID, as `passkey links list` prints it (hex).", valueName: "link-id"))
             var linkID: String
 
             func validate() throws {
                 guard let bytes = [UInt8](hex: linkID), bytes.count == LinkingInfo.linkIDLength else {
-                    throw ValidationError("the link ID is 16 hex digits, as `passkey linked list` prints it")
+                    throw ValidationError("the link ID is 16 hex digits, as `passkey links list` prints it")
                 }
             }
+
+            @OptionGroup var verbosity: OutputOptions
 
             func run() async throws {
                 let (lock, store) = try await store.openForServing(create: false)
@@ -100,6 +105,8 @@ extension Passkey {
                     """)
             @OptionGroup var hybrid: HybridOptions
             @OptionGroup var store: StoreOptions
+
+            @OptionGroup var verbosity: OutputOptions
 
             func run() async throws {
                 let (lock, store) = try await store.openForServing(create: false)
