@@ -18,12 +18,14 @@ struct Config: ParsableCommand {
     @Flag(help: "Print one JSON object: the file, and each setting's value and source.") var json = false
     @OptionGroup var store: StoreOptions
     @OptionGroup var hybrid: HybridOptions
+    @OptionGroup var consent: ConsentOptions
 
     func run() throws {
         let environment = ProcessInfo.processInfo.environment
         let file = PasskeyFiles.settingsFile(environment: environment).path
         let present = try processSettingsFile.get() != nil
-        let settings = try processSettings(flags: store.flags.merging(hybrid.flags) { $1 })
+        let settings = try processSettings(
+            flags: store.flags.merging(hybrid.flags) { $1 }.merging(consent.flags) { $1 })
         if json {
             printJSON(
                 String(
