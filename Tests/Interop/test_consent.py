@@ -17,7 +17,7 @@ from fido2.ctap import CtapError
 from fido2.ctap2 import Ctap2
 from fido2.utils import sha256
 
-from conftest import PASSKEY_BIN, TRANSPORT, Server
+from conftest import PASSKEY_BIN, PASSPHRASE, TRANSPORT, Server
 
 ERR = CtapError.ERR
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -171,6 +171,27 @@ def test_an_allow_without_a_recent_unlock_is_presence_only(store_dir, runtime_di
     notify = [call for call in notifications.calls() if call["call"] == "Notify"][0]
     assert "Allow counts as presence only, not as verification: the store is not unlocked in the agent" in notify["body"]
     assert "allowed as presence only, not as verification: the store is not unlocked in the agent" in log
+
+
+def test_an_allow_soon_after_passkey_unlock_verifies(store_dir, runtime_dir, session_bus):
+    notifications = NotificationServer(session_bus, "allow", runtime_dir)
+    server = serve(store_dir, runtime_dir, bus=session_bus)
+    try:
+        unlocked = subprocess.run(
+            [PASSKEY_BIN, "unlock", "--store", server.store_path, "--for", "60s"], capture_output=True, text=True,
+            timeout=60, stdin=subprocess.DEVNULL,
+            env=dict(os.environ, PASSKEY_PASSPHRASE=PASSPHRASE, XDG_RUNTIME_DIR=runtime_dir))
+        assert unlocked.returncode == 0, unlocked.stderr
+        made = make_credential(server, uv=True)
+        assert made.auth_data.is_user_present() and made.auth_data.is_user_verified()
+    finally:
+        subprocess.run([PASSKEY_BIN, "lock"], capture_output=True, timeout=30,
+                       env=dict(os.environ, XDG_RUNTIME_DIR=runtime_dir))
+        log = server.stop()
+        notifications.stop()
+    notify = [call for call in notifications.calls() if call["call"] == "Notify"][0]
+    assert "Allow also verifies you (the store was unlocked recently)." in notify["body"]
+    assert "presence only" not in log
 
 
 def pending_requests(runtime_dir, count=1, within=10):
