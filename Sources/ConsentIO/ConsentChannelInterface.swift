@@ -75,7 +75,14 @@ public final class ConsentChannelInterface: ProviderUserInterface, ConsentAsker 
 
     private func askByNotification(_ prompt: ConsentPrompt) async -> PromptAnswer<Int>? {
         guard let notifications = await connectedNotifications() else { return nil }
-        return await notifications.ask(prompt, log: log)
+        if let answer = await notifications.ask(prompt, log: log) { return answer }
+        // Nobody took it: the next request connects afresh, in case the bus itself was restarted.
+        let stale = self.notifications.withLock { connected in
+            defer { connected = nil }
+            return connected
+        }
+        await stale?.connection.close()
+        return nil
     }
 
     private func connectedNotifications() async -> DesktopNotifications? {
