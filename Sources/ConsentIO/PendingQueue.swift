@@ -73,10 +73,26 @@ public struct PendingQueue: Sendable {
     /// Queues `request` (a new file; never replaces one).
     public func add(_ request: PendingConsent) throws(PendingQueueError) {
         try prepare()
+        try publish(request.json.serialized(), at: requestFile(request.id))
+    }
+
+    /// Puts `bytes` at `url` whole or not at all, never replacing a file there: written to a temporary 0600 file
+    /// beside it (a name no reader takes), then linked into place, so that a reader never sees a file half
+    /// written (and takes it for a damaged one).
+    func publish(_ bytes: [UInt8], at url: URL) throws(PendingQueueError) {
+        var generator = SystemRandomNumberGenerator()
+        let temporary = directory.appendingPathComponent(
+            ".\(url.lastPathComponent).\(String(generator.next(), radix: 16)).tmp")
         do {
-            try OwnerOnlyFile.create(request.json.serialized(), at: requestFile(request.id))
+            try OwnerOnlyFile.create(bytes, at: temporary)
         } catch {
             throw PendingQueueError(error.description)
+        }
+        defer { _ = unlink(temporary.path) }
+        guard link(temporary.path, url.path) == 0 else {
+            let error = errno
+            if error == EEXIST { throw PendingQueueError("\(url.path): it already exists; not replacing it") }
+            throw PendingQueueError("\(url.path): cannot create it: \(String(cString: strerror(error)))")
         }
     }
 
@@ -140,13 +156,16 @@ public struct PendingQueue: Sendable {
         case .success(let decided): answer = decided
         case .failure(let refusal): throw PendingQueueError(refusal.description)
         }
+        guard !FileManager.default.fileExists(atPath: answerFile(id).path) else {
+            throw PendingQueueError("request \(id) has been answered already")
+        }
         do {
-            try OwnerOnlyFile.create(answer.json.serialized(), at: answerFile(id))
+            try publish(answer.json.serialized(), at: answerFile(id))
         } catch {
             if FileManager.default.fileExists(atPath: answerFile(id).path) {
                 throw PendingQueueError("request \(id) has been answered already")
             }
-            throw PendingQueueError(error.description)
+            throw error
         }
         return request
     }
