@@ -280,6 +280,12 @@ let package = Package(
             swiftSettings: strictSettings
         ),
 
+        // Consent without a terminal: the desktop's notifications over D-Bus, and the queue of `passkey pending` in
+        // the runtime directory, as the provider's user interface for services (Docs/Consent.md).
+        .target(
+            name: "ConsentIO", dependencies: ["CTAP2", "DBus", "JSON", "PasskeyProvider", "PasskeyFilesIO"],
+            swiftSettings: strictSettings),
+
         // The terminal as the provider's user interface: prompts on the controlling terminal, status lines, and each
         // role's questions and events as text (I/O: the terminal device and standard error).
         .target(
@@ -303,7 +309,7 @@ let package = Package(
                 "WebAuthnClient", "WebAuthnClientIO", "WebAuthnClientDriver", "CredentialExchange", "NearbyShare",
                 "NearbyShareDriver", "StoreAgent", "StoreAgentIO",
                 "AssociatedDomains", "AssociatedDomainsIO", "SignedFilesIO", "PasswordRules", "PasskeyFilesIO",
-                "PasskeyProvider", "PasskeySettings", "TerminalIO", argumentParser, logging, crypto,
+                "PasskeyProvider", "PasskeySettings", "TerminalIO", "ConsentIO", "DBus", argumentParser, logging, crypto,
                 nioCore,
                 nioSSL,
             ],
@@ -400,6 +406,10 @@ let package = Package(
         .testTarget(
             name: "PasskeySettingsTests",
             dependencies: ["PasskeySettings", "PasskeyProvider", "PasskeyFilesIO", "Hybrid", "Proximity"],
+            swiftSettings: strictSettings),
+        .testTarget(
+            name: "ConsentIOTests",
+            dependencies: ["ConsentIO", "DBus", "JSON", "PasskeyProvider", "PasskeySettings", "CTAP2", "TestSupport"],
             swiftSettings: strictSettings),
         .testTarget(
             name: "DBusTests", dependencies: ["DBus", "CSystemd", "TestSupport"], swiftSettings: strictSettings),

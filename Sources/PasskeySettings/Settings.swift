@@ -19,6 +19,12 @@ public enum SettingKey: String, Hashable, Sendable, CaseIterable {
     case radio
     /// Seconds to wait for the other device at each step of a hybrid session.
     case timeout
+    /// How a service without a terminal asks for consent: `terminal`, `notification`, `queue` or `auto`.
+    case consent
+    /// Minutes after `passkey unlock` during which an Allow given without a terminal counts as user verification.
+    case consentUVWindow = "consent-uv-window"
+    /// Seconds a request asked without a terminal waits for an answer.
+    case consentTimeout = "consent-timeout"
 
     /// The key in the settings file.
     public var fileKey: String { rawValue }
@@ -31,6 +37,9 @@ public enum SettingKey: String, Hashable, Sendable, CaseIterable {
         case .relayCA: "PASSKEY_RELAY_CA"
         case .radio: "PASSKEY_BLE"
         case .timeout: "PASSKEY_TIMEOUT"
+        case .consent: "PASSKEY_CONSENT"
+        case .consentUVWindow: "PASSKEY_CONSENT_UV_WINDOW"
+        case .consentTimeout: "PASSKEY_CONSENT_TIMEOUT"
         }
     }
 
@@ -42,8 +51,20 @@ public enum SettingKey: String, Hashable, Sendable, CaseIterable {
         case .relayCA: "--relay-ca"
         case .radio: "--ble"
         case .timeout: "--timeout"
+        case .consent: "--consent"
+        case .consentUVWindow: "--consent-uv-window"
+        case .consentTimeout: "--consent-timeout"
         }
     }
+}
+
+/// How a service asks the person for consent (`consent`): at the terminal, through the desktop's notifications,
+/// through the queue `passkey pending` shows, or `auto`: the terminal when standard input is one, else a
+/// notification when a session bus and a notification server are there, else the queue (`ConsentRoutes`).
+public enum ConsentChannel: String, Hashable, Sendable, CaseIterable, CustomStringConvertible {
+    case terminal, notification, queue, auto
+
+    public var description: String { rawValue }
 }
 
 /// A value and where it came from.
@@ -88,6 +109,19 @@ public struct Settings: Hashable, Sendable {
     public var radio: SettingValue<ProximityMode>
     /// Seconds to wait for the other device at each step.
     public var timeout: SettingValue<Double>
+    /// How consent is asked.
+    public var consent: SettingValue<ConsentChannel>
+    /// Minutes after an unlock during which an Allow without a terminal counts as user verification (0: never).
+    public var consentUVWindow: SettingValue<Double>
+    /// Seconds a request asked without a terminal waits.
+    public var consentTimeout: SettingValue<Double>
+
+    /// The minutes of `consent-uv-window` unless told otherwise.
+    public static let defaultConsentUVWindow: Double = 5
+    /// The longest `consent-uv-window`: one day.
+    public static let maximumConsentUVWindow: Double = 1440
+    /// The seconds a request without a terminal waits unless told otherwise (as long as a terminal prompt).
+    public static let defaultConsentTimeout: Double = 60
 
     /// Resolves every key: `flags` (the text each given flag had), then `environment`'s variables (an empty one is
     /// unset), then `file`, then the default (`defaultStore` for the store: where the data directory puts it).
@@ -140,6 +174,33 @@ public struct Settings: Hashable, Sendable {
         } else {
             timeout = SettingValue(Self.defaultTimeout, from: .default)
         }
+        if case let (text, source, origin)? = pick(.consent) {
+            guard let channel = ConsentChannel(rawValue: text) else {
+                throw SettingsError(
+                    "\(origin): \(text) is not a consent channel (terminal, notification, queue or auto)")
+            }
+            consent = SettingValue(channel, from: source)
+        } else {
+            consent = SettingValue(.auto, from: .default)
+        }
+        if case let (text, source, origin)? = pick(.consentUVWindow) {
+            guard let minutes = Double(text), minutes >= 0, minutes <= Self.maximumConsentUVWindow else {
+                throw SettingsError(
+                    "\(origin): \(text) is not a number of minutes from 0 to \(Int(Self.maximumConsentUVWindow))")
+            }
+            consentUVWindow = SettingValue(minutes, from: source)
+        } else {
+            consentUVWindow = SettingValue(Self.defaultConsentUVWindow, from: .default)
+        }
+        if case let (text, source, origin)? = pick(.consentTimeout) {
+            guard let seconds = Double(text), seconds > 0, seconds <= Self.maximumTimeout else {
+                throw SettingsError(
+                    "\(origin): \(text) is not a number of seconds above 0 and at most \(Int(Self.maximumTimeout))")
+            }
+            consentTimeout = SettingValue(seconds, from: source)
+        } else {
+            consentTimeout = SettingValue(Self.defaultConsentTimeout, from: .default)
+        }
     }
 
     /// Every key at its default, `store` the default store.
@@ -147,18 +208,24 @@ public struct Settings: Hashable, Sendable {
         Settings(
             store: SettingValue(store, from: .default), relay: SettingValue(nil, from: .default),
             relayCA: SettingValue(nil, from: .default), radio: SettingValue(.hci(adapter: 0), from: .default),
-            timeout: SettingValue(defaultTimeout, from: .default))
+            timeout: SettingValue(defaultTimeout, from: .default), consent: SettingValue(.auto, from: .default),
+            consentUVWindow: SettingValue(defaultConsentUVWindow, from: .default),
+            consentTimeout: SettingValue(defaultConsentTimeout, from: .default))
     }
 
     private init(
         store: SettingValue<String>, relay: SettingValue<TunnelServerBaseURL?>, relayCA: SettingValue<String?>,
-        radio: SettingValue<ProximityMode>, timeout: SettingValue<Double>
+        radio: SettingValue<ProximityMode>, timeout: SettingValue<Double>, consent: SettingValue<ConsentChannel>,
+        consentUVWindow: SettingValue<Double>, consentTimeout: SettingValue<Double>
     ) {
         self.store = store
         self.relay = relay
         self.relayCA = relayCA
         self.radio = radio
         self.timeout = timeout
+        self.consent = consent
+        self.consentUVWindow = consentUVWindow
+        self.consentTimeout = consentTimeout
     }
 
     /// Each key's effective value as text (empty for "none") and its source, in `SettingKey` order.
@@ -169,6 +236,9 @@ public struct Settings: Hashable, Sendable {
             (.relayCA, relayCA.value ?? "", relayCA.source),
             (.radio, radio.value.description, radio.source),
             (.timeout, Self.secondsText(timeout.value), timeout.source),
+            (.consent, consent.value.rawValue, consent.source),
+            (.consentUVWindow, Self.secondsText(consentUVWindow.value), consentUVWindow.source),
+            (.consentTimeout, Self.secondsText(consentTimeout.value), consentTimeout.source),
         ]
     }
 

@@ -37,12 +37,14 @@ public struct SettingsFile: Hashable, Sendable {
             }
             guard let value = table[name] else { continue }
             switch (key, value.type) {
-            case (.timeout, .int):
+            case (.timeout, .int), (.consentUVWindow, .int), (.consentTimeout, .int):
                 values[key] = value.int.map(String.init)
-            case (.timeout, .double):
+            case (.timeout, .double), (.consentUVWindow, .double), (.consentTimeout, .double):
                 values[key] = value.double.map { Settings.secondsText($0) }
-            case (.timeout, _):
-                throw SettingsError("\(path): timeout must be a number of seconds, as in timeout = 120")
+            case (.timeout, _), (.consentTimeout, _):
+                throw SettingsError("\(path): \(name) must be a number of seconds, as in \(name) = 120")
+            case (.consentUVWindow, _):
+                throw SettingsError("\(path): \(name) must be a number of minutes, as in \(name) = 5")
             case (_, .string):
                 values[key] = value.string
             default:

@@ -30,8 +30,10 @@ public enum AgentRequest: Equatable, Sendable {
 public enum AgentReply: Equatable, Sendable {
     /// `unlock` or `lock` done.
     case done
-    /// `status`: the key is held, and is forgotten after `idle` without use at the latest.
-    case held(idle: Duration)
+    /// `status`: the key is held, and is forgotten after `idle` without use at the latest; the person unlocked it
+    /// `sinceUnlock` ago (nil from an agent of an earlier version, which did not say). Consent without a terminal
+    /// counts an Allow as user verification only shortly after an unlock (`Docs/Consent.md`).
+    case held(idle: Duration, sinceUnlock: Duration?)
     /// The agent does not hold this store's key (never unlocked, timed out, or locked).
     case notHeld
     /// The result of `seal`, `open` or `authenticate`.
@@ -146,7 +148,10 @@ public enum AgentCodec {
     public static func encode(_ reply: AgentReply) -> [UInt8] {
         switch reply {
         case .done: message(ReplyTag.done.rawValue, [])
-        case .held(let idle): message(ReplyTag.held.rawValue, [bigEndian(seconds(idle))])
+        case .held(let idle, let sinceUnlock):
+            message(
+                ReplyTag.held.rawValue,
+                [bigEndian(seconds(idle))] + (sinceUnlock.map { [bigEndian(seconds($0))] } ?? []))
         case .notHeld: message(ReplyTag.notHeld.rawValue, [])
         case .bytes(let bytes): message(ReplyTag.bytes.rawValue, [bytes])
         case .doesNotOpen: message(ReplyTag.doesNotOpen.rawValue, [])
@@ -162,9 +167,13 @@ public enum AgentCodec {
         switch tag {
         case .done: try expect(fields, 0); return .done
         case .held:
-            try expect(fields, 1)
-            guard fields[0].count == 4 else { throw AgentCodecError("the duration is 4 bytes") }
-            return .held(idle: .seconds(fields[0].reduce(UInt32(0)) { ($0 << 8) | UInt32($1) }))
+            // Two fields; one from an agent of an earlier version, which did not say when it was unlocked.
+            guard fields.count == 1 || fields.count == 2 else {
+                throw AgentCodecError("the message has \(fields.count) fields instead of 2")
+            }
+            guard fields.allSatisfy({ $0.count == 4 }) else { throw AgentCodecError("the duration is 4 bytes") }
+            let durations = fields.map { Duration.seconds($0.reduce(UInt32(0)) { ($0 << 8) | UInt32($1) }) }
+            return .held(idle: durations[0], sinceUnlock: durations.count == 2 ? durations[1] : nil)
         case .notHeld: try expect(fields, 0); return .notHeld
         case .bytes: try expect(fields, 1); return .bytes(fields[0])
         case .doesNotOpen: try expect(fields, 0); return .doesNotOpen

@@ -57,6 +57,12 @@ public struct HeldKeys<Key> {
         return entry.deadline() - now
     }
 
+    /// How long ago the person unlocked `store` (use does not renew it); nil when no key is held or its time is over.
+    public func sinceUnlock(_ store: String, now: Duration) -> Duration? {
+        guard let entry = entries[store], now < entry.deadline() else { return nil }
+        return max(now - entry.unlocked, .zero)
+    }
+
     /// Forgets `store`'s key (nil: every key) and returns what was forgotten, for the caller to wipe.
     public mutating func forget(_ store: String?) -> [Key] {
         guard let store else {

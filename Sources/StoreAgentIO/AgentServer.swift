@@ -166,8 +166,9 @@ public final class AgentServer: Sendable {
             _ = held.withLock { $0.forget(store) }
             return .done
         case .status(let store):
-            guard let left = held.withLock({ $0.remaining(store, now: now) }) else { return .notHeld }
-            return .held(idle: left)
+            let (left, sinceUnlock) = held.withLock { ($0.remaining(store, now: now), $0.sinceUnlock(store, now: now)) }
+            guard let left else { return .notHeld }
+            return .held(idle: left, sinceUnlock: sinceUnlock ?? .zero)
         case .seal(let store, let use, let aad, let bytes):
             return withKey(store, use) { key, use throws(CredentialStoreError) in
                 .bytes(try key.seal(bytes, aad: aad, use: use))

@@ -18,6 +18,7 @@ struct Config: ParsableCommand {
     @OptionGroup var format: JSONOption
     @OptionGroup var store: StoreOptions
     @OptionGroup var hybrid: HybridOptions
+    @OptionGroup var consent: ConsentOptions
 
     @OptionGroup var verbosity: OutputOptions
 
@@ -25,7 +26,8 @@ struct Config: ParsableCommand {
         let environment = ProcessInfo.processInfo.environment
         let file = PasskeyFiles.settingsFile(environment: environment).path
         let present = try processSettingsFile.get() != nil
-        let settings = try processSettings(flags: store.flags.merging(hybrid.flags) { $1 })
+        let settings = try processSettings(
+            flags: store.flags.merging(hybrid.flags) { $1 }.merging(consent.flags) { $1 })
         if format.json {
             printJSON(
                 String(

@@ -14,7 +14,9 @@ struct Passkey: AsyncParsableCommand {
             the credential JSON it verifies, using this computer's passkeys, a phone or a security key.
 
             `unlock` gives the store's key to an agent for a while (15 minutes unused by default), so that later \
-            commands open the store without asking; `lock` makes it forget.
+            commands open the store without asking; `lock` makes it forget. A service without a terminal asks \
+            through a desktop notification, else queues the request: `pending` lists them, `approve` and `deny` \
+            answer one.
 
             `list` shows the passkeys without the passphrase (from an index of their names beside the store), \
             `delete` removes one, `export` and `import` move passkeys between stores and from Bitwarden or \
@@ -32,6 +34,7 @@ struct Passkey: AsyncParsableCommand {
         version: PackageVersion.text,
         subcommands: [
             Init.self, Unlock.self, Lock.self, Agent.self, Serve.self, Scan.self, Listen.self, Links.self,
+            Pending.self, Approve.self, Deny.self,
             Client.self, RP.self, List.self, Delete.self, Password.self,
             Export.self, Import.self, ImportKey.self, Share.self, Receive.self, Info.self, Demo.self,
             Inspect.self, Domains.self, Config.self, Debug.self,

@@ -146,12 +146,17 @@ class UdpHidConnection(CtapHidConnection):
 class Server:
     """A running `passkey serve --udp` (or `--uhid`, see above) process with its own store."""
 
-    def __init__(self, store_path, extra_args=(), approve=True):
+    def __init__(self, store_path, extra_args=(), approve=True, environment=None):
         """With `approve` False there is no `--yes` and standard input is empty: every prompt is declined, as if
-        nobody were at the terminal to click."""
+        nobody were at the terminal to click. No session bus and no runtime directory are inherited, so that such a
+        server does not ask through a desktop notification or the queue of `passkey pending` (Docs/Consent.md);
+        `environment` adds variables (test_consent.py gives it a private bus and runtime directory)."""
         self.store_path = store_path
         env = dict(os.environ, PASSKEY_PASSPHRASE=PASSPHRASE)
-        env.pop("PASSKEY_ASSUME_YES", None)
+        for name in ("PASSKEY_ASSUME_YES", "DBUS_SESSION_BUS_ADDRESS", "XDG_RUNTIME_DIR", "PASSKEY_CONSENT",
+                     "PASSKEY_CONSENT_UV_WINDOW", "PASSKEY_CONSENT_TIMEOUT"):
+            env.pop(name, None)
+        env.update(environment or {})
         transport = ["--uhid"] if TRANSPORT == "uhid" else ["--udp", "127.0.0.1:0"]
         approval = ["--yes"] if approve else []
         self.process = subprocess.Popen(

@@ -17,7 +17,7 @@ import pytest
 
 from conftest import PASSKEY_BIN
 
-USAGE, FAILURE, UNANSWERED, SETTINGS = 64, 1, 2, 78
+USAGE, FAILURE, UNANSWERED, NOT_FOUND, SETTINGS = 64, 1, 2, 4, 78
 
 # Text that must never reach a person's error line: library and type names, errno, source paths, the parser's prefix.
 FORBIDDEN = [
@@ -125,6 +125,10 @@ BAD_INPUT = {
     ("config",): (["--timeout", "0"], USAGE),
     ("unlock",): (["--store", MISSING], FAILURE),
     ("lock",): (["--store", MISSING, "extra"], USAGE),
+    # The queue of requests from services without a terminal (Docs/Consent.md).
+    ("pending",): ([], FAILURE, {"XDG_RUNTIME_DIR": "relative/runtime"}),
+    ("approve",): (["0000abcd"], NOT_FOUND),
+    ("deny",): (["not-an-id"], USAGE),
     # The agent takes no input but its environment: a runtime directory that is a file.
     ("agent",): ([], FAILURE, {"XDG_RUNTIME_DIR": "{home}/a-file"}),
 }

@@ -51,6 +51,15 @@ def test_config_shows_each_value_and_where_it_came_from(tmp_path):
     assert shown["settings"]["relay"] == {"value": "ws://127.0.0.1:9", "source": "environment"}
     assert shown["settings"]["radio"] == {"value": "sim:127.0.0.1:47250", "source": "file"}
     assert shown["settings"]["relay-ca"] == {"value": None, "source": "default"}
+    assert shown["settings"]["consent"] == {"value": "auto", "source": "default"}
+
+    # The consent settings: flag, variable and file, as the others.
+    write_settings(tmp_path, 'consent = "queue"\nconsent-timeout = 30\n')
+    shown = config(tmp_path, "--consent", "notification", PASSKEY_CONSENT_UV_WINDOW="2")
+    assert shown["settings"]["consent"] == {"value": "notification", "source": "flag"}
+    assert shown["settings"]["consent-uv-window"] == {"value": "2", "source": "environment"}
+    assert shown["settings"]["consent-timeout"] == {"value": "30", "source": "file"}
+    write_settings(tmp_path, 'relay = "wss://relay.example:8443"\nradio = "sim"\ntimeout = 30\n')
 
     text = passkey(tmp_path, "config").stdout.splitlines()
     assert text[0] == f"settings file: {tmp_path}/config/passkey/settings.toml"

@@ -33,6 +33,51 @@ struct SettingsTests {
         #expect(defaults.entries.map { $0.key } == SettingKey.allCases)
     }
 
+    @Test func theConsentSettingsHaveTheirDefaultsSourcesAndChecks() throws {
+        let defaults = try Settings(environment: [:], file: nil, defaultStore: "/d")
+        #expect(defaults.consent == SettingValue(.auto, from: .default))
+        #expect(defaults.consentUVWindow == SettingValue(5, from: .default))
+        #expect(defaults.consentTimeout == SettingValue(60, from: .default))
+        let file = try SettingsFile(
+            path: "/c/settings.toml", text: "consent = \"queue\"\nconsent-uv-window = 2.5\nconsent-timeout = 30\n")
+        let settings = try Settings(
+            flags: [.consent: "notification"], environment: ["PASSKEY_CONSENT_UV_WINDOW": "0"], file: file,
+            defaultStore: "/d")
+        #expect(settings.consent == SettingValue(.notification, from: .flag))
+        #expect(settings.consentUVWindow == SettingValue(0, from: .environment))
+        #expect(settings.consentTimeout == SettingValue(30, from: .file))
+        #expect(try Settings(environment: [:], file: file, defaultStore: "/d").consentUVWindow.value == 2.5)
+        #expect(settings.entries.map(\.value).suffix(3) == ["notification", "0", "30"])
+        for (flags, environment, expected) in [
+            (
+                [SettingKey.consent: "desktop"], [:],
+                "--consent: desktop is not a consent channel (terminal, notification, queue or auto)"
+            ),
+            ([:], ["PASSKEY_CONSENT": "Terminal"], "PASSKEY_CONSENT: Terminal is not a consent channel"),
+            ([.consentUVWindow: "-1"], [:], "--consent-uv-window: -1 is not a number of minutes from 0 to 1440"),
+            ([:], ["PASSKEY_CONSENT_UV_WINDOW": "1441"], "PASSKEY_CONSENT_UV_WINDOW: 1441 is not a number of minutes"),
+            ([.consentTimeout: "0"], [:], "--consent-timeout: 0 is not a number of seconds above 0 and at most 3600"),
+        ] as [([SettingKey: String], [String: String], String)] {
+            #expect {
+                _ = try Settings(flags: flags, environment: environment, file: nil, defaultStore: "/d")
+            } throws: { error in
+                (error as? SettingsError)?.message.hasPrefix(expected) == true
+            }
+        }
+        #expect {
+            _ = try SettingsFile(path: "/c/settings.toml", text: "consent-uv-window = \"5\"\n")
+        } throws: { error in
+            (error as? SettingsError)?.message
+                == "/c/settings.toml: consent-uv-window must be a number of minutes, as in consent-uv-window = 5"
+        }
+        #expect {
+            _ = try SettingsFile(path: "/c/settings.toml", text: "consent = 1\n")
+        } throws: { error in
+            (error as? SettingsError)?.message
+                == "/c/settings.toml: consent must be a string in quotes, as in consent = \"…\""
+        }
+    }
+
     @Test func anEmptyVariableIsUnset() throws {
         let settings = try Settings(
             environment: ["PASSKEY_STORE": "", "PASSKEY_BLE": ""], file: file, defaultStore: "/d")
@@ -92,7 +137,7 @@ struct SettingsTests {
             ("store = \"/s\"\nrelay = \n", "/c/settings.toml: line 2: "),
             (
                 "store = \"/s\"\ncolour = \"blue\"\n",
-                "/c/settings.toml: colour is not a setting (the settings are store, relay, relay-ca, radio, timeout)"
+                "/c/settings.toml: colour is not a setting (the settings are store, relay, relay-ca, radio, timeout, consent, consent-uv-window, consent-timeout)"
             ),
             ("[relay]\nurl = \"wss://x\"\n", "/c/settings.toml: relay must be a string in quotes"),
             ("timeout = \"120\"\n", "/c/settings.toml: timeout must be a number of seconds, as in timeout = 120"),

@@ -14,7 +14,8 @@ struct AgentCodecTests {
     ]
 
     static let replies: [AgentReply] = [
-        .done, .held(idle: .seconds(61)), .notHeld, .bytes([]), .bytes([1, 2]), .doesNotOpen, .wrongPassphrase,
+        .done, .held(idle: .seconds(61), sinceUnlock: .seconds(42)), .held(idle: .seconds(61), sinceUnlock: nil),
+        .notHeld, .bytes([]), .bytes([1, 2]), .doesNotOpen, .wrongPassphrase,
         .refused("no"),
     ]
 
@@ -77,6 +78,34 @@ struct AgentCodecTests {
 
 /// When the agent forgets a key, with time passed in.
 struct HeldKeysTests {
+    @Test func theTimeSinceUnlockIsNotRenewedByUseAndStartsAgainWithAnUnlock() {
+        var keys = HeldKeys<Int>()
+        #expect(keys.sinceUnlock("/s", now: .zero) == nil)
+        _ = keys.hold(1, for: "/s", idle: .seconds(600), now: .seconds(10))
+        #expect(keys.sinceUnlock("/s", now: .seconds(10)) == .zero)
+        #expect(keys.use("/s", now: .seconds(100)) == 1)
+        #expect(keys.sinceUnlock("/s", now: .seconds(130)) == .seconds(120))
+        _ = keys.hold(2, for: "/s", idle: .seconds(600), now: .seconds(200))
+        #expect(keys.sinceUnlock("/s", now: .seconds(230)) == .seconds(30))
+        // Past its time the key is not held, whatever the sweep has done yet.
+        #expect(keys.sinceUnlock("/s", now: .seconds(800)) == nil)
+        _ = keys.forget("/s")
+        #expect(keys.sinceUnlock("/s", now: .seconds(230)) == nil)
+    }
+
+    @Test func anEarlierAgentsHeldReplyWithoutTheUnlockTimeIsRead() throws {
+        // version 1, tag held (2), one 4-byte field: 61 s.
+        #expect(
+            try AgentCodec.decodeReply([1, 2, 0, 0, 0, 4, 0, 0, 0, 61]) == .held(idle: .seconds(61), sinceUnlock: nil))
+        #expect(throws: AgentCodecError.self) { try AgentCodec.decodeReply([1, 2]) }
+        #expect(throws: AgentCodecError.self) {
+            try AgentCodec.decodeReply([1, 2, 0, 0, 0, 4, 0, 0, 0, 61, 0, 0, 0, 4, 0, 0, 0, 1, 0, 0, 0, 4, 0, 0, 0, 1])
+        }
+        #expect(throws: AgentCodecError.self) {
+            try AgentCodec.decodeReply([1, 2, 0, 0, 0, 4, 0, 0, 0, 61, 0, 0, 0, 1, 0])
+        }
+    }
+
     @Test func aKeyIsForgottenAfterItsIdleTimeWithoutUse() {
         var keys = HeldKeys<Int>()
         _ = keys.hold(1, for: "/s", idle: .seconds(60), now: .zero)

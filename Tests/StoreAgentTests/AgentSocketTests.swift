@@ -100,10 +100,13 @@ struct AgentSocketTests {
         #expect(try fixture.client.send(.status(store: fixture.storePath)) == .notHeld)
         #expect(try fixture.unlock("wrong one") == .wrongPassphrase)
         #expect(try fixture.unlock() == .done)
-        guard case .held = try fixture.client.send(.status(store: fixture.storePath)) else {
+        guard case .held(_, let sinceUnlock) = try fixture.client.send(.status(store: fixture.storePath)) else {
             Issue.record("the key is not held after unlock")
             return
         }
+        // Just unlocked: the agent says so (consent without a terminal counts on it).
+        let since = try #require(sinceUnlock)
+        #expect(since >= .zero && since < .seconds(30))
         // A store opened through the agent reads and writes as one opened with the passphrase.
         let keyring = AgentKeyring(client: fixture.client, store: fixture.storePath)
         let store = try SQLiteCredentialStore.open(at: fixture.store, keyring: keyring)

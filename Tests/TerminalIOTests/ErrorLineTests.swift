@@ -73,18 +73,21 @@ struct ErrorLineTests {
         #expect(
             SettingsLines.lines(settings, file: "/c/settings.toml", filePresent: true) == [
                 "settings file: /c/settings.toml",
-                "store     /d/passkeys.sqlite   default",
-                "relay     wss://relay.example  environment PASSKEY_RELAY",
-                "relay-ca  none                 default",
-                "radio     sim:127.0.0.1:47250  file",
-                "timeout   5                    flag --timeout",
+                "store              /d/passkeys.sqlite   default",
+                "relay              wss://relay.example  environment PASSKEY_RELAY",
+                "relay-ca           none                 default",
+                "radio              sim:127.0.0.1:47250  file",
+                "timeout            5                    flag --timeout",
+                "consent            auto                 default",
+                "consent-uv-window  5                    default",
+                "consent-timeout    60                   default",
             ])
         let json = String(
             decoding: SettingsLines.json(settings, file: "/c/settings.toml", filePresent: true).serialized(),
             as: UTF8.self)
         #expect(
             json
-                == #"{"file":"/c/settings.toml","filePresent":true,"settings":{"store":{"value":"/d/passkeys.sqlite","source":"default"},"relay":{"value":"wss://relay.example","source":"environment"},"relay-ca":{"value":null,"source":"default"},"radio":{"value":"sim:127.0.0.1:47250","source":"file"},"timeout":{"value":"5","source":"flag"}}}"#
+                == #"{"file":"/c/settings.toml","filePresent":true,"settings":{"store":{"value":"/d/passkeys.sqlite","source":"default"},"relay":{"value":"wss://relay.example","source":"environment"},"relay-ca":{"value":null,"source":"default"},"radio":{"value":"sim:127.0.0.1:47250","source":"file"},"timeout":{"value":"5","source":"flag"},"consent":{"value":"auto","source":"default"},"consent-uv-window":{"value":"5","source":"default"},"consent-timeout":{"value":"60","source":"default"}}}"#
         )
     }
 }

@@ -8,7 +8,7 @@ import PasskeyStoreIO
 
 /// The phone's link state (`PasskeyFiles.phoneLinks`, sealed under the store key): its contact at each relay and the
 /// computers linked through it. Registering a contact, listing, removing one link and revoking every link at a relay
-/// (`passkey linked`).
+/// (`passkey links`).
 public struct PhoneLinks: Sendable {
     /// The store, opened for serving: the state changes only under its lock.
     public let store: SQLiteCredentialStore

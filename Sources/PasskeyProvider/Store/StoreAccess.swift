@@ -85,6 +85,15 @@ public struct StoreAccess: Sendable {
     /// The store's path as the agent knows it: every symbolic link followed, as for the store's lock.
     public var agentPath: String { StoreLock.resolved(url).path }
 
+    /// How long ago the person unlocked this store in the agent (`passkey unlock`); nil when no agent holds its key.
+    /// Consent without a terminal counts an Allow as user verification only shortly after (`AllowVerification`).
+    public func agentUnlockAge() -> Duration? {
+        guard let agent, case .held(_, let sinceUnlock)? = try? agent.send(.status(store: agentPath)) else {
+            return nil
+        }
+        return sinceUnlock
+    }
+
     /// The store opened through the agent when it holds the key; nil when no agent runs or it does not hold it.
     private func openThroughAgent() throws(ProviderError) -> SQLiteCredentialStore? {
         guard let agent, case .held? = try? agent.send(.status(store: agentPath)) else { return nil }

@@ -1,6 +1,7 @@
 import ArgumentParser
 import Basics
 import CTAP2
+import ConsentIO
 import Foundation
 import Hybrid
 import HybridDriver
@@ -19,26 +20,32 @@ extension Passkey {
                 proves that it owns its contact ID, and reconnects with exponential back-off when the connection \
                 ends. When a linked computer asks for it (`passkey client get --phone NAME`), the relay sends a \
                 wake: this phone joins the tunnel, advertises over Bluetooth and serves the request from the store, \
-                asking as `passkey scan` does (--yes for tests). Runs until SIGINT or SIGTERM; a systemd user unit \
+                asking as `passkey scan` does, or without a terminal through a desktop notification or `passkey pending` \
+                (--consent; --yes for tests). Runs until SIGINT or SIGTERM; a systemd user unit \
                 is in Docs/Hybrid.md ("Linked phones").
                 """)
 
         @OptionGroup var hybrid: HybridOptions
         @OptionGroup var store: StoreOptions
         @OptionGroup var approval: ApprovalOptions
+        @OptionGroup var consentOptions: ConsentOptions
 
         @OptionGroup var verbosity: OutputOptions
 
         func run() async throws {
-            let interface = TerminalInterface()
-            let (lock, store) = try await self.store.access(interface).openForServing(create: false)
+            let terminal = TerminalInterface()
+            let access = self.store.access(terminal)
+            let (lock, store) = try await access.openForServing(create: false)
             defer {
                 store.close()
                 withExtendedLifetime(lock) {}
             }
             let advertiser = try await Radio.advertiser(for: hybrid.mode)
+            // Without a terminal (a systemd user unit), consent is asked through a notification or the queue.
+            let interface = consentOptions.interface(terminal: terminal, unattended: approval.unattended)
             let service = PhoneService(
-                store: store, interface: interface, consent: approval.consent(interface: interface, store: store),
+                store: store, interface: interface,
+                consent: consentOptions.consent(interface: interface, approval: approval, store: store, access: access),
                 advertiser: advertiser, radio: hybrid.mode, environment: .system(tls: try hybrid.tlsConfiguration()),
                 timeouts: hybrid.timeouts)
             let relay = hybrid.tunnelServer
@@ -47,6 +54,7 @@ extension Passkey {
             defer { signals.forEach { $0.cancel() } }
             let result = await listening.result
             await advertiser.close()
+            await interface.close()
             ServingProcess.endIfInterrupted()
             try result.get()
         }

@@ -3,6 +3,7 @@ import ArgumentParser
 import CTAP2
 import CTAPHID
 import CTAPHIDIO
+import ConsentIO
 import Foundation
 import Logging
 import NIOCore
@@ -35,6 +36,7 @@ extension Passkey {
 
         @OptionGroup var store: StoreOptions
         @OptionGroup var approval: ApprovalOptions
+        @OptionGroup var consentOptions: ConsentOptions
         @Option(
             name: .customLong("udp"),
             help: ArgumentHelp(
@@ -87,15 +89,19 @@ extension Passkey {
             } catch {
                 throw CommandFailure("\(error)")
             }
-            let interface = TerminalInterface()
-            let (lock, store) = try await store.access(interface).openForServing(create: true)
+            let terminal = TerminalInterface()
+            let access = store.access(terminal)
+            let (lock, store) = try await access.openForServing(create: true)
             defer {
                 store.close()
                 withExtendedLifetime(lock) {}
             }
+            // Without a terminal (a systemd user unit), consent is asked through a notification or the queue.
+            let interface = consentOptions.interface(terminal: terminal, unattended: approval.unattended)
             let key = try SecurityKeyService(
                 store: store, options: SecurityKeyService.Options(pinOnly: pinOnly, attestation: attestation),
-                consent: approval.consent(interface: interface, store: store), interface: interface)
+                consent: consentOptions.consent(interface: interface, approval: approval, store: store, access: access),
+                interface: interface)
             let wink: WinkHandler = {
                 Terminal.shared.write("passkey: wink! (the platform asked the authenticator to identify itself)\n")
             }
@@ -134,6 +140,7 @@ extension Passkey {
             let signals = ServingProcess.onStopSignal { Task { await server.close() } }
             defer { signals.forEach { $0.cancel() } }
             try await server.run()
+            await interface.close()
             ServingProcess.endIfInterrupted()
             Terminal.shared.write("passkey: stopped\n")
         }
