@@ -16,8 +16,8 @@ extension Passkey {
                 with `passkey approve ID` or `passkey deny ID`. Expired requests are removed. See Docs/Consent.md.
                 """)
 
-        @Flag(help: "Print one JSON object: the requests, each with its ID, relying party, action and expiry.")
-        var json = false
+        @OptionGroup var format: JSONOption
+        @OptionGroup var verbosity: OutputOptions
 
         func run() throws {
             guard let queue = PendingQueue(environment: ProcessInfo.processInfo.environment) else {
@@ -30,7 +30,7 @@ extension Passkey {
             } catch {
                 throw CommandFailure("cannot list pending requests: \(error.message)")
             }
-            if json {
+            if format.json {
                 let entries = requests.map { request -> JSONValue in
                     .object(omittingNil: [
                         ("id", .string(request.id)), ("rpId", request.relyingPartyID.map(JSONValue.string)),
@@ -78,6 +78,7 @@ extension Passkey {
                 """)
 
         @Argument(help: "The request's ID, as `passkey pending` shows it.") var id: String
+        @OptionGroup var verbosity: OutputOptions
         @Option(help: "The account to sign in as, when the request offers several (1 is the first).")
         var account: Int?
 
@@ -102,6 +103,7 @@ extension Passkey {
             discussion: "An expired request is refused and removed (status 4, as for an unknown ID).")
 
         @Argument(help: "The request's ID, as `passkey pending` shows it.") var id: String
+        @OptionGroup var verbosity: OutputOptions
 
         func validate() throws {
             guard PendingConsent.isID(id) else { throw ValidationError(PendingRefusal.notAnID(id).description) }
