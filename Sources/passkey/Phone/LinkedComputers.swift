@@ -24,39 +24,37 @@ extension Passkey {
             @OptionGroup var verbosity: OutputOptions
 
             func run() async throws {
-                let (lock, store) = try await store.openForServing(create: false)
-                defer {
-                    store.close()
-                    withExtendedLifetime(lock) {}
-                }
-                let state =
-                    try PhoneLinks(store: store, interface: TerminalInterface(), environment: .system()).state()
-                    ?? PhoneLinkState()
-                let dates = Date.ISO8601FormatStyle()
-                if format.json {
-                    try ClientOptions.printJSON([
-                        "relays": state.contacts.map {
-                            ["relay": $0.relay, "registered": $0.registered.formatted(dates)]
-                        },
-                        "links": state.links.map { link in
-                            var entry: [String: Any] = [
-                                "linkId": link.linkID.hexString, "relay": link.relay,
-                                "created": link.created.formatted(dates),
-                            ]
-                            if let used = link.lastUsed { entry["lastUsed"] = used.formatted(dates) }
-                            return entry
-                        },
-                    ])
-                    return
-                }
-                if state.contacts.isEmpty {
-                    printLine("no relay: link a computer with `passkey scan --link --relay URL`")
-                }
-                for contact in state.contacts {
-                    printLine("relay \(contact.relay), registered \(contact.registered.formatted(dates))")
-                    for link in state.links where link.relay == contact.relay {
-                        let used = link.lastUsed.map { ", last used \($0.formatted(dates))" } ?? ""
-                        printLine("  link \(link.linkID.hexString), created \(link.created.formatted(dates))\(used)")
+                try await store.withServingStore { store in
+                    let state =
+                        try PhoneLinks(store: store, interface: TerminalInterface(), environment: .system()).state()
+                        ?? PhoneLinkState()
+                    let dates = Date.ISO8601FormatStyle()
+                    if format.json {
+                        try ClientOptions.printJSON([
+                            "relays": state.contacts.map {
+                                ["relay": $0.relay, "registered": $0.registered.formatted(dates)]
+                            },
+                            "links": state.links.map { link in
+                                var entry: [String: Any] = [
+                                    "linkId": link.linkID.hexString, "relay": link.relay,
+                                    "created": link.created.formatted(dates),
+                                ]
+                                if let used = link.lastUsed { entry["lastUsed"] = used.formatted(dates) }
+                                return entry
+                            },
+                        ])
+                        return
+                    }
+                    if state.contacts.isEmpty {
+                        printLine("no relay: link a computer with `passkey scan --link --relay URL`")
+                    }
+                    for contact in state.contacts {
+                        printLine("relay \(contact.relay), registered \(contact.registered.formatted(dates))")
+                        for link in state.links where link.relay == contact.relay {
+                            let used = link.lastUsed.map { ", last used \($0.formatted(dates))" } ?? ""
+                            printLine(
+                                "  link \(link.linkID.hexString), created \(link.created.formatted(dates))\(used)")
+                        }
                     }
                 }
             }
@@ -84,14 +82,12 @@ extension Passkey {
             @OptionGroup var verbosity: OutputOptions
 
             func run() async throws {
-                let (lock, store) = try await store.openForServing(create: false)
-                defer {
-                    store.close()
-                    withExtendedLifetime(lock) {}
+                try await store.withServingStore { store in
+                    let id = [UInt8](hex: linkID) ?? []
+                    try PhoneLinks(store: store, interface: TerminalInterface(), environment: .system()).remove(
+                        linkID: id)
+                    printLine("removed link \(id.hexString)")
                 }
-                let id = [UInt8](hex: linkID) ?? []
-                try PhoneLinks(store: store, interface: TerminalInterface(), environment: .system()).remove(linkID: id)
-                printLine("removed link \(id.hexString)")
             }
         }
 
@@ -109,22 +105,19 @@ extension Passkey {
             @OptionGroup var verbosity: OutputOptions
 
             func run() async throws {
-                let (lock, store) = try await store.openForServing(create: false)
-                defer {
-                    store.close()
-                    withExtendedLifetime(lock) {}
+                try await store.withServingStore { store in
+                    let links = PhoneLinks(
+                        store: store, interface: TerminalInterface(),
+                        environment: .system(tls: try hybrid.tlsConfiguration()),
+                        timeout: hybrid.timeouts.connect)
+                    let revoked = try await links.revoke(relay: hybrid.tunnelServer)
+                    if revoked.relayHadForgotten {
+                        Terminal.shared.write("passkey: the relay did not know this contact any more\n")
+                    }
+                    let removed = revoked.removedLinks
+                    let relay = revoked.relay
+                    printLine("revoked \(removed.counted("link")) through \(relay)")
                 }
-                let links = PhoneLinks(
-                    store: store, interface: TerminalInterface(),
-                    environment: .system(tls: try hybrid.tlsConfiguration()),
-                    timeout: hybrid.timeouts.connect)
-                let revoked = try await links.revoke(relay: hybrid.tunnelServer)
-                if revoked.relayHadForgotten {
-                    Terminal.shared.write("passkey: the relay did not know this contact any more\n")
-                }
-                let removed = revoked.removedLinks
-                let relay = revoked.relay
-                printLine("revoked \(removed.counted("link")) through \(relay)")
             }
         }
     }

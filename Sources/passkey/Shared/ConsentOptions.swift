@@ -17,7 +17,7 @@ extension ConsentChannel: ExpressibleByArgument {}
 /// `--consent`, `--consent-uv-window` and `--consent-timeout`: how a service asks for consent when it may have no
 /// terminal (`Docs/Consent.md`). Each is also a setting: `PASSKEY_CONSENT`, `PASSKEY_CONSENT_UV_WINDOW`,
 /// `PASSKEY_CONSENT_TIMEOUT`, the settings file.
-struct ConsentOptions: ParsableArguments {
+struct ConsentOptions: SettingFlags {
     @Option(
         help: ArgumentHelp(
             "How to ask for consent: terminal, notification (a desktop notification, else the queue), queue "
@@ -50,16 +50,6 @@ struct ConsentOptions: ParsableArguments {
         flags[.consentTimeout] = timeout.map { Settings.secondsText($0) }
         return flags
     }
-
-    func validate() throws {
-        do {
-            _ = try Settings(flags: flags, environment: [:], file: nil, defaultStore: "")
-        } catch {
-            throw ValidationError(error.message)
-        }
-    }
-
-    var settings: Settings { checkedSettings(flags: flags) }
 
     /// The interface a service asks through: the routes the `consent` setting gives for this process
     /// (`ConsentRoutes.choose`), over the terminal's interface. Says once which way it asks.

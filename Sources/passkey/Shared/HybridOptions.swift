@@ -13,7 +13,7 @@ extension ProximityMode: ExpressibleByArgument {}
 /// `--relay`, `--relay-ca`, `--ble` and `--timeout`: how a hybrid session reaches the other device. Each is also a
 /// setting (`Docs/Settings.md`): a flag given here beats `PASSKEY_RELAY`, `PASSKEY_RELAY_CA`, `PASSKEY_BLE` and
 /// `PASSKEY_TIMEOUT`, which beat the settings file.
-struct HybridOptions: ParsableArguments {
+struct HybridOptions: SettingFlags {
     @Option(
         help: ArgumentHelp(
             "Tunnel server to use instead of the one the protocol names (a self-hosted `passkey-relay`). "
@@ -54,18 +54,6 @@ struct HybridOptions: ParsableArguments {
         flags[.timeout] = timeout.map { Settings.secondsText($0) }
         return flags
     }
-
-    /// Checks the flags given, as `Settings` checks every source.
-    func validate() throws {
-        do {
-            _ = try Settings(flags: flags, environment: [:], file: nil, defaultStore: "")
-        } catch {
-            throw ValidationError(error.message)
-        }
-    }
-
-    /// The effective settings: these flags over the environment and the settings file.
-    var settings: Settings { checkedSettings(flags: flags) }
 
     var mode: ProximityMode { settings.radio.value }
 

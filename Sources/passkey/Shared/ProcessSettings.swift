@@ -1,3 +1,4 @@
+import ArgumentParser
 import Foundation
 import PasskeyFilesIO
 import PasskeyProvider
@@ -24,4 +25,25 @@ func checkedSettings(flags: [SettingKey: String] = [:]) -> Settings {
     let environment = ProcessInfo.processInfo.environment
     return (try? Settings.resolve(flags: flags, environment: [:], file: nil))
         ?? Settings.defaults(store: PasskeyFiles.defaultStore(environment: environment).path)
+}
+
+/// An option group whose flags are settings (`HybridOptions`, `ConsentOptions`): its flags are checked as `Settings`
+/// checks every source, and its effective settings are these flags over the environment and the settings file.
+protocol SettingFlags: ParsableArguments {
+    /// The flags given, as the text `Settings` reads.
+    var flags: [SettingKey: String] { get }
+}
+
+extension SettingFlags {
+    /// Checks the flags given, as `Settings` checks every source.
+    func validate() throws {
+        do {
+            _ = try Settings(flags: flags, environment: [:], file: nil, defaultStore: "")
+        } catch {
+            throw ValidationError(error.message)
+        }
+    }
+
+    /// The effective settings: these flags over the environment and the settings file.
+    var settings: Settings { checkedSettings(flags: flags) }
 }

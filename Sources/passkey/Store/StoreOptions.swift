@@ -60,6 +60,18 @@ struct StoreOptions: ParsableArguments {
     func openForServing(create: Bool) async throws -> (StoreLock, SQLiteCredentialStore) {
         try await access().openForServing(create: create)
     }
+
+    /// Runs `body` with the store taken and opened (`openForServing`), then closes it and lets its lock go.
+    func withServingStore<Result>(
+        create: Bool = false, _ body: (SQLiteCredentialStore) async throws -> Result
+    ) async throws -> Result {
+        let (lock, store) = try await openForServing(create: create)
+        defer {
+            store.close()
+            withExtendedLifetime(lock) {}
+        }
+        return try await body(store)
+    }
 }
 
 /// `--yes`: approve every request without asking (tests and CI only). Also $PASSKEY_ASSUME_YES=1.
