@@ -134,6 +134,18 @@ public struct StoreAccess: Sendable {
         return (lock, store)
     }
 
+    /// Runs `body` with the store taken and opened (`openForServing`), then closes it and lets its lock go.
+    public func withServingStore<Result>(
+        create: Bool, _ body: (SQLiteCredentialStore) async throws -> Result
+    ) async throws -> Result {
+        let (lock, store) = try await openForServing(create: create)
+        defer {
+            store.close()
+            withExtendedLifetime(lock) {}
+        }
+        return try await body(store)
+    }
+
     /// The failure of a service that needs an existing store.
     public static func noStore(at url: URL) -> ProviderError {
         ProviderError(

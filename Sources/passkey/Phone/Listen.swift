@@ -35,28 +35,27 @@ extension Passkey {
         func run() async throws {
             let terminal = TerminalInterface()
             let access = self.store.access(terminal)
-            let (lock, store) = try await access.openForServing(create: false)
-            defer {
-                store.close()
-                withExtendedLifetime(lock) {}
+            try await access.withServingStore(create: false) { store in
+                let advertiser = try await Radio.advertiser(for: hybrid.mode)
+                // Without a terminal (a systemd user unit), consent is asked through a notification or the queue.
+                let interface = consentOptions.interface(terminal: terminal, unattended: approval.unattended)
+                let service = PhoneService(
+                    store: store, interface: interface,
+                    consent: consentOptions.consent(
+                        interface: interface, approval: approval, store: store, access: access),
+                    advertiser: advertiser, radio: hybrid.mode,
+                    environment: .system(tls: try hybrid.tlsConfiguration()),
+                    timeouts: hybrid.timeouts)
+                let relay = hybrid.tunnelServer
+                let listening = Task { () async throws -> Void in try await service.listen(relay: relay) }
+                let signals = ServingProcess.onStopSignal { listening.cancel() }
+                defer { signals.forEach { $0.cancel() } }
+                let result = await listening.result
+                await advertiser.close()
+                await interface.close()
+                ServingProcess.endIfInterrupted()
+                try result.get()
             }
-            let advertiser = try await Radio.advertiser(for: hybrid.mode)
-            // Without a terminal (a systemd user unit), consent is asked through a notification or the queue.
-            let interface = consentOptions.interface(terminal: terminal, unattended: approval.unattended)
-            let service = PhoneService(
-                store: store, interface: interface,
-                consent: consentOptions.consent(interface: interface, approval: approval, store: store, access: access),
-                advertiser: advertiser, radio: hybrid.mode, environment: .system(tls: try hybrid.tlsConfiguration()),
-                timeouts: hybrid.timeouts)
-            let relay = hybrid.tunnelServer
-            let listening = Task { () async throws -> Void in try await service.listen(relay: relay) }
-            let signals = ServingProcess.onStopSignal { listening.cancel() }
-            defer { signals.forEach { $0.cancel() } }
-            let result = await listening.result
-            await advertiser.close()
-            await interface.close()
-            ServingProcess.endIfInterrupted()
-            try result.get()
         }
     }
 }

@@ -75,20 +75,17 @@ extension Passkey {
                 tunnelServer: hybrid.tunnelServer, domain: try TunnelDomain(id: domain), keepOpen: keepOpen,
                 linkName: link ? (name ?? PhoneLinks.defaultName()) : nil)
             do {
-                let (lock, store) = try await self.store.access(interface).openForServing(create: true)
-                defer {
-                    store.close()
-                    withExtendedLifetime(lock) {}
+                try await self.store.access(interface).withServingStore(create: true) { store in
+                    let consent = DeclineRecorder(
+                        approval.consent(interface: interface, store: store, openingVerifies: true))
+                    let service = PhoneService(
+                        store: store, interface: interface, consent: consent, advertiser: advertiser,
+                        radio: hybrid.mode, environment: .system(tls: tls), timeouts: hybrid.timeouts)
+                    let outcome = try await service.answer(payload, options: options)
+                    await advertiser.close()
+                    if consent.declined { throw Declined(message: "the request was declined at the prompt") }
+                    if format.json { printJSON(JSONOutput.text(PhoneLines.scanJSON(outcome))) }
                 }
-                let consent = DeclineRecorder(
-                    approval.consent(interface: interface, store: store, openingVerifies: true))
-                let service = PhoneService(
-                    store: store, interface: interface, consent: consent, advertiser: advertiser,
-                    radio: hybrid.mode, environment: .system(tls: tls), timeouts: hybrid.timeouts)
-                let outcome = try await service.answer(payload, options: options)
-                await advertiser.close()
-                if consent.declined { throw Declined(message: "the request was declined at the prompt") }
-                if format.json { printJSON(JSONOutput.text(PhoneLines.scanJSON(outcome))) }
             } catch {
                 await advertiser.close()
                 throw error

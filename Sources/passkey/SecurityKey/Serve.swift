@@ -91,58 +91,58 @@ extension Passkey {
             }
             let terminal = TerminalInterface()
             let access = store.access(terminal)
-            let (lock, store) = try await access.openForServing(create: true)
-            defer {
-                store.close()
-                withExtendedLifetime(lock) {}
-            }
-            // Without a terminal (a systemd user unit), consent is asked through a notification or the queue.
-            let interface = consentOptions.interface(terminal: terminal, unattended: approval.unattended)
-            let key = try SecurityKeyService(
-                store: store, options: SecurityKeyService.Options(pinOnly: pinOnly, attestation: attestation),
-                consent: consentOptions.consent(interface: interface, approval: approval, store: store, access: access),
-                interface: interface)
-            let wink: WinkHandler = {
-                Terminal.shared.write("passkey: wink! (the platform asked the authenticator to identify itself)\n")
-            }
-            // With --verbose, one line per CTAP request: its shape (command, options, whether a pinUvAuthParam came)
-            // and the status answered, never a value from the payload (CTAPRequestSummary).
-            let requestLogger = Logger(label: "passkey.ctap")
-            let handler: CBORHandler = { request, setKeepaliveStatus in
-                let response = await key.answer(request, keepalive: setKeepaliveStatus)
-                requestLogger.debug(
-                    "CTAP \(CTAPRequestSummary(message: request)) -> \(Self.statusName(response.first ?? 0x7F))")
-                return response
-            }
-            Terminal.shared.write("passkey: serving \(key.passkeyCount.counted("passkey")) from \(store.url.path)\n")
-            let server: any ServingTransport
-            if let uhidFile {
-                let device = try await CTAPHIDUHIDServer.start(
-                    file: uhidFile, logger: Logger(label: "passkey.uhid"), wink: wink, handler: handler)
-                let node = await HidrawLookup.waitForNode(
-                    matching: [
-                        "HID_ID": FIDOHIDDevice.hidID, "HID_NAME": device.device.name, "HID_PHYS": device.device.phys,
-                    ],
-                    timeout: .seconds(3))
-                ServingProcess.printLine(
-                    node.map { "virtual FIDO device created: \($0)" } ?? "virtual FIDO device created (uhid)")
-                ServingProcess.printLine("listening on uhid")
-                server = device
-            } else {
-                let (host, port) = try Self.hostAndPort(udp ?? "")
-                let udpServer = try await CTAPHIDUDPServer.start(
-                    host: host, port: port, logger: Logger(label: "passkey.ctaphid"), wink: wink, handler: handler)
-                let address = udpServer.localAddress
-                ServingProcess.printLine("listening on udp://\(address.ipAddress ?? host):\(address.port ?? port)")
-                server = udpServer
-            }
+            try await access.withServingStore(create: true) { store in
+                // Without a terminal (a systemd user unit), consent is asked through a notification or the queue.
+                let interface = consentOptions.interface(terminal: terminal, unattended: approval.unattended)
+                let key = try SecurityKeyService(
+                    store: store, options: SecurityKeyService.Options(pinOnly: pinOnly, attestation: attestation),
+                    consent: consentOptions.consent(
+                        interface: interface, approval: approval, store: store, access: access),
+                    interface: interface)
+                let wink: WinkHandler = {
+                    Terminal.shared.write("passkey: wink! (the platform asked the authenticator to identify itself)\n")
+                }
+                // With --verbose, one line per CTAP request: its shape (command, options, whether a pinUvAuthParam came)
+                // and the status answered, never a value from the payload (CTAPRequestSummary).
+                let requestLogger = Logger(label: "passkey.ctap")
+                let handler: CBORHandler = { request, setKeepaliveStatus in
+                    let response = await key.answer(request, keepalive: setKeepaliveStatus)
+                    requestLogger.debug(
+                        "CTAP \(CTAPRequestSummary(message: request)) -> \(Self.statusName(response.first ?? 0x7F))")
+                    return response
+                }
+                Terminal.shared.write(
+                    "passkey: serving \(key.passkeyCount.counted("passkey")) from \(store.url.path)\n")
+                let server: any ServingTransport
+                if let uhidFile {
+                    let device = try await CTAPHIDUHIDServer.start(
+                        file: uhidFile, logger: Logger(label: "passkey.uhid"), wink: wink, handler: handler)
+                    let node = await HidrawLookup.waitForNode(
+                        matching: [
+                            "HID_ID": FIDOHIDDevice.hidID, "HID_NAME": device.device.name,
+                            "HID_PHYS": device.device.phys,
+                        ],
+                        timeout: .seconds(3))
+                    ServingProcess.printLine(
+                        node.map { "virtual FIDO device created: \($0)" } ?? "virtual FIDO device created (uhid)")
+                    ServingProcess.printLine("listening on uhid")
+                    server = device
+                } else {
+                    let (host, port) = try Self.hostAndPort(udp ?? "")
+                    let udpServer = try await CTAPHIDUDPServer.start(
+                        host: host, port: port, logger: Logger(label: "passkey.ctaphid"), wink: wink, handler: handler)
+                    let address = udpServer.localAddress
+                    ServingProcess.printLine("listening on udp://\(address.ipAddress ?? host):\(address.port ?? port)")
+                    server = udpServer
+                }
 
-            let signals = ServingProcess.onStopSignal { Task { await server.close() } }
-            defer { signals.forEach { $0.cancel() } }
-            try await server.run()
-            await interface.close()
-            ServingProcess.endIfInterrupted()
-            Terminal.shared.write("passkey: stopped\n")
+                let signals = ServingProcess.onStopSignal { Task { await server.close() } }
+                defer { signals.forEach { $0.cancel() } }
+                try await server.run()
+                await interface.close()
+                ServingProcess.endIfInterrupted()
+                Terminal.shared.write("passkey: stopped\n")
+            }
         }
 
         /// `OK` or the status code's CTAP name and byte.

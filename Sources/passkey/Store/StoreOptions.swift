@@ -65,12 +65,7 @@ struct StoreOptions: ParsableArguments {
     func withServingStore<Result>(
         create: Bool = false, _ body: (SQLiteCredentialStore) async throws -> Result
     ) async throws -> Result {
-        let (lock, store) = try await openForServing(create: create)
-        defer {
-            store.close()
-            withExtendedLifetime(lock) {}
-        }
-        return try await body(store)
+        try await access().withServingStore(create: create, body)
     }
 }
 
