@@ -1,6 +1,5 @@
 import DBus
 import Proximity
-import Synchronization
 
 /// Opens the bluetoothd backend for `--ble hci[:N]`: Bluetooth through BlueZ's D-Bus API, as Chromium and
 /// libwebauthn use it. The advertiser registers an `org.bluez.LEAdvertisement1` object with the adapter's
@@ -140,7 +139,7 @@ actor BlueZBusScanner: ProximityScanner {
     private let connection: DBusConnection
     private let adapter: Int
     private var listening: Task<Void, Never>?
-    private var delivery: AdvertDelivery?
+    private var delivery: CallbackBox?
     private var closed = false
 
     init(connection: DBusConnection, adapter: Int) {
@@ -152,7 +151,8 @@ actor BlueZBusScanner: ProximityScanner {
         guard !closed else { throw .failed("the Bluetooth scanner is closed") }
         await stopScanning()
         let adapterPath = BlueZBusTranslation.adapterPath(adapter)
-        let delivery = AdvertDelivery(onAdvert)
+        let delivery = CallbackBox()
+        delivery.set(onAdvert)
         do {
             // Subscribed before discovery starts, so that no report is missed.
             let added = try await connection.signals(
@@ -194,7 +194,7 @@ actor BlueZBusScanner: ProximityScanner {
 
     func stopScanning() async {
         guard let delivery else { return }
-        delivery.stop()
+        delivery.set(nil)
         self.delivery = nil
         listening?.cancel()
         listening = nil
@@ -209,16 +209,4 @@ actor BlueZBusScanner: ProximityScanner {
         closed = true
         await connection.close()
     }
-}
-
-/// Hands adverts to the scanner's callback until stopped; `stop()` waits for a callback under way, so that none
-/// runs after it returns.
-final class AdvertDelivery: Sendable {
-    private let onAdvert: Mutex<(@Sendable ([UInt8]) -> Void)?>
-
-    init(_ onAdvert: @escaping @Sendable ([UInt8]) -> Void) { self.onAdvert = Mutex(onAdvert) }
-
-    func deliver(_ data: [UInt8]) { onAdvert.withLock { $0?(data) } }
-
-    func stop() { onAdvert.withLock { $0 = nil } }
 }
