@@ -168,6 +168,8 @@ let package = Package(
             name: "COpenSSL", path: "Sources/C/COpenSSL", pkgConfig: "libcrypto", providers: [.apt(["libssl-dev"])]),
         // LLVMFuzzerRunDriver through a weak reference, so that the ordinary build links without libFuzzer.
         .target(name: "CFuzzerDriver", path: "Sources/C/CFuzzerDriver"),
+        // A SQLite VFS over the default one whose reads, writes and syncs fail on a plan: the store-faults fuzz target.
+        .target(name: "CSQLiteFaults", dependencies: ["CSQLite"], path: "Sources/C/CSQLiteFaults"),
 
         // MARK: I/O adapters: sockets, files, radios, C libraries.
         // D-Bus through sd-bus: the session or system bus on a thread of its own, method calls with typed arguments
@@ -342,7 +344,7 @@ let package = Package(
                 "CBOR", "CTAP2", "CTAPHID", "UHID", "Hybrid", "QRImageIO", "RelayIO", "Relay", "PasskeyStoreIO",
                 "PublicSuffix", "JSON", "WebAuthnClient", "CredentialExchange", "NearbyShare", "AssociatedDomains",
                 "SignedFilesIO", "PasswordRules", "PasskeyFilesIO", "RelyingParty", "WebRelyingParty", "WebAuthn",
-                crypto,
+                "CSQLiteFaults", crypto,
                 nioCore, nioEmbedded,
                 logging,
             ],
@@ -413,7 +415,10 @@ let package = Package(
             swiftSettings: strictSettings),
         .testTarget(
             name: "DBusTests", dependencies: ["DBus", "CSystemd", "TestSupport"], swiftSettings: strictSettings),
-        .testTarget(name: "FuzzTargetsTests", dependencies: ["FuzzTargets"], swiftSettings: strictSettings),
+        .testTarget(
+            name: "FuzzTargetsTests",
+            dependencies: ["FuzzTargets", "CSQLiteFaults", "PasskeyStoreIO", "CTAP2", "TestSupport", crypto],
+            swiftSettings: strictSettings),
         .testTarget(
             name: "HybridIOTests",
             dependencies: [

@@ -37,6 +37,7 @@ public enum FuzzTargets {
         CBORTargets.cbor,
         CTAPTargets.ctap2,
         FaultTargets.ctap2Faults,
+        StoreFaultTargets.storeFaults,
         CTAPTargets.ctaphid,
         CTAPHIDHostTarget.ctaphidHost,
         CTAPTargets.uhid,
