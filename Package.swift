@@ -214,7 +214,9 @@ let package = Package(
         .target(name: "RelayTLSIO", dependencies: ["RelayIO", nioCore, nioSSL], swiftSettings: strictSettings),
         .target(
             name: "WebRelyingPartyIO",
-            dependencies: ["WebRelyingParty", "RelyingParty", "PasskeyFilesIO", crypto, nioCore, nioPosix, nioHTTP1],
+            dependencies: [
+                "Basics", "WebRelyingParty", "RelyingParty", "PasskeyFilesIO", crypto, nioCore, nioPosix, nioHTTP1,
+            ],
             swiftSettings: strictSettings
         ),
 

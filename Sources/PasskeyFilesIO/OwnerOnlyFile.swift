@@ -113,6 +113,12 @@ public enum OwnerOnlyFile {
         if durably, created { syncDirectory(url.deletingLastPathComponent().path) }
     }
 
+    /// The complete lines of a journal (a file appended to one line at a time), without their newlines: the part
+    /// after the last newline is a write that did not finish, or nothing, and is left out.
+    public static func completeLines(of bytes: [UInt8]) -> [ArraySlice<UInt8>] {
+        Array(bytes.split(separator: UInt8(ascii: "\n"), omittingEmptySubsequences: false).dropLast())
+    }
+
     /// Removes the file, if it is there; a missing file is no error.
     public static func remove(_ url: URL) throws(OwnerOnlyFileError) {
         guard unlink(url.path) == 0 || errno == ENOENT else {

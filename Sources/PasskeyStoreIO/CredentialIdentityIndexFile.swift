@@ -187,9 +187,7 @@ enum IndexJournal {
             throw IndexDocument.Problem(reason: "its journal: \(error.reason)")
         }
         var entries: [Entry] = []
-        let lines = bytes.split(separator: UInt8(ascii: "\n"), omittingEmptySubsequences: false)
-        // The part after the last newline is a write that did not finish (or nothing).
-        for (number, line) in lines.dropLast().enumerated() {
+        for (number, line) in OwnerOnlyFile.completeLines(of: bytes).enumerated() {
             let what = "journal line \(number + 1)"
             let decoded: Line
             do {

@@ -114,9 +114,7 @@ struct ContactFile: Sendable {
         guard let bytes = try read(journalPath) else { return [] }
         let decoder = JSONDecoder()
         var changes: [ContactChange] = []
-        let lines = bytes.split(separator: UInt8(ascii: "\n"), omittingEmptySubsequences: false)
-        // The part after the last newline is a write that did not finish (or nothing).
-        for (number, line) in lines.dropLast().enumerated() {
+        for (number, line) in OwnerOnlyFile.completeLines(of: bytes).enumerated() {
             let what = "the contact journal \(journalPath), line \(number + 1),"
             guard let decoded = try? decoder.decode(Line.self, from: Data(line)) else {
                 throw ContactFileError(description: "\(what) is not a journal entry")

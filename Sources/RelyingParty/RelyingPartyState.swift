@@ -39,8 +39,8 @@ public struct RelyingPartyStateError: CodedError {
 ///   "credential": {"id": "…", "publicKey": "…", "signCount": 0, …}}]}
 /// ```
 ///
-/// This type is the value and its JSON form; reading and writing the file (atomically, mode 0600) is
-/// `RelyingPartyServer`'s `load(from:)` and `save(to:)`.
+/// This type is the value and its JSON form; reading and writing the file (atomically, mode 0600, with a journal
+/// of changes beside it) is `WebRelyingPartyIO`'s `load(from:)`, `save(to:)` and `RelyingPartyStateFile`.
 public struct RelyingPartyState: Hashable, Sendable, Codable {
     /// One registered account.
     public struct Account: Hashable, Sendable, Codable {
@@ -69,10 +69,13 @@ public struct RelyingPartyState: Hashable, Sendable, Codable {
     /// The accounts of one relying party.
     public func accounts(for rpID: String) -> [Account] { accounts.filter { $0.rpID == rpID } }
 
-    /// Adds a registration, or replaces the record with the same credential ID.
+    /// Adds a registration at the end, or replaces the record with the same credential ID where it is.
     public mutating func add(_ account: Account) {
-        accounts.removeAll { $0.credential.id == account.credential.id }
-        accounts.append(account)
+        if let index = accounts.firstIndex(where: { $0.credential.id == account.credential.id }) {
+            accounts[index] = account
+        } else {
+            accounts.append(account)
+        }
     }
 
     /// Removes the account of credential `id` of relying party `rpID`: the removed account, or nil when there was none.

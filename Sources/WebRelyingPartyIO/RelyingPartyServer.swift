@@ -49,7 +49,7 @@ public enum RelyingPartyServerError: Error, Hashable, Sendable, CustomStringConv
 /// var configuration = RelyingPartyServerConfiguration()
 /// configuration.port = 0
 /// let server = try await RelyingPartyServer.start(configuration) { port in
-///     RelyingPartyService(site: …origins for `port`…, environment: .stateFile(url, printLine: { print($0) }))
+///     RelyingPartyService(site: …origins for `port`…, environment: .stateFile(RelyingPartyStateFile(url), printLine: { print($0) }))
 /// }
 /// print("listening on \(server.baseURL)")
 /// ```

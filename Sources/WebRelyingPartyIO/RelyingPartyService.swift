@@ -12,8 +12,9 @@ public struct RelyingPartyEnvironment: Sendable {
     public var now: @Sendable () -> ContinuousClock.Instant
     /// The wall clock, for registration dates.
     public var currentDate: @Sendable () -> Date
-    /// Saves the state before a verification is answered: `RelyingPartyState.save(to:)` for a file.
-    public var saveState: @Sendable (RelyingPartyState) throws(RelyingPartyStateError) -> Void
+    /// Saves the state (the first argument; the second is the state as last saved) before a verification is
+    /// answered: `RelyingPartyStateFile.save` for a file.
+    public var saveState: @Sendable (RelyingPartyState, RelyingPartyState) throws(RelyingPartyStateError) -> Void
     /// Receives each verdict line as soon as it is decided (standard output, unbuffered, in `passkey rp serve`).
     public var printLine: @Sendable (String) -> Void
 
@@ -21,7 +22,7 @@ public struct RelyingPartyEnvironment: Sendable {
         randomBytes: @escaping @Sendable (Int) -> [UInt8] = RelyingPartyEnvironment.systemRandomBytes,
         now: @escaping @Sendable () -> ContinuousClock.Instant = { ContinuousClock.now },
         currentDate: @escaping @Sendable () -> Date = { Date() },
-        saveState: @escaping @Sendable (RelyingPartyState) throws(RelyingPartyStateError) -> Void,
+        saveState: @escaping @Sendable (RelyingPartyState, RelyingPartyState) throws(RelyingPartyStateError) -> Void,
         printLine: @escaping @Sendable (String) -> Void
     ) {
         self.randomBytes = randomBytes
@@ -31,12 +32,12 @@ public struct RelyingPartyEnvironment: Sendable {
         self.printLine = printLine
     }
 
-    /// An environment that keeps the state in `file` (atomically, mode 0600).
+    /// An environment that keeps the state in `file` (one journal line a change, mode 0600).
     public static func stateFile(
-        _ file: URL, printLine: @escaping @Sendable (String) -> Void
+        _ file: RelyingPartyStateFile, printLine: @escaping @Sendable (String) -> Void
     ) -> RelyingPartyEnvironment {
         RelyingPartyEnvironment(
-            saveState: { (state) throws(RelyingPartyStateError) in try state.save(to: file) },
+            saveState: { (state, previous) throws(RelyingPartyStateError) in try file.save(state, previous: previous) },
             printLine: printLine)
     }
 
@@ -71,7 +72,7 @@ public final class RelyingPartyService: Sendable {
                 request, now: environment.now(), date: environment.currentDate(), randomBytes: environment.randomBytes)
             if let state = exchange.stateToSave {
                 do throws(RelyingPartyStateError) {
-                    try environment.saveState(state)
+                    try environment.saveState(state, site.state)
                     site.commit(state)
                 } catch {
                     exchange = exchange.savingFailed(error.description)

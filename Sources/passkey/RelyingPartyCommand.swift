@@ -77,10 +77,10 @@ extension Passkey.RP {
         @OptionGroup var verbosity: OutputOptions
 
         func run() async throws {
-            let stateURL = stateURL
+            let stateFile = RelyingPartyStateFile(stateURL)
             let state: RelyingPartyState
             do {
-                state = try RelyingPartyState.load(from: stateURL)
+                state = try stateFile.load()
             } catch {
                 throw CommandFailure("\(error)")
             }
@@ -108,7 +108,7 @@ extension Passkey.RP {
                     site: RelyingPartySite(
                         relyingParty: WebRelyingParty(configuration: configuration), state: state,
                         hostNames: RelyingPartySite.hostNames(origins: origins, extra: hosts)),
-                    environment: .stateFile(stateURL, printLine: ServingProcess.printLine))
+                    environment: .stateFile(stateFile, printLine: ServingProcess.printLine))
             }
             let origins = try checkedOrigins(port: server.port).sorted()
             let address = RelyingPartySite.addressToOpen(

@@ -47,6 +47,34 @@ def stored_contacts(path):
     return list(contacts.values())
 
 
+def stored_rp_state(path):
+    """The state a `passkey rp serve --rp-state PATH` keeps: the file (none is an empty state), with its journal
+    (`PATH.journal`, one change a line: `{"put": account}` or `{"remove": credential ID}`) replayed over it; a last line
+    without its newline is ignored."""
+    import json
+
+    state = {"version": 1, "accounts": []}
+    if os.path.exists(path):
+        with open(path) as file:
+            state = json.load(file)
+    if os.path.exists(path + ".journal"):
+        with open(path + ".journal") as file:
+            lines = file.read().split("\n")
+        for line in lines[:-1]:
+            change = json.loads(line)
+            accounts = state["accounts"]
+            if "put" in change:
+                put = change["put"]
+                same = [i for i, a in enumerate(accounts) if a["credential"]["id"] == put["credential"]["id"]]
+                if same:
+                    accounts[same[0]] = put
+                else:
+                    accounts.append(put)
+            else:
+                state["accounts"] = [a for a in accounts if a["credential"]["id"] != change["remove"]]
+    return state
+
+
 def stop_process(process):
     """Stops a child with SIGTERM (SIGKILL after 10 s) and returns what it wrote to standard error."""
     process.terminate()

@@ -4,7 +4,6 @@ a passkey from the signed-in browser, and a layout that fits a 390 px phone scre
 
 With PASSKEY_SCREENSHOTS=DIR the page is also saved as DIR/rp-page-390.png and DIR/rp-page-1280.png."""
 
-import json
 import os
 import shutil
 import tempfile
@@ -16,6 +15,7 @@ from selenium.webdriver.chrome.options import Options
 from selenium.webdriver.chrome.service import Service
 from selenium.webdriver.common.by import By
 
+from conftest import stored_rp_state
 from test_rp_serve import RelyingParty
 
 
@@ -103,5 +103,4 @@ def test_the_page_registers_signs_in_shows_the_response_decoded_deletes_and_fits
     while driver.find_elements(By.CSS_SELECTOR, "#credentials tbody tr") and time.monotonic() < deadline:
         time.sleep(0.1)
     assert driver.find_elements(By.CSS_SELECTOR, "#credentials tbody tr") == []
-    with open(rp.state_path) as file:
-        assert json.load(file)["accounts"] == []
+    assert stored_rp_state(rp.state_path)["accounts"] == []

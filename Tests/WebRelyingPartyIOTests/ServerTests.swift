@@ -15,12 +15,13 @@ import WebRelyingParty
 struct ServerTests {
     /// A service keeping its state in `file`, as `passkey rp serve` does.
     static func fileService(_ file: URL, lines: Recorder) throws -> RelyingPartyService {
-        RelyingPartyService(
+        let stateFile = RelyingPartyStateFile(file)
+        return RelyingPartyService(
             site: RelyingPartySite(
                 relyingParty: WebRelyingParty(
                     configuration: .init(relyingParty: RelyingPartyEntity(id: "localhost"), origins: [Recorder.origin])),
-                state: try RelyingPartyState.load(from: file)),
-            environment: .stateFile(file, printLine: { line in lines.lines.withLock { $0.append(line) } }))
+                state: try stateFile.load()),
+            environment: .stateFile(stateFile, printLine: { line in lines.lines.withLock { $0.append(line) } }))
     }
 
     static func post(_ service: RelyingPartyService, _ path: String, _ body: [UInt8]) -> RelyingPartySite.Response {
@@ -38,10 +39,12 @@ struct ServerTests {
         let options = Self.post(service, "/registration/options", Array(#"{"username":"alice"}"#.utf8)).body
         let registration = try alice.register(optionsJSON: options)
         #expect(Self.post(service, "/registration/verify", registration).status == 200)
-        let attributes = try FileManager.default.attributesOfItem(atPath: file.path)
+        // The registration is a line of the journal beside the file, which is not there yet.
+        let journal = RelyingPartyState.journalURL(for: file)
+        let attributes = try FileManager.default.attributesOfItem(atPath: journal.path)
         #expect((attributes[.posixPermissions] as? NSNumber)?.intValue == 0o600)
         #expect(try RelyingPartyState.load(from: file) == service.state)
-        let saved = try #require(digest(of: file))
+        let saved = [digest(of: file), try #require(digest(of: journal))]
 
         // Bad JSON.
         #expect(Self.post(service, "/registration/verify", Array("{not json".utf8)).status == 400)
@@ -68,7 +71,7 @@ struct ServerTests {
             spoil: spoil)
         #expect(Self.post(service, "/authentication/verify", signIn).status == 400)
 
-        #expect(digest(of: file) == saved)
+        #expect([digest(of: file), digest(of: journal)] == saved)
         let lines = recorder.lines.withLock { $0 }
         #expect(lines.count == 7)
         #expect(
@@ -104,7 +107,8 @@ struct ServerTests {
                     relyingParty: WebRelyingParty(
                         configuration: .init(relyingParty: RelyingPartyEntity(id: "localhost"), origins: origins)),
                     state: RelyingPartyState()),
-                environment: .stateFile(file, printLine: { line in recorder.lines.withLock { $0.append(line) } }))
+                environment: .stateFile(
+                    RelyingPartyStateFile(file), printLine: { line in recorder.lines.withLock { $0.append(line) } }))
         }
         let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
         defer { Task { await server.shutdown() } }

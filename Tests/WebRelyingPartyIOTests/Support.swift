@@ -28,7 +28,7 @@ final class Recorder: Sendable {
 
     func environment() -> RelyingPartyEnvironment {
         RelyingPartyEnvironment(
-            saveState: { (state) throws(RelyingPartyStateError) in
+            saveState: { (state, _) throws(RelyingPartyStateError) in
                 if self.failSaving.withLock({ $0 }) { throw RelyingPartyStateError(.unwritable, "disk full") }
                 self.saved.withLock { $0.append(state) }
             },
