@@ -102,6 +102,9 @@ public struct ApprovalTable: Hashable, Sendable {
         public var status: Int?
         public var signer: String?
 
+        /// The domain of the entitlement, or nil when the entitlement does not parse.
+        public var domain: String? { (try? Entitlement(entitlement))?.domain }
+
         public init(
             entitlement: Entitlement, app: AppID, verdict: CheckVerdict, checked: Date
         ) {
@@ -210,10 +213,7 @@ public struct ApprovalTable: Hashable, Sendable {
     private func stalestFileDomain(keeping kept: String) -> String? {
         var latest: [String: Date] = [:]
         for entry in entries {
-            // Entries hold canonical entitlements (`service:domain`): the domain is what follows the service.
-            guard let colon = entry.entitlement.firstIndex(of: ":") else { continue }
-            let domain = String(entry.entitlement[entry.entitlement.index(after: colon)...])
-            guard files[domain] != nil else { continue }
+            guard let domain = entry.domain, files[domain] != nil else { continue }
             latest[domain] = max(latest[domain] ?? entry.checked, entry.checked)
         }
         return files.keys.filter { $0 != kept }.min { lhs, rhs in
@@ -228,7 +228,7 @@ public struct ApprovalTable: Hashable, Sendable {
     public mutating func forget(app: AppID) -> [Entry] {
         let removed = entries.filter { $0.app == app.description }
         entries.removeAll { $0.app == app.description }
-        let needed = Set(entries.compactMap { try? Entitlement($0.entitlement).domain })
+        let needed = Set(entries.compactMap(\.domain))
         files = files.filter { needed.contains($0.key) }
         return removed
     }

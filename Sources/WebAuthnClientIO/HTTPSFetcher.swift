@@ -116,7 +116,7 @@ public struct HTTPSFetcher: Sendable {
         if let additionalCAFile { tls.additionalTrustRoots = [.file(additionalCAFile)] }
         var configuration = HTTPClient.Configuration(
             tlsConfiguration: tls, redirectConfiguration: .disallow,
-            timeout: .init(connect: Self.timeAmount(connectTimeout), read: Self.timeAmount(timeout)))
+            timeout: .init(connect: TimeAmount(connectTimeout), read: TimeAmount(timeout)))
         // One attempt: the client's own retries would hide a refused connection or an untrusted certificate
         // behind a time-out. The callers retry what a retry can change.
         configuration.connectionPool.retryConnectionEstablishment = false
@@ -161,7 +161,7 @@ public struct HTTPSFetcher: Sendable {
         request.method = .GET
         request.headers.add(name: "Accept", value: accept)
         request.headers.add(name: "User-Agent", value: userAgent)
-        let response = try await client.execute(request, timeout: Self.timeAmount(timeout))
+        let response = try await client.execute(request, timeout: TimeAmount(timeout))
         let contentType = response.headers.first(name: "Content-Type")
         let status = Int(response.status.code)
         // A refused status needs no body: the verdict is the status.
@@ -176,10 +176,5 @@ public struct HTTPSFetcher: Sendable {
             throw HTTPSFetchError(.tooLarge, "the body is over \(limit) bytes")
         }
         return WellKnownResponse(status: status, contentType: contentType, body: Array(buffer: body))
-    }
-
-    private static func timeAmount(_ duration: Duration) -> TimeAmount {
-        let (seconds, attoseconds) = duration.components
-        return .nanoseconds(seconds * 1_000_000_000 + attoseconds / 1_000_000_000)
     }
 }

@@ -318,9 +318,7 @@ final class WellKnownServer: Sendable {
 
         /// Byte `index` of `bytes` after `pause`, then the next, then the end of the response.
         static func drip(_ bytes: [UInt8], from index: Int, every pause: Duration, on channel: any Channel) {
-            let (seconds, attoseconds) = pause.components
-            let delay = TimeAmount.nanoseconds(seconds * 1_000_000_000 + attoseconds / 1_000_000_000)
-            channel.eventLoop.scheduleTask(in: delay) {
+            channel.eventLoop.scheduleTask(in: TimeAmount(pause)) {
                 guard channel.isActive else { return }
                 guard index < bytes.count else {
                     channel.writeAndFlush(HTTPServerResponsePart.end(nil)).whenComplete { _ in
