@@ -44,6 +44,8 @@ public struct WebRelyingPartyError: CodedError {
         public static let unsupportedMediaType = Code(rawValue: "unsupportedMediaType")
         /// The HTTP request itself could not be read (400).
         public static let badRequest = Code(rawValue: "badRequest")
+        /// The request did not arrive whole, body included, within the server's request timeout (408).
+        public static let requestTimeout = Code(rawValue: "requestTimeout")
         /// The request headers are larger or more numerous than the server accepts (431).
         public static let headersTooLarge = Code(rawValue: "headersTooLarge")
         /// The `Host` header names a host this relying party does not serve, or is missing (421): a page that reached
@@ -64,6 +66,7 @@ public struct WebRelyingPartyError: CodedError {
             case .signInRequired: 403
             case .notFound, .noSuchPasskey: 404
             case .methodNotAllowed: 405
+            case .requestTimeout: 408
             case .payloadTooLarge: 413
             case .unsupportedMediaType: 415
             case .misdirectedRequest: 421

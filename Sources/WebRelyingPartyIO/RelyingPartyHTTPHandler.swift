@@ -7,8 +7,10 @@ import WebRelyingParty
 /// It enforces the body limit (413 as soon as `Content-Length` or the bytes received exceed it, then the
 /// connection closes), answers unreadable requests with a JSON 400 (431 for oversized headers) and closes, and
 /// closes a connection when no request part has arrived for `idleTimeout` (a request head must arrive whole
-/// within it). The timer runs on the channel's event loop, so `EmbeddedEventLoop` tests advance it. Keep-alive
-/// follows the request.
+/// within it). A request, once its head is read, must arrive whole within `requestTimeout`, or it is answered 408 and
+/// the connection closes: a client dripping its body stays busy, which the connection table never takes a place
+/// from. The timers run on the channel's event loop, so `EmbeddedEventLoop` tests advance them. Keep-alive follows
+/// the request.
 final class RelyingPartyHTTPHandler: ChannelInboundHandler {
     typealias InboundIn = HTTPServerRequestPart
     typealias OutboundOut = HTTPServerResponsePart
@@ -23,18 +25,21 @@ final class RelyingPartyHTTPHandler: ChannelInboundHandler {
     private let service: RelyingPartyService
     private let maximumBodyBytes: Int
     private let idleTimeout: TimeAmount
+    private let requestTimeout: TimeAmount
     /// Told when a request starts (true) and when its answer is written (false): the server's connection table.
     private let requestStateChanged: ((Bool) -> Void)?
     private var state = State.idle
     private var idleTimer: Scheduled<Void>?
+    private var requestTimer: Scheduled<Void>?
 
     init(
         service: RelyingPartyService, maximumBodyBytes: Int, idleTimeout: TimeAmount,
-        requestStateChanged: ((Bool) -> Void)? = nil
+        requestTimeout: TimeAmount = .seconds(10), requestStateChanged: ((Bool) -> Void)? = nil
     ) {
         self.service = service
         self.maximumBodyBytes = maximumBodyBytes
         self.idleTimeout = idleTimeout
+        self.requestTimeout = requestTimeout
         self.requestStateChanged = requestStateChanged
     }
 
@@ -44,6 +49,7 @@ final class RelyingPartyHTTPHandler: ChannelInboundHandler {
 
     func handlerRemoved(context: ChannelHandlerContext) {
         idleTimer?.cancel()
+        requestTimer?.cancel()
     }
 
     func channelActive(context: ChannelHandlerContext) {
@@ -53,6 +59,7 @@ final class RelyingPartyHTTPHandler: ChannelInboundHandler {
 
     func channelInactive(context: ChannelHandlerContext) {
         idleTimer?.cancel()
+        requestTimer?.cancel()
         context.fireChannelInactive()
     }
 
@@ -66,6 +73,13 @@ final class RelyingPartyHTTPHandler: ChannelInboundHandler {
             }
             state = .receiving(head, body: [])
             requestStateChanged?(true)
+            requestTimer = context.eventLoop.assumeIsolated().scheduleTask(in: requestTimeout) { [self] in
+                guard case .receiving = state else { return }
+                refuseAndClose(
+                    .requestTimeout,
+                    "the request did not arrive whole within \(requestTimeout.nanoseconds / 1_000_000_000) s",
+                    context: context)
+            }
         case (.body(let buffer), .receiving(let head, var body)):
             state = .idle  // so that `body` is the only reference and appends in place
             guard body.count + buffer.readableBytes <= maximumBodyBytes else {
@@ -76,6 +90,7 @@ final class RelyingPartyHTTPHandler: ChannelInboundHandler {
             state = .receiving(head, body: body)
         case (.end, .receiving(let head, let body)):
             state = .idle
+            requestTimer?.cancel()
             let response = service.handle(
                 RelyingPartySite.Request(
                     method: head.method.rawValue, target: head.uri, host: head.headers.first(name: "Host"),
@@ -113,6 +128,7 @@ final class RelyingPartyHTTPHandler: ChannelInboundHandler {
         _ code: WebRelyingPartyError.Code, _ message: String, context: ChannelHandlerContext
     ) {
         state = .closing
+        requestTimer?.cancel()
         write(service.refusal(WebRelyingPartyError(code, message)), keepAlive: false, context: context)
     }
 

@@ -17,6 +17,9 @@ public struct RelyingPartyServerConfiguration: Sendable {
     /// A connection is closed when no request part arrives for this long (default 30 s); a request head must
     /// arrive whole within it.
     public var idleTimeout = Duration.seconds(30)
+    /// A request must arrive whole, body included, within this long of its head (default 10 s), or it is answered
+    /// 408 and the connection closes.
+    public var requestTimeout = Duration.seconds(10)
     /// The largest request body (default 64 KiB): larger ones are answered 413.
     public var maximumBodyBytes = RelyingPartySite.maximumBodyBytes
     /// Request headers: at most this many fields (default 64) and this many bytes in all (default 16 KiB).
@@ -87,7 +90,7 @@ public final class RelyingPartyServer: Sendable {
         }
         guard configuration.maximumConnections > 0, configuration.maximumBodyBytes >= 0,
             configuration.maximumHeaderFields > 0, configuration.maximumHeaderBytes > 0,
-            configuration.idleTimeout > .zero
+            configuration.idleTimeout > .zero, configuration.requestTimeout > .zero
         else { throw .invalidConfiguration("limits must be positive") }
 
         let slot = ServiceSlot()
@@ -167,6 +170,7 @@ public final class RelyingPartyServer: Sendable {
             RelyingPartyHTTPHandler(
                 service: service, maximumBodyBytes: configuration.maximumBodyBytes,
                 idleTimeout: TimeAmount(configuration.idleTimeout),
+                requestTimeout: TimeAmount(configuration.requestTimeout),
                 requestStateChanged: table.map { table in { busy in table.setBusy(channel, busy) } }))
     }
 }

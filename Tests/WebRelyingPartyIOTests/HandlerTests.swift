@@ -123,12 +123,50 @@ struct HandlerTests {
         #expect(try channel.readResponseParts()?.status == 200)
     }
 
+    /// A client that sends a head and then drips its body, one byte within every idle timeout, is busy for the
+    /// connection table and would hold its place for ever: the request timeout answers it 408 and closes.
+    @Test func aRequestDrippingItsBodyIsAnswered408AtTheRequestTimeout() throws {
+        let channel = try handlerChannel()
+        let loop = try #require(channel.eventLoop as? EmbeddedEventLoop)
+        try channel.writeInbound(
+            head(
+                .POST, "/registration/options",
+                [("Content-Type", "application/json"), ("Transfer-Encoding", "chunked")]
+            ))
+        for _ in 0..<9 {
+            try channel.writeInbound(body(" "))
+            loop.advanceTime(by: .seconds(1))
+        }
+        #expect(channel.isActive)
+        #expect(try channel.readResponseParts() == nil)
+        try channel.writeInbound(body(" "))
+        loop.advanceTime(by: .seconds(1))
+        let answer = try #require(try channel.readResponseParts())
+        #expect(answer.status == 408 && answer.json["error"] as? String == "requestTimeout")
+        #expect(answer.headers.first(name: "Connection") == "close")
+        #expect(!channel.isActive)
+        #expect(recorder.lines.withLock { $0 }.isEmpty)
+    }
+
+    /// A request that arrives whole in time leaves no timer behind: the keep-alive connection lives on.
+    @Test func aRequestAnsweredInTimeLeavesNoRequestTimerBehind() throws {
+        let channel = try handlerChannel()
+        let loop = try #require(channel.eventLoop as? EmbeddedEventLoop)
+        try channel.writeInbound(head(.GET, "/credentials"))
+        loop.advanceTime(by: .seconds(9))
+        try channel.writeInbound(HTTPServerRequestPart.end(nil))
+        #expect(try channel.readResponseParts()?.status == 200)
+        loop.advanceTime(by: .seconds(20))
+        #expect(channel.isActive)
+        #expect(try channel.readResponseParts() == nil)
+    }
+
     @Test func aConnectionIsClosedWhenNoRequestPartArrivesForTheIdleTimeout() throws {
         let channel = try handlerChannel()
         let loop = try #require(channel.eventLoop as? EmbeddedEventLoop)
         loop.advanceTime(by: .seconds(29))
         try channel.writeInbound(head(.GET, "/credentials"))
-        loop.advanceTime(by: .seconds(29))
+        loop.advanceTime(by: .seconds(9))  // within the request timeout
         try channel.writeInbound(HTTPServerRequestPart.end(nil))
         #expect(try channel.readResponseParts()?.status == 200)
         loop.advanceTime(by: .seconds(29))
