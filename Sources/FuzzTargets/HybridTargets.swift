@@ -213,7 +213,8 @@ enum HybridTargets {
     // MARK: The client session after the handshake
 
     /// A client session that has completed an honest handshake; then every chunk of the input is encrypted
-    /// under the phone's keys and delivered, as a hostile phone would. A chunk that starts with 0xFF instead
+    /// under the phone's keys and delivered, as a hostile phone would, before and after the session closes (a
+    /// phone that goes on after its shutdown, or after the client gave up). A chunk that starts with 0xFF instead
     /// makes the client send a CTAP request first, so that responses are expected.
     static let clientSession: FuzzTarget = FuzzTarget(
         name: "client-session",
@@ -226,6 +227,7 @@ enum HybridTargets {
             return [
                 FuzzInput.chunks([postHandshake, [0xFF, 0x04], response, shutdown]),
                 FuzzInput.chunks([PostHandshakeMessage(getInfo: getInfo).plaintext(revision: .zero), [0xFF, 4]]),
+                FuzzInput.chunks([postHandshake, [0xFF, 0x04], shutdown, response, [0xFF, 0x04], postHandshake]),
             ]
         },
         run: { input in
@@ -251,15 +253,20 @@ enum HybridTargets {
             var chunks = FuzzInput(input)
             var count = 0
             var requestSent = false
-            while count < 32, let chunk = chunks.chunk(), session.phase != .closed {
+            while count < 32, let chunk = chunks.chunk() {
                 count += 1
+                let closed = session.phase == .closed
                 if chunk.first == 0xFF {
                     let actions = session.sendCTAP(Array(chunk.dropFirst()))
-                    requestSent = requestSent || actions.contains { if case .send = $0 { true } else { false } }
+                    let sent = actions.contains { if case .send = $0 { true } else { false } }
+                    expect(!(closed && sent), "a closed session sent a request")
+                    requestSent = requestSent || sent
                     continue
                 }
                 guard let ciphertext = try? phone.result.crypter.encrypt(chunk) else { return }
-                for action in session.received(ciphertext) {
+                let actions = session.received(ciphertext)
+                expect(!closed || actions.isEmpty, "a closed session acted on a message: \(actions)")
+                for action in actions {
                     switch action {
                     case .ready:
                         expect(session.phase == .ready, "ready announced in phase \(session.phase)")
