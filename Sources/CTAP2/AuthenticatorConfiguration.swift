@@ -100,6 +100,16 @@ public struct AuthenticatorConfiguration: Sendable {
         return configuration
     }()
 
+    /// A security key with a phone behind it, as `passkey serve --phone` is: like ``securityKey``, but getInfo is the
+    /// one-request profile (``oneRequestPerSession``): built-in `uv`, no clientPin, PIN/UV auth protocols or tokens,
+    /// no credential management, config, large blobs or hmac-secret. Platforms then send plain `uv: true` requests
+    /// with nothing bound to this key, which a phone can answer unchanged.
+    public static let phoneBridge: AuthenticatorConfiguration = {
+        var configuration = securityKey
+        configuration.oneRequestPerSession = true
+        return configuration
+    }()
+
     /// A security key without built-in user verification, as `passkey serve --pin-only` is: like ``securityKey``, but
     /// the PIN is the only user verification (``UserVerificationPolicy/pinOnly``), as on most hardware keys, so
     /// platforms ask for the PIN.

@@ -36,22 +36,7 @@ extension Authenticator {
         }
         let willVerify = token != nil || verificationRequested
 
-        var candidates: [StoredCredential] = []
-        if request.allowList.isEmpty {
-            // credProtect (§12.1): without user verification, discovery finds level 1 credentials only.
-            candidates = try await storeCall { try await $0.credentials(forRelyingParty: request.relyingPartyID) }
-                .filter { $0.isDiscoverable && ($0.credentialProtection == .userVerificationOptional || willVerify) }
-        } else {
-            for descriptor in request.allowList where descriptor.type == "public-key" {
-                if let credential = try await storeCall({ try await $0.credential(id: descriptor.id) }),
-                    credential.relyingPartyID == request.relyingPartyID,
-                    credential.credentialProtection != .userVerificationRequired || willVerify
-                {
-                    candidates = [credential]
-                    break
-                }
-            }
-        }
+        var candidates = try await candidates(for: request, willVerify: willVerify)
         guard !candidates.isEmpty else { throw .noCredentials }
         let hmacSecret = try extensions.hmacSecret.map { (input) throws(CTAPError) in try hmacSecretSession(input) }
 
@@ -110,6 +95,71 @@ extension Authenticator {
             await environment.store.recordUse(ofCredential: first.id, at: environment.currentDate())
         }
         return response
+    }
+
+    /// The credentials `request` can use, before anyone is asked: with an empty allowList the relying party's
+    /// discoverable credentials, else the first listed one of this relying party; credProtect (§12.1) hides level 2
+    /// from discovery and level 3 from everything unless the user will be verified.
+    func candidates(for request: GetAssertionRequest, willVerify: Bool) async throws(CTAPError) -> [StoredCredential] {
+        if request.allowList.isEmpty {
+            return try await storeCall { try await $0.credentials(forRelyingParty: request.relyingPartyID) }
+                .filter { $0.isDiscoverable && ($0.credentialProtection == .userVerificationOptional || willVerify) }
+        }
+        for descriptor in request.allowList where descriptor.type == "public-key" {
+            if let credential = try await storeCall({ try await $0.credential(id: descriptor.id) }),
+                credential.relyingPartyID == request.relyingPartyID,
+                credential.credentialProtection != .userVerificationRequired || willVerify
+            {
+                return [credential]
+            }
+        }
+        return []
+    }
+
+    /// Whether getAssertion could answer `request` from the store (a credential it can use is there), asking nobody
+    /// and changing nothing: the question a phone behind this key asks before it shows a QR code. The user counts
+    /// as verified when the request asks for it (`uv`) and this authenticator verifies built in, or it verifies every
+    /// request; a token is not looked at. A store that cannot be read counts as able to answer, so that getAssertion
+    /// reports its error.
+    public func storeCanAnswer(_ request: GetAssertionRequest) async -> Bool {
+        let settings: AuthenticatorSettings
+        do {
+            settings = try await loadSettings()
+        } catch {
+            return true
+        }
+        let willVerify =
+            configuration.userVerification.hasBuiltInVerification
+            && (request.options["uv"] == true || configuration.verifiesEveryRequest(settings))
+        do {
+            return try await !candidates(for: request, willVerify: willVerify).isEmpty
+        } catch {
+            return true
+        }
+    }
+
+    /// Whether the store holds a credential of `excludeList` for `relyingPartyID`, so that makeCredential answers
+    /// CREDENTIAL_EXCLUDED (any credProtect level: a phone behind the key must not make a second credential for an
+    /// account this key already has). A store that cannot be read counts as holding one.
+    public func storeHolds(excludeList: [CredentialDescriptor], relyingPartyID: String) async -> Bool {
+        for descriptor in excludeList where descriptor.type == "public-key" {
+            do {
+                if try await storeCall({ try await $0.credential(id: descriptor.id) })?.relyingPartyID
+                    == relyingPartyID
+                {
+                    return true
+                }
+            } catch {
+                return true
+            }
+        }
+        return false
+    }
+
+    /// Forgets the accounts a getAssertion left for getNextAssertion: a later request went elsewhere (a phone), so
+    /// getNextAssertion must not page through an older answer of this store.
+    public func forgetPendingAssertions() {
+        state.withLock { $0.pendingAssertions = nil }
     }
 
     func getNextAssertion() throws(CTAPError) -> [UInt8] {
