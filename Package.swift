@@ -439,7 +439,7 @@ let package = Package(
             name: "HybridDriverTests",
             dependencies: [
                 "HybridDriver", "HybridIO", "Hybrid", "Proximity", "CTAP2", "NearbyShare", "NearbyShareDriver",
-                "CredentialExchange", "HybridTestSupport", "TestSupport", crypto,
+                "CredentialExchange", "HybridTestSupport", "TestSupport", "WebAuthnClient", "WebAuthnClientDriver", crypto,
             ],
             swiftSettings: strictSettings
         ),

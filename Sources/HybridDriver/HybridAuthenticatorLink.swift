@@ -120,8 +120,7 @@ public struct HybridAuthenticatorLink: Sendable {
 
     private func run(
         _ session: consuming HybridAuthenticatorSession, answer: @Sendable ([UInt8], [UInt8]) async -> [UInt8]
-    ) async throws(HybridLinkError) -> (answered: Int, sentLinking: Bool)
-    {
+    ) async throws(HybridLinkError) -> (answered: Int, sentLinking: Bool) {
         var session = session
         var run = AuthenticatorRun(advertiser: advertiser, environment: environment, progress: progress)
         var actions = session.start()

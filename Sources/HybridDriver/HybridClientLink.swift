@@ -163,15 +163,26 @@ final class ClientDriver {
     func sendCTAP(_ request: [UInt8]) -> [HybridClientSession.Action] { session.sendCTAP(request) }
     func shutdown() -> [HybridClientSession.Action] { session.shutdown() }
 
-    /// Carries out `actions` and then whatever the session asks next, until an outcome the caller waits for.
+    /// Carries out `actions` and then whatever the session asks next, until an outcome the caller waits for. When
+    /// the waiting task is cancelled (the scan's events end, a tunnel receive fails), the radio, timer and tunnel are
+    /// closed and `.cancelled` is thrown, whatever the step was.
     nonisolated(nonsending) func run(_ actions: [HybridClientSession.Action]) async throws(HybridLinkError)
         -> Outcome
     {
         var actions = actions
-        while true {
-            if let outcome = try await perform(actions) { return outcome }
-            guard let next = try await nextEvent() else { return .closed }
-            actions = next
+        do throws(HybridLinkError) {
+            while true {
+                if let outcome = try await perform(actions) { return outcome }
+                guard let next = try await nextEvent() else {
+                    if Task.isCancelled { throw HybridLinkError.cancelled }
+                    return .closed
+                }
+                actions = next
+            }
+        } catch {
+            guard Task.isCancelled else { throw error }
+            await tearDown()
+            throw .cancelled
         }
     }
 

@@ -15,6 +15,9 @@ public enum HybridLinkError: Error, Hashable, Sendable, CustomStringConvertible 
     case qrCode(QRCodeError)
     /// A linked session could not be made from the stored link.
     case linkedSession(LinkedSessionError)
+    /// The task waiting on the link was cancelled (a browser's CTAPHID_CANCEL, a timeout): the radio, timer and
+    /// tunnel were closed.
+    case cancelled
 
     public var description: String {
         switch self {
@@ -23,6 +26,7 @@ public enum HybridLinkError: Error, Hashable, Sendable, CustomStringConvertible 
         case .session(let error): error.description
         case .qrCode(let error): "QR code: \(error)"
         case .linkedSession(let error): error.description
+        case .cancelled: "cancelled"
         }
     }
 }

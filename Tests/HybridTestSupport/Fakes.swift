@@ -5,7 +5,8 @@ import Proximity
 import Synchronization
 
 /// One end of an in-memory tunnel: what one end sends, the other receives. With `timersExpireAtOnce`, a receive
-/// with a time limit and nothing queued times out at once, as if the time had passed: timer tests need no sleep.
+/// with a time limit and nothing queued times out at once, as if the time had passed: timer tests need no sleep. A
+/// receive whose task is cancelled ends the tunnel, as the real one does (`TunnelInboundReader`), and returns nil.
 public final class FakeTunnel: HybridTunnel {
     private struct State {
         var queue: [[UInt8]] = []
@@ -64,19 +65,28 @@ public final class FakeTunnel: HybridTunnel {
         case .message(let message): return message
         case .timedOut: throw .timedOut("for the test's timer")
         case .wait:
-            return await withCheckedContinuation { continuation in
-                let now = state.withLock { state -> [UInt8]?? in
-                    if !state.queue.isEmpty { return .some(state.queue.removeFirst()) }
-                    if state.closed { return .some(nil) }
-                    state.waiter = continuation
-                    return .none
+            return await withTaskCancellationHandler {
+                await withCheckedContinuation { continuation in
+                    let now = state.withLock { state -> [UInt8]?? in
+                        if !state.queue.isEmpty { return .some(state.queue.removeFirst()) }
+                        if state.closed { return .some(nil) }
+                        state.waiter = continuation
+                        return .none
+                    }
+                    if let now { continuation.resume(returning: now) }
                 }
-                if let now { continuation.resume(returning: now) }
+            } onCancel: {
+                if let peer = closeThisEnd() { Task { await peer.peerClosed() } }
             }
         }
     }
 
     public func close() async {
+        await closeThisEnd()?.peerClosed()
+    }
+
+    /// Closes this end and wakes its waiting receive; returns the peer to tell, if it was not told yet.
+    private func closeThisEnd() -> FakeTunnel? {
         let (waiter, peer) = state.withLock { state in
             let waiter = state.waiter
             state.waiter = nil
@@ -85,7 +95,7 @@ public final class FakeTunnel: HybridTunnel {
             return (waiter, peer)
         }
         waiter?.resume(returning: nil)
-        await peer?.peerClosed()
+        return peer
     }
 
     private func peerClosed() async {
