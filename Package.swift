@@ -460,7 +460,7 @@ let package = Package(
                 "Proximity", "CTAP2", "CTAPHID", "CBOR", "HybridTestSupport", "TestSupport", "WebAuthnClientDriver",
                 "SecurityKeyDriver",
                 "WebAuthnClient", "AssociatedDomains", "AssociatedDomainsIO", "RelyingParty",
-                "WebRelyingParty", "CredentialExchange", "NearbyShare", "RelyingPartyTestSupport", crypto,
+                "WebRelyingParty", "CredentialExchange", "NearbyShare", "RelyingPartyTestSupport", "WebAuthn", crypto,
             ],
             swiftSettings: strictSettings
         ),

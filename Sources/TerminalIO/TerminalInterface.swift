@@ -1,6 +1,7 @@
 import Basics
 import CTAP2
 import Foundation
+import Hybrid
 import HybridDriver
 import PasskeyProvider
 import Proximity
@@ -55,15 +56,26 @@ public struct TerminalInterface: ProviderUserInterface {
         case .sharedLogin(_, let logins):
             show(request)
             return await pick(among: logins.count, timeout: vaultAnswerTimeout)
+        case .whereToCreate:
+            show(request)
+            return await pick(among: 2, timeout: answerTimeout)
         }
     }
 
-    /// Shows a list of logins to choose from (accounts are shown as they are asked for).
+    /// Shows a list to choose from (accounts are shown as they are asked for).
     private func show(_ request: ChoiceRequest) {
-        guard case .sharedLogin(let app, let logins) = request else { return }
-        terminal.write("\(app.siteChosen) wants to use one of your saved passwords:\n")
-        for (index, login) in logins.enumerated() {
-            terminal.write("  \(index + 1)) \(login.user.siteChosen) at \(login.service.terminalSafe)\n")
+        switch request {
+        case .sharedLogin(let app, let logins):
+            terminal.write("\(app.siteChosen) wants to use one of your saved passwords:\n")
+            for (index, login) in logins.enumerated() {
+                terminal.write("  \(index + 1)) \(login.user.siteChosen) at \(login.service.terminalSafe)\n")
+            }
+        case .whereToCreate(let rp, let name):
+            let who = name.map { " for \($0.siteChosen)" } ?? ""
+            terminal.write("\(rp.terminalSafe): where should the passkey\(who) be created?\n")
+            terminal.write("  1) this computer\n  2) a phone (shows a QR code)\n")
+        case .account:
+            break
         }
     }
 
@@ -156,6 +168,8 @@ public struct TerminalInterface: ProviderUserInterface {
             status(PhoneLines.line(for: event))
         case .computer(let event):
             if OutputLevel.current.showsProgress { terminal.write("passkey: " + Self.line(for: event) + "\n") }
+        case .bridge(let event):
+            if let line = Self.line(for: event) { status("phone: " + line) }
         case .share(.offered(let relyingPartyID, let userName, let displayName, let created, let notes)):
             var text = "A person nearby shares a passkey:\n  \(relyingPartyID.terminalSafe)  "
             text += (userName ?? "no name").siteChosen
@@ -181,6 +195,30 @@ public struct TerminalInterface: ProviderUserInterface {
             "the phone \"\(name.terminalSafe)\" revoked this link (the relay says it is gone); forgot it (\(file))"
         case .verifiedByRelyingParty:
             "verified by the relying party"
+        }
+    }
+
+    /// The phone behind the key's events; nil for the steps the QR code and the keepalives already show.
+    public static func line(for event: BridgeEvent) -> String? {
+        switch event {
+        case .toPhone(let command, let linked):
+            let what = command == CTAPCommand.makeCredential.rawValue ? "a registration" : "a sign-in"
+            return linked ? "\(what) goes to the linked phone" : "\(what) goes to a phone: scan the QR code"
+        case .session(let progress):
+            switch progress {
+            case .showQRCode, .requestSent, .responseReceived: return nil
+            case .advertSeen(_, let domain): return "advert seen: the phone is near; relay \(domain.host)"
+            case .contacting(let url): return "asking the relay \(PhoneLines.host(of: url)) to wake the linked phone"
+            case .linkedPhoneNear: return "the linked phone is near: handshake"
+            case .tunnelConnected(let url): return "tunnel connected: \(PhoneLines.host(of: url))"
+            case .handshakeDone: return ClientLines.tunnelStep(progress)
+            }
+        case .linkedPhoneFailed(let reason):
+            return "the linked phone was not reached (\(reason)); showing a QR code"
+        case .answered(let status):
+            return "answer sent: \(status == 0 ? "OK" : CTAPError(rawValue: status).description)"
+        case .failed(let reason, let status):
+            return "no answer from a phone (\(reason)): the browser is told \(CTAPError(rawValue: status).description)"
         }
     }
 

@@ -61,9 +61,25 @@ public struct CredentialMetadata: Hashable, Sendable {
 /// Why an authenticator could not be reached or stopped answering: the QR code, Bluetooth, tunnel or USB failed.
 /// The description is for the user; it holds no secrets.
 public struct AuthenticatorTransportError: Error, Hashable, Sendable, CustomStringConvertible {
-    public var description: String
+    /// What kind of end it was, for a caller that answers with a status (a phone behind a security key).
+    public enum Kind: Hashable, Sendable {
+        /// The authenticator could not be used or failed mid-request.
+        case failed
+        /// The waiting task was cancelled.
+        case cancelled
+        /// Nobody acted in time: no phone came near, no answer came.
+        case timedOut
+        /// A linked phone's relay said the link is gone (410, or 4410 on the tunnel): it was forgotten.
+        case linkGone
+    }
 
-    public init(_ description: String) { self.description = description }
+    public var description: String
+    public var kind: Kind
+
+    public init(_ description: String, kind: Kind = .failed) {
+        self.description = description
+        self.kind = kind
+    }
 }
 
 /// An authenticator the engine can ask, by CTAP2 messages. The concrete ones (this machine's store, a phone over

@@ -53,7 +53,7 @@ public struct HybridPhoneAuthenticator: ClientAuthenticator {
         let progress = progress
         let session = try await LinkedSession.open(makeScanner: makeScanner) {
             scanner throws(AuthenticatorTransportError) in
-            do {
+            do throws(HybridLinkError) {
                 return try await HybridClientLink.connect(
                     requestType: ceremony == .create ? .makeCredential : .getAssertion, scanner: scanner,
                     tunnelServer: tunnelServer, timeouts: timeouts, offersLinking: onLinking != nil,
@@ -67,7 +67,7 @@ public struct HybridPhoneAuthenticator: ClientAuthenticator {
                         progress(event)
                     })
             } catch {
-                throw AuthenticatorTransportError("\(error)")
+                throw AuthenticatorTransportError(error)
             }
         }
         return Session(session: session, relay: relay.withLock { $0 }, onLinking: onLinking)

@@ -72,14 +72,27 @@ public struct LinkedPhoneAuthenticator: ClientAuthenticator {
                 throw AuthenticatorTransportError(
                     "the phone \"\(phone.name)\" revoked this computer's link (the relay answered "
                         + "\(error == .tunnel(.refused(status: 410)) ? "410 Gone" : "4410, link declined")); the link "
-                        + "was forgotten: scan a QR code to link again")
+                        + "was forgotten: scan a QR code to link again", kind: .linkGone)
             default:
                 break
             }
-            throw AuthenticatorTransportError("the linked phone \"\(phone.name)\": \(error)")
+            throw AuthenticatorTransportError(error, "the linked phone \"\(phone.name)\": ")
         }
         onUsed()
         return link
+    }
+}
+
+extension AuthenticatorTransportError {
+    /// A hybrid link's failure, its kind kept: cancelled, timed out (no phone near, no answer), or failed.
+    init(_ error: HybridLinkError, _ prefix: String = "") {
+        let kind: Kind
+        switch error {
+        case .cancelled: kind = .cancelled
+        case .session(.noNearbyAuthenticator), .session(.linkedPhoneNotNear), .session(.timedOut): kind = .timedOut
+        default: kind = .failed
+        }
+        self.init(prefix + error.description, kind: kind)
     }
 }
 
@@ -122,7 +135,7 @@ struct LinkedSession: AuthenticatorSession {
         do {
             return try await link.request(message)
         } catch {
-            throw AuthenticatorTransportError("\(error)")
+            throw AuthenticatorTransportError(error)
         }
     }
 

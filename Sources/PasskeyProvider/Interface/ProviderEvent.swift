@@ -29,6 +29,22 @@ public enum ProviderEvent: Sendable {
     case computer(ComputerEvent)
     /// Nearby sharing's steps.
     case share(ShareEvent)
+    /// The security key's phone behind it (`SecurityKeyBridge`).
+    case bridge(BridgeEvent)
+}
+
+/// What the phone behind the security key reports (`SecurityKeyBridge`).
+public enum BridgeEvent: Hashable, Sendable {
+    /// A request (by its CTAP command byte) goes to a phone: by QR code, or to the linked phone.
+    case toPhone(command: UInt8, linked: Bool)
+    /// A step of the phone's session.
+    case session(HybridClientProgress)
+    /// The linked phone could not be reached (`reason`); a QR code is shown instead.
+    case linkedPhoneFailed(reason: String)
+    /// The phone's answer went back to the browser, with its status byte.
+    case answered(status: UInt8)
+    /// No phone answered; the browser is told with `status` (cancelled 0x2D, timed out 0x2F, failed 0x7F).
+    case failed(reason: String, status: UInt8)
 }
 
 /// What the phone role reports (`PhoneService`).

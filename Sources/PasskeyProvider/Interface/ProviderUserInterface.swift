@@ -57,6 +57,9 @@ public enum ChoiceRequest: Hashable, Sendable {
     case account(relyingPartyID: String, accounts: [AccountSummary])
     /// Which saved login to give `app` (`password request`); refusing gives it nothing.
     case sharedLogin(app: String, logins: [SavedLoginSummary])
+    /// Where to create a passkey a site asks the security key for: entry 0 is this computer (the store), entry 1 a
+    /// phone (`serve --phone`).
+    case whereToCreate(relyingPartyID: String, userName: String?)
 }
 
 /// What the provider asks of the person and tells them, whichever role it plays: a phone answering a QR code, a

@@ -17,15 +17,20 @@ public struct SecurityKeyService: Sendable {
         public var pinOnly: Bool
         /// The attestation statement format of new credentials.
         public var attestation: AttestationFormat
+        /// A phone stands behind the key (`SecurityKeyBridge`): getInfo is ``AuthenticatorConfiguration/phoneBridge``'s,
+        /// with nothing a platform would bind to this key. Takes precedence over `pinOnly`.
+        public var phoneBridge: Bool
 
-        public init(pinOnly: Bool = false, attestation: AttestationFormat? = nil) {
+        public init(pinOnly: Bool = false, attestation: AttestationFormat? = nil, phoneBridge: Bool = false) {
             self.pinOnly = pinOnly
             self.attestation = attestation ?? AuthenticatorConfiguration.securityKey.attestationFormat
+            self.phoneBridge = phoneBridge
         }
 
         /// The authenticator's configuration for these options.
         public var configuration: AuthenticatorConfiguration {
-            var configuration: AuthenticatorConfiguration = pinOnly ? .pinOnlySecurityKey : .securityKey
+            var configuration: AuthenticatorConfiguration =
+                phoneBridge ? .phoneBridge : pinOnly ? .pinOnlySecurityKey : .securityKey
             configuration.attestationFormat = attestation
             return configuration
         }
