@@ -220,6 +220,19 @@ struct SecurityKeyBridgeTests {
         #expect(await bridge.answer(Self.makeCredential(), keepalive: { _ in }) == [CTAPError.keepaliveCancel.rawValue])
         #expect(phones.made.withLock { $0 }.count == 1)
         #expect(person.prompts.first == .choose(.whereToCreate(relyingPartyID: "example.com", userName: "alice")))
+
+        // Unattended (--yes), a creation stays on this computer, and says so.
+        let other = try TemporaryDirectory()
+        let unattended = ScriptedPerson()
+        let store = try SecurityKeyServiceTests.store(other)
+        let key = try SecurityKeyService(
+            store: store, options: .init(phoneBridge: true), consent: UnattendedApproval(), interface: unattended)
+        let unattendedBridge = SecurityKeyBridge(
+            key: key, mode: .phoneFallback, phones: phones.bridgePhones, interface: unattended,
+            unattendedReason: "--yes")
+        #expect(await unattendedBridge.answer(Self.makeCredential(), keepalive: { _ in }).first == 0x00)
+        #expect(unattended.prompts.isEmpty && phones.made.withLock { $0 }.count == 1)
+        #expect(try store.allCredentials().map(\.relyingPartyID) == ["example.com"])
     }
 
     @Test func refusalsAndTheNextAssertionAfterAPhonesSignIn() async throws {

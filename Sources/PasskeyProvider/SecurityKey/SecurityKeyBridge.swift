@@ -44,14 +44,20 @@ public final class SecurityKeyBridge: Sendable {
     public let mode: PhoneBridgeMode
     private let phones: Phones
     private let interface: any ProviderUserInterface
+    /// Why nobody is asked (`--yes`): then a creation in `phoneFallback` stays on this computer, reported.
+    private let unattendedReason: String?
     /// Where the previous request went: getNextAssertion after a phone's sign-in has nothing here to page through.
     private let lastRoute = Mutex<PhoneRoute?>(nil)
 
-    public init(key: SecurityKeyService, mode: PhoneBridgeMode, phones: Phones, interface: any ProviderUserInterface) {
+    public init(
+        key: SecurityKeyService, mode: PhoneBridgeMode, phones: Phones, interface: any ProviderUserInterface,
+        unattendedReason: String? = nil
+    ) {
         self.key = key
         self.mode = mode
         self.phones = phones
         self.interface = interface
+        self.unattendedReason = unattendedReason
     }
 
     /// Answers one CTAP request (command byte and CBOR) with status byte and CBOR, from the store or from a phone.
@@ -101,12 +107,17 @@ public final class SecurityKeyBridge: Sendable {
     }
 
     /// A creation in `phoneFallback`: the person picks this computer (the store) or a phone. No answer is a refusal,
-    /// told to the browser as the person's.
+    /// told to the browser as the person's. Unattended, this computer is taken.
     private func askWhere(_ request: [UInt8]) async -> PhoneRoute {
         let parsed = (try? CBORDecoder(requiresCanonicalForm: false).decode(Array(request.dropFirst())))
             .flatMap { try? MakeCredentialRequest(cbor: $0) }
         let question = ChoiceRequest.whereToCreate(
             relyingPartyID: parsed?.relyingPartyID ?? "", userName: parsed?.userName ?? parsed?.userDisplayName)
+        if let unattendedReason {
+            interface.report(.unattendedApprovalOn(reason: unattendedReason))
+            interface.report(.autoChose(question, index: 0))
+            return .store
+        }
         switch await interface.choose(question) {
         case .given(0): return .store
         case .given(1): return .phone

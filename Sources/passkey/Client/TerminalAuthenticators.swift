@@ -79,6 +79,31 @@ extension HybridOptions {
     }
 }
 
+extension HybridOptions {
+    /// The phones behind `passkey serve --phone`: by QR code, drawn on standard error with its URL as one flushed
+    /// `phone: FIDO:/…` line on standard output (for scripts), the session's steps going to the bridge.
+    func bridgePhones() throws -> SecurityKeyBridge.Phones {
+        let mode = mode
+        let tunnelServer = tunnelServer
+        let timeouts = timeouts
+        let environment = HybridEnvironment.system(tls: try tlsConfiguration())
+        return SecurityKeyBridge.Phones(qrCode: { progress in
+            HybridPhoneAuthenticator(
+                makeScanner: { () async throws(ProximityError) -> any ProximityScanner in
+                    try await Radio.scanner(for: mode)
+                },
+                tunnelServer: tunnelServer, timeouts: timeouts, environment: environment,
+                progress: { event in
+                    if case .showQRCode(let url) = event {
+                        ClientOptions.show(url: url, toStandardError: true, png: nil)
+                        ServingProcess.printLine("phone: \(url)")
+                    }
+                    progress(event)
+                })
+        })
+    }
+}
+
 extension SuffixListRelyingPartyIDChecker {
     /// The check over the system's Public Suffix List file (Docs/Client.md).
     static func fromSystemList(relatedOrigins: (any RelatedOriginsSource)?) throws -> Self {

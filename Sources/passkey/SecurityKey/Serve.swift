@@ -30,6 +30,12 @@ extension Passkey {
                 platforms verify the user with a PIN they set (python-fido2, `fido2-token -S`, a browser's settings) \
                 and ask for it, as for a YubiKey. See Docs/CTAP21.md.
 
+                With --phone, a phone stands behind the key: a sign-in this store cannot answer, and a registration \
+                you send to a phone, show a QR code (on standard error; its URL as `phone: FIDO:/…` on standard \
+                output) that a phone scans, and the phone answers through the key. With --phone-only every \
+                registration and sign-in goes to a phone. --relay, --relay-ca, --ble and --timeout are as for \
+                `passkey client`. See Docs/SecurityKey.md.
+
                 Stops on SIGINT or SIGTERM (the uhid device disappears). See Docs/Transports.md.
                 """
         )
@@ -55,9 +61,26 @@ extension Passkey {
                 verify the user with the PIN (set one with a platform, e.g. python-fido2 or `fido2-token -S`).
                 """)
         var pinOnly = false
+        @Flag(
+            help: """
+                Put a phone behind the key: a sign-in this store cannot answer, or a registration you send to a \
+                phone, shows a QR code for a phone to scan (Docs/SecurityKey.md).
+                """)
+        var phone = false
+        @Flag(help: "Send every registration and sign-in to a phone; the store answers none of them.")
+        var phoneOnly = false
+        @OptionGroup var hybrid: HybridOptions
+
+        /// Whether a phone stands behind the key, and for which requests.
+        var bridgeMode: PhoneBridgeMode { phoneOnly ? .phoneOnly : phone ? .phoneFallback : .off }
 
         func validate() throws {
             guard (udp != nil) != uhid else { throw ValidationError("Give exactly one of --udp HOST:PORT and --uhid.") }
+            guard !(phone && phoneOnly) else { throw ValidationError("Give at most one of --phone and --phone-only.") }
+            guard !(pinOnly && bridgeMode != .off) else {
+                throw ValidationError(
+                    "--pin-only cannot go with a phone behind the key: a phone verifies the user itself.")
+            }
             guard let udp else { return }
             let (host, port) = try Self.hostAndPort(udp)
             // Checked before the store is opened, so a bad address changes nothing.
@@ -95,10 +118,18 @@ extension Passkey {
                 // Without a terminal (a systemd user unit), consent is asked through a notification or the queue.
                 let interface = consentOptions.interface(terminal: terminal, unattended: approval.unattended)
                 let key = try SecurityKeyService(
-                    store: store, options: SecurityKeyService.Options(pinOnly: pinOnly, attestation: attestation),
+                    store: store,
+                    options: SecurityKeyService.Options(
+                        pinOnly: pinOnly, attestation: attestation, phoneBridge: bridgeMode != .off),
                     consent: consentOptions.consent(
                         interface: interface, approval: approval, store: store, access: access),
                     interface: interface)
+                let bridge =
+                    bridgeMode == .off
+                    ? nil
+                    : SecurityKeyBridge(
+                        key: key, mode: bridgeMode, phones: try hybrid.bridgePhones(), interface: interface,
+                        unattendedReason: approval.mode.unattendedReason)
                 let wink: WinkHandler = {
                     Terminal.shared.write("passkey: wink! (the platform asked the authenticator to identify itself)\n")
                 }
@@ -106,7 +137,12 @@ extension Passkey {
                 // and the status answered, never a value from the payload (CTAPRequestSummary).
                 let requestLogger = Logger(label: "passkey.ctap")
                 let handler: CBORHandler = { request, setKeepaliveStatus in
-                    let response = await key.answer(request, keepalive: setKeepaliveStatus)
+                    let response =
+                        if let bridge {
+                            await bridge.answer(request, keepalive: setKeepaliveStatus)
+                        } else {
+                            await key.answer(request, keepalive: setKeepaliveStatus)
+                        }
                     requestLogger.debug(
                         "CTAP \(CTAPRequestSummary(message: request)) -> \(Self.statusName(response.first ?? 0x7F))")
                     return response

@@ -1,0 +1,161 @@
+"""A phone behind the virtual key (issue 25), with the real binaries: python-fido2 speaks CTAP2 over CTAPHID to
+`passkey serve --phone-only` (or `--phone`), which shows a QR code and prints its URL as `phone: FIDO:/…`;
+`passkey scan` answers it as the phone, over the simulated radio and a local `passkey-relay`. python-fido2's
+Fido2Server and py_webauthn verify what comes back, and the passkey is on the phone's store, not the key's.
+"""
+
+import json
+import os
+import re
+import subprocess
+import tempfile
+import threading
+
+import pytest
+from fido2.ctap import CtapError
+from fido2.ctap2 import Ctap2
+from fido2.webauthn import (
+    AuthenticationResponse,
+    AuthenticatorAssertionResponse,
+    CollectedClientData,
+    PublicKeyCredentialUserEntity,
+    UserVerificationRequirement,
+)
+
+from conftest import PASSKEY_BIN, Server
+from test_interop import ORIGIN, RP_ID, check_assertion, register, rp_server
+from test_linked import Relay, free_port
+from test_webauthn_client import env, new_store
+
+PHONE_LINE = re.compile(r"^phone: (FIDO:/\S+)$")
+
+
+class Phone(threading.Thread):
+    """Reads the key's standard output and answers each QR code it shows with `passkey scan`, as a phone would."""
+
+    def __init__(self, key, store, relay_url, radio):
+        super().__init__(daemon=True)
+        self.key, self.store, self.relay_url, self.radio = key, store, relay_url, radio
+        self.urls = []
+        self.scans = []
+        self.shown = threading.Event()
+        self.start()
+
+    def run(self):
+        while True:
+            try:
+                line = self.key.process.stdout.readline()
+            except ValueError:  # the key stopped and its output was closed
+                return
+            if not line:
+                return
+            match = PHONE_LINE.match(line.strip())
+            if not match:
+                continue
+            self.urls.append(match.group(1))
+            self.shown.set()
+            if self.store is None:
+                continue
+            self.scans.append(subprocess.run(
+                [PASSKEY_BIN, "scan", match.group(1), "--store", self.store, "--relay", self.relay_url,
+                 "--ble", self.radio, "--yes", "--timeout", "60"],
+                capture_output=True, text=True, timeout=120, env=env()))
+
+
+@pytest.fixture
+def directory():
+    with tempfile.TemporaryDirectory() as path:
+        yield path
+
+
+@pytest.fixture
+def relay(directory):
+    running = Relay(directory)
+    yield running
+    running.stop()
+
+
+def key_with_phone(directory, relay, mode, phone_store):
+    radio = f"sim:127.0.0.1:{free_port()}"
+    key = Server(os.path.join(directory, "key.sqlite"),
+                 extra_args=[mode, "--relay", relay.url, "--ble", radio, "--timeout", "60"])
+    return key, Phone(key, phone_store, relay.url, radio)
+
+
+def listed(store):
+    """The passkeys `passkey list --json` shows in `store`, as (RP ID, user name)."""
+    output = subprocess.run([PASSKEY_BIN, "list", "--store", store, "--json"], capture_output=True, text=True,
+                            check=True, timeout=60, env=env()).stdout
+    return [(entry["rpId"], entry["userName"]) for entry in json.loads(output)]
+
+
+def sign_in(device):
+    """A discoverable sign-in with user verification, as a platform sends it; verified by both RP libraries."""
+    server = rp_server()
+    options, state = server.authenticate_begin(None, user_verification=UserVerificationRequirement.REQUIRED)
+    client_data = CollectedClientData.create(
+        type=CollectedClientData.TYPE.GET, challenge=options.public_key.challenge, origin=ORIGIN)
+    assertion = Ctap2(device).get_assertion(RP_ID, client_data.hash, options={"uv": True})
+    return server, state, options.public_key, AuthenticationResponse(
+        raw_id=assertion.credential["id"],
+        response=AuthenticatorAssertionResponse(
+            client_data=client_data, authenticator_data=assertion.auth_data, signature=assertion.signature,
+            user_handle=assertion.user["id"]))
+
+
+def test_a_phone_behind_the_key_registers_and_signs_in(directory, relay):
+    phone_store = new_store(directory, "phone.sqlite")
+    key, phone = key_with_phone(directory, relay, "--phone-only", phone_store)
+    try:
+        device = key.device()
+        info = Ctap2(device).info
+        # What makes platforms send plain requests a phone can serve: built-in uv, nothing bound to this key.
+        assert info.options == {"rk": True, "up": True, "uv": True, "makeCredUvNotRqd": True}
+        assert not info.pin_uv_protocols
+        credential, verified = register(device, "alice", b"alice-user-id")
+        server, state, options, response = sign_in(device)
+        check_assertion(server, state, options, [credential], {credential.credential_id: verified}, response, uv=True)
+        device.close()
+    finally:
+        stderr = key.stop()
+    phone.join(timeout=10)
+    assert len(phone.urls) == 2, stderr
+    assert [scan.returncode for scan in phone.scans] == [0, 0], [scan.stderr for scan in phone.scans]
+    assert "answer sent: OK" in stderr
+    assert listed(phone_store) == [(RP_ID, "alice")]
+    assert listed(os.path.join(directory, "key.sqlite")) == []
+
+
+def test_a_cancel_while_the_qr_code_is_up_answers_keepalive_cancel(directory, relay):
+    key, phone = key_with_phone(directory, relay, "--phone-only", None)
+    try:
+        device = key.device()
+        cancel = threading.Event()
+        threading.Thread(target=lambda: phone.shown.wait(30) and cancel.set(), daemon=True).start()
+        with pytest.raises(CtapError) as error:
+            Ctap2(device).get_assertion(RP_ID, b"\x01" * 32, options={"uv": True}, event=cancel)
+        assert error.value.code == CtapError.ERR.KEEPALIVE_CANCEL
+        assert cancel.is_set()
+        # The key goes on: the next request is answered (and shows a QR code again, cancelled too).
+        assert Ctap2(device).get_info().options["uv"] is True
+        device.close()
+    finally:
+        stderr = key.stop()
+    assert "no answer from a phone" in stderr and "KEEPALIVE_CANCEL" in stderr
+
+
+def test_with_phone_a_sign_in_the_store_can_answer_shows_no_qr_code(directory, relay):
+    phone_store = new_store(directory, "phone.sqlite")
+    key, phone = key_with_phone(directory, relay, "--phone", phone_store)
+    try:
+        device = key.device()
+        # A registration on this computer: the person picks "this computer" (--yes picks the first entry).
+        register(device, "bob", b"bob-user-id")
+        server, state, options, response = sign_in(device)
+        assert response.raw_id
+        device.close()
+    finally:
+        key.stop()
+    phone.join(timeout=10)
+    assert phone.urls == []
+    assert listed(os.path.join(directory, "key.sqlite")) == [(RP_ID, "bob")]
