@@ -29,15 +29,8 @@ struct PhoneRequestForwarderTests {
         func phone(sleep: @escaping @Sendable (Duration) async throws -> Void = HybridLinkTests.never)
             throws -> HybridPhoneAuthenticator
         {
-            let random = SeededBytes(seed: 7)
-            let environment = HybridEnvironment(
-                openTunnel: { (url, _) async throws(TunnelError) -> any HybridTunnel in
-                    let tunnel = try self.relay.open(url)
-                    if let fake = tunnel as? FakeTunnel { self.tunnels.withLock { $0.append(fake) } }
-                    return tunnel
-                },
-                randomBytes: { random($0) }, currentDate: { Date(timeIntervalSince1970: 1_800_000_000) },
-                sleep: sleep)
+            let environment = environment(seed: 7, sleep: sleep) { tunnel in self.tunnels.withLock { $0.append(tunnel) }
+            }
             return HybridPhoneAuthenticator(
                 makeScanner: { self.air }, tunnelServer: try TunnelServerBaseURL(string: "ws://relay.test"),
                 timeouts: HybridLinkTests.timeouts, environment: environment,
@@ -48,17 +41,24 @@ struct PhoneRequestForwarderTests {
                 })
         }
 
-        /// Serves the next QR code as a phone whose every answer is `handle`'s.
-        func servePhone(handle: @escaping @Sendable ([UInt8]) async -> [UInt8]) -> Task<Int, any Error> {
-            let random = SeededBytes(seed: 99)
-            let environment = HybridEnvironment(
+        /// The relay and clock of one side; `record` gets every tunnel it opens.
+        func environment(
+            seed: UInt64, sleep: @escaping @Sendable (Duration) async throws -> Void = HybridLinkTests.never,
+            record: @escaping @Sendable (FakeTunnel) -> Void
+        ) -> HybridEnvironment {
+            let random = SeededBytes(seed: seed)
+            return HybridEnvironment(
                 openTunnel: { (url, _) async throws(TunnelError) -> any HybridTunnel in
                     let tunnel = try self.relay.open(url)
-                    if let fake = tunnel as? FakeTunnel { self.phoneTunnels.withLock { $0.append(fake) } }
+                    if let fake = tunnel as? FakeTunnel { record(fake) }
                     return tunnel
                 },
-                randomBytes: { random($0) }, currentDate: { Date(timeIntervalSince1970: 1_800_000_000) },
-                sleep: HybridLinkTests.never)
+                randomBytes: { random($0) }, currentDate: { Date(timeIntervalSince1970: 1_800_000_000) }, sleep: sleep)
+        }
+
+        /// Serves the next QR code as a phone whose every answer is `handle`'s.
+        func servePhone(handle: @escaping @Sendable ([UInt8]) async -> [UInt8]) -> Task<Int, any Error> {
+            let environment = environment(seed: 99) { tunnel in self.phoneTunnels.withLock { $0.append(tunnel) } }
             let phone = HybridAuthenticatorLink(
                 advertiser: air, tunnelServer: try? TunnelServerBaseURL(string: "ws://relay.test"),
                 timeouts: HybridLinkTests.timeouts, environment: environment, progress: { _ in })

@@ -8,7 +8,6 @@ import json
 import os
 import re
 import subprocess
-import tempfile
 import threading
 
 import pytest
@@ -24,7 +23,7 @@ from fido2.webauthn import (
 
 from conftest import PASSKEY_BIN, Server
 from test_interop import ORIGIN, RP_ID, check_assertion, register, rp_server
-from test_linked import Relay, free_port
+from test_linked import directory, free_port, relay  # noqa: F401 (pytest fixtures)
 from test_webauthn_client import env, new_store
 
 PHONE_LINE = re.compile(r"^phone: (FIDO:/\S+)$")
@@ -60,19 +59,6 @@ class Phone(threading.Thread):
                 [PASSKEY_BIN, "scan", match.group(1), "--store", self.store, "--relay", self.relay_url,
                  "--ble", self.radio, "--yes", "--timeout", "60"],
                 capture_output=True, text=True, timeout=120, env=env()))
-
-
-@pytest.fixture
-def directory():
-    with tempfile.TemporaryDirectory() as path:
-        yield path
-
-
-@pytest.fixture
-def relay(directory):
-    running = Relay(directory)
-    yield running
-    running.stop()
 
 
 def key_with_phone(directory, relay, mode, phone_store):
