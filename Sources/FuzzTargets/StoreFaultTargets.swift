@@ -2,6 +2,7 @@ import CSQLiteFaults
 import CTAP2
 import Crypto
 import Foundation
+import PasskeyFilesIO
 import PasskeyStoreIO
 import Synchronization
 
@@ -101,9 +102,32 @@ enum StoreFaultTargets {
         }
     }
 
-    /// A directory of this process's own.
+    /// An empty store's file and its key, made once: each run opens a copy with the key, since deriving it from
+    /// the passphrase (scrypt) took most of a run's time.
+    private static let template: (bytes: [UInt8], key: StoreKey) = {
+        let url = directory.appendingPathComponent("template.sqlite")
+        for suffix in ["", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: url.path + suffix) }
+        do {
+            let store = try SQLiteCredentialStore.create(at: url, passphrase: passphrase, kdf: .testing)
+            store.close()
+            let key = try SQLiteCredentialStore.storeKey(at: url, passphrase: passphrase)
+            let bytes = [UInt8](try Data(contentsOf: url))
+            let files = PasskeyFiles(store: url)
+            for file in [url, files.identityIndex, files.identityJournal, files.lock] {
+                try? FileManager.default.removeItem(at: file)
+            }
+            return (bytes, key)
+        } catch {
+            fatalError("fuzz invariant broken: cannot make the empty store: \(error)")
+        }
+    }()
+
+    /// A directory of this process's own, in memory where there is `/dev/shm` (the store syncs after every change).
     private static let directory: URL = {
-        let url = FileManager.default.temporaryDirectory.appendingPathComponent(
+        let base =
+            FileManager.default.fileExists(atPath: "/dev/shm")
+            ? URL(fileURLWithPath: "/dev/shm", isDirectory: true) : FileManager.default.temporaryDirectory
+        let url = base.appendingPathComponent(
             "passkey-fuzz-store-faults-\(ProcessInfo.processInfo.processIdentifier)", isDirectory: true)
         try? FileManager.default.createDirectory(
             at: url, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
@@ -135,9 +159,10 @@ enum StoreFaultTargets {
             try? FileManager.default.createDirectory(at: folder, withIntermediateDirectories: false)
             defer { try? FileManager.default.removeItem(at: folder) }
             let url = folder.appendingPathComponent("passkeys.sqlite")
-            guard let created = try? SQLiteCredentialStore.create(at: url, passphrase: passphrase, kdf: .testing) else {
-                fatalError("fuzz invariant broken: cannot create a store at \(url.path)")
-            }
+            // A copy of one empty store made once, opened with its key: no key derivation per run.
+            guard FileManager.default.createFile(atPath: url.path, contents: Data(template.bytes)),
+                let created = try? SQLiteCredentialStore.open(at: url, keyring: template.key)
+            else { fatalError("fuzz invariant broken: cannot open a copy of the empty store at \(url.path)") }
             var store = created
             plan.withUnsafeBufferPointer { passkey_sqlite_faults_plan($0.baseAddress, $0.count) }
             defer { passkey_sqlite_faults_clear() }
@@ -203,7 +228,7 @@ enum StoreFaultTargets {
     private static func reopen(_ url: URL, unsure: inout [Rows], rows: inout Rows) throws(CredentialStoreError)
         -> SQLiteCredentialStore
     {
-        let store = try SQLiteCredentialStore.open(at: url, passphrase: passphrase)
+        let store = try SQLiteCredentialStore.open(at: url, keyring: template.key)
         let found = held(store)
         if unsure.contains(found) {
             rows = found
