@@ -9,6 +9,7 @@ import os
 import re
 import subprocess
 import threading
+import time
 
 import pytest
 from fido2.ctap import CtapError
@@ -23,7 +24,7 @@ from fido2.webauthn import (
 
 from conftest import PASSKEY_BIN, Server
 from test_interop import ORIGIN, RP_ID, check_assertion, register, rp_server
-from test_linked import directory, free_port, relay  # noqa: F401 (pytest fixtures)
+from test_linked import PHONE_NAME, Listener, directory, free_port, relay  # noqa: F401 (pytest fixtures)
 from test_webauthn_client import env, new_store
 
 PHONE_LINE = re.compile(r"^phone: (FIDO:/\S+)$")
@@ -32,13 +33,23 @@ PHONE_LINE = re.compile(r"^phone: (FIDO:/\S+)$")
 class Phone(threading.Thread):
     """Reads the key's standard output and answers each QR code it shows with `passkey scan`, as a phone would."""
 
-    def __init__(self, key, store, relay_url, radio):
+    def __init__(self, key, store, relay_url, radio, first_scan=()):
+        """`first_scan`: more arguments for the first scan only (`--link --name NAME`)."""
         super().__init__(daemon=True)
         self.key, self.store, self.relay_url, self.radio = key, store, relay_url, radio
+        self.first_scan = list(first_scan)
         self.urls = []
         self.scans = []
         self.shown = threading.Event()
         self.start()
+
+    def finished(self, count, timeout=60):
+        """The first `count` scans, once they have ended."""
+        deadline = time.monotonic() + timeout
+        while len(self.scans) < count and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert len(self.scans) >= count, f"only {len(self.scans)} of {count} scans ended"
+        return self.scans[:count]
 
     def run(self):
         while True:
@@ -57,15 +68,15 @@ class Phone(threading.Thread):
                 continue
             self.scans.append(subprocess.run(
                 [PASSKEY_BIN, "scan", match.group(1), "--store", self.store, "--relay", self.relay_url,
-                 "--ble", self.radio, "--yes", "--timeout", "60"],
+                 "--ble", self.radio, "--yes", "--timeout", "60", *(self.first_scan if not self.scans else [])],
                 capture_output=True, text=True, timeout=120, env=env()))
 
 
-def key_with_phone(directory, relay, mode, phone_store):
+def key_with_phone(directory, relay, mode, phone_store, link=False):
     radio = f"sim:127.0.0.1:{free_port()}"
     key = Server(os.path.join(directory, "key.sqlite"),
-                 extra_args=[mode, "--relay", relay.url, "--ble", radio, "--timeout", "60"])
-    return key, Phone(key, phone_store, relay.url, radio)
+                 extra_args=[mode, "--relay", relay.url, "--ble", radio, "--timeout", "60", *(["--link"] if link else [])])
+    return key, Phone(key, phone_store, relay.url, radio, first_scan=["--link", "--name", PHONE_NAME] if link else [])
 
 
 def listed(store):
@@ -145,3 +156,48 @@ def test_with_phone_a_sign_in_the_store_can_answer_shows_no_qr_code(directory, r
     phone.join(timeout=10)
     assert phone.urls == []
     assert listed(os.path.join(directory, "key.sqlite")) == [(RP_ID, "bob")]
+
+
+def test_a_linked_phone_behind_the_key_signs_in_without_a_qr_code(directory, relay):
+    phone_store = new_store(directory, "phone.sqlite")
+    key, phone = key_with_phone(directory, relay, "--phone-only", phone_store, link=True)
+    listener = None
+    try:
+        device = key.device()
+        credential, verified = register(device, "carol", b"carol-user-id")
+        [scan] = phone.finished(1)
+        assert scan.returncode == 0 and "linked: the computer can reach this phone" in scan.stderr, scan.stderr
+        listener = Listener(phone_store, relay.url, phone.radio)
+        server, state, options, response = sign_in(device)
+        check_assertion(server, state, options, [credential], {credential.credential_id: verified}, response, uv=True)
+        listener.wait_for("answered")
+        device.close()
+    finally:
+        listened = listener.stop() if listener else ""
+        stderr = key.stop()
+    phone.join(timeout=10)
+    assert len(phone.urls) == 1, stderr  # the sign-in showed no QR code
+    assert f'remembered the phone "{PHONE_NAME}"' in stderr
+    assert "a sign-in goes to the linked phone" in stderr, stderr
+    assert "answer sent: OK" in stderr, listened
+
+
+def test_a_linked_phone_that_revoked_the_link_falls_back_to_a_qr_code(directory, relay):
+    phone_store = new_store(directory, "phone.sqlite")
+    key, phone = key_with_phone(directory, relay, "--phone-only", phone_store, link=True)
+    try:
+        device = key.device()
+        credential, verified = register(device, "dave", b"dave-user-id")
+        revoked = subprocess.run([PASSKEY_BIN, "links", "revoke", "--store", phone_store], capture_output=True,
+                                 text=True, env=env(), timeout=60)
+        assert revoked.returncode == 0, revoked.stderr
+        # The relay answers 410 for the link: the key forgets it and shows a QR code in the same request.
+        server, state, options, response = sign_in(device)
+        check_assertion(server, state, options, [credential], {credential.credential_id: verified}, response, uv=True)
+        device.close()
+    finally:
+        stderr = key.stop()
+    phone.join(timeout=10)
+    assert len(phone.urls) == 2, stderr
+    assert "the linked phone was not reached" in stderr and "410" in stderr, stderr
+    assert f'the phone "{PHONE_NAME}" revoked this link' in stderr, stderr

@@ -12,6 +12,13 @@ public final class UnlockedStore: Sendable {
 
     public init(access: StoreAccess) { self.access = access }
 
+    /// A store already unlocked (and locked for serving) by its caller, as `passkey serve` holds it: ``open()`` gives
+    /// it without asking again; the caller closes it and releases its lock.
+    public init(access: StoreAccess, unlocked store: SQLiteCredentialStore) {
+        self.access = access
+        state.withLock { $0.store = store }
+    }
+
     /// The store once it was unlocked; nil before.
     public var current: SQLiteCredentialStore? { state.withLock { $0.store } }
 

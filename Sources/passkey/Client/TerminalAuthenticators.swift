@@ -81,26 +81,44 @@ extension HybridOptions {
 
 extension HybridOptions {
     /// The phones behind `passkey serve --phone`: by QR code, drawn on standard error with its URL as one flushed
-    /// `phone: FIDO:/…` line on standard output (for scripts), the session's steps going to the bridge.
-    func bridgePhones() throws -> SecurityKeyBridge.Phones {
+    /// `phone: FIDO:/…` line on standard output (for scripts), the session's steps going to the bridge. With `links`
+    /// (`--link`), the QR code offers linking and what the phone sends is remembered, and the most recently used
+    /// linked phone is tried first, forgotten when its relay says the link is gone.
+    func bridgePhones(links: ComputerLinks?) throws -> SecurityKeyBridge.Phones {
         let mode = mode
         let tunnelServer = tunnelServer
         let timeouts = timeouts
         let environment = HybridEnvironment.system(tls: try tlsConfiguration())
-        return SecurityKeyBridge.Phones(qrCode: { progress in
+        let scanner: @Sendable () async throws(ProximityError) -> any ProximityScanner = {
+            () async throws(ProximityError) -> any ProximityScanner in try await Radio.scanner(for: mode)
+        }
+        let onLinking: (@Sendable (LinkingInfo, TunnelServerBaseURL) -> Void)? =
+            if let links { { linking, relay in links.remember(linking, relay: relay) } } else { nil }
+        let qrCode: @Sendable (@escaping @Sendable (HybridClientProgress) -> Void) -> any ClientAuthenticator = {
+            progress in
             HybridPhoneAuthenticator(
-                makeScanner: { () async throws(ProximityError) -> any ProximityScanner in
-                    try await Radio.scanner(for: mode)
-                },
-                tunnelServer: tunnelServer, timeouts: timeouts, environment: environment,
+                makeScanner: scanner, tunnelServer: tunnelServer, timeouts: timeouts, environment: environment,
                 progress: { event in
                     if case .showQRCode(let url) = event {
                         ClientOptions.show(url: url, toStandardError: true, png: nil)
                         ServingProcess.printLine("phone: \(url)")
                     }
                     progress(event)
-                })
-        })
+                },
+                onLinking: onLinking)
+        }
+        let linked: @Sendable (@escaping @Sendable (HybridClientProgress) -> Void) async -> (any ClientAuthenticator)? =
+            {
+                progress in
+                guard let links, let phones = try? await links.phones(),
+                    let phone = phones.max(by: { ($0.lastUsed ?? $0.created) < ($1.lastUsed ?? $1.created) })
+                else { return nil }
+                return LinkedPhoneAuthenticator(
+                    phone: phone, endpoint: tunnelServer.map(TunnelServerEndpoint.override), makeScanner: scanner,
+                    timeouts: timeouts, environment: environment, progress: progress,
+                    onGone: { links.gone(phone.name) }, onUsed: { links.used(phone.name) })
+            }
+        return SecurityKeyBridge.Phones(qrCode: qrCode, linked: linked)
     }
 }
 

@@ -69,6 +69,13 @@ extension Passkey {
         var phone = false
         @Flag(help: "Send every registration and sign-in to a phone; the store answers none of them.")
         var phoneOnly = false
+        @Flag(
+            help: """
+                With a phone behind the key: offer the phone to remember this computer when it scans a QR code \
+                (`passkey scan --link`); later requests reach the most recently used linked phone through its relay \
+                without a QR code. Links are sealed in the passkey store, as `passkey client --link` keeps them.
+                """)
+        var link = false
         @OptionGroup var hybrid: HybridOptions
 
         /// Whether a phone stands behind the key, and for which requests.
@@ -77,6 +84,7 @@ extension Passkey {
         func validate() throws {
             guard (udp != nil) != uhid else { throw ValidationError("Give exactly one of --udp HOST:PORT and --uhid.") }
             guard !(phone && phoneOnly) else { throw ValidationError("Give at most one of --phone and --phone-only.") }
+            guard !link || bridgeMode != .off else { throw ValidationError("--link needs --phone or --phone-only.") }
             guard !(pinOnly && bridgeMode != .off) else {
                 throw ValidationError(
                     "--pin-only cannot go with a phone behind the key: a phone verifies the user itself.")
@@ -124,12 +132,15 @@ extension Passkey {
                     consent: consentOptions.consent(
                         interface: interface, approval: approval, store: store, access: access),
                     interface: interface)
+                let links =
+                    link
+                    ? ComputerLinks(store: UnlockedStore(access: access, unlocked: store), interface: interface) : nil
                 let bridge =
                     bridgeMode == .off
                     ? nil
                     : SecurityKeyBridge(
-                        key: key, mode: bridgeMode, phones: try hybrid.bridgePhones(), interface: interface,
-                        unattendedReason: approval.mode.unattendedReason)
+                        key: key, mode: bridgeMode, phones: try hybrid.bridgePhones(links: links),
+                        interface: interface, unattendedReason: approval.mode.unattendedReason)
                 let wink: WinkHandler = {
                     Terminal.shared.write("passkey: wink! (the platform asked the authenticator to identify itself)\n")
                 }
