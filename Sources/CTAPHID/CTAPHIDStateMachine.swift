@@ -222,6 +222,16 @@ public struct CTAPHIDStateMachine<Peer: Hashable & Sendable>: Sendable {
             to: pending.peer)
     }
 
+    /// The last program that had the device open closed it (uhid's `UHID_CLOSE`): a request still being processed is
+    /// cancelled, as a CTAPHID_CANCEL from its sender would, so that nothing waits on for a host that is gone (a
+    /// phone session behind the key, a prompt). Nothing is sent.
+    public mutating func hostClosed(now: Instant) -> [Action] {
+        guard case .processing(var pending) = state, !pending.cancelRequested else { return [] }
+        pending.cancelRequested = true
+        state = .processing(pending)
+        return [.cancel(pending.transaction)]
+    }
+
     /// The authenticator changed what it is waiting for while processing a request.
     ///
     /// A change of status is sent to the host at once in a keepalive; the same status again changes nothing.

@@ -83,6 +83,11 @@ final class CTAPHIDDriver<Peer: Hashable & Sendable & CustomStringConvertible> {
         perform(try stateMachine.receive(report: report, from: peer, now: now()))
     }
 
+    /// The last program that had the device open closed it: a request still running is cancelled.
+    func hostClosed() {
+        perform(stateMachine.hostClosed(now: now()))
+    }
+
     // MARK: Events from timers and tasks
 
     private func tick() {

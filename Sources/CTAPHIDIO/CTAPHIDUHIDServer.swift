@@ -232,7 +232,13 @@ public final class CTAPHIDUHIDServer: Sendable {
         case .setReport(let id, let number, _, _):
             logger.debug("Refused SET_REPORT", metadata: ["report": "\(number)"])
             reply(.setReportReply(id: id, error: UInt16(EIO)))
-        case .start, .stop, .open, .close:
+        case .close:
+            // The last reader closed the hidraw node (a browser gave up without CTAPHID_CANCEL): nothing is left to
+            // answer, so a request still running (a phone behind the key, a prompt) is cancelled.
+            logger.debug("uhid event", metadata: ["event": "\(event)"])
+            let driver = self.driver
+            eventLoop.execute { driver.value.hostClosed() }
+        case .start, .stop, .open:
             logger.debug("uhid event", metadata: ["event": "\(event)"])
         case .unknown(let type):
             logger.debug("Ignored a uhid event of unknown type", metadata: ["type": "\(type)"])

@@ -120,6 +120,29 @@ struct CTAPHIDUHIDServerTests {
         }
     }
 
+    /// A browser that gives up by closing the hidraw node, without CTAPHID_CANCEL: the kernel's UHID_CLOSE cancels
+    /// the request still running (a phone behind the key would otherwise keep its QR code up and its radio on).
+    @Test func theLastReaderClosingTheDeviceCancelsTheRunningRequest() async throws {
+        let sawCancellation = Shared(false)
+        let waiting = Gate()
+        try await withDevice(handler: { _, setStatus in
+            setStatus(.userPresenceNeeded)
+            waiting.open()
+            guard await Gate().wait() else {
+                sawCancellation.set(true)
+                return [CTAPError.keepaliveCancel.rawValue]
+            }
+            return [0x00]
+        }) { kernel, _ in
+            let cid = try await kernel.initialize()
+            try kernel.send(cid, 0x10, [0x02])
+            #expect(await waiting.wait())
+            try kernel.send(.close)
+            #expect(try await kernel.receive(cid) == HostMessage(command: 0x10, payload: [0x2D]))
+            #expect(sawCancellation.get())
+        }
+    }
+
     @Test func featureReportRequestsAreRefusedAndOddEventsIgnored() async throws {
         try await withDevice(handler: { _, _ in [0x00] }) { kernel, _ in
             try kernel.send(.getReport(id: 0x0102_0304, reportNumber: 0, type: .feature))

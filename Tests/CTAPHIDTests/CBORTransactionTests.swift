@@ -132,6 +132,22 @@ struct CBORTransactionTests {
         #expect(replies(out) == [Reply(peer: "alice", cid: cid, command: cbor, payload: [0x2D])])
     }
 
+    /// uhid's UHID_CLOSE (the last reader closed the hidraw node): the running request is cancelled once, nothing is
+    /// sent, and with nothing running nothing happens.
+    @Test func theHostClosingTheDeviceCancelsTheRunningRequestOnce() throws {
+        var machine = Machine()
+        #expect(machine.hostClosed(now: t0).isEmpty)
+        let cid = try allocate(&machine)
+        let (transaction, _) = try #require(
+            dispatched(try machine.receive(report: initReport(cid, cbor, [2]), from: "alice", now: t0)))
+        #expect(machine.hostClosed(now: at(10)) == [.cancel(transaction)])
+        #expect(machine.hostClosed(now: at(20)).isEmpty)
+        #expect(try machine.receive(report: initReport(cid, cancel, []), from: "alice", now: at(30)).isEmpty)
+        let out = machine.cborResponse([0x2D], for: transaction, now: at(40))
+        #expect(replies(out) == [Reply(peer: "alice", cid: cid, command: cbor, payload: [0x2D])])
+        #expect(machine.hostClosed(now: at(50)).isEmpty)
+    }
+
     @Test func cancelWithNothingPendingIsIgnored() throws {
         var machine = Machine()
         let cid = try allocate(&machine)
