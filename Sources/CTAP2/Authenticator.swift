@@ -187,10 +187,15 @@ public final class Authenticator: Sendable {
         return writer.bytes
     }
 
+    /// A request's parameters. Map keys in another order and integers wider than needed are read, as security keys
+    /// read them: Firefox's authenticator-rs sends getAssertion's options as `{"uv": true, "up": true}`, uv first,
+    /// whenever it asks a key for built-in user verification without a token (seen with `serve --phone`, issue 25).
+    /// Everything else CTAP2's canonical form forbids is still refused with INVALID_CBOR: duplicate keys,
+    /// indefinite lengths, tags, invalid UTF-8, trailing bytes.
     private static func decodeParameters(_ bytes: ArraySlice<UInt8>) throws(CTAPError) -> CBORValue? {
         guard !bytes.isEmpty else { return nil }
         do {
-            return try CBORDecoder().decode(bytes)
+            return try CBORDecoder(requiresCanonicalForm: false).decode(bytes)
         } catch {
             throw CTAPError(error)
         }

@@ -41,7 +41,7 @@ public struct CTAPRequestSummary: Hashable, Sendable, CustomStringConvertible {
     public init(message: [UInt8]) {
         command = CTAPCommand(rawValue: message.first ?? 0)
         guard message.count > 1 else { return }
-        guard let map = (try? CBORDecoder().decode(message.dropFirst()))?.mapValue else {
+        guard let map = (try? CBORDecoder(requiresCanonicalForm: false).decode(message.dropFirst()))?.mapValue else {
             malformed = true
             return
         }

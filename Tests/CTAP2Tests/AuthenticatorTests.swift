@@ -277,7 +277,8 @@ struct MessageTests {
         ([] as [UInt8], 0x03),
         ([0x42], 0x01),
         ([0x01, 0xA1], 0x12),
-        ([0x01, 0xA2, 0x02, 0x00, 0x01, 0x00], 0x12),
+        ([0x01, 0xA2, 0x01, 0x00, 0x01, 0x00], 0x12),  // a duplicate key
+        ([0x01, 0xA2, 0x02, 0x00, 0x01, 0x00], 0x11),  // keys out of order are read: then clientDataHash is no byte string
         ([0x02, 0x5F, 0xFF], 0x12),
         ([0x02, 0xA0, 0x00], 0x12),
         ([0x01], 0x14),
@@ -286,6 +287,24 @@ struct MessageTests {
     func malformedMessages(message: [UInt8], expected: Int) async {
         let harness = Harness()
         #expect(await harness.sendRaw(message) == [UInt8(expected)])
+    }
+
+    /// What Firefox (authenticator-rs) sends a key with built-in user verification and no token: getAssertion's
+    /// options with `uv` before `up`, out of CTAP2's canonical order. Security keys read it, and so does this one.
+    @Test func firefoxsOptionsOrderIsRead() async throws {
+        let harness = Harness()
+        let created = try await harness.send(.makeCredential, Fixtures.makeCredential())
+        #expect(created.status == 0)
+        let options: [UInt8] = [0xA2, 0x62] + Array("uv".utf8) + [0xF5, 0x62] + Array("up".utf8) + [0xF5]
+        let request: [UInt8] =
+            [CTAPCommand.getAssertion.rawValue, 0xA3, 0x01, 0x6B] + Array("example.com".utf8) + [0x02, 0x58, 0x20]
+            + Fixtures.clientDataHash + [0x05] + options
+        let answer = await harness.sendRaw(request)
+        #expect(answer.first == 0x00)
+        let flags = try AuthenticatorData(
+            bytes: try #require(try CBORValue(decoding: Array(answer.dropFirst())).mapValue?[2]?.bytesValue)
+        ).flags
+        #expect(flags.contains(.userPresent) && flags.contains(.userVerified))
     }
 
     @Test func oversizedMessageIsRejected() async {
