@@ -98,17 +98,23 @@ struct CTAPHIDUHIDServerTests {
         }
     }
 
-    @Test func cancelEndsTheWait() async throws {
-        let sawCancellation = Shared(false)
-        try await withDevice(handler: { _, setStatus in
+    /// A request that waits for the person until only cancellation ends it (or closing the device, if the test fails
+    /// first), opening `waiting` once it waits; `saw` records the cancellation.
+    static func waitingForCancellation(_ saw: Shared<Bool>, waiting: Gate = Gate()) -> CBORHandler {
+        { _, setStatus in
             setStatus(.userPresenceNeeded)
-            // A wait that only cancellation ends (or closing the device, if the test fails first).
+            waiting.open()
             guard await Gate().wait() else {
-                sawCancellation.set(true)
+                saw.set(true)
                 return [CTAPError.keepaliveCancel.rawValue]
             }
             return [0x00]
-        }) { kernel, _ in
+        }
+    }
+
+    @Test func cancelEndsTheWait() async throws {
+        let sawCancellation = Shared(false)
+        try await withDevice(handler: Self.waitingForCancellation(sawCancellation)) { kernel, _ in
             let cid = try await kernel.initialize()
             try kernel.send(cid, 0x10, [0x02])
             var keepalive = try #require(try await kernel.nextReport())
@@ -125,15 +131,7 @@ struct CTAPHIDUHIDServerTests {
     @Test func theLastReaderClosingTheDeviceCancelsTheRunningRequest() async throws {
         let sawCancellation = Shared(false)
         let waiting = Gate()
-        try await withDevice(handler: { _, setStatus in
-            setStatus(.userPresenceNeeded)
-            waiting.open()
-            guard await Gate().wait() else {
-                sawCancellation.set(true)
-                return [CTAPError.keepaliveCancel.rawValue]
-            }
-            return [0x00]
-        }) { kernel, _ in
+        try await withDevice(handler: Self.waitingForCancellation(sawCancellation, waiting: waiting)) { kernel, _ in
             let cid = try await kernel.initialize()
             try kernel.send(cid, 0x10, [0x02])
             #expect(await waiting.wait())

@@ -100,6 +100,12 @@ def sign_in(device):
             user_handle=assertion.user["id"]))
 
 
+def signs_in(device, credential, verified):
+    """A discoverable sign-in that must be `credential`'s, checked by both RP libraries."""
+    server, state, options, response = sign_in(device)
+    check_assertion(server, state, options, [credential], {credential.credential_id: verified}, response, uv=True)
+
+
 def test_a_phone_behind_the_key_registers_and_signs_in(directory, relay):
     phone_store = new_store(directory, "phone.sqlite")
     key, phone = key_with_phone(directory, relay, "--phone-only", phone_store)
@@ -110,8 +116,7 @@ def test_a_phone_behind_the_key_registers_and_signs_in(directory, relay):
         assert info.options == {"rk": True, "up": True, "uv": True, "makeCredUvNotRqd": True}
         assert not info.pin_uv_protocols
         credential, verified = register(device, "alice", b"alice-user-id")
-        server, state, options, response = sign_in(device)
-        check_assertion(server, state, options, [credential], {credential.credential_id: verified}, response, uv=True)
+        signs_in(device, credential, verified)
         device.close()
     finally:
         stderr = key.stop()
@@ -168,8 +173,7 @@ def test_a_linked_phone_behind_the_key_signs_in_without_a_qr_code(directory, rel
         [scan] = phone.finished(1)
         assert scan.returncode == 0 and "linked: the computer can reach this phone" in scan.stderr, scan.stderr
         listener = Listener(phone_store, relay.url, phone.radio)
-        server, state, options, response = sign_in(device)
-        check_assertion(server, state, options, [credential], {credential.credential_id: verified}, response, uv=True)
+        signs_in(device, credential, verified)
         listener.wait_for("answered")
         device.close()
     finally:
@@ -192,8 +196,7 @@ def test_a_linked_phone_that_revoked_the_link_falls_back_to_a_qr_code(directory,
                                  text=True, env=env(), timeout=60)
         assert revoked.returncode == 0, revoked.stderr
         # The relay answers 410 for the link: the key forgets it and shows a QR code in the same request.
-        server, state, options, response = sign_in(device)
-        check_assertion(server, state, options, [credential], {credential.credential_id: verified}, response, uv=True)
+        signs_in(device, credential, verified)
         device.close()
     finally:
         stderr = key.stop()
