@@ -62,10 +62,10 @@ public final class SecurityKeyBridge: Sendable {
 
     /// Answers one CTAP request (command byte and CBOR) with status byte and CBOR, from the store or from a phone.
     public func answer(_ request: [UInt8], keepalive: @escaping @Sendable (KeepaliveStatus) -> Void) async -> [UInt8] {
-        let facts = await facts(of: request)
+        let (facts, creation) = await facts(of: request)
         let previous = lastRoute.withLock { $0 }
         var route = PhoneRoute.decide(facts, mode: mode, lastRoute: previous)
-        if route == .askWhere { route = await askWhere(request) }
+        if route == .askWhere { route = await askWhere(creation) }
         switch route {
         case .store, .askWhere:
             lastRoute.withLock { $0 = .store }
@@ -81,36 +81,36 @@ public final class SecurityKeyBridge: Sendable {
 
     /// The shape of `request` the rule reads, and the store's answers to its two questions. A request that does not
     /// parse gets facts that send it to the store, whose authenticator answers its error.
-    private func facts(of request: [UInt8]) async -> PhoneRouteFacts {
-        guard let byte = request.first else { return PhoneRouteFacts(command: CTAPCommand(rawValue: 0)) }
+    /// A makeCredential comes back parsed too, for the question of where to create it.
+    private func facts(of request: [UInt8]) async -> (PhoneRouteFacts, MakeCredentialRequest?) {
+        guard let byte = request.first else { return (PhoneRouteFacts(command: CTAPCommand(rawValue: 0)), nil) }
         let command = CTAPCommand(rawValue: byte)
         var facts = PhoneRouteFacts(command: command)
         guard command == .getAssertion || command == .makeCredential,
             let cbor = try? CBORDecoder(requiresCanonicalForm: false).decode(Array(request.dropFirst()))
-        else { return facts }
+        else { return (facts, nil) }
         if command == .getAssertion {
             guard let parsed = try? GetAssertionRequest(cbor: cbor) else {
-                return PhoneRouteFacts(command: command, storeCanAnswer: true)
+                return (PhoneRouteFacts(command: command, storeCanAnswer: true), nil)
             }
             facts.userPresence = parsed.options["up"]
             facts.hasPinUvAuthParam = parsed.pinUvAuthParam != nil
             facts.storeCanAnswer = await key.authenticator.storeCanAnswer(parsed)
         } else {
             guard let parsed = try? MakeCredentialRequest(cbor: cbor) else {
-                return PhoneRouteFacts(command: command, storeExcludes: true)
+                return (PhoneRouteFacts(command: command, storeExcludes: true), nil)
             }
             facts.hasPinUvAuthParam = parsed.pinUvAuthParam != nil
             facts.storeExcludes = await key.authenticator.storeHolds(
                 excludeList: parsed.excludeList, relyingPartyID: parsed.relyingPartyID)
+            return (facts, parsed)
         }
-        return facts
+        return (facts, nil)
     }
 
     /// A creation in `phoneFallback`: the person picks this computer (the store) or a phone. No answer is a refusal,
     /// told to the browser as the person's. Unattended, this computer is taken.
-    private func askWhere(_ request: [UInt8]) async -> PhoneRoute {
-        let parsed = (try? CBORDecoder(requiresCanonicalForm: false).decode(Array(request.dropFirst())))
-            .flatMap { try? MakeCredentialRequest(cbor: $0) }
+    private func askWhere(_ parsed: MakeCredentialRequest?) async -> PhoneRoute {
         let question = ChoiceRequest.whereToCreate(
             relyingPartyID: parsed?.relyingPartyID ?? "", userName: parsed?.userName ?? parsed?.userDisplayName)
         if let unattendedReason {
