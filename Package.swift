@@ -274,7 +274,8 @@ let package = Package(
         .target(
             name: "PasskeyProvider",
             dependencies: [
-                "Basics", "CTAP2", "CTAPHID", "Hybrid", "HybridDriver", "Proximity", "PasskeyStoreIO", "PasskeyFilesIO", "StoreAgent", "StoreAgentIO",
+                "Basics", "CTAP2", "CTAPHID", "Hybrid", "HybridDriver", "Proximity", "PasskeyStoreIO", "PasskeyFilesIO",
+                "StoreAgent", "StoreAgentIO",
                 "ChildProcessIO",
                 "WebAuthnClientDriver", "SecurityKeyDriver", "WebAuthnClient", "WebAuthnClientIO", "AssociatedDomains",
                 "AssociatedDomainsIO", "RelyingParty", "WebRelyingPartyIO", "WebRelyingParty",
@@ -287,7 +288,8 @@ let package = Package(
         // Consent without a terminal: the desktop's notifications over D-Bus, and the queue of `passkey pending` in
         // the runtime directory, as the provider's user interface for services (Docs/Consent.md).
         .target(
-            name: "ConsentIO", dependencies: ["CTAP2", "DBus", "JSON", "PasskeyProvider", "PasskeyFilesIO"],
+            name: "ConsentIO",
+            dependencies: ["CTAP2", "DBus", "Hybrid", "JSON", "PasskeyProvider", "PasskeyFilesIO", "QRImageIO"],
             swiftSettings: strictSettings),
 
         // The terminal as the provider's user interface: prompts on the controlling terminal, status lines, and each
@@ -313,7 +315,8 @@ let package = Package(
                 "WebAuthnClient", "WebAuthnClientIO", "WebAuthnClientDriver", "CredentialExchange", "NearbyShare",
                 "NearbyShareDriver", "StoreAgent", "StoreAgentIO",
                 "AssociatedDomains", "AssociatedDomainsIO", "SignedFilesIO", "PasswordRules", "PasskeyFilesIO",
-                "PasskeyProvider", "PasskeySettings", "TerminalIO", "ConsentIO", "DBus", argumentParser, logging, crypto,
+                "PasskeyProvider", "PasskeySettings", "TerminalIO", "ConsentIO", "DBus", argumentParser, logging,
+                crypto,
                 nioCore,
                 nioSSL,
             ],
@@ -365,7 +368,9 @@ let package = Package(
             name: "BasicsTests", dependencies: ["Basics", crypto, cryptoExtras], swiftSettings: strictSettings),
         .testTarget(name: "ChildProcessIOTests", dependencies: ["ChildProcessIO"], swiftSettings: strictSettings),
         // The `passkey` command tree itself, in process: every command's flags (Docs/CommandLine.md).
-        .testTarget(name: "CommandLineTests", dependencies: ["passkey", "TerminalIO", argumentParser], swiftSettings: strictSettings),
+        .testTarget(
+            name: "CommandLineTests", dependencies: ["passkey", "TerminalIO", argumentParser],
+            swiftSettings: strictSettings),
         .testTarget(
             name: "PasskeyFilesIOTests", dependencies: ["PasskeyFilesIO", "TestSupport"], swiftSettings: strictSettings),
         .testTarget(name: "CBORTests", dependencies: ["Basics", "CBOR", "TestSupport"], swiftSettings: strictSettings),
@@ -413,7 +418,9 @@ let package = Package(
             swiftSettings: strictSettings),
         .testTarget(
             name: "ConsentIOTests",
-            dependencies: ["ConsentIO", "DBus", "JSON", "PasskeyProvider", "PasskeySettings", "CTAP2", "TestSupport"],
+            dependencies: [
+                "ConsentIO", "DBus", "JSON", "PasskeyProvider", "PasskeySettings", "CTAP2", "QRImageIO", "TestSupport",
+            ],
             swiftSettings: strictSettings),
         .testTarget(
             name: "DBusTests", dependencies: ["DBus", "CSystemd", "TestSupport"], swiftSettings: strictSettings),
@@ -439,7 +446,8 @@ let package = Package(
             name: "HybridDriverTests",
             dependencies: [
                 "HybridDriver", "HybridIO", "Hybrid", "Proximity", "CTAP2", "NearbyShare", "NearbyShareDriver",
-                "CredentialExchange", "HybridTestSupport", "TestSupport", "WebAuthnClient", "WebAuthnClientDriver", crypto,
+                "CredentialExchange", "HybridTestSupport", "TestSupport", "WebAuthnClient", "WebAuthnClientDriver",
+                crypto,
             ],
             swiftSettings: strictSettings
         ),
@@ -519,7 +527,9 @@ let package = Package(
         .testTarget(name: "UHIDTests", dependencies: ["UHID", "CUHIDHeader"], swiftSettings: strictSettings),
         .testTarget(
             name: "ProximityTests",
-            dependencies: ["Proximity", "ProximityIO", "CBlueZ", "DBus", "Hybrid", "TestSupport", nioCore, nioEmbedded],
+            dependencies: [
+                "Proximity", "ProximityIO", "CBlueZ", "DBus", "Hybrid", "TestSupport", nioCore, nioEmbedded,
+            ],
             swiftSettings: strictSettings
         ),
         .testTarget(
@@ -536,7 +546,9 @@ let package = Package(
         ),
         .testTarget(
             name: "WebRelyingPartyTests",
-            dependencies: ["Basics", "JSON", "WebRelyingParty", "RelyingParty", "WebAuthn", "RelyingPartyTestSupport", crypto],
+            dependencies: [
+                "Basics", "JSON", "WebRelyingParty", "RelyingParty", "WebAuthn", "RelyingPartyTestSupport", crypto,
+            ],
             swiftSettings: strictSettings
         ),
         .testTarget(

@@ -1,5 +1,6 @@
 import CTAP2
 import DBus
+import Hybrid
 import Foundation
 import PasskeyProvider
 import Synchronization
@@ -61,9 +62,15 @@ public final class ConsentChannelInterface: ProviderUserInterface, ConsentAsker 
     }
 
     private func askAtTerminal(_ prompt: ConsentPrompt) async -> PromptAnswer<Int> {
-        guard prompt.accounts.isEmpty else {
-            let rp = prompt.relyingPartyID ?? ""
-            return await terminal.choose(.account(relyingPartyID: rp, accounts: prompt.accounts))
+        let rp = prompt.relyingPartyID ?? ""
+        switch prompt.choice {
+        case .account(let accounts):
+            return await terminal.choose(.account(relyingPartyID: rp, accounts: accounts))
+        case .place:
+            guard case .makeCredential(_, let name, let displayName) = prompt.action else { return .declined }
+            return await terminal.choose(.whereToCreate(relyingPartyID: rp, userName: name ?? displayName))
+        case .allow:
+            break
         }
         switch await terminal.confirm(.authenticator(prompt.action)) {
         case .given(true): return .given(0)
@@ -118,15 +125,15 @@ public final class ConsentChannelInterface: ProviderUserInterface, ConsentAsker 
         let deadline = ContinuousClock.now + prompt.timeout
         while true {
             switch queue.progress(request.id) {
-            case .answered(.allow(let account)):
-                guard prompt.accounts.isEmpty || prompt.accounts.indices.contains(account) else {
-                    log("passkey: consent: request \(request.id) answered with no such account; declined")
+            case .answered(.allow(let choice)):
+                guard prompt.accepts(choice) else {
+                    log("passkey: consent: request \(request.id) answered with no such choice; declined")
                     return .declined
                 }
                 log(
-                    "passkey: consent: request \(request.id) answered: "
-                        + (prompt.accounts.count > 1 ? "account \(account + 1)" : "allow"))
-                return .given(account)
+                    "passkey: consent: request \(request.id) answered: \(DesktopNotifications.describe(choice, of: prompt))"
+                )
+                return .given(choice)
             case .answered(.deny):
                 log("passkey: consent: request \(request.id) answered: deny")
                 return .declined
@@ -168,21 +175,75 @@ public final class ConsentChannelInterface: ProviderUserInterface, ConsentAsker 
     }
 
     public func choose(_ request: ChoiceRequest) async -> PromptAnswer<Int> {
-        guard asksWithoutTerminal, case .account(let rp, let accounts) = request else {
+        guard asksWithoutTerminal else { return await terminal.choose(request) }
+        switch request {
+        case .account(let rp, let accounts):
+            return await ask(
+                ConsentPrompt(
+                    action: .getAssertion(relyingPartyID: rp, accounts: accounts, chooseOnAuthenticator: true),
+                    verification: .notNeeded, accounts: accounts, timeout: timeout))
+        case .whereToCreate(let rp, let userName):
+            return await ask(.whereToCreate(relyingPartyID: rp, userName: userName, timeout: timeout))
+        case .sharedLogin:
             return await terminal.choose(request)
         }
-        return await ask(
-            ConsentPrompt(
-                action: .getAssertion(relyingPartyID: rp, accounts: accounts, chooseOnAuthenticator: true),
-                verification: .notNeeded, accounts: accounts, timeout: timeout))
     }
 
     public func secret(_ request: SecretRequest) async -> PromptAnswer<String> { await terminal.secret(request) }
 
-    public func report(_ event: ProviderEvent) { terminal.report(event) }
+    /// Reports go to the terminal (standard error: the journal of a unit). Without a terminal, the QR code a phone
+    /// behind the security key is to scan is also shown in a notification, withdrawn once the phone is near or the
+    /// request ends.
+    public func report(_ event: ProviderEvent) {
+        terminal.report(event)
+        guard asksWithoutTerminal, routes.contains(.notification), case .bridge(let bridgeEvent) = event else { return }
+        switch bridgeEvent {
+        case .session(.showQRCode(let url)): showQRCode(.show(url))
+        case .session(.advertSeen), .session(.linkedPhoneNear), .answered, .failed: showQRCode(.withdraw)
+        default: break
+        }
+    }
 
-    /// Ends the session bus connection, if one was made.
+    /// What the QR notification does next, in the order reported.
+    enum QRCodeStep: Sendable {
+        case show(String)
+        case withdraw
+    }
+
+    /// The QR code steps, carried out one after another by one task, started with the first step.
+    private let qrCodeSteps = Mutex<AsyncStream<QRCodeStep>.Continuation?>(nil)
+
+    private func showQRCode(_ step: QRCodeStep) {
+        let continuation = qrCodeSteps.withLock { existing in
+            if let existing { return existing }
+            let (steps, continuation) = AsyncStream.makeStream(of: QRCodeStep.self)
+            existing = continuation
+            Task { [weak self] in
+                var shown: UInt32?
+                for await step in steps {
+                    guard let self, let notifications = await self.connectedNotifications() else { continue }
+                    if let id = shown {
+                        await notifications.withdraw(id)
+                        shown = nil
+                    }
+                    if case .show(let url) = step {
+                        shown = await notifications.showQRCode(
+                            url: url, summary: "Scan this QR code with your phone", timeout: self.timeout,
+                            log: self.log)
+                    }
+                }
+            }
+            return continuation
+        }
+        continuation.yield(step)
+    }
+
+    /// Ends the session bus connection, if one was made, and the task that shows QR codes.
     public func close() async {
+        qrCodeSteps.withLock { continuation in
+            continuation?.finish()
+            continuation = nil
+        }
         let connected = notifications.withLock { connected in
             defer { connected = nil }
             return connected

@@ -2,6 +2,7 @@ import CTAP2
 import DBus
 import Foundation
 import PasskeyProvider
+import QRImageIO
 
 /// Consent through the desktop's notification server (the freedesktop `org.freedesktop.Notifications` interface on
 /// the session bus): a notification with the actions Allow and Deny (or one action per account to choose from),
@@ -26,13 +27,17 @@ public final class DesktopNotifications: Sendable {
 
     /// What the notification offers: each action's key and label.
     static func actions(for prompt: ConsentPrompt) -> [String] {
-        if prompt.accounts.count > 1 {
-            return prompt.accounts.enumerated().flatMap {
-                ["account-\($0.offset)", "Sign in as " + ConsentPrompt.plain($0.element.label)]
-            }
-                + ["deny", "Deny"]
+        let choices = prompt.choices
+        switch prompt.choice {
+        case .account where !choices.isEmpty:
+            return choices.enumerated().flatMap { ["account-\($0.offset)", "Sign in as " + $0.element] } + [
+                "deny", "Deny",
+            ]
+        case .place:
+            return ["place-0", "Create it on this computer", "place-1", "Create it on a phone", "deny", "Deny"]
+        case .allow, .account:
+            return ["allow", "Allow", "deny", "Deny"]
         }
-        return ["allow", "Allow", "deny", "Deny"]
     }
 
     /// The notification's body: the details, with the markup some servers read escaped.
@@ -41,14 +46,26 @@ public final class DesktopNotifications: Sendable {
             .replacing(">", with: "&gt;")
     }
 
-    /// What an action key answers: an account's index, 0 for Allow, nil for Deny or a key that is not ours.
-    static func answer(forAction key: String, accounts: Int) -> PromptAnswer<Int>? {
-        if key == "allow", accounts <= 1 { return .given(0) }
+    /// What an action key answers: an account's or a place's index, 0 for Allow, a decline for Deny; nil for a key
+    /// the notification did not offer.
+    static func answer(forAction key: String, prompt: ConsentPrompt) -> PromptAnswer<Int>? {
         if key == "deny" { return .declined }
-        if key.hasPrefix("account-"), let index = Int(key.dropFirst(8)), index >= 0, index < accounts {
-            return .given(index)
+        let choices = prompt.choices
+        if key == "allow", choices.isEmpty { return .given(0) }
+        let prefix = prompt.choice == .place ? "place-" : "account-"
+        guard !choices.isEmpty, key.hasPrefix(prefix), let index = Int(key.dropFirst(prefix.count)),
+            choices.indices.contains(index)
+        else { return nil }
+        return .given(index)
+    }
+
+    /// An answer in the log: `allow`, `account 2`, `a phone`.
+    static func describe(_ index: Int, of prompt: ConsentPrompt) -> String {
+        switch prompt.choice {
+        case .place: ConsentChoice.places.indices.contains(index) ? ConsentChoice.places[index] : "place \(index + 1)"
+        case .account where !prompt.choices.isEmpty: "account \(index + 1)"
+        case .allow, .account: "allow"
         }
-        return nil
     }
 
     /// Asks `prompt`; nil when no notification server takes it (the next route then asks). `log` gets one line when
@@ -89,7 +106,6 @@ public final class DesktopNotifications: Sendable {
             return nil
         }
         log("passkey: consent: notification \(id) sent: \(prompt.summary)")
-        let accounts = prompt.accounts.count
         let answer = await withTaskGroup(of: PromptAnswer<Int>.self) { group -> PromptAnswer<Int> in
             group.addTask {
                 for await signal in signals where signal.sender == server {
@@ -98,7 +114,7 @@ public final class DesktopNotifications: Sendable {
                     switch signal.member {
                     case "ActionInvoked":
                         guard let key = try? arguments.next(String.self),
-                            let answer = Self.answer(forAction: key, accounts: accounts)
+                            let answer = Self.answer(forAction: key, prompt: prompt)
                         else { continue }
                         return answer
                     case "NotificationClosed":
@@ -123,7 +139,7 @@ public final class DesktopNotifications: Sendable {
         }
         switch answer {
         case .given(let index):
-            log("passkey: consent: notification \(id) answered: " + (accounts > 1 ? "account \(index + 1)" : "allow"))
+            log("passkey: consent: notification \(id) answered: \(Self.describe(index, of: prompt))")
         case .declined: log("passkey: consent: notification \(id) answered: deny")
         case .timedOut: log("passkey: consent: notification \(id) expired without an answer")
         case .cancelled: log("passkey: consent: notification \(id) withdrawn: the request was cancelled")
@@ -138,5 +154,54 @@ public final class DesktopNotifications: Sendable {
             }.value
         }
         return answer
+    }
+
+    // MARK: A QR code to scan
+
+    /// The `image-data` hint of the Desktop Notifications Specification 1.2, `(iiibiiay)`: width, height, row stride,
+    /// alpha, bits per sample, channels and the pixels, here `image` as 8-bit RGB without alpha.
+    static func imageData(_ image: GrayImage) -> DBusValue {
+        .structure([
+            .int32(Int32(image.width)), .int32(Int32(image.height)), .int32(Int32(image.width * 3)), .bool(false),
+            .int32(8), .int32(3), .bytes(image.pixels.flatMap { [$0, $0, $0] }),
+        ])
+    }
+
+    /// Shows the QR code of `url` for a phone to scan (a phone behind the security key): the image in the
+    /// `image-data` hint, the URL in the body, no actions, expiring with `timeout`. Returns the notification's ID for
+    /// ``withdraw(_:)``; nil when no server took it (the code is on standard error all the same).
+    func showQRCode(url: String, summary: String, timeout: Duration, log: @Sendable (String) -> Void) async -> UInt32? {
+        let image: GrayImage
+        do {
+            image = try QRMatrix(encoding: url).grayImage(moduleSize: 6, quietZone: 4)
+        } catch {
+            log("passkey: phone: the QR code could not be drawn for a notification: \(error)")
+            return nil
+        }
+        do {
+            let reply = try await connection.call(
+                Self.method("Notify"),
+                [
+                    .string("passkey"), .uint32(0), .string("phone"), .string(summary),
+                    .string("Scan it with your phone's camera.\n" + url), .strings([]),
+                    .variantDictionary([
+                        "urgency": .byte(2), "category": .string("device"), "desktop-entry": .string("passkey"),
+                        "image-data": Self.imageData(image),
+                    ]),
+                    .int32(Int32(clamping: timeout.components.seconds * 1000)),
+                ], timeout: Self.notifyTimeout)
+            var arguments = reply.arguments
+            let id = try? arguments.next(UInt32.self)
+            if let id { log("passkey: phone: QR code shown in notification \(id)") }
+            return id
+        } catch {
+            log("passkey: phone: no notification server showed the QR code (\(error))")
+            return nil
+        }
+    }
+
+    /// Takes notification `id` off the screen (the phone came near, or the request ended).
+    func withdraw(_ id: UInt32) async {
+        try? await connection.callIgnoringReply(Self.method("CloseNotification"), [.uint32(id)], timeout: .seconds(2))
     }
 }

@@ -1,5 +1,7 @@
 import CTAP2
+import DBus
 import PasskeyProvider
+import QRImageIO
 import Testing
 
 @testable import ConsentIO
@@ -29,16 +31,67 @@ struct NotificationTextTests {
             ])
     }
 
+    @Test("Where to create: this computer, a phone, or Deny; the details say what each means")
+    func whereToCreate() {
+        let prompt = ConsentPrompt.whereToCreate(
+            relyingPartyID: "example.com", userName: "alice", timeout: .seconds(60))
+        #expect(prompt.summary == "example.com asks to create a passkey for alice")
+        #expect(
+            DesktopNotifications.actions(for: prompt) == [
+                "place-0", "Create it on this computer", "place-1", "Create it on a phone", "deny", "Deny",
+            ])
+        #expect(
+            prompt.details.first == "Choose where: this computer (the passkey store), or a phone (shows a QR code).")
+        #expect(DesktopNotifications.answer(forAction: "place-0", prompt: prompt) == .given(0))
+        #expect(DesktopNotifications.answer(forAction: "place-1", prompt: prompt) == .given(1))
+        #expect(DesktopNotifications.answer(forAction: "place-2", prompt: prompt) == nil)
+        #expect(DesktopNotifications.answer(forAction: "deny", prompt: prompt) == .declined)
+        // Neither a bare Allow nor an account answers where.
+        #expect(DesktopNotifications.answer(forAction: "allow", prompt: prompt) == nil)
+        #expect(DesktopNotifications.answer(forAction: "account-1", prompt: prompt) == nil)
+        #expect(DesktopNotifications.describe(1, of: prompt) == "a phone")
+    }
+
     @Test("an action key is read as the answer it names, and only keys that were offered count")
     func answers() {
-        #expect(DesktopNotifications.answer(forAction: "allow", accounts: 0) == .given(0))
-        #expect(DesktopNotifications.answer(forAction: "deny", accounts: 0) == .declined)
-        #expect(DesktopNotifications.answer(forAction: "default", accounts: 0) == nil)
-        #expect(DesktopNotifications.answer(forAction: "account-1", accounts: 2) == .given(1))
-        #expect(DesktopNotifications.answer(forAction: "account-2", accounts: 2) == nil)
-        #expect(DesktopNotifications.answer(forAction: "account--1", accounts: 2) == nil)
+        let allow = ConsentPrompt(
+            action: .makeCredential(relyingPartyID: "example.com", userName: "alice", userDisplayName: nil),
+            verification: .notNeeded, accounts: [], timeout: .seconds(60))
+        let choice = ConsentPrompt(
+            action: .getAssertion(
+                relyingPartyID: "example.com", accounts: [Self.alice, Self.bob], chooseOnAuthenticator: true),
+            verification: .notNeeded, accounts: [Self.alice, Self.bob], timeout: .seconds(60))
+        #expect(DesktopNotifications.answer(forAction: "allow", prompt: allow) == .given(0))
+        #expect(DesktopNotifications.answer(forAction: "deny", prompt: allow) == .declined)
+        #expect(DesktopNotifications.answer(forAction: "default", prompt: allow) == nil)
+        #expect(DesktopNotifications.answer(forAction: "account-1", prompt: choice) == .given(1))
+        #expect(DesktopNotifications.answer(forAction: "account-2", prompt: choice) == nil)
+        #expect(DesktopNotifications.answer(forAction: "account--1", prompt: choice) == nil)
+        #expect(DesktopNotifications.answer(forAction: "place-1", prompt: choice) == nil)
         // With a choice to make, a bare Allow was not offered.
-        #expect(DesktopNotifications.answer(forAction: "allow", accounts: 2) == nil)
-        #expect(DesktopNotifications.answer(forAction: "account-0", accounts: 0) == nil)
+        #expect(DesktopNotifications.answer(forAction: "allow", prompt: choice) == nil)
+        #expect(DesktopNotifications.answer(forAction: "account-0", prompt: allow) == nil)
+        #expect(DesktopNotifications.describe(1, of: choice) == "account 2")
+        #expect(DesktopNotifications.describe(0, of: allow) == "allow")
+    }
+
+    @Test("A QR code's image-data hint: (iiibiiay), RGB rows of 3 × width bytes, read back as the URL")
+    func qrCodeImageHint() throws {
+        let url = "FIDO:/0123456789012345678901234567890123456789"
+        let image = try QRMatrix(encoding: url).grayImage(moduleSize: 6, quietZone: 4)
+        let hint = DesktopNotifications.imageData(image)
+        #expect(hint.signature == "(iiibiiay)")
+        guard case .structure(let fields) = hint, fields.count == 7, case .int32(let width) = fields[0],
+            case .int32(let height) = fields[1], case .int32(let stride) = fields[2], case .bool(let alpha) = fields[3],
+            case .int32(let bits) = fields[4], case .int32(let channels) = fields[5], let rgb = fields[6].bytesValue
+        else {
+            Issue.record("the hint is not (iiibiiay): \(hint)")
+            return
+        }
+        #expect(Int(width) == image.width && Int(height) == image.height)
+        #expect(Int(stride) == image.width * 3 && !alpha && bits == 8 && channels == 3)
+        #expect(rgb.count == image.width * image.height * 3)
+        let gray = Swift.stride(from: 0, to: rgb.count, by: 3).map { rgb[$0] }
+        #expect(try QRImageReader.decode(grayPixels: gray, width: image.width, height: image.height) == [url])
     }
 }

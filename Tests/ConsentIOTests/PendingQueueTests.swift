@@ -41,16 +41,42 @@ struct PendingQueueTests {
         }
         #expect(request.secondsLeft(now: 1059.5) == 1)
         #expect(request.isExpired(now: 1060))
-        for answer in [PendingAnswer.allow(account: 1), .deny] {
+        for answer in [PendingAnswer.allow(choice: 1), .deny] {
             #expect(PendingAnswer(json: answer.json.serialized()) == answer)
         }
         #expect(PendingAnswer(json: Array(#"{"answer":"allow","account":-1}"#.utf8)) == nil)
         // Several accounts need --account; one needs none.
         #expect(PendingAnswer.approval(of: request, account: nil) == .failure(.chooseAccount(["alice", "bob"])))
-        #expect(PendingAnswer.approval(of: request, account: 2) == .success(.allow(account: 1)))
+        #expect(PendingAnswer.approval(of: request, account: 2) == .success(.allow(choice: 1)))
         #expect(PendingAnswer.approval(of: request, account: 3) == .failure(.noSuchAccount(3, count: 2)))
         let single = PendingConsent(id: "00000001", prompt: Self.prompt(), now: 0, processID: 1)
-        #expect(PendingAnswer.approval(of: single, account: nil) == .success(.allow(account: 0)))
+        #expect(PendingAnswer.approval(of: single, account: nil) == .success(.allow(choice: 0)))
+        #expect(PendingAnswer.approval(of: single, account: nil, place: 1) == .failure(.noPlaces))
+    }
+
+    @Test("where to create, queued: the places in the record, answered with --place only")
+    func whereToCreate() throws {
+        let prompt = ConsentPrompt.whereToCreate(
+            relyingPartyID: "example.com", userName: "alice", timeout: .seconds(60))
+        let request = PendingConsent(id: "0a1b2c3d", prompt: prompt, now: 1000, processID: 42)
+        #expect(request.places == ["this computer", "a phone"] && request.accounts.isEmpty)
+        #expect(PendingConsent(json: request.json.serialized()) == request)
+        let places = PendingRefusal.choosePlace(["this computer", "a phone"])
+        #expect(PendingAnswer.approval(of: request, account: nil) == .failure(places))
+        #expect(PendingAnswer.approval(of: request, account: 2) == .failure(places))
+        #expect(PendingAnswer.approval(of: request, account: nil, place: 2) == .success(.allow(choice: 1)))
+        #expect(PendingAnswer.approval(of: request, account: nil, place: 3) == .failure(.noSuchPlace(3, count: 2)))
+        #expect(
+            places.description
+                == "the request asks where to create the passkey: give --place N (1 this computer, 2 a phone)")
+        // A record with both accounts and places is not one this program wrote.
+        guard case .object(let members) = request.json else {
+            Issue.record("the record is not a JSON object: \(request.json)")
+            return
+        }
+        let damaged = JSONValue.object(
+            members.map { $0.key == "accounts" ? JSONMember("accounts", .strings(["alice"])) : $0 })
+        #expect(PendingConsent(json: damaged.serialized()) == nil)
     }
 
     @Test("queued, listed, approved and answered through the files; private to this user")
@@ -126,7 +152,7 @@ struct PendingQueueTests {
         try queue.add(other)
         #expect(try queue.list(now: 1059).map(\.id) == ["00000001", "00000002"])
         let error = try #require(throws: PendingQueueError.self) {
-            try queue.answer(old.id, now: 1060) { _ in .success(.allow(account: 0)) }
+            try queue.answer(old.id, now: 1060) { _ in .success(.allow(choice: 0)) }
         }
         #expect(error.notFound)
         #expect(error.message == "request 00000001 has expired; it is removed")

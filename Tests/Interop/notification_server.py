@@ -6,15 +6,26 @@
 ADDRESS is the bus (`unix:path=…`, as `dbus-daemon --print-address` gives it); ANSWER is the action key to invoke on
 every notification (`allow`, `deny`, `account-1`…), `dismiss` (closed by the person without an action) or `silent`
 (nothing: the notification expires or is closed by its sender). Each call is appended to RECORD as one JSON line
-(`{"call": "Notify", …}`), and `ready` is printed once the name is owned. Runs until killed.
+(`{"call": "Notify", …}`; bytes in a hint, such as an image's pixels, as `{"base64": …}`), and `ready` is printed
+once the name is owned. Runs until killed.
 """
 
 import asyncio
+import base64
 import json
 import sys
 
 from dbus_next.aio import MessageBus
 from dbus_next.service import ServiceInterface, method, signal
+
+
+def plain(value):
+    """A hint's value as JSON can hold it: bytes (an image's pixels) as {"base64": …}, structures as lists."""
+    if isinstance(value, (bytes, bytearray)):
+        return {"base64": base64.b64encode(value).decode()}
+    if isinstance(value, (list, tuple)):
+        return [plain(entry) for entry in value]
+    return value
 
 
 class Notifications(ServiceInterface):
@@ -36,7 +47,7 @@ class Notifications(ServiceInterface):
         self.write({
             "call": "Notify", "id": notification, "app_name": app_name, "replaces_id": replaces_id,
             "app_icon": app_icon, "summary": summary, "body": body, "actions": actions,
-            "hints": {key: value.value for key, value in hints.items()}, "expire_timeout": expire_timeout,
+            "hints": {key: plain(value.value) for key, value in hints.items()}, "expire_timeout": expire_timeout,
         })
         loop = asyncio.get_running_loop()
         if self.answer == "dismiss":

@@ -4,10 +4,12 @@
 Fido2Server and py_webauthn verify what comes back, and the passkey is on the phone's store, not the key's.
 """
 
+import base64
 import json
 import os
 import re
 import subprocess
+import tempfile
 import threading
 import time
 
@@ -23,6 +25,7 @@ from fido2.webauthn import (
 )
 
 from conftest import PASSKEY_BIN, Server
+from test_consent import NotificationServer, runtime_dir, session_bus  # noqa: F401 (pytest fixtures)
 from test_interop import ORIGIN, RP_ID, check_assertion, register, rp_server
 from test_linked import PHONE_NAME, Listener, directory, free_port, relay  # noqa: F401 (pytest fixtures)
 from test_webauthn_client import env, new_store
@@ -72,10 +75,13 @@ class Phone(threading.Thread):
                 capture_output=True, text=True, timeout=120, env=env()))
 
 
-def key_with_phone(directory, relay, mode, phone_store, link=False):
+def key_with_phone(directory, relay, mode, phone_store, link=False, consent=None):
+    """`consent`: the environment of a key with no terminal and no --yes (a private session bus and runtime
+    directory), which asks through desktop notifications."""
     radio = f"sim:127.0.0.1:{free_port()}"
-    key = Server(os.path.join(directory, "key.sqlite"),
-                 extra_args=[mode, "--relay", relay.url, "--ble", radio, "--timeout", "60", *(["--link"] if link else [])])
+    key = Server(os.path.join(directory, "key.sqlite"), approve=consent is None, environment=consent,
+                 extra_args=[mode, "--relay", relay.url, "--ble", radio, "--timeout", "60", *(["--link"] if link else []),
+                             *(["--consent", "notification"] if consent else [])])
     return key, Phone(key, phone_store, relay.url, radio, first_scan=["--link", "--name", PHONE_NAME] if link else [])
 
 
@@ -204,3 +210,50 @@ def test_a_linked_phone_that_revoked_the_link_falls_back_to_a_qr_code(directory,
     assert len(phone.urls) == 2, stderr
     assert "the linked phone was not reached" in stderr and "410" in stderr, stderr
     assert f'the phone "{PHONE_NAME}" revoked this link' in stderr, stderr
+
+
+def qr_code_in(notify):
+    """The text zbarimg (an independent QR decoder) reads in a Notify call's `image-data` hint."""
+    width, height, stride, alpha, bits, channels, pixels = notify["hints"]["image-data"]
+    assert (stride, alpha, bits, channels) == (width * 3, False, 8, 3)
+    rgb = base64.b64decode(pixels["base64"])
+    assert len(rgb) == stride * height
+    with tempfile.NamedTemporaryFile(suffix=".ppm") as image:
+        image.write(b"P6 %d %d 255\n" % (width, height) + rgb)
+        image.flush()
+        decoded = subprocess.run(["zbarimg", "--quiet", "--raw", image.name], capture_output=True, text=True,
+                                 timeout=60)
+    assert decoded.returncode == 0, decoded.stderr
+    return decoded.stdout.strip()
+
+
+def test_without_a_terminal_where_and_the_qr_code_are_notifications(directory, relay, runtime_dir, session_bus):
+    """A key run as a service (no terminal, no --yes): "where should the passkey be created?" is a notification whose
+    actions are the places, and the phone's QR code is one too, as an image, withdrawn once the phone answered."""
+    phone_store = new_store(directory, "phone.sqlite")
+    notifications = NotificationServer(session_bus, "place-1", runtime_dir)
+    key, phone = key_with_phone(directory, relay, "--phone", phone_store,
+                                consent={"XDG_RUNTIME_DIR": runtime_dir, "DBUS_SESSION_BUS_ADDRESS": session_bus})
+    try:
+        device = key.device()
+        register(device, "dora", b"dora-user-id")
+        device.close()
+    finally:
+        stderr = key.stop()
+        notifications.stop()
+    phone.join(timeout=10)
+    calls = notifications.calls()
+    notify = [call for call in calls if call["call"] == "Notify"]
+    assert len(notify) == 2, calls
+    where, qr_code = notify
+    assert where["summary"] == f"{RP_ID} asks to create a passkey for dora"
+    assert where["actions"] == ["place-0", "Create it on this computer", "place-1", "Create it on a phone", "deny", "Deny"]
+    assert "consent: notification %d answered: a phone" % where["id"] in stderr, stderr
+    assert qr_code["summary"] == "Scan this QR code with your phone"
+    assert qr_code["actions"] == []
+    assert len(phone.urls) == 1 and phone.urls[0] in qr_code["body"]
+    assert qr_code_in(qr_code) == phone.urls[0]
+    # Withdrawn once the phone came near, before the request ended.
+    assert {"call": "CloseNotification", "id": qr_code["id"]} in calls, calls
+    assert listed(phone_store) == [(RP_ID, "dora")]
+    assert listed(os.path.join(directory, "key.sqlite")) == []

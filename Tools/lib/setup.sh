@@ -12,10 +12,11 @@ ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 # browser checks use the same packages.
 # dpkg-dev (dpkg-shlibdeps, strip) and systemd (systemd-analyze): Tools/package and its check in Tools/test.
 # libsystemd-dev: sd-bus, the D-Bus client of the DBus module (notifications now, BlueZ later); dbus-daemon (package
-# dbus-daemon): the private session bus the DBus tests and Tests/Interop/test_consent.py start.
+# dbus-daemon): the private session bus the DBus tests and Tests/Interop/test_consent.py start. zbar-tools (zbarimg):
+# an independent QR decoder for the QR code a notification shows (Tests/Interop/test_phone_bridge.py).
 APT_PACKAGES=(libssl-dev libqrencode-dev libbluetooth-dev libsqlite3-dev libzbar-dev libpng-dev pkg-config python3-venv
     publicsuffix haproxy nginx libnginx-mod-stream openssl xvfb xclip chromium chromium-driver dpkg-dev systemd
-    libsystemd-dev dbus-daemon)
+    libsystemd-dev dbus-daemon zbar-tools)
 # pyhpke and cryptography: independent HPKE and key checks for Tests/Interop/test_exchange.py.
 # dbus-next: the test notification server of Tests/Interop/test_consent.py (an independent D-Bus implementation).
 PIP_PACKAGES=(fido2==2.2.1 webauthn==3.0.1 cbor2==6.2.1 pytest==8.3.4 segno==1.6.6 selenium==4.45.0

@@ -84,6 +84,18 @@ start_key() {
     log "passkey serve --uhid $* is $HIDRAW"
 }
 
+# answer_phone_urls NAME PHONE…: a phone for the QR codes of `passkey serve --phone`: runs `PHONE… URL` for each
+# `phone: FIDO:/…` line the key NAME prints, one after another, each logged to $LOGS/NAME-scan-N.txt.
+answer_phone_urls() {
+    local name="$1" count=0 line
+    shift
+    tail -n +1 -F "$LOGS/$name-serve.out" 2>/dev/null | while read -r line; do
+        [[ "$line" == "phone: FIDO:/"* ]] || continue
+        count=$((count + 1))
+        "$@" "${line#phone: }" >"$LOGS/$name-scan-$count.txt" 2>&1 || true
+    done
+}
+
 # Ends this check's background processes (SIGTERM, then SIGKILL after 5 s) so the next one starts clean.
 stop_children() {
     local pids pid

@@ -84,20 +84,67 @@ public enum AllowVerification: Hashable, Sendable {
     }
 }
 
-/// One request put to the person without a terminal: what the relying party asks, whether an Allow verifies, the
-/// accounts to choose from (when the authenticator shows its chooser) and how long it waits.
+/// What the person answers a ``ConsentPrompt`` with, besides Deny.
+public enum ConsentChoice: Hashable, Sendable {
+    /// Allow, the one answer (a single account to sign in as is an Allow too).
+    case allow
+    /// Which account to sign in as, on this authenticator's chooser: the answer is its index.
+    case account([AccountSummary])
+    /// Where to create the passkey a site asks a security key with a phone behind it for: 0 this computer (the
+    /// store), 1 a phone (`serve --phone`).
+    case place
+
+    /// The places of ``place``, in the order of their answers.
+    public static let places = ["this computer", "a phone"]
+}
+
+/// One request put to the person without a terminal: what the relying party asks, whether an Allow verifies, what
+/// the person chooses among (an account, where to create the passkey, or just Allow) and how long it waits.
 public struct ConsentPrompt: Hashable, Sendable {
     public var action: UserAction
     public var verification: AllowVerification
-    /// The accounts offered, when the person chooses one on this authenticator; empty otherwise.
-    public var accounts: [AccountSummary]
+    public var choice: ConsentChoice
     public var timeout: Duration
 
-    public init(action: UserAction, verification: AllowVerification, accounts: [AccountSummary], timeout: Duration) {
+    public init(action: UserAction, verification: AllowVerification, choice: ConsentChoice, timeout: Duration) {
         self.action = action
         self.verification = verification
-        self.accounts = accounts
+        self.choice = choice
         self.timeout = timeout
+    }
+
+    /// A prompt whose choice is among `accounts` (Allow alone when there is at most one).
+    public init(action: UserAction, verification: AllowVerification, accounts: [AccountSummary], timeout: Duration) {
+        self.init(
+            action: action, verification: verification, choice: accounts.isEmpty ? .allow : .account(accounts),
+            timeout: timeout)
+    }
+
+    /// Where to create a passkey for `relyingPartyID` (and `userName`), when a security key has a phone behind it.
+    public static func whereToCreate(relyingPartyID: String, userName: String?, timeout: Duration) -> Self {
+        ConsentPrompt(
+            action: .makeCredential(relyingPartyID: relyingPartyID, userName: userName, userDisplayName: nil),
+            verification: .notNeeded, choice: .place, timeout: timeout)
+    }
+
+    /// The accounts offered, when the person chooses one on this authenticator; empty otherwise.
+    public var accounts: [AccountSummary] {
+        if case .account(let accounts) = choice { accounts } else { [] }
+    }
+
+    /// The answers to choose among, as the person reads them (an account's label, a place), when there are two or
+    /// more; empty when the answer is Allow. An answer is an index into this list.
+    public var choices: [String] {
+        switch choice {
+        case .allow: []
+        case .account(let accounts): accounts.count > 1 ? accounts.map { Self.plain($0.label) } : []
+        case .place: ConsentChoice.places
+        }
+    }
+
+    /// Whether `index` answers this prompt: an index into ``choices``, or 0 for an Allow.
+    public func accepts(_ index: Int) -> Bool {
+        choices.isEmpty ? index == 0 : choices.indices.contains(index)
     }
 
     /// The relying party that asks, or nil for the authenticator's own actions (reset, PIN).
@@ -141,8 +188,10 @@ public struct ConsentPrompt: Hashable, Sendable {
     /// What follows the summary: the choice, and what an Allow means for verification.
     public var details: [String] {
         var lines: [String] = []
-        if accounts.count > 1 {
-            lines.append("Choose an account: " + accounts.map { Self.plain($0.label) }.joined(separator: ", "))
+        switch choice {
+        case .account where !choices.isEmpty: lines.append("Choose an account: " + choices.joined(separator: ", "))
+        case .place: lines.append("Choose where: this computer (the passkey store), or a phone (shows a QR code).")
+        case .allow, .account: break
         }
         switch verification {
         case .notNeeded: break

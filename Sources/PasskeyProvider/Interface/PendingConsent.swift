@@ -15,6 +15,9 @@ public struct PendingConsent: Hashable, Sendable {
     public var details: [String]
     /// The accounts to choose from (`passkey approve ID --account N`); empty when there is no choice.
     public var accounts: [String]
+    /// Where the passkey can be created (`passkey approve ID --place N`): this computer or a phone, for a security
+    /// key with a phone behind it; empty otherwise.
+    public var places: [String]
     /// Seconds since 1970.
     public var created: Double
     public var expires: Double
@@ -23,7 +26,7 @@ public struct PendingConsent: Hashable, Sendable {
 
     public init(
         id: String, relyingPartyID: String?, action: String, summary: String, details: [String], accounts: [String],
-        created: Double, expires: Double, processID: Int32
+        places: [String] = [], created: Double, expires: Double, processID: Int32
     ) {
         self.id = id
         self.relyingPartyID = relyingPartyID
@@ -31,6 +34,7 @@ public struct PendingConsent: Hashable, Sendable {
         self.summary = summary
         self.details = details
         self.accounts = accounts
+        self.places = places
         self.created = created
         self.expires = expires
         self.processID = processID
@@ -43,7 +47,8 @@ public struct PendingConsent: Hashable, Sendable {
             id: id, relyingPartyID: prompt.relyingPartyID.map(ConsentPrompt.plain), action: prompt.actionName,
             summary: prompt.summary, details: prompt.details,
             accounts: prompt.accounts.map { ConsentPrompt.plain($0.label) },
-            created: now, expires: now + timeout, processID: processID)
+            places: prompt.choice == .place ? prompt.choices : [], created: now, expires: now + timeout,
+            processID: processID)
     }
 
     /// Whether `text` is a request ID: eight lowercase hex digits (so it is safe as a file name).
@@ -67,7 +72,8 @@ public struct PendingConsent: Hashable, Sendable {
         .object(omittingNil: [
             ("id", .string(id)), ("rpId", relyingPartyID.map(JSONValue.string)), ("action", .string(action)),
             ("summary", .string(summary)), ("details", .strings(details)), ("accounts", .strings(accounts)),
-            ("created", .number(created)), ("expires", .number(expires)), ("processId", .integer(processID)),
+            ("places", places.isEmpty ? nil : .strings(places)), ("created", .number(created)),
+            ("expires", .number(expires)), ("processId", .integer(processID)),
         ])
     }
 
@@ -86,24 +92,34 @@ public struct PendingConsent: Hashable, Sendable {
         case .string(let text)?: relyingParty = text
         default: return nil
         }
+        let places: [JSONValue]
+        switch value["places"] {
+        case nil: places = []
+        case .array(let entries)?: places = entries
+        default: return nil
+        }
         let detailTexts = details.compactMap { if case .string(let text) = $0 { text } else { nil } }
         let accountTexts = accounts.compactMap { if case .string(let text) = $0 { text } else { nil } }
-        guard detailTexts.count == details.count, accountTexts.count == accounts.count else { return nil }
+        let placeTexts = places.compactMap { if case .string(let text) = $0 { text } else { nil } }
+        guard detailTexts.count == details.count, accountTexts.count == accounts.count,
+            placeTexts.count == places.count, accountTexts.isEmpty || placeTexts.isEmpty
+        else { return nil }
         self.init(
             id: id, relyingPartyID: relyingParty, action: action, summary: summary, details: detailTexts,
-            accounts: accountTexts, created: created, expires: expires, processID: pid)
+            accounts: accountTexts, places: placeTexts, created: created, expires: expires, processID: pid)
     }
 }
 
 /// The answer `passkey approve` or `passkey deny` leaves for a queued request (`ID.answer`).
 public enum PendingAnswer: Hashable, Sendable {
-    /// Approved; `account` is the index chosen (0 when there was no choice).
-    case allow(account: Int)
+    /// Approved; `choice` is the index of the account or place chosen (0 when there was no choice). The file keeps
+    /// it as `account`, as it was named before places.
+    case allow(choice: Int)
     case deny
 
     public var json: JSONValue {
         switch self {
-        case .allow(let account): .object(omittingNil: [("answer", .string("allow")), ("account", .integer(account))])
+        case .allow(let choice): .object(omittingNil: [("answer", .string("allow")), ("account", .integer(choice))])
         case .deny: .object(omittingNil: [("answer", .string("deny"))])
         }
     }
@@ -115,26 +131,37 @@ public enum PendingAnswer: Hashable, Sendable {
             guard case .number(let account)? = value["account"], let index = Int(exactly: account), index >= 0 else {
                 return nil
             }
-            self = .allow(account: index)
+            self = .allow(choice: index)
         case .string("deny")?: self = .deny
         default: return nil
         }
     }
 
-    /// The answer to `request` for `approve` (`account`: the 1-based `--account`, nil when not given), or why it
-    /// cannot be given.
-    public static func approval(of request: PendingConsent, account: Int?) -> Result<PendingAnswer, PendingRefusal> {
+    /// The answer to `request` for `approve` (`account`: the 1-based `--account`, `place` the 1-based `--place`,
+    /// nil when not given), or why it cannot be given.
+    public static func approval(of request: PendingConsent, account: Int?, place: Int? = nil) -> Result<
+        PendingAnswer, PendingRefusal
+    > {
+        if !request.places.isEmpty {
+            guard account == nil else { return .failure(.choosePlace(request.places)) }
+            guard let place else { return .failure(.choosePlace(request.places)) }
+            guard (1...request.places.count).contains(place) else {
+                return .failure(.noSuchPlace(place, count: request.places.count))
+            }
+            return .success(.allow(choice: place - 1))
+        }
+        guard place == nil else { return .failure(.noPlaces) }
         if request.accounts.count > 1 {
             guard let account else { return .failure(.chooseAccount(request.accounts)) }
             guard (1...request.accounts.count).contains(account) else {
                 return .failure(.noSuchAccount(account, count: request.accounts.count))
             }
-            return .success(.allow(account: account - 1))
+            return .success(.allow(choice: account - 1))
         }
         guard account == nil || account == 1 else {
             return .failure(.noSuchAccount(account ?? 0, count: max(request.accounts.count, 1)))
         }
-        return .success(.allow(account: 0))
+        return .success(.allow(choice: 0))
     }
 }
 
@@ -144,6 +171,9 @@ public enum PendingRefusal: Error, Hashable, Sendable, CustomStringConvertible {
     case expired(String)
     case chooseAccount([String])
     case noSuchAccount(Int, count: Int)
+    case choosePlace([String])
+    case noSuchPlace(Int, count: Int)
+    case noPlaces
     case notAnID(String)
 
     public var description: String {
@@ -154,6 +184,11 @@ public enum PendingRefusal: Error, Hashable, Sendable, CustomStringConvertible {
             "the request offers \(accounts.count) accounts: give --account N ("
                 + accounts.enumerated().map { "\($0.offset + 1) \($0.element)" }.joined(separator: ", ") + ")"
         case .noSuchAccount(let account, let count): "there is no account \(account) (1 to \(count))"
+        case .choosePlace(let places):
+            "the request asks where to create the passkey: give --place N ("
+                + places.enumerated().map { "\($0.offset + 1) \($0.element)" }.joined(separator: ", ") + ")"
+        case .noSuchPlace(let place, let count): "there is no place \(place) (1 to \(count))"
+        case .noPlaces: "the request does not ask where to create a passkey: leave out --place"
         case .notAnID(let text): "\(text) is not a request ID (eight hex digits, as passkey pending shows)"
         }
     }

@@ -36,6 +36,7 @@ extension Passkey {
                         ("id", .string(request.id)), ("rpId", request.relyingPartyID.map(JSONValue.string)),
                         ("action", .string(request.action)), ("summary", .string(request.summary)),
                         ("accounts", .strings(request.accounts)),
+                        ("places", request.places.isEmpty ? nil : .strings(request.places)),
                         ("expires", .string(Self.timestamp(request.expires))),
                         ("expiresIn", .integer(request.secondsLeft(now: now))),
                     ])
@@ -54,6 +55,9 @@ extension Passkey {
                 printLine("\(request.id)  \(request.summary)  (expires in \(request.secondsLeft(now: now)) s)")
                 for (index, account) in request.accounts.enumerated() where request.accounts.count > 1 {
                     printLine("          account \(index + 1): \(account)")
+                }
+                for (index, place) in request.places.enumerated() {
+                    printLine("          place \(index + 1): \(place)")
                 }
             }
             printLine("Answer with `passkey approve ID` or `passkey deny ID`.")
@@ -81,16 +85,23 @@ extension Passkey {
         @OptionGroup var verbosity: OutputOptions
         @Option(help: "The account to sign in as, when the request offers several (1 is the first).")
         var account: Int?
+        @Option(
+            help:
+                "Where to create the passkey, when the request asks (a key with a phone behind it): 1 this computer, 2 a phone."
+        )
+        var place: Int?
 
         func validate() throws {
             guard PendingConsent.isID(id) else { throw ValidationError(PendingRefusal.notAnID(id).description) }
             if let account, account < 1 { throw ValidationError("--account counts from 1") }
+            if let place, place < 1 { throw ValidationError("--place counts from 1") }
         }
 
         func run() throws {
             let account = account
+            let place = place
             let request = try PendingAnswering.answer(id, verb: "approve") {
-                PendingAnswer.approval(of: $0, account: account)
+                PendingAnswer.approval(of: $0, account: account, place: place)
             }
             printLine("Allowed \(request.id): \(request.summary).")
         }
