@@ -192,6 +192,38 @@ def test_a_linked_phone_behind_the_key_signs_in_without_a_qr_code(directory, rel
     assert "answer sent: OK" in stderr, listened
 
 
+def test_phone_name_picks_a_linked_phone_and_an_unknown_name_fails_at_start(directory, relay):
+    phone_store = new_store(directory, "phone.sqlite")
+    key, phone = key_with_phone(directory, relay, "--phone-only", phone_store, link=True)
+    try:
+        device = key.device()
+        credential, verified = register(device, "erin", b"erin-user-id")
+        device.close()
+    finally:
+        key.stop()
+    phone.join(timeout=10)
+    key_store = os.path.join(directory, "key.sqlite")
+    arguments = [PASSKEY_BIN, "serve", "--udp", "127.0.0.1:0", "--store", key_store, "--phone-only", "--relay",
+                 relay.url, "--ble", phone.radio]
+    unknown = subprocess.run([*arguments, "--phone-name", "Tablet"], capture_output=True, text=True, env=env(),
+                             stdin=subprocess.DEVNULL, timeout=60)
+    assert unknown.returncode == 1 and unknown.stdout == ""
+    assert unknown.stderr == f"passkey: no linked phone called Tablet (linked phones: {PHONE_NAME})\n"
+    # Without --link (nothing offered to a phone that scans), --phone-name still reaches the phone through its link.
+    key = Server(key_store, extra_args=["--phone-only", "--relay", relay.url, "--ble", phone.radio, "--timeout", "60",
+                                        "--phone-name", PHONE_NAME])
+    listener = Listener(phone_store, relay.url, phone.radio)
+    try:
+        device = key.device()
+        signs_in(device, credential, verified)
+        listener.wait_for("answered")
+        device.close()
+    finally:
+        listener.stop()
+        stderr = key.stop()
+    assert "a sign-in goes to the linked phone" in stderr and "scan the QR code" not in stderr, stderr
+
+
 def test_a_linked_phone_that_revoked_the_link_falls_back_to_a_qr_code(directory, relay):
     phone_store = new_store(directory, "phone.sqlite")
     key, phone = key_with_phone(directory, relay, "--phone-only", phone_store, link=True)

@@ -406,6 +406,26 @@ struct ComputerServiceTests {
         #expect(try await links.phones().isEmpty)
     }
 
+    @Test func aKeyWithAPhoneBehindItTriesTheNamedLinkElseTheMostRecentlyUsed() throws {
+        let relay = try Self.relayURL()
+        let day: TimeInterval = 86_400
+        let old = LinkedPhone(
+            name: "Old", relay: relay, linking: try Self.linking(name: "Old"), created: Self.now - 9 * day,
+            lastUsed: Self.now - day)
+        let used = LinkedPhone(
+            name: "Used", relay: relay, linking: try Self.linking(name: "Used"), created: Self.now - 8 * day,
+            lastUsed: Self.now - 60)
+        let new = LinkedPhone(
+            name: "New", relay: relay, linking: try Self.linking(name: "New"), created: Self.now - 3600)
+        let phones = [old, used, new]
+        #expect(ComputerLinks.bridgePhone(among: phones, named: nil) == used)
+        // Never used: its linking counts as its last use.
+        #expect(ComputerLinks.bridgePhone(among: [old, new], named: nil) == new)
+        #expect(ComputerLinks.bridgePhone(among: phones, named: "Old") == old)
+        #expect(ComputerLinks.bridgePhone(among: phones, named: "Tablet") == nil)
+        #expect(ComputerLinks.bridgePhone(among: [], named: nil) == nil)
+    }
+
     @Test func theSealedFileIsBesideTheStore() throws {
         let world = try World()
         #expect(world.links().url == world.directory.url("passkeys.computer-links.sealed"))

@@ -96,6 +96,26 @@ answer_phone_urls() {
     done
 }
 
+# phone_timings NAME: one line per ceremony the key NAME sent to a phone by QR code, from its --verbose log: the
+# time from the browser's request reaching the key to the QR code (the routing line, printed as the code is drawn),
+# from the phone's advert to the answer going back, and the whole request. The request's arrival is the answer's
+# time less the CTAPHID transaction's milliseconds.
+phone_timings() {
+    awk '
+        function stamp(line) { sub(/^\[ */, "", line); sub(/ s\].*/, "", line); return line + 0 }
+        /^\[ *[0-9.]+ s\] phone: a .* goes to a phone/ { routed = stamp($0); kind = $0 ~ /registration/ ? "registration" : "sign-in" }
+        /^\[ *[0-9.]+ s\] phone: advert seen/ { advert = stamp($0) }
+        /^\[ *[0-9.]+ s\] phone: answer sent: OK/ { answered = stamp($0) }
+        answered && routed && / command=0x0[12] milliseconds=[0-9]+ / {
+            match($0, /milliseconds=[0-9]+/)
+            ms = substr($0, RSTART + 13, RLENGTH - 13)
+            printf "%s: request to QR code %d ms, advert to answer %d ms, request to answer %.1f s\n", kind,
+                (routed - (answered - ms / 1000)) * 1000, (answered - advert) * 1000, ms / 1000
+            answered = 0; routed = 0
+        }
+    ' "$LOGS/$1-serve.err"
+}
+
 # Ends this check's background processes (SIGTERM, then SIGKILL after 5 s) so the next one starts clean.
 stop_children() {
     local pids pid

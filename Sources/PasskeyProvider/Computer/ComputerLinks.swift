@@ -122,6 +122,21 @@ public struct ComputerLinks: Sendable {
         return phone
     }
 
+    /// The linked phone a security key with a phone behind it tries before showing a QR code: the one called `name`
+    /// when given (`serve --phone-name`), else the most recently used (or, never used, the most recently linked); nil
+    /// when there is none to try.
+    public static func bridgePhone(among phones: [LinkedPhone], named name: String?) -> LinkedPhone? {
+        if let name { return phones.first { $0.name == name } }
+        return phones.max { ($0.lastUsed ?? $0.created) < ($1.lastUsed ?? $1.created) }
+    }
+
+    /// The linked phone a security key with a phone behind it tries (``bridgePhone(among:named:)``); nil when the
+    /// links cannot be read or none fits.
+    public func bridgePhone(named name: String?) async -> LinkedPhone? {
+        guard let phones = try? await phones() else { return nil }
+        return Self.bridgePhone(among: phones, named: name)
+    }
+
     /// Forgets the phone called `name` (`passkey client links remove`).
     public func remove(named name: String) async throws(ProviderError) {
         try await unlock()

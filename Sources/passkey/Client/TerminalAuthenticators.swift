@@ -84,7 +84,7 @@ extension HybridOptions {
     /// `phone: FIDO:/…` line on standard output (for scripts), the session's steps going to the bridge. With `links`
     /// (`--link`), the QR code offers linking and what the phone sends is remembered, and the most recently used
     /// linked phone is tried first, forgotten when its relay says the link is gone.
-    func bridgePhones(links: ComputerLinks?) throws -> SecurityKeyBridge.Phones {
+    func bridgePhones(links: ComputerLinks?, phoneName: String?) throws -> SecurityKeyBridge.Phones {
         let mode = mode
         let tunnelServer = tunnelServer
         let timeouts = timeouts
@@ -110,9 +110,7 @@ extension HybridOptions {
         let linked: @Sendable (@escaping @Sendable (HybridClientProgress) -> Void) async -> (any ClientAuthenticator)? =
             {
                 progress in
-                guard let links, let phones = try? await links.phones(),
-                    let phone = phones.max(by: { ($0.lastUsed ?? $0.created) < ($1.lastUsed ?? $1.created) })
-                else { return nil }
+                guard let links, let phone = await links.bridgePhone(named: phoneName) else { return nil }
                 return LinkedPhoneAuthenticator(
                     phone: phone, endpoint: tunnelServer.map(TunnelServerEndpoint.override), makeScanner: scanner,
                     timeouts: timeouts, environment: environment, progress: progress,

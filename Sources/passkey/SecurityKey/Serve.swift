@@ -76,6 +76,12 @@ extension Passkey {
                 without a QR code. Links are sealed in the passkey store, as `passkey client --link` keeps them.
                 """)
         var link = false
+        @Option(
+            name: .customLong("phone-name"),
+            help: ArgumentHelp(
+                "Try the linked phone with this name (as `passkey client links` lists them) instead of the most "
+                    + "recently used one.", valueName: "name"))
+        var phoneName: String?
         @OptionGroup var hybrid: HybridOptions
 
         /// Whether a phone stands behind the key, and for which requests.
@@ -85,6 +91,9 @@ extension Passkey {
             guard (udp != nil) != uhid else { throw ValidationError("Give exactly one of --udp HOST:PORT and --uhid.") }
             guard !(phone && phoneOnly) else { throw ValidationError("Give at most one of --phone and --phone-only.") }
             guard !link || bridgeMode != .off else { throw ValidationError("--link needs --phone or --phone-only.") }
+            guard phoneName == nil || bridgeMode != .off else {
+                throw ValidationError("--phone-name needs --phone or --phone-only.")
+            }
             guard !(pinOnly && bridgeMode != .off) else {
                 throw ValidationError(
                     "--pin-only cannot go with a phone behind the key: a phone verifies the user itself.")
@@ -133,13 +142,17 @@ extension Passkey {
                         interface: interface, approval: approval, store: store, access: access),
                     interface: interface)
                 let links =
-                    link
+                    link || phoneName != nil
                     ? ComputerLinks(store: UnlockedStore(access: access, unlocked: store), interface: interface) : nil
+                if let links, let phoneName {
+                    // A name that is not linked fails now, listing the linked phones, not at the first request.
+                    _ = try await links.phone(named: phoneName)
+                }
                 let bridge =
                     bridgeMode == .off
                     ? nil
                     : SecurityKeyBridge(
-                        key: key, mode: bridgeMode, phones: try hybrid.bridgePhones(links: links),
+                        key: key, mode: bridgeMode, phones: try hybrid.bridgePhones(links: links, phoneName: phoneName),
                         interface: interface, unattendedReason: approval.mode.unattendedReason)
                 let wink: WinkHandler = {
                     Terminal.shared.write("passkey: wink! (the platform asked the authenticator to identify itself)\n")
