@@ -84,7 +84,9 @@ let package = Package(
         .target(name: "CBOR", swiftSettings: strictSettings),
         // JSON text (RFC 8259) read strictly as JavaScript's JSON.parse reads it, written as JSON.stringify writes it.
         .target(name: "JSON", swiftSettings: strictSettings),
-        .target(name: "WebAuthn", dependencies: ["Basics", "CBOR", "JSON", crypto], swiftSettings: strictSettings),
+        .target(
+            name: "WebAuthn", dependencies: ["Basics", "CBOR", "JSON", crypto, cryptoExtras],
+            swiftSettings: strictSettings),
         .target(
             name: "CTAP2", dependencies: ["Basics", "CBOR", "WebAuthn", crypto, cryptoExtras],
             swiftSettings: strictSettings),
@@ -376,7 +378,8 @@ let package = Package(
         .testTarget(name: "CBORTests", dependencies: ["Basics", "CBOR", "TestSupport"], swiftSettings: strictSettings),
         .testTarget(name: "JSONTests", dependencies: ["JSON"], swiftSettings: strictSettings),
         .testTarget(
-            name: "WebAuthnTests", dependencies: ["Basics", "WebAuthn", "CBOR", crypto], swiftSettings: strictSettings),
+            name: "WebAuthnTests", dependencies: ["Basics", "WebAuthn", "CBOR", crypto, cryptoExtras],
+            swiftSettings: strictSettings),
         .testTarget(
             name: "CTAP2Tests",
             dependencies: ["Basics", "CTAP2", "WebAuthn", "CBOR", "TestSupport", crypto],
@@ -446,8 +449,8 @@ let package = Package(
             name: "HybridDriverTests",
             dependencies: [
                 "HybridDriver", "HybridIO", "Hybrid", "Proximity", "CTAP2", "NearbyShare", "NearbyShareDriver",
-                "CredentialExchange", "HybridTestSupport", "TestSupport", "WebAuthnClient", "WebAuthnClientDriver",
-                crypto,
+                "CredentialExchange", "HybridTestSupport", "TestSupport", "WebAuthn", "WebAuthnClient",
+                "WebAuthnClientDriver", crypto,
             ],
             swiftSettings: strictSettings
         ),
@@ -500,7 +503,7 @@ let package = Package(
         ),
         .testTarget(
             name: "PasskeyStoreIOTests",
-            dependencies: ["PasskeyStoreIO", "PasskeyFilesIO", "CTAP2", "TestSupport", crypto],
+            dependencies: ["PasskeyStoreIO", "PasskeyFilesIO", "CTAP2", "TestSupport", "WebAuthn", crypto],
             resources: [.copy("Fixtures")],
             swiftSettings: strictSettings
         ),

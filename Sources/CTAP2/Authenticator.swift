@@ -47,7 +47,7 @@ public enum AuthenticatorActivity: Hashable, Sendable {
     case waitingForUser
 }
 
-/// A CTAP 2.1 authenticator for ES256 passkeys: CBOR request in, status byte and CBOR out.
+/// A CTAP 2.1 authenticator for ES256 and EdDSA passkeys: CBOR request in, status byte and CBOR out.
 ///
 /// All effects come from `AuthenticatorEnvironment`, so the same core serves CTAPHID, hybrid and
 /// tests. Requests are handled one at a time: one that arrives while another waits for the user is
@@ -219,7 +219,7 @@ public final class Authenticator: Sendable {
                 7: .int(configuration.maximumCredentialCountInList),
                 8: .int(configuration.maximumCredentialIDLength),
                 9: .array(configuration.transports.map(CBORValue.text)),
-                10: [["alg": .int(COSEAlgorithm.es256.rawValue), "type": "public-key"]],
+                10: Self.algorithmsInfo(configuration.algorithms),
                 0x0E: .int(configuration.firmwareVersion),
                 0x0F: .int(AuthenticatorExtension.maximumCredentialBlobLength),
             ]
@@ -234,7 +234,7 @@ public final class Authenticator: Sendable {
             7: .int(configuration.maximumCredentialCountInList),
             8: .int(configuration.maximumCredentialIDLength),
             9: .array(configuration.transports.map(CBORValue.text)),
-            10: [["alg": .int(COSEAlgorithm.es256.rawValue), "type": "public-key"]],
+            10: Self.algorithmsInfo(configuration.algorithms),
             0x0B: .int(configuration.maximumLargeBlobArrayLength),
             0x0C: .bool(settings.forcePINChange),
             0x0D: .int(settings.minimumPINLength),
@@ -297,18 +297,20 @@ public final class Authenticator: Sendable {
         return flags
     }
 
-    /// Signs `authenticatorData ‖ clientDataHash` (hashed in two updates, without joining them) and returns DER.
+    /// Signs `authenticatorData ‖ clientDataHash` with `key` (``CredentialPrivateKey/signature(_:_:)``).
     static func sign(
-        _ authenticatorData: [UInt8], _ clientDataHash: [UInt8], with key: P256.Signing.PrivateKey
+        _ authenticatorData: [UInt8], _ clientDataHash: [UInt8], with key: CredentialPrivateKey
     ) throws(CTAPError) -> [UInt8] {
-        var hasher = SHA256()
-        hasher.update(data: authenticatorData)
-        hasher.update(data: clientDataHash)
         do {
-            return ECDSASignatureDER.encode(raw: Array(try key.signature(for: hasher.finalize()).rawRepresentation))
+            return try key.signature(authenticatorData, clientDataHash)
         } catch {
             throw .other
         }
+    }
+
+    /// getInfo's algorithms (0x0A): each as `{"alg": …, "type": "public-key"}`.
+    static func algorithmsInfo(_ algorithms: [COSEAlgorithm]) -> CBORValue {
+        .array(algorithms.map { ["alg": .int($0.rawValue), "type": "public-key"] })
     }
 
     /// Runs a store operation; a full store is CTAP2_ERR_KEY_STORE_FULL and any other failure

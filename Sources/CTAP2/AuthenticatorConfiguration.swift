@@ -55,6 +55,9 @@ public struct AuthenticatorConfiguration: Sendable {
 
     public var aaguid = Self.projectAAGUID
     public var attestationFormat = AttestationFormat.none
+    /// The algorithms makeCredential makes keys for (the first of the platform's list that is here wins), as getInfo
+    /// lists them.
+    public var algorithms = CredentialPrivateKey.algorithms
     /// Length of new credential IDs in bytes (16 or more).
     public var credentialIDLength = 32
     /// BE for new credentials: the store can be copied to another machine, as synced passkeys are.
@@ -133,9 +136,11 @@ public struct AuthenticatorConfiguration: Sendable {
     /// verifies the user for every request (``UserVerificationPolicy/always``), and reports the transport `hybrid`
     /// only. Android adds `internal` because its passkeys also serve the phone's own browser as a platform
     /// authenticator; no browser uses this store that way, so `internal` would send relying parties and browsers
-    /// looking for a platform credential that is not there.
+    /// looking for a platform credential that is not there. It makes ES256 keys only, as the phones' own passkey
+    /// providers do (Google Password Manager, iCloud Keychain), whatever the relying party lists first.
     public static func hybridPhone(oneRequestPerSession: Bool) -> AuthenticatorConfiguration {
         var configuration = AuthenticatorConfiguration()
+        configuration.algorithms = [.es256]
         configuration.transports = ["hybrid"]
         configuration.userVerification = .always
         configuration.accountSelection = .authenticator

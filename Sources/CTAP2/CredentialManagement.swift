@@ -172,7 +172,7 @@ extension Authenticator {
         var entry: [CBORValue: CBORValue] = [
             6: .map(user),
             7: CredentialDescriptor(id: credential.id).cborRepresentation,
-            8: COSEKey(publicKey: credential.privateKey.publicKey).coseRepresentation,
+            8: credential.privateKey.publicKey.coseRepresentation,
             10: .int(credential.credentialProtection.rawValue),
         ]
         if credential.largeBlobKey { entry[11] = .bytes(derivedSecret(credential, label: "largeBlobKey")) }

@@ -1,6 +1,7 @@
 import Crypto
 import Foundation
 import Synchronization
+import WebAuthn
 
 /// The credProtect level of a credential (CTAP 2.1 §12.1): when it may be used without user verification.
 public enum CredentialProtection: Int, Hashable, Sendable, CaseIterable {
@@ -29,8 +30,8 @@ public struct StoredCredential: Sendable {
     public var userName: String?
     /// The account's display name.
     public var userDisplayName: String?
-    /// The credential's ES256 signing key.
-    public var privateKey: P256.Signing.PrivateKey
+    /// The credential's signing key, with the algorithm it was made for.
+    public var privateKey: CredentialPrivateKey
     /// Whether the credential is discoverable (a resident key) or usable only through an allowList.
     public var isDiscoverable: Bool
     /// The BE flag: set at creation, never changed.
@@ -55,7 +56,7 @@ public struct StoredCredential: Sendable {
         userHandle: [UInt8],
         userName: String? = nil,
         userDisplayName: String? = nil,
-        privateKey: P256.Signing.PrivateKey,
+        privateKey: CredentialPrivateKey,
         isDiscoverable: Bool,
         backupEligible: Bool,
         backupState: Bool,
@@ -80,6 +81,22 @@ public struct StoredCredential: Sendable {
         self.credentialBlob = credentialBlob
         self.hmacSecret = hmacSecret
         self.largeBlobKey = largeBlobKey
+    }
+
+    /// A credential with an ES256 key.
+    public init(
+        id: [UInt8], relyingPartyID: String, relyingPartyName: String? = nil, userHandle: [UInt8],
+        userName: String? = nil, userDisplayName: String? = nil, privateKey: P256.Signing.PrivateKey,
+        isDiscoverable: Bool, backupEligible: Bool, backupState: Bool, creationDate: Date,
+        credentialProtection: CredentialProtection = .userVerificationOptional, credentialBlob: [UInt8]? = nil,
+        hmacSecret: Bool = false, largeBlobKey: Bool = false
+    ) {
+        self.init(
+            id: id, relyingPartyID: relyingPartyID, relyingPartyName: relyingPartyName, userHandle: userHandle,
+            userName: userName, userDisplayName: userDisplayName, privateKey: .p256(privateKey, algorithm: .es256),
+            isDiscoverable: isDiscoverable, backupEligible: backupEligible, backupState: backupState,
+            creationDate: creationDate, credentialProtection: credentialProtection, credentialBlob: credentialBlob,
+            hmacSecret: hmacSecret, largeBlobKey: largeBlobKey)
     }
 }
 

@@ -14,7 +14,11 @@ extension Authenticator {
         guard request.userHandle.count <= 64, !request.userHandle.isEmpty else { throw .invalidLength }
         let pinUvAuth = try await pinUvAuthParameters(
             request.pinUvAuthParam, protocol: request.pinUvAuthProtocol, activity: activity)
-        guard request.algorithms.contains(COSEAlgorithm.es256.rawValue) else { throw .unsupportedAlgorithm }
+        // The first algorithm of the platform's list that this authenticator makes keys for (§6.1.2 step 3).
+        guard
+            let algorithm = request.algorithms.lazy.map(COSEAlgorithm.init(rawValue:)).first(
+                where: configuration.algorithms.contains)
+        else { throw .unsupportedAlgorithm }
         let extensions = try MakeCredentialExtensions(cbor: request.extensions)
         guard request.excludeList.count <= configuration.maximumCredentialCountInList else { throw .limitExceeded }
         // Enterprise attestation is not supported (CTAP 2.1 §6.1.2 step 9).
@@ -88,7 +92,9 @@ extension Authenticator {
         }
         if token != nil { state.withLock { $0.pinToken.consumeAfterUse() } }
 
-        let privateKey = generatePrivateKey()
+        guard let privateKey = CredentialPrivateKey.generate(algorithm, randomBytes: environment.randomBytes) else {
+            throw .unsupportedAlgorithm
+        }
         var credential = StoredCredential(
             id: environment.randomBytes(
                 min(max(16, configuration.credentialIDLength), configuration.maximumCredentialIDLength)),
@@ -116,7 +122,7 @@ extension Authenticator {
             attestedCredentialData: AttestedCredentialData(
                 aaguid: configuration.aaguid,
                 credentialID: credential.id,
-                publicKey: COSEKey(publicKey: privateKey.publicKey)
+                publicKey: privateKey.publicKey
             ),
             extensions: extensionOutputs
         )
@@ -126,7 +132,7 @@ extension Authenticator {
             statement = [:]
         case .packedSelf:
             let signature = try Self.sign(authenticatorData.bytes, request.clientDataHash, with: privateKey)
-            statement = ["alg": .int(COSEAlgorithm.es256.rawValue), "sig": .bytes(signature)]
+            statement = ["alg": .int(privateKey.algorithm.rawValue), "sig": .bytes(signature)]
         }
         var response: [CBORValue: CBORValue] = [
             1: .text(configuration.attestationFormat.rawValue),
@@ -155,11 +161,4 @@ extension Authenticator {
         return result
     }
 
-    /// A fresh P-256 key from injected randomness. Importing a random scalar skips the FIPS
-    /// pairwise self-test and compact-form retries of swift-crypto's generator (see Tools/bench).
-    private func generatePrivateKey() -> P256.Signing.PrivateKey {
-        while true {
-            if let key = try? P256.Signing.PrivateKey(rawRepresentation: environment.randomBytes(32)) { return key }
-        }
-    }
 }

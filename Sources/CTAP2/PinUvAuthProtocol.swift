@@ -151,4 +151,3 @@ public struct PinUvAuthProtocol: RawRepresentable, Hashable, Sendable, CustomStr
         }
     }
 }
-

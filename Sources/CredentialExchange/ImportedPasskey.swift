@@ -46,7 +46,7 @@ struct PasskeyDraft {
     var userHandle: [UInt8]
     var userName: String?
     var userDisplayName: String?
-    var privateKey: P256.Signing.PrivateKey
+    var privateKey: CredentialPrivateKey
     var creationDate: Date
     var discoverable = true
     var credentialBlob: [UInt8]?
@@ -100,32 +100,32 @@ struct PasskeyDraft {
     }
 }
 
-/// Private keys as the exchange formats carry them.
+/// Private keys as the exchange formats carry them: a P-256 key (ES256) or an Ed25519 one (EdDSA); the formats name
+/// no algorithm, so an Ed25519 key made for the fully specified Ed25519 (-19) comes back as EdDSA (-8), which
+/// signs the same.
 enum PrivateKeyReading {
-    /// PKCS#8 DER (RFC 5958) of a P-256 key, as CXF and Bitwarden carry it.
-    static func pkcs8(_ der: [UInt8]) throws(ExchangeError) -> P256.Signing.PrivateKey {
-        do {
-            return try P256.Signing.PrivateKey(derRepresentation: der)
-        } catch {
-            throw ExchangeError(.invalidKey, "the private key is not a P-256 key in PKCS#8 DER")
+    /// PKCS#8 DER (RFC 5958, RFC 8410 for Ed25519), as CXF and Bitwarden carry it.
+    static func pkcs8(_ der: [UInt8]) throws(ExchangeError) -> CredentialPrivateKey {
+        guard let key = CredentialPrivateKey(pkcs8DER: der) else {
+            throw ExchangeError(.invalidKey, "the private key is not a P-256 or Ed25519 key in PKCS#8 DER")
         }
+        return key
     }
 
     /// PEM `PRIVATE KEY` (PKCS#8), as KeePassXC writes it.
-    static func pem(_ text: String) throws(ExchangeError) -> P256.Signing.PrivateKey {
+    static func pem(_ text: String) throws(ExchangeError) -> CredentialPrivateKey {
         guard text.contains("-----BEGIN PRIVATE KEY-----") else {
             throw ExchangeError(.invalidKey, "the private key is not a PEM \"PRIVATE KEY\" (PKCS#8)")
         }
-        do {
-            return try P256.Signing.PrivateKey(pemRepresentation: text)
-        } catch {
-            throw ExchangeError(.invalidKey, "the private key is not a P-256 key in PEM PKCS#8")
+        guard let key = CredentialPrivateKey(pkcs8PEM: text) else {
+            throw ExchangeError(.invalidKey, "the private key is not a P-256 or Ed25519 key in PEM PKCS#8")
         }
+        return key
     }
 }
 
 extension CXF.Passkey {
-    /// The passkey of `credential`, for an export: its key as PKCS#8 DER, its hmac-secret CredRandoms when it was
+    /// The passkey of `credential`, for an export: its key as PKCS#8 DER (P-256 or Ed25519), its hmac-secret CredRandoms when it was
     /// made with hmac-secret, its credBlob.
     public init(_ credential: StoredCredential) {
         let randoms = credential.hmacSecret ? credential.hmacSecretCredRandoms : nil
@@ -135,7 +135,7 @@ extension CXF.Passkey {
         self.init(
             credentialID: credential.id, rpID: credential.relyingPartyID, username: credential.userName ?? "",
             userDisplayName: credential.userDisplayName ?? "", userHandle: credential.userHandle,
-            key: Array(credential.privateKey.derRepresentation), fido2Extensions: extensions.isEmpty ? nil : extensions)
+            key: credential.privateKey.pkcs8DERRepresentation, fido2Extensions: extensions.isEmpty ? nil : extensions)
     }
 }
 

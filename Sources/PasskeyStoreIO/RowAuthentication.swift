@@ -77,19 +77,21 @@ enum RowAuthentication {
         legacyCredentialLabel + id
     }
 
-    /// Seals a private key under the store key.
+    /// Seals a private key under the store key, in its stored form (``CredentialPrivateKey/storedRepresentation``:
+    /// an ES256 key as the 32-byte scalar every earlier version sealed, others tagged with their algorithm, so the
+    /// algorithm is as authenticated as the key and no column or migration was needed for EdDSA).
     static func seal(
-        _ key: P256.Signing.PrivateKey, aad: [UInt8], with keyring: any StoreKeyring
+        _ key: CredentialPrivateKey, aad: [UInt8], with keyring: any StoreKeyring
     ) throws(CredentialStoreError) -> [UInt8] {
-        try keyring.seal(Array(key.rawRepresentation), aad: aad, use: .rows)
+        try keyring.seal(key.storedRepresentation, aad: aad, use: .rows)
     }
 
     /// Opens a sealed private key; nil when the seal, the associated data or the key inside is wrong.
     static func unseal(
         _ sealed: [UInt8], aad: [UInt8], with keyring: any StoreKeyring
-    ) throws(CredentialStoreError) -> P256.Signing.PrivateKey? {
+    ) throws(CredentialStoreError) -> CredentialPrivateKey? {
         guard let raw = try keyring.open(sealed, aad: aad, use: .rows) else { return nil }
-        return try? P256.Signing.PrivateKey(rawRepresentation: raw)
+        return CredentialPrivateKey(storedRepresentation: raw)
     }
 
     /// Seals a saved password's UTF-8 bytes with its row's other columns (`PasswordColumn` order) as associated data.
@@ -153,7 +155,7 @@ struct KeyCache {
     private var entries: [[UInt8]: Entry] = [:]
 
     /// The key of the credential opened from exactly these sealed bytes and associated data.
-    func key(id: [UInt8], sealed: [UInt8], aad: [UInt8]) -> P256.Signing.PrivateKey? {
+    func key(id: [UInt8], sealed: [UInt8], aad: [UInt8]) -> CredentialPrivateKey? {
         guard let entry = entries[id], entry.sealed == sealed, entry.aad == aad else { return nil }
         return entry.credential.privateKey
     }

@@ -6,7 +6,7 @@ import Foundation
 /// Sealing and unsealing under the store key: private keys (with their row as associated data, through the
 /// decrypted-key cache), the settings row's PIN hash and MAC, and the key check that tells a wrong passphrase.
 extension SQLiteCredentialStore {
-    func seal(_ key: P256.Signing.PrivateKey, values: [SQLiteValue]) throws(CredentialStoreError) -> [UInt8] {
+    func seal(_ key: CredentialPrivateKey, values: [SQLiteValue]) throws(CredentialStoreError) -> [UInt8] {
         try RowAuthentication.seal(key, aad: RowAuthentication.credentialAAD(values), with: keyring)
     }
 
@@ -28,7 +28,7 @@ extension SQLiteCredentialStore {
             return .damaged(record.damaged(.missingFields))
         }
         let aad = RowAuthentication.credentialAAD(record.values)
-        let privateKey: P256.Signing.PrivateKey
+        let privateKey: CredentialPrivateKey
         if let cached = keys.key(id: id, sealed: sealed, aad: aad) {
             privateKey = cached
         } else {

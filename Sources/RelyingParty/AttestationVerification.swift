@@ -51,13 +51,7 @@ enum AttestationVerification {
                     .attestationInvalid, "self attestation alg \(alg) differs from the credential key's \(keyAlgorithm)"
                 )
             }
-            let key: P256.Signing.PublicKey
-            do {
-                key = try credential.publicKey.signingKey()
-            } catch {
-                throw RelyingPartyError(.attestationInvalid, "credential public key is not on P-256")
-            }
-            guard verifyES256(signatureBytes, over: signedData, with: key) else {
+            guard credential.publicKey.isValidSignature(signatureBytes, for: signedData) else {
                 throw RelyingPartyError(.attestationInvalid, "self attestation signature does not verify")
             }
             return VerifiedAttestation(type: .self, trustPath: [])

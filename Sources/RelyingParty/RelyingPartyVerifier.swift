@@ -6,8 +6,8 @@ import WebAuthn
 /// A WebAuthn Level 3 relying party: verifies registration (§7.1) and authentication (§7.2) responses.
 ///
 /// Pure: it reads no clock, store or network. Challenges are the caller's, and so is keeping
-/// credential records. Only ES256 credentials are accepted, and only `none` and `packed`
-/// attestation statements; for `packed` with x5c the leaf certificate's fields and signature are
+/// credential records. ES256, ESP256, EdDSA, Ed25519 and RS256 credentials are accepted (`COSEKey`), and only
+/// `none` and `packed` attestation statements; for `packed` with x5c the leaf certificate's fields and signature are
 /// verified but the chain is returned for the caller to evaluate (`RegistrationResult.attestationTrustPath`).
 public struct RelyingPartyVerifier: Hashable, Sendable {
     /// The relying party; its `id` is the RP ID whose SHA-256 the authenticator data must carry.
@@ -124,14 +124,8 @@ public struct RelyingPartyVerifier: Hashable, Sendable {
                 "BE is \(flags.contains(.backupEligible)) but was \(stored.backupEligible) at registration")
         }
 
-        let key: P256.Signing.PublicKey
-        do {
-            key = try stored.publicKey.signingKey()
-        } catch {
-            throw RelyingPartyError(.malformed, "stored public key: \(error)")
-        }
         let signedData = response.authenticatorData + Array(SHA256.hash(data: response.clientDataJSON))
-        guard AttestationVerification.verifyES256(response.signature, over: signedData, with: key) else {
+        guard stored.publicKey.isValidSignature(response.signature, for: signedData) else {
             throw RelyingPartyError(.signatureInvalid, "the assertion signature does not verify with the stored key")
         }
 
@@ -239,9 +233,9 @@ public struct RelyingPartyVerifier: Hashable, Sendable {
             func text(_ value: Int?) -> String { value.map(String.init) ?? "absent" }
             return RelyingPartyError(
                 .unsupportedAlgorithm,
-                "credential key kty \(text(keyType)), crv \(text(curve)), alg \(text(algorithm)) is not ES256 on P-256")
+                "credential key kty \(text(keyType)), crv \(text(curve)), alg \(text(algorithm)) is not one of ES256 or "
+                    + "ESP256 on P-256, EdDSA or Ed25519 on Ed25519, RS256")
         }
         return RelyingPartyError(.malformed, "attestation object: \(error)")
     }
 }
-

@@ -93,7 +93,7 @@ public enum PasskeyListing {
             "userHandle": credential.userHandle.base64URLEncodedString, "discoverable": credential.isDiscoverable,
             "backupEligible": credential.backupEligible, "backupState": credential.backupState,
             "created": ISO8601DateFormatter().string(from: credential.creationDate),
-            "publicKey": COSEKey(publicKey: credential.privateKey.publicKey).coseRepresentation.encoded()
+            "publicKey": credential.privateKey.publicKey.coseRepresentation.encoded()
                 .base64URLEncodedString,
             "damaged": false,
         ]

@@ -69,7 +69,7 @@ public struct ClientError: Error, Hashable, Sendable, CustomStringConvertible {
         case relyingPartyIDRefused(String)
 
         // NotSupportedError
-        /// `pubKeyCredParams` names no `public-key` algorithm this client can create (ES256, -7).
+        /// `pubKeyCredParams` names no `public-key` algorithm this client supports (``COSEKey/algorithms``).
         case noSupportedAlgorithm
         /// An extension input the extension's client processing refuses.
         case extensionInputRefused(String)
@@ -171,7 +171,8 @@ public struct ClientError: Error, Hashable, Sendable, CustomStringConvertible {
         case .outOfBounds(let path, let bound): "\(path): \(bound)"
         case .notBase64URL(let path): "\(path) is not base64url"
         case .relyingPartyIDRefused(let why): why
-        case .noSupportedAlgorithm: "pubKeyCredParams names no public-key algorithm this client supports (ES256, -7)"
+        case .noSupportedAlgorithm:
+            "pubKeyCredParams names no public-key algorithm this client supports (ES256, ESP256, EdDSA, Ed25519, RS256)"
         case .extensionInputRefused(let why): why
         case .noEligibleAuthenticator(let why): why
         case .noImmediatelyAvailableCredential: "no passkey for this site is available on this computer"

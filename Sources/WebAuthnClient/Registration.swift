@@ -13,13 +13,9 @@ extension ClientEngine {
         if Task.isCancelled { throw ClientError(.aborted) }
         let decision = try await environment.relyingPartyIDChecker.check(
             origin: origin, requested: options.relyingParty.id)
-        // Step 10: an empty list means ES256 and RS256; entries of other types are skipped. This client makes and
-        // converts ES256 keys only, so the list must allow -7.
-        let algorithms =
-            options.parameters.isEmpty
-            ? [COSEAlgorithm.es256.rawValue, -257]
-            : options.parameters.filter { $0.type == "public-key" }.map(\.algorithm)
-        guard algorithms.contains(COSEAlgorithm.es256.rawValue) else { throw ClientError(.noSupportedAlgorithm) }
+        guard !PendingRegistration.requestedAlgorithms(options).isEmpty else {
+            throw ClientError(.noSupportedAlgorithm)
+        }
         if let prf = options.extensions.prf, !prf.evalByCredential.isEmpty {
             throw ClientError(.extensionInputRefused("prf evalByCredential is for authentication only (§10.1.4)"))
         }
@@ -83,7 +79,8 @@ struct PendingRegistration: Sendable {
                     "the \(context.kind.rawValue) authenticator cannot store a discoverable credential"))
         }
         let wantsVerification = try context.wantsVerification(selection.userVerification)
-        if let supported = info.algorithms, !supported.contains(COSEAlgorithm.es256.rawValue) {
+        let algorithms = Self.requestedAlgorithms(options)
+        if let supported = info.algorithms, !algorithms.contains(where: supported.contains) {
             throw ClientError(.authenticator(.unsupportedAlgorithm))
         }
         // The effective resident key requirement: preferred asks for one when the authenticator can store it.
@@ -130,7 +127,7 @@ struct PendingRegistration: Sendable {
             var request = MakeCredentialRequest(
                 clientDataHash: clientDataHash, relyingPartyID: relyingPartyID,
                 relyingPartyName: options.relyingParty.name, userHandle: options.user.id, userName: options.user.name,
-                userDisplayName: options.user.displayName, algorithms: [COSEAlgorithm.es256.rawValue],
+                userDisplayName: options.user.displayName, algorithms: algorithms,
                 excludeList: excludeList, extensions: inputs.isEmpty ? nil : .map(inputs))
             if discoverable { request.options["rk"] = true }
             if verification == .builtIn { request.options["uv"] = true }
@@ -186,9 +183,21 @@ struct PendingRegistration: Sendable {
         return RegistrationCredential(
             id: attested.credentialID, clientDataJSON: clientDataJSON, attestationObject: attestationObject.bytes,
             authenticatorData: authenticatorData.bytes, transports: context.responseTransports,
-            publicKey: try? Array(attested.publicKey.signingKey().derRepresentation),
+            publicKey: attested.publicKey.subjectPublicKeyInfo,
             publicKeyAlgorithm: attested.publicKey.algorithm.rawValue, authenticatorAttachment: context.kind.attachment,
             clientExtensionResults: outputs)
+    }
+
+    /// The algorithms to ask the authenticator for, in the relying party's order (§5.1.3 step 10): an empty
+    /// `pubKeyCredParams` means ES256 then RS256; entries of other types, and algorithms this client cannot read a
+    /// key of (``COSEKey/algorithms``), are skipped. The authenticator makes the first it supports (CTAP 2.1 §6.1.2
+    /// step 3), as browsers leave it to.
+    static func requestedAlgorithms(_ options: PublicKeyCredentialCreationOptions) -> [Int] {
+        let requested =
+            options.parameters.isEmpty
+            ? [COSEAlgorithm.es256.rawValue, COSEAlgorithm.rs256.rawValue]
+            : options.parameters.filter { $0.type == "public-key" }.map(\.algorithm)
+        return requested.filter { COSEKey.algorithms.contains(COSEAlgorithm(rawValue: $0)) }
     }
 
     /// Attestation conveyance (§5.1.3 step 22, constructCredentialAlg step 1). `none`: the statement is replaced by

@@ -89,13 +89,24 @@ public enum DecodedResponse {
         ])
     }
 
-    /// The key as a JSON Web Key (RFC 7517/7518), with its COSE algorithm's name.
+    /// The key as a JSON Web Key (RFC 7517/7518, Ed25519 as RFC 8037's OKP), with its COSE algorithm's name.
     static func jwk(_ key: COSEKey) -> JSONValue {
-        .object(omittingNil: [
-            ("kty", .string("EC")), ("crv", .string("P-256")), ("x", .string(key.x.base64URLEncodedString)),
-            ("y", .string(key.y.base64URLEncodedString)),
-            ("alg", .string(key.algorithm == .es256 ? "ES256" : "COSE \(key.algorithm.rawValue)")),
-        ])
+        let members: [(String, JSONValue?)] =
+            switch key.material {
+            case .p256(let x, let y):
+                [
+                    ("kty", .string("EC")), ("crv", .string("P-256")), ("x", .string(x.base64URLEncodedString)),
+                    ("y", .string(y.base64URLEncodedString)),
+                ]
+            case .ed25519(let x):
+                [("kty", .string("OKP")), ("crv", .string("Ed25519")), ("x", .string(x.base64URLEncodedString))]
+            case .rsa(let n, let e):
+                [
+                    ("kty", .string("RSA")), ("n", .string(n.base64URLEncodedString)),
+                    ("e", .string(e.base64URLEncodedString)),
+                ]
+            }
+        return .object(omittingNil: members + [("alg", .string(key.algorithm.description))])
     }
 
     static func signature(_ bytes: [UInt8]) -> JSONValue {

@@ -56,7 +56,8 @@ public enum Verdict: Hashable, Sendable {
                 + "credential=\(credential.id.base64URLEncodedString) uv=\(verdict.userVerified) "
                 + "transports=\(credential.transports.map(Self.field).joined(separator: ",")) "
                 + "attachment=\(Self.field(verdict.authenticatorAttachment ?? "unknown")) "
-                + "attestation=\(Self.field(credential.attestationFormat)) aaguid=\(credential.aaguid)"
+                + "attestation=\(Self.field(credential.attestationFormat)) aaguid=\(credential.aaguid) "
+                + "alg=\(credential.publicKey.algorithm)"
         case .authenticated(let verdict):
             return "verdict authentication ok user=\(Self.field(verdict.userName)) "
                 + "credential=\(verdict.credential.id.base64URLEncodedString) uv=\(verdict.userVerified) "
@@ -108,6 +109,7 @@ public enum Verdict: Hashable, Sendable {
             "attestationFormat": registration ? .string(credential.attestationFormat) : nil,
             "attestationType": registration ? .string(credential.attestationType.rawValue) : nil,
             "aaguid": registration ? .string(credential.aaguid.description) : nil,
+            "algorithm": registration ? .string(credential.publicKey.algorithm.description) : nil,
             "backupEligible": .bool(credential.backupEligible), "backupState": .bool(credential.backupState),
         ])
     }

@@ -8,8 +8,12 @@ import WebAuthn
 ///
 /// Pure: challenges, user handles, the time and the date are parameters, and the state is the caller's. A
 /// verification returns a ``Verdict`` and, when it changed anything, the new state for the caller to save; a
-/// refusal never returns a state, so nothing changes. Only ES256 is asked for, since only ES256 is verified.
+/// refusal never returns a state, so nothing changes. The options ask for EdDSA, ES256 and RS256, in that order.
 public struct WebRelyingParty: Sendable {
+    /// The credential algorithms the registration options ask for, most preferred first: EdDSA (Ed25519), ES256,
+    /// RS256, the three that cover every authenticator in use (WebAuthn §5.4.3's advice); all three verify.
+    public static let algorithms: [COSEAlgorithm] = [.eddsa, .es256, .rs256]
+
     /// The relying party, its origins and its ceremony limits.
     public struct Configuration: Hashable, Sendable {
         /// The RP ID (and name) the options carry and the authenticator data must hash.
@@ -64,7 +68,7 @@ public struct WebRelyingParty: Sendable {
         let options = RegistrationOptions(
             challenge: challenge,
             user: UserEntity(id: userHandle, name: request.userName, displayName: request.displayName),
-            algorithms: [.es256],
+            algorithms: Self.algorithms,
             userVerification: request.userVerification,
             residentKey: request.residentKey,
             attestation: request.attestation,

@@ -28,7 +28,10 @@ struct GetInfoTests {
             7: 16,
             8: 128,
             9: ["usb"],
-            10: [["alg": -7, "type": "public-key"]],
+            10: [
+                ["alg": -7, "type": "public-key"], ["alg": -8, "type": "public-key"],
+                ["alg": -9, "type": "public-key"], ["alg": -19, "type": "public-key"],
+            ],
             0x0B: 4096,
             0x0C: false,
             0x0D: 4,
@@ -103,7 +106,7 @@ struct MakeCredentialTests {
         #expect(stored[0].id == attested.credentialID)
         #expect(stored[0].isDiscoverable)
         #expect(stored[0].userName == "alice")
-        #expect(Array(stored[0].privateKey.publicKey.rawRepresentation) == attested.publicKey.x + attested.publicKey.y)
+        #expect(stored[0].privateKey.publicKey == attested.publicKey)
         #expect(
             harness.user.requests == [
                 ConsentRequest(
@@ -173,7 +176,7 @@ struct MakeCredentialTests {
         arguments: [
             (
                 Fixtures.makeCredential(algorithms: [
-                    ["alg": -8, "type": "public-key"], ["alg": -257, "type": "public-key"],
+                    ["alg": -35, "type": "public-key"], ["alg": -257, "type": "public-key"],
                 ]), 0x26
             ),
             (Fixtures.makeCredential(algorithms: [["alg": -7, "type": "other-type"]]), 0x26),
@@ -331,7 +334,7 @@ struct GetAssertionTests {
         let id = try #require(body?[1]?["id"]?.bytesValue)
         let credential = try #require(try store.credential(id: id))
         let authData = try #require(body?[2]?.bytesValue)
-        let signature = try P256.Signing.ECDSASignature(derRepresentation: try #require(body?[3]?.bytesValue))
+        let signature = try #require(body?[3]?.bytesValue)
         #expect(credential.privateKey.publicKey.isValidSignature(signature, for: authData + Fixtures.clientDataHash))
         return try AuthenticatorData(bytes: authData)
     }

@@ -42,7 +42,10 @@ struct PinOnlySecurityKeyTests {
             7: 16,
             8: 128,
             9: ["usb"],
-            10: [["alg": -7, "type": "public-key"]],
+            10: [
+                ["alg": -7, "type": "public-key"], ["alg": -8, "type": "public-key"],
+                ["alg": -9, "type": "public-key"], ["alg": -19, "type": "public-key"],
+            ],
             0x0B: 4096,
             0x0C: false,
             0x0D: 4,

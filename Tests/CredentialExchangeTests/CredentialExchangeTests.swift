@@ -34,7 +34,7 @@ struct CXFTests {
         #expect(imported.hmacSecret && imported.credentialBlob == [1, 2])
         #expect(imported.backupEligible && imported.backupState)
         #expect(imported.creationDate == credential.creationDate)
-        #expect(!"\(read.passkeys[0].passkey)".contains(Array(credential.privateKey.derRepresentation).base64URL))
+        #expect(!"\(read.passkeys[0].passkey)".contains(credential.privateKey.pkcs8DERRepresentation.base64URL))
     }
 
     @Test func singleDeviceCredentialsAreNotExported() {

@@ -19,7 +19,7 @@ import uuid
 import cbor2
 import pytest
 from cryptography.hazmat.primitives import hashes, serialization
-from cryptography.hazmat.primitives.asymmetric import ec
+from cryptography.hazmat.primitives.asymmetric import ec, ed25519
 from pyhpke import AEADId, CipherSuite, KDFId, KEMId, KEMKey
 
 from conftest import PASSKEY_BIN, PASSPHRASE
@@ -254,14 +254,19 @@ def test_pyhpke_opens_our_export_and_its_key_signs_an_assertion_py_webauthn_veri
     assert "=" not in credential["key"]
 
     key = serialization.load_der_private_key(unb64url(credential["key"]), password=None)
-    assert isinstance(key.curve, ec.SECP256R1)
+    # py_webauthn's options list EdDSA first, so the passkey is Ed25519 (RFC 8410 PKCS#8); ES256 ones are P-256.
+    assert isinstance(key, ed25519.Ed25519PrivateKey) or isinstance(key.curve, ec.SECP256R1)
     # An assertion made by hand with the exported key: authenticator data (UP, UV, BE, BS; counter 0), then the
     # signature over it and the client data hash, exactly as an authenticator would.
     options = json.loads(rp.authentication_options(allow=True))
     client_data = json.dumps({"type": "webauthn.get", "challenge": options["challenge"], "origin": ORIGIN,
                               "crossOrigin": False}).encode()
     authenticator_data = hashlib.sha256(RP_ID.encode()).digest() + bytes([0x1D]) + (0).to_bytes(4, "big")
-    signature = key.sign(authenticator_data + hashlib.sha256(client_data).digest(), ec.ECDSA(hashes.SHA256()))
+    signed = authenticator_data + hashlib.sha256(client_data).digest()
+    if isinstance(key, ed25519.Ed25519PrivateKey):
+        signature = key.sign(signed)
+    else:
+        signature = key.sign(signed, ec.ECDSA(hashes.SHA256()))
     assertion = {"id": credential["credentialId"], "rawId": credential["credentialId"], "type": "public-key",
                  "response": {"clientDataJSON": b64url(client_data), "authenticatorData": b64url(authenticator_data),
                               "signature": b64url(signature), "userHandle": credential["userHandle"]},
@@ -367,7 +372,7 @@ def bad_inputs(directory, public):
         ("wrong importer key", wrong_key, [], {}, "does not open with this key"),
         ("tampered ciphertext", json.dumps(tampered).encode(), [], {}, "does not open with this key"),
         ("non-P-256 key", json.dumps(seal_export(cxf_document([good, non_p256]), public)).encode(), [], {},
-         "accounts[0].items[1].credentials[0]: the private key is not a P-256 key"),
+         "accounts[0].items[1].credentials[0]: the private key is not a P-256 or Ed25519 key"),
         ("missing type", json.dumps(seal_export(no_type, public)).encode(), [], {},
          "accounts[0].items[0].credentials[0].type is missing"),
         ("junk", os.urandom(10 << 20), [], {}, "is not valid JSON"),
@@ -375,7 +380,7 @@ def bad_inputs(directory, public):
          [], {}, "this Bitwarden export is encrypted"),
         ("Bitwarden P-384", json.dumps(bitwarden_export([dict(
             bitwarden_credential(os.urandom(16), p384_pkcs8(), "zed"), keyCurve="P-256")])).encode(), [], {},
-         "items[1].login.fido2Credentials[0]: the private key is not a P-256 key"),
+         "items[1].login.fido2Credentials[0]: the private key is not a P-256 or Ed25519 key"),
         ("KeePassXC without PEM", json.dumps({"relyingParty": RP_ID, "url": ORIGIN, "username": "x",
                                                "credentialId": "AAAA", "userHandle": "AAAA",
                                                "privateKey": b64url(pkcs8)}).encode(), [], {}, "PEM"),

@@ -10,6 +10,9 @@ import os
 
 import pytest
 import webauthn
+from cryptography.hazmat.primitives.asymmetric import ec, ed25519
+from cryptography.hazmat.primitives import hashes
+from fido2 import cose
 from fido2.client import ClientError, DefaultClientDataCollector, Fido2Client
 from fido2.ctap import CtapError
 from fido2.ctap2 import Ctap2
@@ -21,6 +24,8 @@ from fido2.webauthn import (
     AuthenticatorAssertionResponse,
     AuthenticatorAttestationResponse,
     CollectedClientData,
+    PublicKeyCredentialParameters,
+    PublicKeyCredentialType,
     RegistrationResponse,
     PublicKeyCredentialRpEntity,
     PublicKeyCredentialUserEntity,
@@ -156,7 +161,7 @@ def test_get_info(device):
     assert str(info.aaguid) == AAGUID
     assert info.options["uv"] is True and info.options["makeCredUvNotRqd"] is True  # exactness: test_ctap21.py
     assert info.transports == ["usb"]
-    assert info.algorithms == [{"alg": -7, "type": "public-key"}]
+    assert info.algorithms == [{"alg": alg, "type": "public-key"} for alg in (-7, -8, -9, -19)]
 
 
 def test_register_and_sign_in_with_and_without_allow_list(device):
@@ -221,7 +226,7 @@ def test_ctap_errors_for_bad_requests(device):
     rp = {"id": RP_ID}
     user = {"id": b"u", "name": "u"}
     with pytest.raises(CtapError) as error:
-        ctap.make_credential(b"\x00" * 32, rp, user, [{"type": "public-key", "alg": -8}])
+        ctap.make_credential(b"\x00" * 32, rp, user, [{"type": "public-key", "alg": -35}, {"type": "public-key", "alg": -257}])
     assert error.value.code == CtapError.ERR.UNSUPPORTED_ALGORITHM
     with pytest.raises(CtapError) as error:
         ctap.send_cbor(Ctap2.CMD.MAKE_CREDENTIAL, {1: b"\x00" * 32, 2: rp})
@@ -279,3 +284,67 @@ def test_passkeys_survive_a_restart(store_dir):
     finally:
         second.stop()
     assert os.stat(path).st_mode & 0o777 == 0o600
+
+
+@pytest.mark.parametrize("alg", [-8, -19, -9])
+def test_eddsa_and_the_fully_specified_algorithms(device, alg):
+    """makeCredential with only `alg` offered (and ES256 after it, which must not win): the key is of that algorithm,
+    its packed self attestation and a later assertion verify with `cryptography` directly, and Fido2Server (and, for
+    EdDSA, py_webauthn, which knows no -19 or -9) accepts both ceremonies."""
+    server = rp_server()
+    server.allowed_algorithms = [PublicKeyCredentialParameters(type=PublicKeyCredentialType.PUBLIC_KEY, alg=alg)]
+    options, state = server.register_begin(
+        PublicKeyCredentialUserEntity(id=b"user-olga", name="olga", display_name="Olga"),
+        resident_key_requirement=ResidentKeyRequirement.REQUIRED, user_verification=UserVerificationRequirement.REQUIRED)
+    public_key = options.public_key
+    client_data = CollectedClientData.create(type=CollectedClientData.TYPE.CREATE, challenge=public_key.challenge, origin=ORIGIN)
+    attestation = Ctap2(device).make_credential(
+        client_data.hash, {"id": RP_ID, "name": "Example"}, {"id": b"user-olga", "name": "olga"},
+        [{"type": "public-key", "alg": alg}, {"type": "public-key", "alg": -7}], options={"rk": True, "uv": True})
+    key = attestation.auth_data.credential_data.public_key
+    assert key[3] == alg and isinstance(key, cose.CoseKey.for_alg(alg))
+    assert attestation.fmt == "packed" and attestation.att_stmt["alg"] == alg
+    signed = bytes(attestation.auth_data) + client_data.hash
+
+    def verify(signature, message):
+        if alg in (-8, -19):
+            assert key[1] == 1 and key[-1] == 6 and len(signature) == 64
+            ed25519.Ed25519PublicKey.from_public_bytes(key[-2]).verify(signature, message)
+        else:
+            assert key[1] == 2 and key[-1] == 1
+            public = ec.EllipticCurvePublicKey.from_encoded_point(ec.SECP256R1(), b"\x04" + key[-2] + key[-3])
+            public.verify(signature, message, ec.ECDSA(hashes.SHA256()))
+
+    verify(attestation.att_stmt["sig"], signed)
+    response = RegistrationResponse(
+        raw_id=attestation.auth_data.credential_data.credential_id,
+        response=AuthenticatorAttestationResponse(
+            client_data=client_data,
+            attestation_object=AttestationObject.create(attestation.fmt, attestation.auth_data, attestation.att_stmt)))
+    credential = server.register_complete(state, response).credential_data
+    if alg == -8:
+        verified = webauthn.verify_registration_response(
+            credential=json.dumps(dict(response)), expected_challenge=public_key.challenge, expected_origin=ORIGIN,
+            expected_rp_id=RP_ID, require_user_verification=True, supported_pub_key_algs=[webauthn.helpers.structs.COSEAlgorithmIdentifier.EDDSA])
+        assert verified.credential_id == credential.credential_id
+
+    request, request_state = server.authenticate_begin([credential], user_verification=UserVerificationRequirement.REQUIRED)
+    get_data = CollectedClientData.create(type=CollectedClientData.TYPE.GET, challenge=request.public_key.challenge, origin=ORIGIN)
+    assertion = Ctap2(device).get_assertion(RP_ID, get_data.hash, options={"uv": True})
+    verify(assertion.signature, bytes(assertion.auth_data) + get_data.hash)
+    server.authenticate_complete(request_state, [credential], AuthenticationResponse(
+        raw_id=assertion.credential["id"],
+        response=AuthenticatorAssertionResponse(
+            client_data=get_data, authenticator_data=assertion.auth_data, signature=assertion.signature,
+            user_handle=assertion.user["id"])))
+    if alg == -8:
+        checked = webauthn.verify_authentication_response(
+            credential=json.dumps(dict(AuthenticationResponse(
+                raw_id=assertion.credential["id"],
+                response=AuthenticatorAssertionResponse(
+                    client_data=get_data, authenticator_data=assertion.auth_data, signature=assertion.signature,
+                    user_handle=assertion.user["id"])))),
+            expected_challenge=request.public_key.challenge, expected_origin=ORIGIN, expected_rp_id=RP_ID,
+            credential_public_key=verified.credential_public_key, credential_current_sign_count=0,
+            require_user_verification=True)
+        assert checked.user_verified

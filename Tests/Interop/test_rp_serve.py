@@ -148,7 +148,7 @@ def test_register_and_sign_in_with_and_without_a_user_name(rp, device):
     # (a browser asked for attestation none replaces it with none).
     assert rp.next_line() == (
         f"verdict registration ok user=alice credential={credential_id} uv=true transports=usb "
-        f"attachment=cross-platform attestation=packed aaguid={AAGUID}"
+        f"attachment=cross-platform attestation=packed aaguid={AAGUID} alg=EdDSA"
     )
     saved = state(rp)
     assert [(a["rpID"], a["userName"], a["credential"]["id"]) for a in saved["accounts"]] == [
@@ -314,10 +314,10 @@ def test_answers_show_the_response_decoded_and_a_signed_in_user_deletes_their_pa
     assert auth_data["signCount"] == ours.auth_data.counter
     assert auth_data["aaguid"] == str(ours.auth_data.credential_data.aaguid)
     key = ours.auth_data.credential_data.public_key
+    # rp serve offers EdDSA first, and the key makes it: an OKP JWK (RFC 8037).
     assert auth_data["credentialPublicKey"] == {
-        "kty": "EC", "crv": "P-256", "alg": "ES256",
-        "x": base64.urlsafe_b64encode(key[-2]).rstrip(b"=").decode(),
-        "y": base64.urlsafe_b64encode(key[-3]).rstrip(b"=").decode()}
+        "kty": "OKP", "crv": "Ed25519", "alg": "EdDSA",
+        "x": base64.urlsafe_b64encode(key[-2]).rstrip(b"=").decode()}
 
     # Another browser (no session) cannot delete it; the one signed in as alice can, and the state file loses it.
     credential_id = credential.id

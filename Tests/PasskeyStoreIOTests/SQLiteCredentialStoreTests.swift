@@ -3,9 +3,38 @@ import Crypto
 import Foundation
 import PasskeyStoreIO
 import Testing
+import WebAuthn
 
 /// The `CredentialStore` semantics on disk: round trips, order, replacement, deletion, concurrency.
 struct SQLiteCredentialStoreTests {
+    @Test func everyAlgorithmsKeyIsKeptWithItsAlgorithmAndSigns() throws {
+        let scratch = try Scratch()
+        let store = try scratch.makeStore()
+        let seed = randomBytes(32)
+        let keys: [CredentialPrivateKey] = [
+            .p256(P256.Signing.PrivateKey(), algorithm: .es256), .p256(P256.Signing.PrivateKey(), algorithm: .esp256),
+            .ed25519(try Curve25519.Signing.PrivateKey(rawRepresentation: seed), algorithm: .eddsa),
+            .ed25519(Curve25519.Signing.PrivateKey(), algorithm: .ed25519),
+        ]
+        let credentials = keys.map { key in
+            StoredCredential(
+                id: randomBytes(16), relyingPartyID: "example.com", userHandle: randomBytes(8), privateKey: key,
+                isDiscoverable: true, backupEligible: true, backupState: true, creationDate: Date())
+        }
+        for credential in credentials { try store.save(credential) }
+        store.close()
+        let reopened = try SQLiteCredentialStore.open(at: scratch.url(), passphrase: "correct horse")
+        let message = Array("authenticator data".utf8)
+        for credential in credentials {
+            let loaded = try #require(try reopened.credential(id: credential.id))
+            expectSame(loaded, credential)
+            #expect(loaded.privateKey.algorithm == credential.privateKey.algorithm)
+            #expect(loaded.privateKey.publicKey == credential.privateKey.publicKey)
+            let signature = try loaded.privateKey.signature(message, [])
+            #expect(credential.privateKey.publicKey.isValidSignature(signature, for: message))
+        }
+    }
+
     @Test func roundTripKeepsEveryFieldAndKeysStillSign() async throws {
         let scratch = try Scratch()
         let store = try scratch.makeStore()
@@ -49,7 +78,7 @@ struct SQLiteCredentialStoreTests {
 
         let message = Array("client data hash and authenticator data".utf8)
         for (loaded, original) in [(loadedFull, full), (loadedSparse, sparse)] {
-            let signature = try #require(loaded).privateKey.signature(for: message)
+            let signature = try #require(loaded).privateKey.signature(message, [])
             #expect(original.privateKey.publicKey.isValidSignature(signature, for: message))
         }
     }

@@ -44,10 +44,10 @@ struct StoreMeasurementTests {
         let warmByID = try microseconds(2000) { _ = try reopened.credential(id: target.id) }
         let warmByParty = try microseconds(2000) { _ = try reopened.credentials(forRelyingParty: "rp7.example") }
         let digest = Array(SHA256.hash(data: Array("client data".utf8)))
-        let sign = try microseconds(500) { _ = try target.privateKey.signature(for: digest) }
+        let sign = try microseconds(500) { _ = try target.privateKey.signature(digest, []) }
         let lookupAndSign = try microseconds(500) {
             let found = try #require(try reopened.credential(id: target.id))
-            _ = try found.privateKey.signature(for: digest)
+            _ = try found.privateKey.signature(digest, [])
         }
         let saveMilliseconds: Double =
             Double(saveTime.components.seconds) * 1e3 + Double(saveTime.components.attoseconds) / 1e15

@@ -83,7 +83,7 @@ func expectSame(
     #expect(actual.userName == expected.userName, sourceLocation: sourceLocation)
     #expect(actual.userDisplayName == expected.userDisplayName, sourceLocation: sourceLocation)
     #expect(
-        actual.privateKey.rawRepresentation == expected.privateKey.rawRepresentation,
+        actual.privateKey.storedRepresentation == expected.privateKey.storedRepresentation,
         sourceLocation: sourceLocation
     )
     #expect(actual.isDiscoverable == expected.isDiscoverable, sourceLocation: sourceLocation)

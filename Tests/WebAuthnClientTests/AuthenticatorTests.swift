@@ -161,7 +161,7 @@ struct AuthenticatorTests {
         #expect(info.supportsDiscoverableCredentials && info.hasBuiltInUserVerification && !info.hasPIN)
         #expect(info.pinUvAuthProtocols == [.two, .one])
         #expect(info.preferredPinUvAuthProtocol == .two)
-        #expect(info.algorithms == [-7])
+        #expect(info.algorithms == [-7, -8, -9, -19])
         #expect(info.maximumCredentialCountInList == 16)
         #expect(info.supports(extension: "hmac-secret"))
         #expect(throws: CTAPError.invalidCommand) { try AuthenticatorInfo(ctapResponse: [0x01]) }

@@ -176,19 +176,33 @@ struct EndToEndTests {
         }
     }
 
-    @Test func withoutES256ItIsNotSupportedErrorButAnEmptyListMeansES256() async throws {
+    @Test func theRelyingPartysFirstSupportedAlgorithmIsMadeAndAnEmptyListMeansES256() async throws {
         let local = TestAuthenticator()
         let engine = makeEngine([local.client])
-        let rs256Only = try PublicKeyCredentialCreationOptions(
-            json: Array(
-                String(decoding: creationOptionsJSON(), as: UTF8.self).replacingOccurrences(of: "-7", with: "-257").utf8
-            ))
-        await #expect(throws: ClientError(.noSupportedAlgorithm)) {
-            try await engine.create(rs256Only, origin: Site.origin)
+        func options(_ algorithms: String) throws -> PublicKeyCredentialCreationOptions {
+            try PublicKeyCredentialCreationOptions(
+                json: Array(
+                    String(decoding: creationOptionsJSON(), as: UTF8.self).replacingOccurrences(
+                        of: "-7", with: algorithms
+                    ).utf8))
         }
+        // RS256 only: no authenticator here makes it, NotSupportedError before anything is asked.
+        await #expect(throws: ClientError(.authenticator(.unsupportedAlgorithm))) {
+            try await engine.create(try options("-257"), origin: Site.origin)
+        }
+        // EdDSA first, as `rp serve` lists them: the authenticator makes EdDSA, and getPublicKey() is its SPKI.
+        let eddsa = try await engine.create(
+            try options(#"-8}, {"type": "public-key", "alg": -7}, {"type": "public-key", "alg": -257"#),
+            origin: Site.origin)
+        #expect(eddsa.publicKeyAlgorithm == -8)
+        #expect(eddsa.publicKey?.count == 44)
         var defaults = try PublicKeyCredentialCreationOptions(json: creationOptionsJSON())
         defaults.parameters = []
         let created = try await engine.create(defaults, origin: Site.origin)
         #expect(created.publicKeyAlgorithm == -7)
+        // No public-key entry at all.
+        var none = defaults
+        none.parameters = [PublicKeyCredentialParameters(type: "other", algorithm: -7)]
+        await #expect(throws: ClientError(.noSupportedAlgorithm)) { try await engine.create(none, origin: Site.origin) }
     }
 }

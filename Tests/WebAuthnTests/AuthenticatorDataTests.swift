@@ -131,10 +131,10 @@ struct AuthenticatorDataTests {
     @Test func unsupportedCredentialKeyIsRefused() {
         var bytes = Array(Self.full().bytes[..<75])
         bytes[32] = 0x41
-        // An OKP / Ed25519 / EdDSA key.
-        let okp: CBORValue = [1: 1, 3: -8, -1: 6, -2: .bytes(Array(repeating: 1, count: 32))]
+        // An OKP key on X25519 (crv 4): a key-agreement key, not a signing one.
+        let okp: CBORValue = [1: 1, 3: -8, -1: 4, -2: .bytes(Array(repeating: 1, count: 32))]
         bytes += okp.encoded()
-        #expect(throws: AuthenticatorDataError.invalidPublicKey(.unsupportedKey(keyType: 1, curve: 6, algorithm: -8))) {
+        #expect(throws: AuthenticatorDataError.invalidPublicKey(.unsupportedKey(keyType: 1, curve: 4, algorithm: -8))) {
             try AuthenticatorData(bytes: bytes)
         }
     }

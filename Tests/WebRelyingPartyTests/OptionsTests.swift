@@ -21,8 +21,9 @@ struct OptionsTests {
                     "displayName": "alice",
                 ])
         let parameters = try #require(json["pubKeyCredParams"] as? [[String: Any]])
-        #expect(parameters.count == 1 && (parameters[0]["alg"] as? NSNumber)?.intValue == -7)
-        #expect(parameters[0]["type"] as? String == "public-key")
+        // EdDSA, ES256, RS256: the three WebAuthn §5.4.3 advises, in that order.
+        #expect(parameters.map { ($0["alg"] as? NSNumber)?.intValue } == [-8, -7, -257])
+        #expect(parameters.allSatisfy { $0["type"] as? String == "public-key" })
         let selection = try #require(json["authenticatorSelection"] as? [String: Any])
         #expect(selection["residentKey"] as? String == "required")
         #expect(selection["requireResidentKey"] as? Bool == true)

@@ -78,7 +78,7 @@ struct RequestAndVerdictTests {
                     userName: "alice", credential: Self.record, userVerified: true, authenticatorAttachment: nil)
             ).line
                 == "verdict registration ok user=alice credential=--8B uv=true transports=usb,hybrid attachment=unknown "
-                + "attestation=none aaguid=00010203-0405-0607-0809-0a0b0c0d0e0f")
+                + "attestation=none aaguid=00010203-0405-0607-0809-0a0b0c0d0e0f alg=ES256")
         #expect(
             Verdict.authenticated(
                 AcceptedResponse(

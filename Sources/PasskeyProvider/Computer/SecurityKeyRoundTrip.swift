@@ -131,12 +131,11 @@ public struct SecurityKeyRoundTrip: Sendable {
                 ]))
             let authentication = try await engine.get(request, origin: origin)
             let signed = try AuthenticatorData(bytes: authentication.authenticatorData)
-            let signature = try P256.Signing.ECDSASignature(derRepresentation: authentication.signature)
             let clientDataHash = Array(SHA256.hash(data: authentication.clientDataJSON))
             guard authentication.id == registration.id,
                 signed.relyingPartyIDHash == Array(SHA256.hash(data: Array(relyingPartyID.utf8))),
-                try credential.publicKey.signingKey().isValidSignature(
-                    signature, for: authentication.authenticatorData + clientDataHash)
+                credential.publicKey.isValidSignature(
+                    authentication.signature, for: authentication.authenticatorData + clientDataHash)
             else { throw ProviderError("the assertion does not verify with the registered credential") }
             let outcome = Outcome(
                 origin: origin, registration: registration, registrationChallenge: creation.challenge,
