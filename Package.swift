@@ -321,6 +321,7 @@ let package = Package(
                 crypto,
                 nioCore,
                 nioSSL,
+                unixSignals,
             ],
             swiftSettings: strictSettings
         ),

@@ -6,7 +6,7 @@ import WebAuthn
 /// The platform side of CTAP2: builds requests and reads responses, as a browser does before it
 /// hands the result to a relying party. Used by the demo and by the hybrid client role.
 public enum CTAPClient {
-    /// An authenticatorMakeCredential message (command byte and CBOR) for ES256.
+    /// An authenticatorMakeCredential message (command byte and CBOR) for `algorithms` (ES256 by default).
     public static func makeCredentialMessage(
         clientDataHash: [UInt8],
         relyingPartyID: String,
@@ -17,7 +17,8 @@ public enum CTAPClient {
         excludeList: [[UInt8]] = [],
         discoverable: Bool = true,
         userVerification: Bool = true,
-        extensions: [CBORValue: CBORValue] = [:]
+        extensions: [CBORValue: CBORValue] = [:],
+        algorithms: [COSEAlgorithm] = [.es256]
     ) -> [UInt8] {
         var rp: [CBORValue: CBORValue] = ["id": .text(relyingPartyID)]
         if let relyingPartyName { rp["name"] = .text(relyingPartyName) }
@@ -27,7 +28,7 @@ public enum CTAPClient {
             1: .bytes(clientDataHash),
             2: .map(rp),
             3: .map(user),
-            4: [["alg": .int(COSEAlgorithm.es256.rawValue), "type": "public-key"]],
+            4: .array(algorithms.map { ["alg": .int($0.rawValue), "type": "public-key"] }),
         ]
         if !excludeList.isEmpty {
             parameters[5] = .array(excludeList.map { CredentialDescriptor(id: $0).cborRepresentation })

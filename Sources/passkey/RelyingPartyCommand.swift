@@ -93,7 +93,7 @@ extension Passkey.RP {
             limits.maximumPending = maxPendingCeremonies
 
             let (signals, continuation) = AsyncStream.makeStream(of: Void.self)
-            let sources = ServingProcess.onStopSignal { continuation.yield() }
+            let sources = await ServingProcess.onStopSignal { continuation.yield() }
             let server = try await RelyingPartyServer.start(serverConfiguration) {
                 (port) throws(RelyingPartyServerError) in
                 let origins: Set<String>
@@ -120,7 +120,7 @@ extension Passkey.RP {
                     + "passkey: open \(origins[0]) in a browser\n")
             for await _ in signals { break }
             await server.shutdown()
-            sources.forEach { $0.cancel() }
+            sources.cancel()
             ServingProcess.endIfInterrupted()
             Terminal.shared.write("passkey: stopped\n")
         }

@@ -93,12 +93,7 @@ extension Passkey {
                 Docs/Exchange.md.
                 """)
 
-        @Argument(
-            help: """
-                The passkey's credential ID, in base64url (as `passkey list` shows it) or hex; prefix it with b64: \
-                or hex: to say which.
-                """)
-        var credentialID: String
+        @OptionGroup var passkey: CredentialIDArgument
         @Argument(help: "The PASSKEY-SHARE:/… URL the receiver shows (default: read from --image or standard input).")
         var url: String?
         @Option(
@@ -116,9 +111,6 @@ extension Passkey {
         @OptionGroup var format: JSONOption
 
         func validate() throws {
-            guard CredentialIDText(credentialID) != nil else {
-                throw ValidationError("'\(credentialID)' is not a base64url or hex credential ID.")
-            }
             if url != nil && image != nil {
                 throw ValidationError("Give the PASSKEY-SHARE:/ URL or --image, not both.")
             }
@@ -137,7 +129,7 @@ extension Passkey {
             let service = ShareService(
                 store: store, interface: interface, mode: approval.mode, canAsk: interface.canAsk)
             let credential = try service.passkey(
-                candidates: CredentialIDText(credentialID)?.candidates ?? [], text: credentialID)
+                candidates: passkey.candidates, text: passkey.credentialID)
             let sender: ShareSender
             do throws(ShareError) {
                 sender = try ShareSender(credential, to: qrCode, at: Date())

@@ -99,6 +99,7 @@ BAD_INPUT = {
     ("rp", "serve"): (["--listen", "not-an-address"], USAGE),
     ("list",): (["--store", MISSING], FAILURE),
     ("delete",): (["b64:AAAA", "--store", MISSING], FAILURE),
+    ("rename",): (["b64:AAAA", "--name", "alice", "--store", MISSING], FAILURE),
     ("password", "add"): (["example.com", "alice", "--store", MISSING], FAILURE),
     ("password", "get"): (["example.com", "--store", MISSING], FAILURE),
     ("password", "list"): (["--store", MISSING], FAILURE),
@@ -262,7 +263,11 @@ def test_ctrl_c_ends_every_command_the_same_way(home, words, ready, stream):
             time.sleep(2)  # reading standard input (a QR code URL, the options), which stays open
         assert process.poll() is None, process.communicate()
         process.send_signal(signal.SIGINT)
-        _, stderr = process.communicate(timeout=30)
+        # Standard input stays open until the process has ended: `communicate` would close it at once, and a
+        # process slow to act on the signal (a loaded machine) would first read the end of its input and fail on
+        # that instead.
+        process.wait(timeout=30)
+        stderr = process.stderr.read()
     finally:
         if process.poll() is None:
             process.kill()

@@ -226,4 +226,55 @@ struct PasskeyCatalogTests {
         #expect(agreeing.prompts == [.confirm(question)])
         #expect(try await catalog.verifiedEntries(relyingParty: nil).isEmpty)
     }
+
+    @Test func renameReplacesWhatIsGivenKeepsTheRestAndTheKeyStillSigns() async throws {
+        let directory = try TemporaryDirectory()
+        let credential = try Self.credential(id: [0xAB, 0xCD], user: "alice")
+        try Self.populate(directory, [credential, try Self.credential(id: [1, 2, 3], user: "bob")])
+        let catalog = Self.catalog(directory, environment: ["PASSKEY_PASSPHRASE": "pw"], person: ScriptedPerson())
+        let (before, after) = try await catalog.rename(
+            candidates: [[0xAB, 0xCD]], text: "hex:abcd", name: nil, displayName: "Alice Liddell")
+        #expect(before.userName == "alice" && before.userDisplayName == nil)
+        #expect(after.userName == "alice" && after.userDisplayName == "Alice Liddell")
+        _ = try await catalog.rename(
+            candidates: [[0xAB, 0xCD]], text: "hex:abcd", name: "alice@example.com", displayName: nil)
+        let entries = try await catalog.verifiedEntries(relyingParty: nil)
+        let renamed = try #require(
+            entries.compactMap { if case .intact(let found) = $0, found.id == [0xAB, 0xCD] { found } else { nil } }
+                .first)
+        #expect(renamed.userName == "alice@example.com" && renamed.userDisplayName == "Alice Liddell")
+        #expect(renamed.privateKey.storedRepresentation == credential.privateKey.storedRepresentation)
+        // The index (what `passkey list` reads without the passphrase) says the same.
+        let listed = try await catalog.index().identities.first { $0.credentialID == [0xAB, 0xCD] }
+        #expect(listed?.userName == "alice@example.com" && listed?.userDisplayName == "Alice Liddell")
+        // The other passkey is untouched.
+        #expect(entries.contains { if case .intact(let other) = $0 { other.userName == "bob" } else { false } })
+    }
+
+    @Test func renameRefusesBadNamesAndUnknownIDsAndChangesNothing() async throws {
+        let directory = try TemporaryDirectory()
+        try Self.populate(directory, [try Self.credential(id: [0xAB, 0xCD], user: "alice")])
+        let before = Self.bytes(directory.url("passkeys.sqlite"))
+        let catalog = Self.catalog(directory, environment: ["PASSKEY_PASSPHRASE": "pw"], person: ScriptedPerson())
+        let cases: [(String?, String?, [[UInt8]], String)] = [
+            (nil, nil, [[0xAB, 0xCD]], "nothing to rename"),
+            ("", nil, [[0xAB, 0xCD]], "the new name is empty"),
+            (
+                String(repeating: "é", count: 33), nil, [[0xAB, 0xCD]],
+                "the new name is 66 bytes long; a passkey keeps at most 64"
+            ),
+            (nil, "Alice\u{1B}[2J", [[0xAB, 0xCD]], "the new display name holds a control or format character"),
+            (nil, "\u{202E}ecilA", [[0xAB, 0xCD]], "the new display name holds a control or format character"),
+            ("carol", nil, [[9, 9]], "no passkey with credential ID hex:abcd"),
+        ]
+        for (name, displayName, candidates, message) in cases {
+            let error = await #expect(throws: ProviderError.self) {
+                _ = try await catalog.rename(
+                    candidates: candidates, text: "hex:abcd", name: name, displayName: displayName)
+            }
+            #expect(error?.message == message)
+        }
+        #expect(Self.bytes(directory.url("passkeys.sqlite")) == before)
+        #expect(try AccountNames.checked(String(repeating: "a", count: 64), field: "name").count == 64)
+    }
 }

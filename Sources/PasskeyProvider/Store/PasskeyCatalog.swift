@@ -57,12 +57,7 @@ public struct PasskeyCatalog: Sendable {
     public func delete(
         candidates: [[UInt8]], text: String, mode: ApprovalMode
     ) async throws(ProviderError) -> CredentialEntry {
-        let store = try await access.open(create: false)
-        defer { store.close() }
-        do {
-            let (id, entry) = try CredentialLookup.one(candidates: candidates, text: text, notFoundHint: nil) {
-                id throws(CredentialStoreError) in try store.entry(id: id).map { (id, $0) }
-            }
+        try await withPasskey(candidates: candidates, text: text) { store, id, entry in
             let question: ProviderQuestion =
                 switch entry {
                 case .intact(let credential):
@@ -81,6 +76,22 @@ public struct PasskeyCatalog: Sendable {
                 throw ProviderError("no passkey with credential ID \(text)")
             }
             return entry
+        }
+    }
+
+    /// Opens the store, finds the one passkey whose credential ID is one of `candidates` (`text` as the person gave
+    /// it), and runs `body` with the store, the ID and the row; a store failure becomes its message.
+    private func withPasskey<Result>(
+        candidates: [[UInt8]], text: String,
+        _ body: (SQLiteCredentialStore, [UInt8], CredentialEntry) async throws -> Result
+    ) async throws(ProviderError) -> Result {
+        let store = try await access.open(create: false)
+        defer { store.close() }
+        do {
+            let (id, entry) = try CredentialLookup.one(candidates: candidates, text: text, notFoundHint: nil) {
+                id throws(CredentialStoreError) in try store.entry(id: id).map { (id, $0) }
+            }
+            return try await body(store, id, entry)
         } catch let error as ProviderError {
             throw error
         } catch let error as CredentialStoreError {
@@ -88,5 +99,57 @@ public struct PasskeyCatalog: Sendable {
         } catch {
             throw ProviderError("\(error)")
         }
+    }
+
+    /// Renames the one passkey whose credential ID is one of `candidates` (as ``delete(candidates:text:mode:)`` finds
+    /// it): `name` and `displayName` replace the account's user name and display name, nil keeps one as it is
+    /// (``AccountNames/checked(_:field:)`` decides what a name may be). The key is sealed again with the new names,
+    /// as credential management's updateUserInformation does. Returns the passkey before and after.
+    public func rename(
+        candidates: [[UInt8]], text: String, name: String?, displayName: String?
+    ) async throws(ProviderError) -> (before: StoredCredential, after: StoredCredential) {
+        guard name != nil || displayName != nil else {
+            throw ProviderError("nothing to rename", hint: "Give --name, --display-name or both.")
+        }
+        let name = try name.map { name throws(ProviderError) in try AccountNames.checked(name, field: "name") }
+        let displayName = try displayName.map { name throws(ProviderError) in
+            try AccountNames.checked(name, field: "display name")
+        }
+        return try await withPasskey(candidates: candidates, text: text) { store, id, entry in
+            guard case .intact(let before) = entry else {
+                throw ProviderError(
+                    "the passkey \(text) is damaged, so it cannot be renamed",
+                    hint: "Delete it (`passkey delete`) and register again.")
+            }
+            var after = before
+            after.userName = name ?? before.userName
+            after.userDisplayName = displayName ?? before.userDisplayName
+            guard
+                try store.updateUser(credentialID: id, userName: after.userName, userDisplayName: after.userDisplayName)
+            else { throw ProviderError("no passkey with credential ID \(text)") }
+            return (before, after)
+        }
+    }
+}
+
+/// What an account's user name or display name may be when a person sets it (`passkey rename`): not empty, at most
+/// 64 bytes of UTF-8 (what makeCredential keeps, CTAP 2.1 §6.1.2), and no control or format characters (a name is
+/// shown on terminals and in notifications).
+public enum AccountNames {
+    public static let maximumBytes = 64
+
+    /// `text`, or why it cannot be a name; `field` names it in the error (`name`, `display name`).
+    public static func checked(_ text: String, field: String) throws(ProviderError) -> String {
+        guard !text.isEmpty else { throw ProviderError("the new \(field) is empty") }
+        guard text.utf8.count <= maximumBytes else {
+            throw ProviderError(
+                "the new \(field) is \(text.utf8.count) bytes long; a passkey keeps at most \(maximumBytes)")
+        }
+        guard
+            text.unicodeScalars.allSatisfy({
+                $0.properties.generalCategory != .control && $0.properties.generalCategory != .format
+            })
+        else { throw ProviderError("the new \(field) holds a control or format character") }
+        return text
     }
 }

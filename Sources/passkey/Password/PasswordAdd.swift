@@ -120,8 +120,8 @@ extension Passkey.Password {
         /// Copies `password`, waits `time` or a SIGINT/SIGTERM, then clears the clipboard if it still holds it.
         static func hold(_ password: String, on clipboard: Clipboard, for time: Duration) async throws {
             let stop = AsyncStream<Void>.makeStream()
-            let sources = ServingProcess.onStopSignal { stop.continuation.finish() }
-            defer { sources.forEach { $0.cancel() } }
+            let sources = await ServingProcess.onStopSignal { stop.continuation.finish() }
+            defer { sources.cancel() }
             try clipboard.copy(password)
             printLine(
                 "Copied the password to the clipboard (\(clipboard.tool.name)); clearing it in \(time.inSeconds.formatted()) s, or now with Ctrl-C."

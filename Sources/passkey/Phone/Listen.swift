@@ -48,8 +48,8 @@ extension Passkey {
                     timeouts: hybrid.timeouts)
                 let relay = hybrid.tunnelServer
                 let listening = Task { () async throws -> Void in try await service.listen(relay: relay) }
-                let signals = ServingProcess.onStopSignal { listening.cancel() }
-                defer { signals.forEach { $0.cancel() } }
+                let signals = await ServingProcess.onStopSignal { listening.cancel() }
+                defer { signals.cancel() }
                 let result = await listening.result
                 await advertiser.close()
                 await interface.close()

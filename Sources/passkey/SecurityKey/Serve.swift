@@ -196,8 +196,8 @@ extension Passkey {
                     server = udpServer
                 }
 
-                let signals = ServingProcess.onStopSignal { Task { await server.close() } }
-                defer { signals.forEach { $0.cancel() } }
+                let signals = await ServingProcess.onStopSignal { Task { await server.close() } }
+                defer { signals.cancel() }
                 try await server.run()
                 await interface.close()
                 ServingProcess.endIfInterrupted()

@@ -2,6 +2,7 @@ import Dispatch
 import Foundation
 import Synchronization
 import TerminalIO
+import UnixSignals
 
 #if canImport(Glibc)
     import Glibc
@@ -18,20 +19,30 @@ enum ServingProcess {
     /// Whether SIGINT (Ctrl-C) stopped the process, as opposed to SIGTERM.
     private static let interrupted = Atomic<Bool>(false)
 
-    /// Calls `handler` on SIGINT and SIGTERM instead of their default action (exit). Cancel the returned sources
-    /// when done, then call `endIfInterrupted()`: SIGTERM is a clean stop (status 0), SIGINT ends the command as
-    /// Ctrl-C ends every command.
-    static func onStopSignal(_ handler: @escaping @Sendable () -> Void) -> [any DispatchSourceSignal] {
-        [SIGINT, SIGTERM].map { number in
-            signal(number, SIG_IGN)
-            let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
-            source.setEventHandler {
-                if number == SIGINT { interrupted.store(true, ordering: .relaxed) }
-                handler()
-            }
-            source.resume()
-            return source
-        }
+    /// Calls `handler` on SIGINT and SIGTERM instead of their default action (exit), from the moment this returns:
+    /// swift-service-lifecycle's `UnixSignalsSequence` waits until its signal sources are registered. A dispatch
+    /// source's registration is asynchronous, and a SIGTERM sent as soon as a `listening on` line appeared used to
+    /// fall between `SIG_IGN` and the registration and be lost, so the process kept running (`rp serve` under load;
+    /// the relay had the same race, issue 23, attack 8). Cancel the result when done, then call
+    /// `endIfInterrupted()`: SIGTERM is a clean stop (status 0), SIGINT ends the command as Ctrl-C ends every command.
+    static func onStopSignal(_ handler: @escaping @Sendable () -> Void) async -> StopSignals {
+        signal(SIGINT, SIG_IGN)
+        signal(SIGTERM, SIG_IGN)
+        let signals = await UnixSignalsSequence(trapping: .sigint, .sigterm)
+        return StopSignals(
+            task: Task {
+                for await caught in signals {
+                    if caught == .sigint { interrupted.store(true, ordering: .relaxed) }
+                    handler()
+                }
+            })
+    }
+
+    /// The signal handling `onStopSignal` set up.
+    struct StopSignals: Sendable {
+        let task: Task<Void, Never>
+        /// Stops handling the signals (they stay ignored).
+        func cancel() { task.cancel() }
     }
 
     /// Once stopped cleanly: after SIGINT, `passkey: interrupted` and status 130 (`Interruption.end()`).

@@ -41,30 +41,47 @@ extension Passkey {
 
         @OptionGroup var store: StoreOptions
         @OptionGroup var approval: ApprovalOptions
-        @Argument(
-            help: """
-                The credential ID, in base64url (as `passkey list` shows it) or hex; prefix it with b64: or hex: \
-                to say which.
-                """)
-        var credentialID: String
-
-        func validate() throws {
-            guard CredentialIDText(credentialID) != nil else {
-                throw ValidationError("'\(credentialID)' is not a base64url or hex credential ID.")
-            }
-        }
+        @OptionGroup var passkey: CredentialIDArgument
 
         @OptionGroup var verbosity: OutputOptions
 
         func run() async throws {
             let entry = try await PasskeyCatalog(access: store.access()).delete(
-                candidates: CredentialIDText(credentialID)?.candidates ?? [], text: credentialID, mode: approval.mode)
+                candidates: passkey.candidates, text: passkey.credentialID, mode: approval.mode)
             switch entry {
             case .intact(let credential):
                 printLine("Deleted the passkey for \(credential.relyingPartyID) (\(AccountSummary.label(credential))).")
             case .damaged(let damaged):
                 printLine("Deleted the damaged passkey \(damaged.id.base64URLEncodedString).")
             }
+        }
+    }
+
+    /// `passkey rename ID`.
+    struct Rename: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Rename the account of one passkey: its user name, its display name or both.",
+            discussion: """
+                Changes what this computer shows for the passkey (`passkey list`, the account chooser), as a \
+                platform's credential management does (CTAP updateUserInformation). The site keeps its own name for \
+                the account; it is not told. Names are at most 64 bytes, without control characters.
+                """)
+
+        @OptionGroup var store: StoreOptions
+        @OptionGroup var passkey: CredentialIDArgument
+        @Option(help: "The new user name (the account's name at the site, such as alice@example.com).") var name:
+            String?
+        @Option(help: "The new display name.") var displayName: String?
+        @OptionGroup var verbosity: OutputOptions
+
+        func run() async throws {
+            let (before, after) = try await PasskeyCatalog(access: store.access()).rename(
+                candidates: passkey.candidates, text: passkey.credentialID, name: name,
+                displayName: displayName)
+            printLine(
+                "Renamed the passkey for \(before.relyingPartyID.terminalSafe): "
+                    + "\(AccountSummary.label(before).siteChosen) is now \(AccountSummary.label(after).siteChosen)"
+                    + (after.userDisplayName.map { " (\($0.siteChosen))" } ?? "") + ".")
         }
     }
 
