@@ -14,7 +14,7 @@ enum ClientResponsesTarget {
         summary: "an authenticator's getInfo and answers to the WebAuthn engine: a credential or a one-line error",
         seeds: {
             var seeds: [[UInt8]] = []
-            for selector: UInt8 in [0, 1, 2, 5, 0x81, 0x82, 0x84] {
+            for selector: UInt8 in [0, 1, 2, 5, 0x10, 0x11, 0x81, 0x82, 0x84, 0x90] {
                 seeds.append([selector] + FuzzInput.chunks(recordedAnswers(selector: selector)))
             }
             return seeds
@@ -40,8 +40,9 @@ enum ClientResponsesTarget {
         [.securityKey, .hybrid, .platform, .securityKey][Int(selector & 3)]
     }
 
-    /// Runs create (selector bit 7 clear) or get (set), with user verification required (bit 2) or preferred, and an
-    /// allow list (bit 3) for get.
+    /// Runs create (selector bit 7 clear) or get (set), with user verification required (bit 2) or preferred, an
+    /// allow list (bit 3) for get, and for create EdDSA, ES256 and RS256 offered (bit 4; ES256 alone otherwise), so
+    /// that the recorded answers carry OKP keys and mutations reach the RSA shape too.
     private static func ceremony(selector: UInt8, authenticator: any ClientAuthenticator) async -> Result<
         [UInt8], ClientError
     > {
@@ -56,7 +57,11 @@ enum ClientResponsesTarget {
                 let options = try PublicKeyCredentialCreationOptions(
                     json: Array(
                         (#"{"rp":{"id":"example.com","name":"E"},"user":{"id":"AQID","name":"a","displayName":"A"},"#
-                            + #""challenge":"AAECAw","pubKeyCredParams":[{"type":"public-key","alg":-7}],"#
+                            + #""challenge":"AAECAw","pubKeyCredParams":"#
+                            + (selector & 0x10 == 0
+                                ? #"[{"type":"public-key","alg":-7}],"#
+                                : #"[{"type":"public-key","alg":-8},{"type":"public-key","alg":-7},"#
+                                    + #"{"type":"public-key","alg":-257}],"#)
                             + #""authenticatorSelection":{"residentKey":"preferred","userVerification":""#
                             + verification + #""},"extensions":{"credProps":true}}"#).utf8))
                 return .success(try await engine.create(options, origin: "https://example.com").json())
@@ -83,7 +88,7 @@ enum ClientResponsesTarget {
                     store: store, userInteraction: UnattendedApproval(), randomBytes: { random.bytes($0) }))
             let local = InProcessAuthenticator(authenticator, store: store, kind: kind(selector), transports: [.usb])
             if selector & 0x80 != 0 {
-                _ = await ceremony(selector: 0, authenticator: local)
+                _ = await ceremony(selector: selector & 0x10, authenticator: local)
             }
             let recorder = Recorder(base: local)
             _ = await ceremony(selector: selector, authenticator: recorder)
