@@ -203,7 +203,8 @@ public final class Authenticator: Sendable {
 
     // MARK: authenticatorGetInfo
 
-    /// The authenticatorGetInfo response (CTAP 2.1 §6.4): only what is implemented.
+    /// The authenticatorGetInfo response (CTAP 2.1 §6.4, with the CTAP 2.2 fields that have an honest answer): only
+    /// what is implemented.
     public func info() async throws(CTAPError) -> CBORValue {
         let settings = try await loadSettings()
         let options = CBORValue.map(
@@ -222,6 +223,7 @@ public final class Authenticator: Sendable {
                 10: Self.algorithmsInfo(configuration.algorithms),
                 0x0E: .int(configuration.firmwareVersion),
                 0x0F: .int(AuthenticatorExtension.maximumCredentialBlobLength),
+                0x16: [.text(configuration.attestationFormat.rawValue)],
             ]
         }
         return [
@@ -241,6 +243,14 @@ public final class Authenticator: Sendable {
             0x0E: .int(configuration.firmwareVersion),
             0x0F: .int(AuthenticatorExtension.maximumCredentialBlobLength),
             0x10: .int(Self.maximumMinPINLengthRelyingParties),
+            // CTAP 2.2's fields that have an honest answer here (Docs/CTAP21.md): the one attestation format made,
+            // reset allowed over every transport, no PIN complexity policy beyond the minimum length, PINs up to 63
+            // bytes, and the authenticatorConfig subcommands implemented (toggleAlwaysUv, setMinPINLength).
+            0x16: [.text(configuration.attestationFormat.rawValue)],
+            0x1A: .array(configuration.transports.map(CBORValue.text)),
+            0x1B: false,
+            0x1D: .int(Self.maximumPINLength),
+            0x1F: [.int(ConfigSubcommand.toggleAlwaysUv.rawValue), .int(ConfigSubcommand.setMinPINLength.rawValue)],
         ]
     }
 

@@ -204,6 +204,10 @@ extension Authenticator {
         try await saveSettings(settings)
     }
 
+    /// The longest PIN, in bytes of UTF-8 (CTAP 2.1 §6.5.5.5: a 64-byte padded block with at least one zero);
+    /// getInfo's maxPINLength.
+    static let maximumPINLength = 63
+
     /// Decrypts and checks a new PIN block: 64 bytes, the PIN's UTF-8 then zeros, at most 63 bytes of PIN with
     /// no zero byte inside, and at least `minimumLength` code points.
     private static func newPIN(
@@ -218,7 +222,9 @@ extension Authenticator {
         guard padded.count == 64 else { throw .invalidParameter }
         let length = (padded.lastIndex { $0 != 0 } ?? -1) + 1
         let pinBytes = Array(padded[..<length])
-        guard length <= 63, !pinBytes.contains(0), let pin = String(validating: pinBytes, as: UTF8.self) else {
+        guard length <= Self.maximumPINLength, !pinBytes.contains(0),
+            let pin = String(validating: pinBytes, as: UTF8.self)
+        else {
             throw .pinPolicyViolation
         }
         let codePoints = pin.unicodeScalars.count

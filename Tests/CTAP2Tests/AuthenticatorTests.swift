@@ -38,6 +38,11 @@ struct GetInfoTests {
             0x0E: 0x00_01_00,
             0x0F: 32,
             0x10: 8,
+            0x16: ["none"],
+            0x1A: ["usb"],
+            0x1B: false,
+            0x1D: 63,
+            0x1F: [2, 3],
         ]
         #expect(info == expected)
     }
@@ -50,7 +55,9 @@ struct GetInfoTests {
         #expect(info?[4] == ["rk": true, "up": true, "uv": true])
         #expect(info?[9] == ["hybrid"])
         #expect(info?[6] == nil && info?[0x0B] == nil && info?[0x0D] == nil)
-        #expect(info?.mapValue?.keys.count == 11)
+        // attestationFormats (CTAP 2.2) is the one field added; the PIN's and reset's are left out with the PIN.
+        #expect(info?[0x16] == ["none"] && info?[0x1D] == nil && info?[0x1F] == nil)
+        #expect(info?.mapValue?.keys.count == 12)
 
         // A security key answering one request per session (no role uses it) keeps makeCredUvNotRqd.
         var configuration = AuthenticatorConfiguration()

@@ -52,6 +52,11 @@ struct PinOnlySecurityKeyTests {
             0x0E: 0x00_01_00,
             0x0F: 32,
             0x10: 8,
+            0x16: ["packed"],
+            0x1A: ["usb"],
+            0x1B: false,
+            0x1D: 63,
+            0x1F: [2, 3],
         ]
         #expect(info == expected)
         #expect(Self.key.attestationFormat == .packedSelf)

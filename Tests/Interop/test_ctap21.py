@@ -92,7 +92,7 @@ def test_get_info_reports_exactly_what_is_implemented(device):
     }
     assert info.pin_uv_protocols == [2, 1]
     assert info.transports == ["usb"]  # passkey serve is a security key, over uhid or UDP alike
-    assert info.algorithms == [{"alg": -7, "type": "public-key"}]
+    assert info.algorithms == [{"alg": alg, "type": "public-key"} for alg in (-7, -8, -9, -19)]
     assert info.max_msg_size == 7609
     assert info.max_creds_in_list == 16
     assert info.max_cred_id_length == 128
@@ -102,6 +102,12 @@ def test_get_info_reports_exactly_what_is_implemented(device):
     assert info.firmware_version == 0x000100
     assert info.max_cred_blob_length == 32
     assert info.max_rpids_for_min_pin == 8
+    # CTAP 2.2's fields with an honest answer; the rest stay absent (python-fido2's defaults).
+    assert info.attestation_formats == ["packed"] and info.transports_for_reset == ["usb"]
+    assert info.pin_complexity_policy is False and info.max_pin_length == 63
+    assert info.authenticator_config_commands == [2, 3]
+    assert info.uv_count_since_pin is None and info.enc_identifier is None and info.enc_cred_store_state is None
+    assert info.long_touch_for_reset is False
 
 
 @pytest.mark.parametrize("protocol", PROTOCOLS, ids=["v1", "v2"])
@@ -288,7 +294,13 @@ def test_config_always_uv_min_pin_length_and_no_enterprise_attestation(device):
     info = ctap.get_info()
     assert info.min_pin_length == 6 and info.force_pin_change is True
     expect_error(ERR.PIN_POLICY_VIOLATION, config.set_min_pin_length, min_pin_length=5)
-    expect_error(ERR.INVALID_PARAMETER, config.enable_enterprise_attestation)
+    # getInfo's authenticatorConfigCommands (CTAP 2.2) lists [2, 3], so python-fido2 will not send the enterprise
+    # attestation subcommand at all; sent by hand with a valid pinUvAuthParam, the key refuses it.
+    with pytest.raises(ValueError):
+        config.enable_enterprise_attestation()
+    message = b"\xff" * 32 + b"\x0d" + bytes([Config.CMD.ENABLE_ENTERPRISE_ATT])
+    expect_error(ERR.INVALID_PARAMETER, ctap.config, Config.CMD.ENABLE_ENTERPRISE_ATT, None,
+                 client_pin.protocol.VERSION, client_pin.protocol.authenticate(token, message))
     expect_error(ERR.PIN_POLICY_VIOLATION, client_pin.get_pin_token, "12345", PERM.GET_ASSERTION)
     client_pin.change_pin("12345", "123456")
     assert ctap.get_info().force_pin_change is False

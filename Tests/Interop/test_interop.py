@@ -162,6 +162,11 @@ def test_get_info(device):
     assert info.options["uv"] is True and info.options["makeCredUvNotRqd"] is True  # exactness: test_ctap21.py
     assert info.transports == ["usb"]
     assert info.algorithms == [{"alg": alg, "type": "public-key"} for alg in (-7, -8, -9, -19)]
+    # CTAP 2.2's fields, as python-fido2 2.x reads them: packed self attestation, reset over USB, no PIN complexity
+    # policy, PINs up to 63 bytes, authenticatorConfig's toggleAlwaysUv and setMinPINLength.
+    assert info.attestation_formats == ["packed"] and info.transports_for_reset == ["usb"]
+    assert info.pin_complexity_policy is False and info.max_pin_length == 63
+    assert info.authenticator_config_commands == [2, 3]
 
 
 def test_register_and_sign_in_with_and_without_allow_list(device):
