@@ -243,7 +243,7 @@ public final class Authenticator: Sendable {
             0x0E: .int(configuration.firmwareVersion),
             0x0F: .int(AuthenticatorExtension.maximumCredentialBlobLength),
             0x10: .int(Self.maximumMinPINLengthRelyingParties),
-            // CTAP 2.2's fields that have an honest answer here (Docs/CTAP21.md): the one attestation format made,
+            // CTAP 2.2's fields that have an honest answer here (Docs/CTAP.md): the one attestation format made,
             // reset allowed over every transport, no PIN complexity policy beyond the minimum length, PINs up to 63
             // bytes, and the authenticatorConfig subcommands implemented (toggleAlwaysUv, setMinPINLength).
             0x16: [.text(configuration.attestationFormat.rawValue)],

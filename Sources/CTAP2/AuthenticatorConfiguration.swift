@@ -27,7 +27,7 @@ public enum UserVerificationPolicy: Hashable, Sendable {
     /// `uv` (what libfido2, and so OpenSSH, sends when it has no PIN) is verified with the built-in method when no PIN
     /// is set, where §6.1.2 step 7 answers CTAP2_ERR_PUAT_REQUIRED, which such platforms can only answer by asking
     /// for a PIN that does not exist. With a PIN set it is still CTAP2_ERR_PUAT_REQUIRED, so the platform asks for
-    /// the PIN (Docs/CTAP21.md).
+    /// the PIN (Docs/CTAP.md).
     case whenRequested
     /// A phone over hybrid: every makeCredential and getAssertion without a token is verified with the built-in
     /// method, whatever its options say, as Android and iOS phones do with the screen lock. Chromium sends a phone

@@ -7,7 +7,7 @@ import Testing
 import WebAuthn
 
 /// `passkey serve --pin-only` (`AuthenticatorConfiguration.pinOnlySecurityKey`): a security key without built-in user
-/// verification, like most hardware keys, where the PIN is the only verification (Docs/CTAP21.md).
+/// verification, like most hardware keys, where the PIN is the only verification (Docs/CTAP.md).
 struct PinOnlySecurityKeyTests {
     static let key = AuthenticatorConfiguration.pinOnlySecurityKey
 

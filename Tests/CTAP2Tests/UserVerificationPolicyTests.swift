@@ -103,7 +103,7 @@ struct HybridPhoneVerificationTests {
 }
 
 /// What libfido2 1.12 (Debian 12) sends for OpenSSH 9.2's `ssh-keygen -t ecdsa-sk -O resident`, as recorded in the
-/// VM with `passkey serve --uhid --verbose` (Docs/CTAP21.md), replayed against a security key.
+/// VM with `passkey serve --uhid --verbose` (Docs/CTAP.md), replayed against a security key.
 struct OpenSSHEnrollmentTests {
     static let application = "ssh:probe"
     /// key_lookup's client data: 32 zero bytes, hashed by fido_assert_set_clientdata.

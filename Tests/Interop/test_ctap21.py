@@ -243,7 +243,7 @@ def test_credential_management(device):
 
 
 def test_openssh_enrollment_requests(device):
-    """What libfido2 1.12 sends for `ssh-keygen -t ecdsa-sk -O resident` (Docs/CTAP21.md): a silent lookup with a UV
+    """What libfido2 1.12 sends for `ssh-keygen -t ecdsa-sk -O resident` (Docs/CTAP.md): a silent lookup with a UV
     token, then makeCredential with rk and neither uv nor a token. Without a PIN the key verifies the user itself and
     attests with packed self attestation (libfido2 needs the signature); with a PIN it answers PUAT_REQUIRED, so ssh
     asks for the PIN and comes back with a token. `ssh-keygen -K` manages credentials under the prototype command

@@ -28,7 +28,7 @@ extension Passkey {
 
                 With --pin-only, the key has no built-in user verification, like most hardware security keys: \
                 platforms verify the user with a PIN they set (python-fido2, `fido2-token -S`, a browser's settings) \
-                and ask for it, as for a YubiKey. See Docs/CTAP21.md.
+                and ask for it, as for a YubiKey. See Docs/CTAP.md.
 
                 With --phone, a phone stands behind the key: a sign-in this store cannot answer, and a registration \
                 you send to a phone, show a QR code (on standard error; its URL as `phone: FIDO:/…` on standard \
