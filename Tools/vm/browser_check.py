@@ -208,6 +208,8 @@ def run_step(driver, args, rp_log, key_log, step, number):
             reported = match.group(1) if match else ""
             if reported != args.transports:
                 return f"register {user}: the browser reported transports {reported!r}, not {args.transports!r}"
+        if ceremony == "register" and args.alg and f"alg={args.alg}" not in good[0].split():
+            return f"register {user}: the RP verified a key of another algorithm than {args.alg}: {good[0]}"
         return None
     if any(line.startswith(f"verdict {kind} ok") for line in verdicts):
         return f"{ceremony} {user}: the RP accepted a ceremony that had to fail with {expect}"
@@ -225,6 +227,7 @@ def main():
     parser.add_argument("--name", required=True)
     parser.add_argument("--pin", action="store_true", help="type $TOKEN_PIN into Chromium's PIN sheet")
     parser.add_argument("--transports", help="what a registration must report, e.g. usb")
+    parser.add_argument("--alg", help="the algorithm a registration's key must have, e.g. EdDSA")
     parser.add_argument("--scan", help="the phone's command line; the FIDO:/ URL is appended")
     parser.add_argument("--key-log", help="passkey serve --verbose's standard error")
     parser.add_argument("--chromium-arg", action="append", default=[])
