@@ -83,6 +83,9 @@ public final class Authenticator: Sendable {
         /// writer (the `passkey` commands that serve take an exclusive lock on the store file for that), so after
         /// the first read every request uses this copy instead of a store call.
         var settings: AuthenticatorSettings?
+        /// Built-in user verifications since the PIN was last entered correctly, in this power cycle (getInfo
+        /// uvCountSinceLastPinEntry, CTAP 2.2).
+        var verificationsSincePINEntry = 0
     }
 
     /// State kept between getAssertion and getNextAssertion.
@@ -226,7 +229,7 @@ public final class Authenticator: Sendable {
                 0x16: [.text(configuration.attestationFormat.rawValue)],
             ]
         }
-        return [
+        var info: [CBORValue: CBORValue] = [
             1: ["FIDO_2_0", "FIDO_2_1"],
             3: .bytes(configuration.aaguid.bytes),
             4: options,
@@ -252,6 +255,13 @@ public final class Authenticator: Sendable {
             0x1D: .int(Self.maximumPINLength),
             0x1F: [.int(ConfigSubcommand.toggleAlwaysUv.rawValue), .int(ConfigSubcommand.setMinPINLength.rawValue)],
         ]
+        // With built-in verification: how often it was used since the PIN was last entered, so a platform can ask
+        // for the PIN now and then.
+        if configuration.userVerification.hasBuiltInVerification {
+            info[0x17] = .int(state.withLock { $0.verificationsSincePINEntry })
+        }
+        info.merge(try await encryptedInfoFields(settings)) { $1 }
+        return .map(info)
     }
 
     // MARK: authenticatorReset

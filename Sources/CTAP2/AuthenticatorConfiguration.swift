@@ -170,7 +170,7 @@ public struct AuthenticatorConfiguration: Sendable {
         }
         options += [
             ("clientPin", settings.isPINSet), ("pinUvAuthToken", true), ("makeCredUvNotRqd", !alwaysVerifies),
-            ("credMgmt", true), ("authnrCfg", true),
+            ("credMgmt", true), ("perCredMgmtRO", true), ("authnrCfg", true),
         ]
         if builtIn { options.append(("uvAcfg", true)) }
         options += [("setMinPINLength", true), ("alwaysUv", alwaysVerifies), ("largeBlobs", true)]

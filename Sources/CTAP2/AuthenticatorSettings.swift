@@ -27,6 +27,10 @@ public struct AuthenticatorSettings: Hashable, Sendable, CustomStringConvertible
     public var alwaysUV: Bool
     /// The PIN must be changed before it can be used to get a token.
     public var forcePINChange: Bool
+    /// 32 random bytes made when the first persistent read-only token (CTAP 2.2 `pcmr`) is issued, and forgotten at
+    /// reset: the persistent token, the device identifier and the credential-store state of getInfo are derived from
+    /// it (``Authenticator``'s persistent token). Stores seal it; nil until then.
+    public var deviceSecret: [UInt8]?
 
     public init(
         pinHash: [UInt8]? = nil,
@@ -36,7 +40,8 @@ public struct AuthenticatorSettings: Hashable, Sendable, CustomStringConvertible
         minimumPINLength: Int = Self.defaultMinimumPINLength,
         minimumPINLengthRelyingParties: [String] = [],
         alwaysUV: Bool = false,
-        forcePINChange: Bool = false
+        forcePINChange: Bool = false,
+        deviceSecret: [UInt8]? = nil
     ) {
         self.pinHash = pinHash
         self.pinCodePointCount = pinCodePointCount
@@ -46,12 +51,13 @@ public struct AuthenticatorSettings: Hashable, Sendable, CustomStringConvertible
         self.minimumPINLengthRelyingParties = minimumPINLengthRelyingParties
         self.alwaysUV = alwaysUV
         self.forcePINChange = forcePINChange
+        self.deviceSecret = deviceSecret
     }
 
     /// Whether a PIN is set (getInfo option `clientPin: true`).
     public var isPINSet: Bool { pinHash != nil }
 
-    /// Shows whether a PIN is set, never its hash, so `dump` cannot reveal it either.
+    /// Shows whether a PIN is set, never its hash or the device secret, so `dump` cannot reveal them either.
     public var customMirror: Mirror {
         Mirror(
             self,
@@ -62,7 +68,7 @@ public struct AuthenticatorSettings: Hashable, Sendable, CustomStringConvertible
             displayStyle: .struct)
     }
 
-    /// Names the settings and whether a PIN is set; never the PIN hash.
+    /// Names the settings and whether a PIN is set; never the PIN hash or the device secret.
     public var description: String {
         "AuthenticatorSettings(pin: \(isPINSet ? "set" : "not set"), pinRetries: \(pinRetries), "
             + "uvRetries: \(uvRetries), minimumPINLength: \(minimumPINLength), alwaysUV: \(alwaysUV), "

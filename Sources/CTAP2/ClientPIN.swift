@@ -22,6 +22,7 @@ extension Authenticator {
     /// The permissions a token can be issued with: those whose commands are implemented.
     static let supportedPermissions: PinUvAuthPermissions = [
         .makeCredential, .getAssertion, .credentialManagement, .largeBlobWrite, .authenticatorConfiguration,
+        .persistentCredentialManagementReadOnly,
     ]
 
     // MARK: authenticatorClientPIN
@@ -136,6 +137,9 @@ extension Authenticator {
         let shared = try sharedSecret(pinProtocol, keyAgreement)
         try await checkPIN(pinHashEnc, pinProtocol, shared, settings: &settings)
         guard !settings.forcePINChange else { throw .pinPolicyViolation }
+        if permissions == .persistentCredentialManagementReadOnly {
+            return try await issuePersistentToken(pinProtocol, shared: shared)
+        }
         return try issueToken(
             pinProtocol, shared: shared, permissions: permissions, relyingPartyID: request.relyingPartyID,
             userPresent: false)
@@ -158,6 +162,9 @@ extension Authenticator {
                 action: .verifyUser(relyingPartyID: request.relyingPartyID), requiresPresence: true,
                 requiresVerification: true),
             activity)
+        if permissions == .persistentCredentialManagementReadOnly {
+            return try await issuePersistentToken(pinProtocol, shared: shared)
+        }
         return try issueToken(
             pinProtocol, shared: shared, permissions: permissions, relyingPartyID: request.relyingPartyID,
             userPresent: true)
@@ -197,7 +204,10 @@ extension Authenticator {
             if failures >= Self.consecutivePINFailureLimit { throw .pinAuthBlocked }
             throw .pinInvalid
         }
-        state.withLock { $0.consecutivePINFailures = 0 }
+        state.withLock {
+            $0.consecutivePINFailures = 0
+            $0.verificationsSincePINEntry = 0
+        }
         // A correct PIN also unblocks built-in user verification (CTAP 2.1 §6.5.5.7.2).
         settings.pinRetries = AuthenticatorSettings.maximumPINRetries
         settings.uvRetries = AuthenticatorSettings.maximumUVRetries
@@ -240,9 +250,16 @@ extension Authenticator {
         return PinUvAuthPermissions(rawValue: raw)
     }
 
-    /// A permission this authenticator cannot grant is CTAP2_ERR_UNAUTHORIZED_PERMISSION.
+    /// A permission this authenticator cannot grant is CTAP2_ERR_UNAUTHORIZED_PERMISSION; so is pcmr with any other
+    /// permission, since the persistent token is a separate, read-only token (and must not carry a write permission
+    /// past a restart).
     private static func checkSupported(_ permissions: PinUvAuthPermissions) throws(CTAPError) {
         guard supportedPermissions.isSuperset(of: permissions) else { throw .unauthorizedPermission }
+        if permissions.contains(.persistentCredentialManagementReadOnly),
+            permissions != .persistentCredentialManagementReadOnly
+        {
+            throw .unauthorizedPermission
+        }
     }
 
     private func issueToken(
@@ -339,6 +356,7 @@ extension Authenticator {
         try Self.checkBuiltInVerificationUsable(settings)
         do {
             let approval = try await ask(request, activity)
+            if approval.userVerified { state.withLock { $0.verificationsSincePINEntry += 1 } }
             if settings.uvRetries != AuthenticatorSettings.maximumUVRetries {
                 settings.uvRetries = AuthenticatorSettings.maximumUVRetries
                 try await saveSettings(settings)

@@ -149,11 +149,19 @@ public struct GetAssertionResponse: Sendable {
 }
 
 /// The platform's half of hmac-secret (CTAP 2.1 §12.5) as the WebAuthn prf extension uses it (WebAuthn L3 §10.1.4):
-/// one or two salts, each `SHA-256("WebAuthn PRF" ‖ 0x00 ‖ input)`, sent encrypted under a fresh key agreement.
+/// one or two salts, each `SHA-256("WebAuthn PRF" ‖ 0x00 ‖ input)`, sent encrypted under a fresh key agreement. At
+/// registration the same input goes as CTAP 2.2's `hmac-secret-mc` (``registrationExtension``), beside
+/// `"hmac-secret": true`, and the output comes back under that name.
 public struct PRFEvaluation: Sendable {
+    /// The extension that evaluates the PRF at getAssertion.
+    public static let assertionExtension = "hmac-secret"
+    /// The extension that evaluates the PRF at makeCredential (CTAP 2.2).
+    public static let registrationExtension = "hmac-secret-mc"
+
     private let sharedSecret: [UInt8]
     private let pinProtocol: PinUvAuthProtocol
-    /// The getAssertion extensions entry: `{"hmac-secret": {1: keyAgreement, 2: saltEnc, 3: saltAuth, 4: protocol}}`.
+    private let extensionName: String
+    /// The extensions entry: `{name: {1: keyAgreement, 2: saltEnc, 3: saltAuth, 4: protocol}}`.
     public let extensionInput: [CBORValue: CBORValue]
 
     /// `keyAgreementResponse` is the authenticator's getKeyAgreement answer; `iv` 16 random bytes. Protocol two,
@@ -166,15 +174,17 @@ public struct PRFEvaluation: Sendable {
 
     /// Evaluates at `first` and, when given, `second` with `pinProtocol` (the authenticator's getKeyAgreement answer
     /// must be for the same protocol), the platform's key agreement key `platformKey` and, for protocol two, the IV.
+    /// `extensionName` is ``assertionExtension`` or ``registrationExtension``.
     public init(
         first: [UInt8], second: [UInt8]?, keyAgreementResponse: [UInt8], pinProtocol: PinUvAuthProtocol,
-        platformKey: P256.KeyAgreement.PrivateKey, iv: [UInt8]
+        platformKey: P256.KeyAgreement.PrivateKey, iv: [UInt8], extensionName: String = assertionExtension
     ) throws(CTAPError) {
         let authenticatorKey = try CTAPClient.body(
             of: keyAgreementResponse, decoder: CBORDecoder(requiresCanonicalForm: false)
         )
         .parameters().required(1)
         self.pinProtocol = pinProtocol
+        self.extensionName = extensionName
         do {
             sharedSecret = try pinProtocol.sharedSecret(privateKey: platformKey, platformKey: authenticatorKey)
             let salts = ([first] + (second.map { [$0] } ?? [])).flatMap { input in
@@ -182,7 +192,7 @@ public struct PRFEvaluation: Sendable {
             }
             let saltEnc = try pinProtocol.encrypt(key: sharedSecret, plaintext: salts, iv: iv)
             extensionInput = [
-                "hmac-secret": [
+                .text(extensionName): [
                     1: PinUvAuthProtocol.coseKey(platformKey.publicKey), 2: .bytes(saltEnc),
                     3: .bytes(pinProtocol.authenticate(key: sharedSecret, message: saltEnc)),
                     4: .int(pinProtocol.rawValue),
@@ -193,15 +203,17 @@ public struct PRFEvaluation: Sendable {
         }
     }
 
-    /// The first prf result (32 bytes) from an assertion's authenticator data, or nil when it has none.
+    /// The first prf result (32 bytes) from the authenticator data, or nil when it has none.
     public func result(from authenticatorData: AuthenticatorData) throws(CTAPError) -> [UInt8]? {
         try results(from: authenticatorData)?.first
     }
 
-    /// The prf results (one or two of 32 bytes, as many as salts were sent) from an assertion's authenticator data,
-    /// or nil when it has none.
+    /// The prf results (one or two of 32 bytes, as many as salts were sent) from the authenticator data of the
+    /// assertion or, for ``registrationExtension``, the new credential; nil when it has none.
     public func results(from authenticatorData: AuthenticatorData) throws(CTAPError) -> [[UInt8]]? {
-        guard let encrypted = authenticatorData.extensions?.mapValue?["hmac-secret"]?.bytesValue else { return nil }
+        guard let encrypted = authenticatorData.extensions?.mapValue?[.text(extensionName)]?.bytesValue else {
+            return nil
+        }
         let output: [UInt8]
         do {
             output = try pinProtocol.decrypt(key: sharedSecret, ciphertext: encrypted)

@@ -46,12 +46,12 @@ extension Authenticator {
 
         switch subcommand {
         case .getCredsMetadata:
-            try authorizeManagement(parameters, request, relyingPartyIDHash: nil)
+            try await authorizeReading(parameters, request, relyingPartyIDHash: nil)
             let count = try await discoverableCredentials().count
             return [1: .int(count), 2: .int(max(0, configuration.credentialCapacity - count))]
 
         case .enumerateRPsBegin:
-            try authorizeManagement(parameters, request, relyingPartyIDHash: nil)
+            try await authorizeReading(parameters, request, relyingPartyIDHash: nil)
             let credentials = try await discoverableCredentials()
             var seen = Set<String>()
             var entries: [CBORValue] = []
@@ -64,7 +64,7 @@ extension Authenticator {
 
         case .enumerateCredentialsBegin:
             guard let hash = try subcommandParameters?.optional(1)?.bytes() else { throw .missingParameter }
-            try authorizeManagement(parameters, request, relyingPartyIDHash: hash)
+            try await authorizeReading(parameters, request, relyingPartyIDHash: hash)
             let matching = try await discoverableCredentials().filter {
                 Self.relyingPartyIDHash($0.relyingPartyID) == hash
             }
@@ -102,6 +102,20 @@ extension Authenticator {
 
         case .enumerateRPsGetNextRP, .enumerateCredentialsGetNextCredential:
             return nil  // answered above
+        }
+    }
+
+    /// The read-only subcommands (getCredsMetadata, enumerateRPsBegin, enumerateCredentialsBegin): a cm token as
+    /// for the others, or the persistent read-only token (CTAP 2.2 pcmr), which reaches every relying party.
+    private func authorizeReading(
+        _ parameters: PinUvAuthParameters, _ request: SubcommandRequest, relyingPartyIDHash: [UInt8]?
+    ) async throws(CTAPError) {
+        do {
+            try authorizeManagement(parameters, request, relyingPartyIDHash: relyingPartyIDHash)
+        } catch .pinAuthInvalid {
+            guard try await verifiesWithPersistentToken(parameters, message: request.authenticatedBytes) else {
+                throw .pinAuthInvalid
+            }
         }
     }
 
@@ -163,8 +177,8 @@ extension Authenticator {
         try await storeCall { try await $0.allCredentials() }.filter(\.isDiscoverable)
     }
 
-    /// One enumerateCredentials entry: user, credential ID, public key, credProtect, and the largeBlobKey when the
-    /// credential has one.
+    /// One enumerateCredentials entry: user, credential ID, public key, credProtect, the largeBlobKey when the
+    /// credential has one, and thirdPartyPayment (CTAP 2.2).
     private static func enumerated(_ credential: StoredCredential) -> CBORValue {
         var user: [CBORValue: CBORValue] = ["id": .bytes(credential.userHandle)]
         if let name = credential.userName { user["name"] = .text(name) }
@@ -176,6 +190,7 @@ extension Authenticator {
             10: .int(credential.credentialProtection.rawValue),
         ]
         if credential.largeBlobKey { entry[11] = .bytes(derivedSecret(credential, label: "largeBlobKey")) }
+        entry[12] = .bool(credential.thirdPartyPayment)
         return .map(entry)
     }
 

@@ -48,6 +48,9 @@ public struct StoredCredential: Sendable {
     public var hmacSecret: Bool
     /// Whether the credential was made with largeBlobKey; the key is derived from the private key.
     public var largeBlobKey: Bool
+    /// Whether the relying party made it for third-party payments (CTAP 2.2 thirdPartyPayment, for Secure Payment
+    /// Confirmation); getAssertion reports it when asked.
+    public var thirdPartyPayment: Bool
 
     public init(
         id: [UInt8],
@@ -64,7 +67,8 @@ public struct StoredCredential: Sendable {
         credentialProtection: CredentialProtection = .userVerificationOptional,
         credentialBlob: [UInt8]? = nil,
         hmacSecret: Bool = false,
-        largeBlobKey: Bool = false
+        largeBlobKey: Bool = false,
+        thirdPartyPayment: Bool = false
     ) {
         self.id = id
         self.relyingPartyID = relyingPartyID
@@ -81,6 +85,7 @@ public struct StoredCredential: Sendable {
         self.credentialBlob = credentialBlob
         self.hmacSecret = hmacSecret
         self.largeBlobKey = largeBlobKey
+        self.thirdPartyPayment = thirdPartyPayment
     }
 
     /// A credential with an ES256 key.

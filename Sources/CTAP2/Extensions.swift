@@ -3,15 +3,22 @@ import Crypto
 import Foundation
 import Synchronization
 
-/// The authenticator extensions implemented here (CTAP 2.1 §12), as getInfo lists them.
-enum AuthenticatorExtension {
+/// The authenticator extensions implemented here (CTAP 2.1 §12 and CTAP 2.2), as getInfo lists them.
+public enum AuthenticatorExtension {
     static let credProtect = "credProtect"
     static let hmacSecret = "hmac-secret"
+    /// CTAP 2.2's hmac-secret at registration: the PRF evaluated by makeCredential (§12.8).
+    static let hmacSecretAtCreation = "hmac-secret-mc"
     static let credBlob = "credBlob"
     static let largeBlobKey = "largeBlobKey"
     static let minPinLength = "minPinLength"
+    /// CTAP 2.2's thirdPartyPayment: the credential may be used for payments on other sites (Secure Payment
+    /// Confirmation); stored at makeCredential, reported at getAssertion.
+    static let thirdPartyPayment = "thirdPartyPayment"
 
-    static let all = [credProtect, hmacSecret, credBlob, largeBlobKey, minPinLength]
+    public static let all = [
+        credProtect, hmacSecret, hmacSecretAtCreation, credBlob, largeBlobKey, minPinLength, thirdPartyPayment,
+    ]
 
     /// The longest credBlob kept (getInfo maxCredBlobLength; the spec's minimum is 32).
     static let maximumCredentialBlobLength = 32
@@ -22,9 +29,13 @@ enum AuthenticatorExtension {
 struct MakeCredentialExtensions {
     var credentialProtection: CredentialProtection?
     var hmacSecret = false
+    /// hmac-secret-mc: salts to evaluate at once. Only with `hmacSecret` (the platform sends both; CTAP 2.2); alone it is
+    /// ignored, as an unknown extension would be.
+    var hmacSecretAtCreation: HMACSecretInput?
     var credentialBlob: [UInt8]?
     var largeBlobKey = false
     var minPinLength = false
+    var thirdPartyPayment = false
 
     init(cbor: CBORValue?) throws(CTAPError) {
         guard let map = try cbor?.parameters() else { return }
@@ -33,6 +44,10 @@ struct MakeCredentialExtensions {
             credentialProtection = protection
         }
         hmacSecret = try map.optional(.text(AuthenticatorExtension.hmacSecret))?.bool() ?? false
+        if let input = map.optional(.text(AuthenticatorExtension.hmacSecretAtCreation)) {
+            let parsed = try HMACSecretInput(cbor: input)
+            if hmacSecret { hmacSecretAtCreation = parsed }
+        }
         credentialBlob = try map.optional(.text(AuthenticatorExtension.credBlob))?.bytes()
         if let requested = try map.optional(.text(AuthenticatorExtension.largeBlobKey))?.bool() {
             // largeBlobKey is only ever requested as true (§12.3).
@@ -40,39 +55,45 @@ struct MakeCredentialExtensions {
             largeBlobKey = true
         }
         minPinLength = try map.optional(.text(AuthenticatorExtension.minPinLength))?.bool() ?? false
+        thirdPartyPayment = try map.optional(.text(AuthenticatorExtension.thirdPartyPayment))?.bool() ?? false
+    }
+}
+
+/// hmac-secret's input, at getAssertion and as hmac-secret-mc at makeCredential: the platform's key, the encrypted
+/// salts, their MAC and the protocol (default one).
+struct HMACSecretInput {
+    var keyAgreement: CBORValue
+    var saltEnc: [UInt8]
+    var saltAuth: [UInt8]
+    var pinUvAuthProtocol: PinUvAuthProtocol
+
+    init(cbor: CBORValue) throws(CTAPError) {
+        let input = try cbor.parameters()
+        keyAgreement = try input.required(1)
+        saltEnc = try input.required(2).bytes()
+        saltAuth = try input.required(3).bytes()
+        pinUvAuthProtocol = try Authenticator.supportedProtocol(try input.optional(4)?.int() ?? 1)
     }
 }
 
 /// getAssertion's extension inputs.
 struct GetAssertionExtensions {
-    /// hmac-secret: the platform's key, the encrypted salts, their MAC and the protocol (default one).
-    struct HMACSecretInput {
-        var keyAgreement: CBORValue
-        var saltEnc: [UInt8]
-        var saltAuth: [UInt8]
-        var pinUvAuthProtocol: PinUvAuthProtocol
-    }
-
     var hmacSecret: HMACSecretInput?
     var credentialBlob = false
     var largeBlobKey = false
+    var thirdPartyPayment = false
 
     init(cbor: CBORValue?) throws(CTAPError) {
         guard let map = try cbor?.parameters() else { return }
-        if let input = try map.optional(.text(AuthenticatorExtension.hmacSecret))?.parameters() {
-            let keyAgreement = try input.required(1)
-            let saltEnc = try input.required(2).bytes()
-            let saltAuth = try input.required(3).bytes()
-            let version = try input.optional(4)?.int() ?? 1
-            hmacSecret = HMACSecretInput(
-                keyAgreement: keyAgreement, saltEnc: saltEnc, saltAuth: saltAuth,
-                pinUvAuthProtocol: try Authenticator.supportedProtocol(version))
+        hmacSecret = try map.optional(.text(AuthenticatorExtension.hmacSecret)).map {
+            (input) throws(CTAPError) in try HMACSecretInput(cbor: input)
         }
         credentialBlob = try map.optional(.text(AuthenticatorExtension.credBlob))?.bool() ?? false
         if let requested = try map.optional(.text(AuthenticatorExtension.largeBlobKey))?.bool() {
             guard requested else { throw .invalidOption }
             largeBlobKey = true
         }
+        thirdPartyPayment = try map.optional(.text(AuthenticatorExtension.thirdPartyPayment))?.bool() ?? false
     }
 }
 
@@ -93,10 +114,11 @@ struct AssertionExtensionOutputs {
 
 extension Authenticator {
     /// The extensions part of makeCredential: the values stored with the credential and the outputs in the
-    /// authenticator data.
+    /// authenticator data, hmac-secret-mc's evaluated with the CredRandom of this response's UV flag.
     func applyExtensions(
-        _ extensions: MakeCredentialExtensions, to credential: inout StoredCredential, settings: AuthenticatorSettings
-    ) -> CBORValue? {
+        _ extensions: MakeCredentialExtensions, to credential: inout StoredCredential, settings: AuthenticatorSettings,
+        hmacSecret session: HMACSecretSession?, userVerified: Bool
+    ) throws(CTAPError) -> CBORValue? {
         var outputs: [CBORValue: CBORValue] = [:]
         if let protection = extensions.credentialProtection {
             credential.credentialProtection = protection
@@ -105,6 +127,10 @@ extension Authenticator {
         if extensions.hmacSecret {
             credential.hmacSecret = true
             outputs[.text(AuthenticatorExtension.hmacSecret)] = true
+            if let session {
+                outputs[.text(AuthenticatorExtension.hmacSecretAtCreation)] = .bytes(
+                    try Self.hmacSecretOutput(credential, session: session, userVerified: userVerified))
+            }
         }
         if let blob = extensions.credentialBlob {
             let fits = blob.count <= AuthenticatorExtension.maximumCredentialBlobLength
@@ -118,13 +144,17 @@ extension Authenticator {
         {
             outputs[.text(AuthenticatorExtension.minPinLength)] = .int(settings.minimumPINLength)
         }
+        if extensions.thirdPartyPayment {
+            credential.thirdPartyPayment = true
+            outputs[.text(AuthenticatorExtension.thirdPartyPayment)] = true
+        }
         return outputs.isEmpty ? nil : .map(outputs)
     }
 
     /// Starts hmac-secret for one getAssertion (§12.5): the shared secret from the platform's key (a bad key is
     /// CTAP1_ERR_INVALID_PARAMETER), saltAuth checked (CTAP2_ERR_PIN_AUTH_INVALID), and one or two 32-byte salts
     /// decrypted (a failed decryption or any other length is CTAP1_ERR_INVALID_PARAMETER).
-    func hmacSecretSession(_ input: GetAssertionExtensions.HMACSecretInput) throws(CTAPError) -> HMACSecretSession {
+    func hmacSecretSession(_ input: HMACSecretInput) throws(CTAPError) -> HMACSecretSession {
         let pinProtocol = input.pinUvAuthProtocol
         let key = state.withLock { $0.keyAgreementKey }
         let shared: [UInt8]
@@ -149,7 +179,8 @@ extension Authenticator {
             iv: environment.randomBytes(16))
     }
 
-    /// The per-credential outputs: hmac-secret (for credentials made with it), credBlob and largeBlobKey.
+    /// The per-credential outputs: hmac-secret (for credentials made with it), credBlob, thirdPartyPayment (whether
+    /// the credential was made for it) and largeBlobKey.
     static func extensionOutputs(
         for credential: StoredCredential, requested: GetAssertionExtensions, hmacSecret: HMACSecretSession?,
         userVerified: Bool
@@ -158,23 +189,33 @@ extension Authenticator {
         if requested.credentialBlob {
             outputs[.text(AuthenticatorExtension.credBlob)] = .bytes(credential.credentialBlob ?? [])
         }
+        if requested.thirdPartyPayment {
+            outputs[.text(AuthenticatorExtension.thirdPartyPayment)] = .bool(credential.thirdPartyPayment)
+        }
         if let hmacSecret, credential.hmacSecret {
-            let credRandom = derivedSecret(
-                credential, label: userVerified ? "hmac-secret CredRandomWithUV" : "hmac-secret CredRandomWithoutUV")
-            let key = SymmetricKey(data: credRandom)
-            let output = hmacSecret.salts.flatMap { Array(HMAC<SHA256>.authenticationCode(for: $0, using: key)) }
-            do {
-                outputs[.text(AuthenticatorExtension.hmacSecret)] = .bytes(
-                    try hmacSecret.pinUvAuthProtocol.encrypt(
-                        key: hmacSecret.sharedSecret, plaintext: output, iv: hmacSecret.iv))
-            } catch {
-                throw .other
-            }
+            outputs[.text(AuthenticatorExtension.hmacSecret)] = .bytes(
+                try hmacSecretOutput(credential, session: hmacSecret, userVerified: userVerified))
         }
         let largeBlobKey =
             requested.largeBlobKey && credential.largeBlobKey ? derivedSecret(credential, label: "largeBlobKey") : nil
         return AssertionExtensionOutputs(
             authenticatorData: outputs.isEmpty ? nil : .map(outputs), largeBlobKey: largeBlobKey)
+    }
+
+    /// hmac-secret's encrypted output for one credential: HMAC-SHA-256 of each salt under the CredRandom that matches
+    /// the response's UV flag, encrypted to the platform with the session's shared secret (§12.5; hmac-secret-mc in CTAP 2.2).
+    static func hmacSecretOutput(
+        _ credential: StoredCredential, session: HMACSecretSession, userVerified: Bool
+    ) throws(CTAPError) -> [UInt8] {
+        let credRandom = derivedSecret(
+            credential, label: userVerified ? "hmac-secret CredRandomWithUV" : "hmac-secret CredRandomWithoutUV")
+        let key = SymmetricKey(data: credRandom)
+        let output = session.salts.flatMap { Array(HMAC<SHA256>.authenticationCode(for: $0, using: key)) }
+        do {
+            return try session.pinUvAuthProtocol.encrypt(key: session.sharedSecret, plaintext: output, iv: session.iv)
+        } catch {
+            throw .other
+        }
     }
 
     /// A 32-byte secret of one credential, derived from its private key with HKDF-SHA-256 and a label, so the

@@ -20,6 +20,10 @@ extension Authenticator {
                 where: configuration.algorithms.contains)
         else { throw .unsupportedAlgorithm }
         let extensions = try MakeCredentialExtensions(cbor: request.extensions)
+        // hmac-secret-mc's salts are checked and decrypted before anyone is asked, as getAssertion's are.
+        let hmacSecret = try extensions.hmacSecretAtCreation.map { (input) throws(CTAPError) in
+            try hmacSecretSession(input)
+        }
         guard request.excludeList.count <= configuration.maximumCredentialCountInList else { throw .limitExceeded }
         // Enterprise attestation is not supported (CTAP 2.1 §6.1.2 step 9).
         guard request.enterpriseAttestation == nil else { throw .invalidParameter }
@@ -109,7 +113,8 @@ extension Authenticator {
             backupState: configuration.backupState,
             creationDate: environment.currentDate()
         )
-        let extensionOutputs = applyExtensions(extensions, to: &credential, settings: settings)
+        let extensionOutputs = try applyExtensions(
+            extensions, to: &credential, settings: settings, hmacSecret: hmacSecret, userVerified: userVerified)
         try await storeCall { [credential] in try await $0.save(credential) }
 
         var flags: AuthenticatorFlags = [.userPresent]

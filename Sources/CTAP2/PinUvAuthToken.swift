@@ -15,6 +15,9 @@ public struct PinUvAuthPermissions: OptionSet, Hashable, Sendable {
     public static let largeBlobWrite = PinUvAuthPermissions(rawValue: 0x10)
     /// acfg: authenticatorConfig.
     public static let authenticatorConfiguration = PinUvAuthPermissions(rawValue: 0x20)
+    /// pcmr (CTAP 2.2): a persistent token that reads credential management (metadata and the two enumerations)
+    /// and nothing else; asked for on its own.
+    public static let persistentCredentialManagementReadOnly = PinUvAuthPermissions(rawValue: 0x40)
 }
 
 /// The one pinUvAuthToken and its state (CTAP 2.1 §6.5.2.1): a pure value the authenticator keeps per

@@ -50,8 +50,10 @@ public struct AuthenticatorReport: Sendable {
             "passkey authenticator",
             "  AAGUID      \(configuration.aaguid)",
             "  versions    FIDO_2_0, FIDO_2_1",
-            "  algorithms  ES256 (COSE -7)",
-            "  extensions  credProtect, hmac-secret, credBlob, largeBlobKey, minPinLength",
+            "  algorithms  "
+                + configuration.algorithms.map(\.description).joined(separator: ", ")
+                + " (COSE " + configuration.algorithms.map { String($0.rawValue) }.joined(separator: ", ") + ")",
+            "  extensions  " + AuthenticatorExtension.all.joined(separator: ", "),
             "  PIN/UV      protocols 2 and 1; built-in user verification is the store passphrase",
             "modes",
         ]

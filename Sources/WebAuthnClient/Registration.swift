@@ -104,7 +104,14 @@ struct PendingRegistration: Sendable {
         if let policy = extensions.credentialProtectionPolicy, info.supports(extension: "credProtect") {
             inputs["credProtect"] = .int(policy.level)
         }
-        if extensions.prf != nil && info.supports(extension: "hmac-secret") { inputs["hmac-secret"] = true }
+        let hmacSecret = extensions.prf != nil && info.supports(extension: PRFEvaluation.assertionExtension)
+        if hmacSecret { inputs[.text(PRFEvaluation.assertionExtension)] = true }
+        // prf eval at registration: CTAP 2.2's hmac-secret-mc where the authenticator offers it, with a PIN/UV auth
+        // protocol to encrypt the salts (WebAuthn L3 §10.1.4 lets the client evaluate at creation when it can).
+        let evaluateAtCreation =
+            hmacSecret && info.supports(extension: PRFEvaluation.registrationExtension)
+            && info.preferredPinUvAuthProtocol != nil
+        var evaluation: PRFEvaluation? = nil
         if largeBlobKey { inputs["largeBlobKey"] = true }
         if extensions.minimumPINLength && info.supports(extension: "minPinLength") { inputs["minPinLength"] = true }
         if let blob = extensions.credentialBlob, info.supports(extension: "credBlob") {
@@ -136,6 +143,19 @@ struct PendingRegistration: Sendable {
                     permissions: [.makeCredential], relyingPartyID: relyingPartyID)
                 request.pinUvAuthParam = token.authenticate(clientDataHash)
                 request.pinUvAuthProtocol = token.pinUvAuthProtocol.rawValue
+            }
+            if evaluateAtCreation, let values = extensions.prf?.eval, let pinProtocol = info.preferredPinUvAuthProtocol
+            {
+                let agreement = try await context.keyAgreementResponse(pinProtocol)
+                do {
+                    evaluation = try PRFEvaluation(
+                        first: values.first, second: values.second, keyAgreementResponse: agreement,
+                        pinProtocol: pinProtocol, platformKey: context.platformKeyAgreementKey(),
+                        iv: context.environment.randomBytes(16), extensionName: PRFEvaluation.registrationExtension)
+                } catch {
+                    throw ClientError(.invalidResponse("the authenticator's key agreement key is not usable"))
+                }
+                request.extensions = .map(inputs.merging(evaluation?.extensionInput ?? [:]) { $1 })
             }
             await context.environment.userInterface.notify(.waitingForAuthenticator(context.kind))
             outcome = try await context.exchange(request.message)
@@ -175,7 +195,21 @@ struct PendingRegistration: Sendable {
         var outputs = ClientExtensionOutputs()
         let authenticatorOutputs = authenticatorData.extensions?.mapValue ?? [:]
         if extensions.credentialProperties { outputs.credentialProperties = discoverable }
-        if extensions.prf != nil { outputs.prf = PRFOutputs(enabled: authenticatorOutputs["hmac-secret"] == true) }
+        if extensions.prf != nil {
+            var prf = PRFOutputs(enabled: authenticatorOutputs[.text(PRFEvaluation.assertionExtension)] == true)
+            if let evaluation {
+                let results: [[UInt8]]?
+                do {
+                    results = try evaluation.results(from: authenticatorData)
+                } catch {
+                    throw ClientError(.invalidResponse("the hmac-secret-mc output could not be decrypted"))
+                }
+                if let results {
+                    prf.results = PRFValues(first: results[0], second: results.count > 1 ? results[1] : nil)
+                }
+            }
+            outputs.prf = prf
+        }
         if extensions.largeBlob != nil { outputs.largeBlobSupported = made.largeBlobKey != nil }
         if extensions.credentialBlob != nil {
             outputs.credentialBlobStored = authenticatorOutputs["credBlob"]?.boolValue ?? false

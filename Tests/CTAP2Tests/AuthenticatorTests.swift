@@ -16,11 +16,14 @@ struct GetInfoTests {
         #expect(status == 0)
         let expected: CBORValue = [
             1: ["FIDO_2_0", "FIDO_2_1"],
-            2: ["credProtect", "hmac-secret", "credBlob", "largeBlobKey", "minPinLength"],
+            2: [
+                "credProtect", "hmac-secret", "hmac-secret-mc", "credBlob", "largeBlobKey", "minPinLength",
+                "thirdPartyPayment",
+            ],
             3: .bytes([UInt8](hex: "8391e37832c74aa5ad166f0cf4ad7b23")!),
             4: [
                 "rk": true, "up": true, "uv": true, "clientPin": false, "pinUvAuthToken": true,
-                "makeCredUvNotRqd": true, "credMgmt": true, "authnrCfg": true, "uvAcfg": true,
+                "makeCredUvNotRqd": true, "credMgmt": true, "perCredMgmtRO": true, "authnrCfg": true, "uvAcfg": true,
                 "setMinPINLength": true, "alwaysUv": false, "largeBlobs": true,
             ],
             5: 7609,
@@ -39,6 +42,7 @@ struct GetInfoTests {
             0x0F: 32,
             0x10: 8,
             0x16: ["none"],
+            0x17: 0,
             0x1A: ["usb"],
             0x1B: false,
             0x1D: 63,

@@ -70,10 +70,65 @@ struct HMACSecretTests {
         return (.map(map), shared)
     }
 
-    static func output(_ body: CBORValue?, shared: [UInt8], pinProtocol: PinUvAuthProtocol) throws -> [UInt8] {
+    static func output(
+        _ body: CBORValue?, shared: [UInt8], pinProtocol: PinUvAuthProtocol, name: String = "hmac-secret"
+    ) throws -> [UInt8] {
         let authData = try AuthenticatorData(bytes: try #require(body?[2]?.bytesValue))
-        let encrypted = try #require(authData.extensions?["hmac-secret"]?.bytesValue)
+        let encrypted = try #require(authData.extensions?[.text(name)]?.bytesValue)
         return try pinProtocol.decrypt(key: shared, ciphertext: encrypted)
+    }
+
+    /// hmac-secret-mc (CTAP 2.2): makeCredential evaluates the PRF at once, with the CredRandom its UV flag says, and
+    /// a later getAssertion with the same salt and UV gives the same output.
+    @Test(arguments: ClientPINTests.protocols, [true, false]) func evaluatedAtRegistrationAsAtAssertion(
+        pinProtocol: PinUvAuthProtocol, uv: Bool
+    ) async throws {
+        let harness = Harness()
+        let salts = [UInt8](repeating: 7, count: 32) + [UInt8](repeating: 8, count: 32)
+        let (input, shared) = try await Self.input(harness, salts, pinProtocol: pinProtocol)
+        // Not discoverable, so `uv: false` makes it without verification (makeCredUvNotRqd).
+        let made = try await harness.send(
+            .makeCredential,
+            Fixtures.makeCredential(
+                options: ["uv": .bool(uv)], extra: [6: ["hmac-secret": true, "hmac-secret-mc": input]]))
+        try #require(made.status == 0)
+        let authData = try AuthenticatorData(bytes: try #require(made.body?[2]?.bytesValue))
+        let credentialID = try #require(authData.attestedCredentialData?.credentialID)
+        #expect(authData.flags.contains(.userVerified) == uv)
+        #expect(authData.extensions?["hmac-secret"] == true)
+        let atRegistration = try Self.output(
+            made.body, shared: shared, pinProtocol: pinProtocol, name: "hmac-secret-mc")
+        #expect(atRegistration.count == 64)
+
+        let (assertionInput, assertionShared) = try await Self.input(harness, salts, pinProtocol: pinProtocol)
+        let (status, body) = try await harness.send(
+            .getAssertion,
+            Fixtures.getAssertion(
+                allowList: [credentialID], options: ["uv": .bool(uv)], extra: [4: ["hmac-secret": assertionInput]]))
+        try #require(status == 0)
+        #expect(try Self.output(body, shared: assertionShared, pinProtocol: pinProtocol) == atRegistration)
+    }
+
+    /// hmac-secret-mc without `"hmac-secret": true` is ignored; with a bad saltAuth it is refused before anyone is
+    /// asked and nothing is stored.
+    @Test func registrationInputWithoutHMACSecretOrWithABadMACIsNotEvaluated() async throws {
+        let harness = Harness()
+        let (input, _) = try await Self.input(harness, [UInt8](repeating: 1, count: 32), pinProtocol: .two)
+        let alone = try await harness.send(
+            .makeCredential, Fixtures.makeCredential(extra: [6: ["hmac-secret-mc": input]]))
+        try #require(alone.status == 0)
+        #expect(try AuthenticatorData(bytes: try #require(alone.body?[2]?.bytesValue)).extensions == nil)
+
+        var badAuth = try #require(input.mapValue)
+        badAuth[3] = .bytes([UInt8](repeating: 0, count: 32))
+        let asked = harness.user.requests.count
+        let refused = try await harness.send(
+            .makeCredential,
+            Fixtures.makeCredential(
+                userID: [9], extra: [6: ["hmac-secret": true, "hmac-secret-mc": .map(badAuth)]]))
+        #expect(refused.status == 0x33)
+        #expect(harness.user.requests.count == asked)
+        #expect(try harness.store.allCredentials().count == 1)
     }
 
     @Test(arguments: ClientPINTests.protocols) func outputsAreStablePerCredentialAndDependOnUV(

@@ -31,11 +31,15 @@ struct PinOnlySecurityKeyTests {
         #expect(status == 0)
         let expected: CBORValue = [
             1: ["FIDO_2_0", "FIDO_2_1"],
-            2: ["credProtect", "hmac-secret", "credBlob", "largeBlobKey", "minPinLength"],
+            2: [
+                "credProtect", "hmac-secret", "hmac-secret-mc", "credBlob", "largeBlobKey", "minPinLength",
+                "thirdPartyPayment",
+            ],
             3: .bytes([UInt8](hex: "8391e37832c74aa5ad166f0cf4ad7b23")!),
             4: [
                 "rk": true, "up": true, "clientPin": false, "pinUvAuthToken": true, "makeCredUvNotRqd": true,
-                "credMgmt": true, "authnrCfg": true, "setMinPINLength": true, "alwaysUv": false, "largeBlobs": true,
+                "credMgmt": true, "perCredMgmtRO": true, "authnrCfg": true, "setMinPINLength": true, "alwaysUv": false,
+                "largeBlobs": true,
             ],
             5: 7609,
             6: [2, 1],

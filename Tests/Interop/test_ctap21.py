@@ -2,7 +2,7 @@
 
 ClientPin (PIN/UV auth protocols one and two), CredentialManagement, Config and LargeBlobs drive
 `passkey serve --udp`, and Fido2Client runs the WebAuthn extensions (credProtect, prf over
-hmac-secret, credBlob, largeBlob). Every PIN error path is checked for the spec's status code.
+hmac-secret and, at registration, hmac-secret-mc, credBlob, largeBlob). Every PIN error path is checked for the spec's status code.
 `passkey serve --yes` approves built-in user verification, so Fido2Client takes UV tokens.
 """
 
@@ -84,10 +84,12 @@ def expect_error(code, call, *args, **kwargs):
 def test_get_info_reports_exactly_what_is_implemented(device):
     info = Ctap2(device).get_info()
     assert info.versions == ["FIDO_2_0", "FIDO_2_1"]
-    assert info.extensions == ["credProtect", "hmac-secret", "credBlob", "largeBlobKey", "minPinLength"]
+    assert info.extensions == [
+        "credProtect", "hmac-secret", "hmac-secret-mc", "credBlob", "largeBlobKey", "minPinLength", "thirdPartyPayment"
+    ]
     assert info.options == {
         "rk": True, "up": True, "uv": True, "clientPin": False, "pinUvAuthToken": True,
-        "makeCredUvNotRqd": True, "credMgmt": True, "authnrCfg": True, "uvAcfg": True,
+        "makeCredUvNotRqd": True, "credMgmt": True, "perCredMgmtRO": True, "authnrCfg": True, "uvAcfg": True,
         "setMinPINLength": True, "alwaysUv": False, "largeBlobs": True,
     }
     assert info.pin_uv_protocols == [2, 1]
@@ -106,7 +108,8 @@ def test_get_info_reports_exactly_what_is_implemented(device):
     assert info.attestation_formats == ["packed"] and info.transports_for_reset == ["usb"]
     assert info.pin_complexity_policy is False and info.max_pin_length == 63
     assert info.authenticator_config_commands == [2, 3]
-    assert info.uv_count_since_pin is None and info.enc_identifier is None and info.enc_cred_store_state is None
+    # No built-in verification yet; no persistent token was ever issued, so nothing to encrypt to it.
+    assert info.uv_count_since_pin == 0 and info.enc_identifier is None and info.enc_cred_store_state is None
     assert info.long_touch_for_reset is False
 
 
@@ -240,6 +243,74 @@ def test_credential_management(device):
     # Without the cm permission.
     other = client_pin.get_uv_token(PERM.GET_ASSERTION, RP_ID)
     expect_error(ERR.PIN_AUTH_INVALID, CredentialManagement(ctap, client_pin.protocol, other).get_metadata)
+
+
+def test_persistent_read_only_token_lists_passkeys_after_a_restart_without_the_pin(store_dir):
+    """CTAP 2.2 pcmr through python-fido2 2.x: a persistent token taken once with the PIN lists the passkeys after
+    the key restarts, decrypts getInfo's encIdentifier and encCredStoreState (Info.get_identifier and
+    get_cred_store_state), cannot delete, and stops working when the PIN changes."""
+    path = os.path.join(store_dir, "pcmr.sqlite")
+    first = Server(path)
+    try:
+        ctap = Ctap2(first.device())
+        client_pin = ClientPin(ctap, PinProtocolV2())
+        client_pin.set_pin("2468")
+        for name in ("alice", "bob"):
+            make_credential(ctap, name, name.encode(), token=client_pin.get_pin_token("2468", PERM.MAKE_CREDENTIAL, RP_ID),
+                            protocol=client_pin.protocol)
+        assert CredentialManagement.is_readonly_supported(ctap.info)
+        expect_error(ERR.UNAUTHORIZED_PERMISSION, client_pin.get_pin_token, "2468",
+                     PERM.PERSISTENT_CREDENTIAL_MGMT | PERM.CREDENTIAL_MGMT)
+        persistent = client_pin.get_pin_token("2468", PERM.PERSISTENT_CREDENTIAL_MGMT)
+        info = ctap.get_info()
+        identifier = info.get_identifier(persistent)
+        state = info.get_cred_store_state(persistent)
+        assert len(identifier) == 16 and len(state) == 16
+    finally:
+        first.stop()
+
+    second = Server(path)
+    try:
+        ctap = Ctap2(second.device())
+        credman = CredentialManagement(ctap, PinProtocolV2(), persistent)
+        assert credman.get_metadata()[CredentialManagement.RESULT.EXISTING_CRED_COUNT] == 2
+        creds = credman.enumerate_creds(sha256(RP_ID.encode()))
+        assert sorted(c[CredentialManagement.RESULT.USER]["name"] for c in creds) == ["alice", "bob"]
+        assert all(c[CredentialManagement.RESULT.THIRD_PARTY_PAYMENT] is False for c in creds)
+        info = ctap.get_info()
+        assert info.get_identifier(persistent) == identifier
+        assert info.get_cred_store_state(persistent) == state
+        descriptor = creds[0][CredentialManagement.RESULT.CREDENTIAL_ID]
+        expect_error(ERR.PIN_AUTH_INVALID, credman.delete_cred, descriptor)
+
+        # A new passkey changes the store state; a PIN change voids the token.
+        client_pin = ClientPin(ctap, PinProtocolV2())
+        make_credential(ctap, "carol", b"carol", token=client_pin.get_pin_token("2468", PERM.MAKE_CREDENTIAL, RP_ID),
+                        protocol=client_pin.protocol)
+        info = ctap.get_info()
+        assert info.get_cred_store_state(persistent) != state and info.get_identifier(persistent) == identifier
+        client_pin.change_pin("2468", "1357")
+        expect_error(ERR.PIN_AUTH_INVALID, credman.get_metadata)
+    finally:
+        second.stop()
+
+
+def test_third_party_payment_through_python_fido2(device):
+    """CTAP 2.2 thirdPartyPayment with python-fido2's ThirdPartyPaymentExtension (the WebAuthn payment extension's
+    authenticator half): stored at registration, reported at sign-in."""
+    from fido2.ctap2.extensions import ThirdPartyPaymentExtension
+
+    client = Fido2Client(device, client_data_collector=DefaultClientDataCollector(ORIGIN),
+                         extensions=[ThirdPartyPaymentExtension()])
+    created = client.make_credential(creation_options("payer", b"user-payer", {"payment": {"isPayment": True}}))
+    auth_data = created.response.attestation_object.auth_data
+    assert auth_data.extensions == {"thirdPartyPayment": True}
+    allow = [PublicKeyCredentialDescriptor(type=PublicKeyCredentialType.PUBLIC_KEY,
+                                           id=auth_data.credential_data.credential_id)]
+    response = client.get_assertion(request_options({"payment": {"isPayment": True}}, allow)).get_response(0)
+    assert AuthenticatorData(response.response.authenticator_data).extensions == {"thirdPartyPayment": True}
+    # Built-in verification was used twice since no PIN was entered.
+    assert Ctap2(device).get_info().uv_count_since_pin >= 2
 
 
 def test_openssh_enrollment_requests(device):
@@ -385,6 +456,34 @@ def test_fido2_client_extensions(device):
     with pytest.raises(ClientError) as error:
         client.get_assertion(request_options(None, allow, uv=UserVerificationRequirement.DISCOURAGED))
     assert error.value.cause.code == ERR.NO_CREDENTIALS
+
+
+def test_prf_at_registration_through_hmac_secret_mc(device):
+    """python-fido2 2.x sends CTAP 2.2's hmac-secret-mc when getInfo lists it: the PRF comes back with the new
+    credential, and equals what an assertion with the same input gives later (both with user verification)."""
+    client = webauthn_client(device)
+    salt = b"prf input at registration"
+    created = client.make_credential(
+        creation_options("prf-user", b"user-prf", {"prf": {"eval": {"first": salt, "second": b"rollover"}}})
+    )
+    auth_data = created.response.attestation_object.auth_data
+    assert auth_data.extensions["hmac-secret"] is True
+    assert len(auth_data.extensions["hmac-secret-mc"]) in (64 + 16, 64)  # encrypted two outputs (protocol 2 has an IV)
+    prf = dict(created.client_extension_results)["prf"]
+    assert prf["enabled"] is True
+    at_registration = websafe_decode(prf["results"]["first"])
+    rollover = websafe_decode(prf["results"]["second"])
+    assert len(at_registration) == 32 and len(rollover) == 32 and at_registration != rollover
+
+    allow = [
+        PublicKeyCredentialDescriptor(type=PublicKeyCredentialType.PUBLIC_KEY, id=auth_data.credential_data.credential_id)
+    ]
+    response = client.get_assertion(
+        request_options({"prf": {"eval": {"first": salt, "second": b"rollover"}}}, allow)
+    ).get_response(0)
+    results = dict(response.client_extension_results)["prf"]["results"]
+    assert websafe_decode(results["first"]) == at_registration
+    assert websafe_decode(results["second"]) == rollover
 
 
 def test_large_blobs_with_python_fido2(device):

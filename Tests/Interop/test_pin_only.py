@@ -83,8 +83,10 @@ def test_get_info_offers_no_built_in_user_verification(pin_only):
     assert "uv" not in info.options and "uvAcfg" not in info.options
     assert info.options == {
         "rk": True, "up": True, "clientPin": False, "pinUvAuthToken": True, "makeCredUvNotRqd": True,
-        "credMgmt": True, "authnrCfg": True, "setMinPINLength": True, "alwaysUv": False, "largeBlobs": True,
+        "credMgmt": True, "perCredMgmtRO": True, "authnrCfg": True, "setMinPINLength": True, "alwaysUv": False,
+        "largeBlobs": True,
     }
+    assert info.uv_count_since_pin is None  # no built-in verification to count
     assert info.transports == ["usb"] and info.pin_uv_protocols == [2, 1]
 
 

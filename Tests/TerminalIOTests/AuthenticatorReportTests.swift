@@ -17,7 +17,8 @@ struct AuthenticatorReportTests {
     /// The getInfo options of a security key without a PIN, as a platform reads them.
     static let keyOptions: [String: Bool] = [
         "rk": true, "up": true, "clientPin": false, "pinUvAuthToken": true, "makeCredUvNotRqd": true,
-        "credMgmt": true, "authnrCfg": true, "setMinPINLength": true, "alwaysUv": false, "largeBlobs": true,
+        "credMgmt": true, "perCredMgmtRO": true, "authnrCfg": true, "setMinPINLength": true, "alwaysUv": false,
+        "largeBlobs": true,
     ]
 
     static func options(_ value: JSONValue?) -> [String: Bool] {
