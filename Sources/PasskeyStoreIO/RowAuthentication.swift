@@ -11,6 +11,11 @@ import Foundation
 ///   row is reported as damaged instead of being used.
 /// - The settings row: an HMAC-SHA-256 of its columns under a key derived from the store key with HKDF.
 ///
+/// Columns added after version 3 (from version 5: a credential's thirdPartyPayment flag, the settings row's sealed
+/// device secret) are authenticated only when set, that is not NULL and not the integer 0: a row written before
+/// them reads exactly as it did, and the upgrade adds the columns without rewriting a row. Setting or clearing one
+/// in the file still changes what is authenticated, so the row then fails its check like any other change.
+///
 /// There is no sign counter to cover: the authenticator always reports 0 (a software authenticator whose keys may be
 /// copied cannot promise a monotonic counter), so nothing in a row changes on getAssertion.
 enum RowAuthentication {
@@ -57,16 +62,34 @@ enum RowAuthentication {
         }
     }
 
+    /// Whether a column added after version 3 is set, and so authenticated.
+    static func isSet(_ value: SQLiteValue) -> Bool {
+        switch value {
+        case .null: false
+        case .integer(let integer): integer != 0
+        default: true
+        }
+    }
+
+    /// `encode` of the first `alwaysAuthenticated` values, then of each later one that is set.
+    static func encode(_ label: [UInt8], _ values: [SQLiteValue], alwaysAuthenticated: Int) -> [UInt8] {
+        encode(label, Array(values.prefix(alwaysAuthenticated)) + values.dropFirst(alwaysAuthenticated).filter(isSet))
+    }
+
     /// The associated data that binds a sealed key to its row (`values` in `CredentialColumn` order).
     static func credentialAAD(_ values: [SQLiteValue]) -> [UInt8] {
-        encode(credentialLabel, values)
+        encode(credentialLabel, values, alwaysAuthenticated: CredentialColumn.alwaysAuthenticated)
     }
 
     /// `credentialAAD` of a row of `SQL.credentialColumns` as SQLite holds it, without decoding it first.
     static func credentialAAD(row: SQLiteRow) -> [UInt8] {
         var bytes = credentialLabel
         bytes.reserveCapacity(credentialLabel.count + 256)
-        for column in 1...Int32(CredentialColumn.allCases.count) {
+        for column in 1...Int32(CredentialColumn.alwaysAuthenticated) {
+            row.appendEncoded(column, to: &bytes)
+        }
+        for column in Int32(CredentialColumn.alwaysAuthenticated + 1)...Int32(CredentialColumn.allCases.count)
+        where isSet(row.value(column)) {
             row.appendEncoded(column, to: &bytes)
         }
         return bytes
@@ -120,7 +143,8 @@ enum RowAuthentication {
     static func settingsMAC(
         _ values: [SQLiteValue], with keyring: any StoreKeyring
     ) throws(CredentialStoreError) -> [UInt8] {
-        try keyring.authenticationCode(encode(settingsLabel, values), use: .settings)
+        try keyring.authenticationCode(
+            encode(settingsLabel, values, alwaysAuthenticated: SettingsRecord.alwaysAuthenticated), use: .settings)
     }
 
     /// Whether `mac` is the MAC of `values`, compared in constant time.

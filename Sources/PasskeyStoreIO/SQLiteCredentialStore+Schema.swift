@@ -71,6 +71,8 @@ extension SQLiteCredentialStore {
     ///   PIN hash opens (a missing row becomes the defaults: no PIN, eight retries, as version 2 read it); one that
     ///   does not open is left without a MAC, so it stays refused as damaged.
     /// - Version 3 → 4 adds the `passwords` table; no existing row changes.
+    /// - Version 4 → 5 adds thirdPartyPayment, the device secret and the notes columns; no existing row changes (the
+    ///   new columns are authenticated only when set, `RowAuthentication`).
     static func migrate(
         _ connection: SQLiteConnection, from version: Int64, path: String, keyring: any StoreKeyring
     ) throws(CredentialStoreError) {
@@ -86,10 +88,16 @@ extension SQLiteCredentialStore {
             }
             if current < 3 {
                 try sql(action) { () throws(SQLiteFailure) in try connection.execute(SQL.version3) }
-                try authenticateRows(connection, action: action, keyring: keyring)
             }
             if current < 4 {
                 try sql(action) { () throws(SQLiteFailure) in try connection.execute(SQL.version4) }
+            }
+            if current < 5 {
+                try sql(action) { () throws(SQLiteFailure) in try connection.execute(SQL.version5) }
+            }
+            // With every column in place, since the statements that read and write rows name them all.
+            if current < 3 {
+                try authenticateRows(connection, action: action, keyring: keyring)
             }
             try sql(action) { () throws(SQLiteFailure) in
                 try connection.execute("PRAGMA user_version = \(schemaVersion)")

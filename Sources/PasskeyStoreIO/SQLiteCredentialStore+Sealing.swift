@@ -23,7 +23,8 @@ extension SQLiteCredentialStore {
             let milliseconds = record.integer(.creationMilliseconds), let sealed = record.sealedPrivateKey,
             let protectionLevel = record.integer(.credentialProtection),
             let protection = CredentialProtection(rawValue: Int(protectionLevel)),
-            let hmacSecret = record.integer(.hmacSecret), let largeBlobKey = record.integer(.largeBlobKey)
+            let hmacSecret = record.integer(.hmacSecret), let largeBlobKey = record.integer(.largeBlobKey),
+            let thirdPartyPayment = record.integer(.thirdPartyPayment)
         else {
             return .damaged(record.damaged(.missingFields))
         }
@@ -53,7 +54,8 @@ extension SQLiteCredentialStore {
             credentialProtection: protection,
             credentialBlob: record.blob(.credentialBlob),
             hmacSecret: hmacSecret != 0,
-            largeBlobKey: largeBlobKey != 0
+            largeBlobKey: largeBlobKey != 0,
+            thirdPartyPayment: thirdPartyPayment != 0
         )
         keys.insert(credential, sealed: sealed, aad: aad, readAt: version)
         return .intact(credential)
@@ -63,6 +65,8 @@ extension SQLiteCredentialStore {
 
     /// The associated data of the PIN hash's seal.
     private static let pinHashAAD = Array("passkey-store-pin-hash".utf8)
+    /// The associated data of the device secret's seal (schema version 5).
+    private static let deviceSecretAAD = Array("passkey-store-device-secret v5".utf8)
 
     /// The values to bind to `SQL.upsertSettings` for `settings`: the columns, the PIN hash sealed, then the MAC.
     static func settingsRow(
@@ -72,7 +76,7 @@ extension SQLiteCredentialStore {
         guard (0...AuthenticatorSettings.maximumPINRetries).contains(settings.pinRetries),
             (0...AuthenticatorSettings.maximumUVRetries).contains(settings.uvRetries),
             (4...63).contains(settings.minimumPINLength), (0...63).contains(settings.pinCodePointCount),
-            settings.pinHash.map({ $0.count == 16 }) ?? true
+            settings.pinHash.map({ $0.count == 16 }) ?? true, settings.deviceSecret.map({ $0.count == 32 }) ?? true
         else {
             throw CredentialStoreError(.io, "cannot \(action): a value is out of range")
         }
@@ -92,6 +96,9 @@ extension SQLiteCredentialStore {
             .text(String(decoding: relyingParties, as: UTF8.self)),
             .integer(settings.alwaysUV ? 1 : 0),
             .integer(settings.forcePINChange ? 1 : 0),
+            try settings.deviceSecret.map { (secret) throws(CredentialStoreError) in
+                SQLiteValue.blob(try keyring.seal(secret, aad: deviceSecretAAD, use: .rows))
+            } ?? .null,
         ]
         return values + [.blob(try RowAuthentication.settingsMAC(values, with: keyring))]
     }
@@ -122,6 +129,14 @@ extension SQLiteCredentialStore {
             }
             pinHash = Array(opened)
         }
+        var deviceSecret: [UInt8]? = nil
+        if let sealed = record.blob(8) {
+            guard let opened = try keyring.open(sealed, aad: deviceSecretAAD, use: .rows), opened.count == 32 else {
+                throw CredentialStoreError(
+                    .corrupt, "the device secret fails its integrity check: the store was damaged or tampered with")
+            }
+            deviceSecret = Array(opened)
+        }
         return AuthenticatorSettings(
             pinHash: pinHash,
             pinCodePointCount: Int(pinCodePoints),
@@ -130,7 +145,8 @@ extension SQLiteCredentialStore {
             minimumPINLength: Int(minimumPINLength),
             minimumPINLengthRelyingParties: relyingParties,
             alwaysUV: alwaysUV != 0,
-            forcePINChange: forcePINChange != 0
+            forcePINChange: forcePINChange != 0,
+            deviceSecret: deviceSecret
         )
     }
 

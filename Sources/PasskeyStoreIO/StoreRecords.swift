@@ -5,6 +5,11 @@ import Foundation
 enum CredentialColumn: Int, CaseIterable {
     case id, relyingPartyID, relyingPartyName, userHandle, userName, userDisplayName, discoverable, backupEligible
     case backupState, creationMilliseconds, credentialProtection, credentialBlob, hmacSecret, largeBlobKey
+    /// Schema version 5: authenticated only when set (``RowAuthentication/credentialAAD(_:)``).
+    case thirdPartyPayment
+
+    /// The columns every version 3 and 4 seal covered; those after them count only when set.
+    static let alwaysAuthenticated = CredentialColumn.thirdPartyPayment.rawValue
 }
 
 /// A credentials row as read, before validation; every column is kept as stored because the file may be damaged.
@@ -51,13 +56,18 @@ struct CredentialRecord {
 
 /// The settings row as read.
 struct SettingsRecord {
+    /// The columns of `SQL.settingsColumns`: the eight every version 3 and 4 MAC covered, then the sealed device
+    /// secret (version 5), which the MAC covers only when set.
+    static let columnCount = 9
+    static let alwaysAuthenticated = 8
+
     /// The columns the MAC covers, in `SQL.settingsColumns` order.
     var values: [SQLiteValue]
     var mac: [UInt8]?
 
     init(_ row: SQLiteRow) {
-        values = (0..<8).map { row.value($0) }
-        mac = row.blob(8)
+        values = (0..<Self.columnCount).map { row.value(Int32($0)) }
+        mac = row.blob(Int32(Self.columnCount))
     }
 
     func blob(_ index: Int) -> [UInt8]? {
@@ -133,6 +143,7 @@ extension SQLiteCredentialStore {
             credential.credentialBlob.map(SQLiteValue.blob) ?? .null,
             .integer(credential.hmacSecret ? 1 : 0),
             .integer(credential.largeBlobKey ? 1 : 0),
+            .integer(credential.thirdPartyPayment ? 1 : 0),
         ]
     }
 }

@@ -31,6 +31,7 @@ enum SQL {
         \(version2)
         \(version3)
         \(version4)
+        \(version5)
         """
 
     /// Schema version 2 (CTAP 2.1), both for new stores and as the in-place upgrade of version 1: per-credential
@@ -79,6 +80,18 @@ enum SQL {
         CREATE UNIQUE INDEX passwords_by_account ON passwords (service, user_name);
         """
 
+    /// Schema version 5 (CTAP 2.2 and notes): a credential's thirdPartyPayment flag, the sealed device secret the
+    /// persistent read-only token derives from (``AuthenticatorSettings/deviceSecret``), and a sealed note per passkey
+    /// and per password. The new credential and settings columns are authenticated only when set (`RowAuthentication`),
+    /// so every row written before reads unchanged and the upgrade rewrites none.
+    static let version5 = """
+        ALTER TABLE credentials ADD COLUMN third_party_payment INTEGER NOT NULL DEFAULT 0
+            CHECK (third_party_payment IN (0, 1));
+        ALTER TABLE credentials ADD COLUMN sealed_note BLOB;
+        ALTER TABLE passwords ADD COLUMN sealed_note BLOB;
+        ALTER TABLE authenticator_settings ADD COLUMN sealed_device_secret BLOB;
+        """
+
     /// The password columns the seal authenticates, in `PasswordColumn` order.
     static let passwordAuthenticatedColumns = "password_id, service, user_name, created_ms, modified_ms, rank"
     static let passwordColumns = "seq, \(passwordAuthenticatedColumns), sealed_password"
@@ -99,14 +112,14 @@ enum SQL {
     /// The settings columns the MAC covers, in `SettingsRecord` order.
     static let settingsColumns = """
         sealed_pin_hash, pin_code_points, pin_retries, uv_retries, min_pin_length, min_pin_length_rp_ids, always_uv,
-        force_pin_change
+        force_pin_change, sealed_device_secret
         """
 
     static let selectSettings = "SELECT \(settingsColumns), mac FROM authenticator_settings"
 
     static let upsertSettings = """
         INSERT OR REPLACE INTO authenticator_settings (singleton, \(settingsColumns), mac)
-        VALUES (1, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+        VALUES (1, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
         """
 
     static let selectLargeBlobArray = "SELECT serialized FROM large_blob_array"
@@ -128,7 +141,7 @@ enum SQL {
     /// authenticates.
     static let authenticatedColumns = """
         credential_id, rp_id, rp_name, user_handle, user_name, user_display_name, discoverable, backup_eligible,
-        backup_state, created_ms, cred_protect, cred_blob, hmac_secret, large_blob_key
+        backup_state, created_ms, cred_protect, cred_blob, hmac_secret, large_blob_key, third_party_payment
         """
 
     static let credentialColumns = "seq, \(authenticatedColumns), sealed_private_key"
@@ -141,13 +154,13 @@ enum SQL {
 
     static let insert = """
         INSERT INTO credentials (\(authenticatedColumns), sealed_private_key)
-        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
         """
 
     /// An import's insert: a credential ID already in the store is left as it is (0 changes).
     static let insertUnlessPresent = """
         INSERT INTO credentials (\(authenticatedColumns), sealed_private_key)
-        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
         ON CONFLICT (credential_id) DO NOTHING
         """
 
@@ -160,12 +173,20 @@ enum SQL {
     static let updateSealedKey = "UPDATE credentials SET sealed_private_key = ? WHERE seq = ?"
     static let deleteAll = "DELETE FROM credentials"
 
+    static let selectNote = "SELECT sealed_note FROM credentials WHERE credential_id = ?"
+    static let updateNote = "UPDATE credentials SET sealed_note = ? WHERE credential_id = ?"
+    static let selectNotes = "SELECT credential_id, sealed_note FROM credentials WHERE sealed_note IS NOT NULL"
+    static let selectPasswordNote = "SELECT sealed_note FROM passwords WHERE password_id = ?"
+    static let updatePasswordNote = "UPDATE passwords SET sealed_note = ? WHERE password_id = ?"
+    static let selectPasswordNotes = "SELECT password_id, sealed_note FROM passwords WHERE sealed_note IS NOT NULL"
+
     /// The statements `open` prepares to prove the schema has every column they use.
     static let all = [
         selectMeta, selectByID, selectByRelyingParty, selectAll, insert, insertUnlessPresent, deleteDiscoverable,
         deleteByID, deleteAll,
         selectSettings, upsertSettings, updateUser, updateSealedKey, selectLargeBlobArray, upsertLargeBlobArray,
         deleteLargeBlobArray, selectPasswords, selectPasswordsOfService, selectPassword, selectPasswordByID,
-        insertPassword, updatePassword, deletePassword, maximumPasswordRank,
+        insertPassword, updatePassword, deletePassword, maximumPasswordRank, selectNote, updateNote, selectNotes,
+        selectPasswordNote, updatePasswordNote, selectPasswordNotes,
     ]
 }

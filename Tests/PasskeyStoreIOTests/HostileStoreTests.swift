@@ -96,7 +96,21 @@ struct HostileStoreTests {
         "cred_protect = 1", "rp_id = 'evil.example'", "discoverable = 0", "backup_eligible = 1, backup_state = 1",
         "hmac_secret = 0", "large_blob_key = 0", "cred_blob = x'00'", "user_handle = x'09'", "user_name = 'mallory'",
         "user_display_name = NULL", "rp_name = 'Evil'", "created_ms = 0", "credential_id = x'00112233'",
+        "third_party_payment = 0",
     ]
+
+    /// A column added in schema version 5 is authenticated only when set: setting it in the file on a row written
+    /// without it is a change like any other.
+    @Test func settingThirdPartyPaymentOnARowWithoutItIsNeverUsed() async throws {
+        let scratch = try Scratch()
+        let store = try scratch.makeStore()
+        let credential = makeCredential()
+        try store.save(credential)
+        expectSame(try store.credential(id: credential.id), credential)
+        try await execute("UPDATE credentials SET third_party_payment = 1", on: scratch.url())
+        #expect(try store.allCredentials().isEmpty)
+        #expect(try store.credential(id: credential.id) == nil)
+    }
 
     @Test(arguments: rowChanges)
     func aRowChangedWithoutThePassphraseIsNeverUsed(change: String) async throws {
@@ -119,6 +133,7 @@ struct HostileStoreTests {
         "UPDATE authenticator_settings SET pin_retries = 8", "UPDATE authenticator_settings SET always_uv = 0",
         "UPDATE authenticator_settings SET uv_retries = 8", "UPDATE authenticator_settings SET min_pin_length = 4",
         "UPDATE authenticator_settings SET sealed_pin_hash = NULL, pin_code_points = 0",
+        "UPDATE authenticator_settings SET sealed_device_secret = NULL",
         "DELETE FROM authenticator_settings",
     ])
     func settingsChangedWithoutThePassphraseAreRefused(change: String) async throws {
@@ -126,8 +141,9 @@ struct HostileStoreTests {
         let store = try scratch.makeStore()
         let settings = AuthenticatorSettings(
             pinHash: [UInt8](repeating: 3, count: 16), pinCodePointCount: 6, pinRetries: 2, uvRetries: 1,
-            minimumPINLength: 6, alwaysUV: true)
+            minimumPINLength: 6, alwaysUV: true, deviceSecret: [UInt8](repeating: 5, count: 32))
         try store.saveSettings(settings)
+        #expect(try store.settings() == settings)
         try await execute(change, on: scratch.url())
         #expect(throws: CredentialStoreError.self, "\(change) was accepted") { try store.settings() }
         store.close()

@@ -251,7 +251,7 @@ struct PasswordVaultTests {
         let url = try Self.versionThreeStore(in: scratch)
         #expect(try await SettingsAndMigrationTests.userVersion(url) == "3")
         let store = try SQLiteCredentialStore.open(at: url, passphrase: SettingsAndMigrationTests.fixturePassphrase)
-        #expect(try await SettingsAndMigrationTests.userVersion(url) == "4")
+        #expect(try await SettingsAndMigrationTests.userVersion(url) == String(SQLiteCredentialStore.schemaVersion))
         let passkeys = try store.allCredentials()
         #expect(passkeys.map(\.userName) == ["bob", "alice"])
         #expect(

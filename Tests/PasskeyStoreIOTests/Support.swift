@@ -93,6 +93,11 @@ func expectSame(
         abs(actual.creationDate.timeIntervalSince(expected.creationDate)) < 0.001,
         sourceLocation: sourceLocation
     )
+    #expect(actual.credentialProtection == expected.credentialProtection, sourceLocation: sourceLocation)
+    #expect(actual.credentialBlob == expected.credentialBlob, sourceLocation: sourceLocation)
+    #expect(actual.hmacSecret == expected.hmacSecret, sourceLocation: sourceLocation)
+    #expect(actual.largeBlobKey == expected.largeBlobKey, sourceLocation: sourceLocation)
+    #expect(actual.thirdPartyPayment == expected.thirdPartyPayment, sourceLocation: sourceLocation)
 }
 
 /// The SHA-256 of a file's bytes, to prove a failed open changed nothing.
@@ -149,5 +154,6 @@ func makeFullyProtectedCredential() -> StoredCredential {
     credential.credentialBlob = [7, 7]
     credential.hmacSecret = true
     credential.largeBlobKey = true
+    credential.thirdPartyPayment = true
     return credential
 }
