@@ -118,16 +118,32 @@ extension CXF.Credential {
     init(json: JSONValue, path: String) throws(ExchangeError) {
         let fields = try JSONFields(json, path: path)
         let type = try fields.requiredString("type")
-        guard type == CXF.Passkey.type else {
+        switch type {
+        case CXF.Passkey.type:
+            self = .passkey(try CXF.Passkey(fields: fields))
+        case CXF.Credential.noteType:
+            // A note whose content is not a string field is kept as an unknown credential: counted as skipped.
+            guard case .object(let members)? = fields.value("content"),
+                case .string(let value)? = members.first(where: { $0.key == "value" })?.value,
+                members.first(where: { $0.key == "fieldType" }).map({ $0.value == .string("string") }) ?? true
+            else {
+                self = .other(type: type, json)
+                return
+            }
+            self = .note(value)
+        default:
             self = .other(type: type, json)
-            return
         }
-        self = .passkey(try CXF.Passkey(fields: fields))
     }
 
     var json: JSONValue {
         switch self {
         case .passkey(let passkey): passkey.json
+        case .note(let text):
+            .object([
+                .init("type", .string(CXF.Credential.noteType)),
+                .init("content", .object([.init("fieldType", .string("string")), .init("value", .string(text))])),
+            ])
         case .other(_, let json): json
         }
     }

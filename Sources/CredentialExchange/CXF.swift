@@ -110,13 +110,19 @@ public enum CXF {
     public enum Credential: Sendable {
         /// `"type": "passkey"`.
         case passkey(Passkey)
+        /// `"type": "note"`: a person's text about the item, `{"content": {"fieldType": "string", "value": …}}`.
+        /// Carried with the passkeys of its item (`passkey note`).
+        case note(String)
         /// Any other type, kept whole (its `type` member included) so that it can be counted or passed on.
         case other(type: String, JSONValue)
+
+        public static let noteType = "note"
 
         /// The `type` member.
         public var type: String {
             switch self {
             case .passkey: Passkey.type
+            case .note: Self.noteType
             case .other(let type, _): type
             }
         }
@@ -228,12 +234,20 @@ extension CXF.Header {
         return found
     }
 
-    /// How many credentials of each type other than `passkey` the document holds: what an import skips.
+    /// How many credentials of each type the document holds that an import does not carry: every type other than
+    /// `passkey`, and notes of items without a passkey.
     public var otherCredentialCounts: [String: Int] {
         var counts: [String: Int] = [:]
         for account in accounts {
             for item in account.items {
-                for case .other(let type, _) in item.credentials { counts[type, default: 0] += 1 }
+                let hasPasskey = item.credentials.contains { if case .passkey = $0 { true } else { false } }
+                for credential in item.credentials {
+                    switch credential {
+                    case .passkey: break
+                    case .note: if !hasPasskey { counts[CXF.Credential.noteType, default: 0] += 1 }
+                    case .other(let type, _): counts[type, default: 0] += 1
+                    }
+                }
             }
         }
         return counts

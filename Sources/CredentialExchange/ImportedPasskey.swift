@@ -12,11 +12,14 @@ public struct ImportedPasskey: Sendable {
     public var location: String
     /// What did not come across and the user should know (a signature counter reset, PRF values not kept).
     public var notes: [String]
+    /// The person's own note about it: a CXF `note` in the same item (`passkey note`).
+    public var note: String?
 
-    public init(credential: StoredCredential, location: String, notes: [String] = []) {
+    public init(credential: StoredCredential, location: String, notes: [String] = [], note: String? = nil) {
         self.credential = credential
         self.location = location
         self.notes = notes
+        self.note = note
     }
 }
 
@@ -144,8 +147,10 @@ extension CXF.Header {
     ///
     /// Credentials that are not backup eligible (BE = 0) are single-device credentials by their own flag and are
     /// left out; the caller counts them (`exportable(_:)`).
+    /// `notes` are the passkeys' notes by credential ID, each written as a `note` credential in its passkey's item.
     public init(
-        exporting credentials: [StoredCredential], exporterRpId: String, exporterDisplayName: String, at date: Date
+        exporting credentials: [StoredCredential], notes: [[UInt8]: String] = [:], exporterRpId: String,
+        exporterDisplayName: String, at date: Date
     ) {
         let items = credentials.map { credential in
             let created = UInt64(max(0, credential.creationDate.timeIntervalSince1970))
@@ -154,13 +159,16 @@ extension CXF.Header {
                 title: credential.relyingPartyName ?? credential.relyingPartyID,
                 subtitle: credential.userName,
                 scope: .object([.init("urls", .array([.string("https://\(credential.relyingPartyID)")]))]),
-                credentials: [.passkey(CXF.Passkey(credential))])
+                credentials: [.passkey(CXF.Passkey(credential))] + (notes[credential.id].map { [.note($0)] } ?? []))
         }
         self.init(
             exporterRpId: exporterRpId, exporterDisplayName: exporterDisplayName,
             timestamp: UInt64(max(0, date.timeIntervalSince1970)),
             accounts: [CXF.Account(id: Array("passkey".utf8), username: "", email: "", items: items)])
     }
+
+    /// The longest note an import carries, in UTF-8 bytes (the store's limit).
+    public static let maximumNoteLength = 10_000
 
     /// Splits credentials into those an export may carry and those it must not (BE = 0).
     public static func exportable(_ credentials: [StoredCredential]) -> (
@@ -188,7 +196,16 @@ extension CXF.Header {
                 if passkey.fido2Extensions?.largeBlob != nil {
                     draft.notes.append("its largeBlob is not imported (this store keeps no per-passkey blobs)")
                 }
-                passkeys.append(try draft.checked(location: location))
+                var imported = try draft.checked(location: location)
+                let note = item.credentials.lazy.compactMap { if case .note(let text) = $0 { text } else { nil } }
+                    .first
+                if let note, note.utf8.count > Self.maximumNoteLength {
+                    imported.notes.append(
+                        "its note is not kept: it is longer than \(Self.maximumNoteLength) bytes")
+                } else {
+                    imported.note = note
+                }
+                passkeys.append(imported)
             } catch {
                 problems +=
                     error.problems.isEmpty ? [EntryProblem(location: location, reason: error.message)] : error.problems

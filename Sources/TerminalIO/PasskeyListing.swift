@@ -17,7 +17,7 @@ public enum PasskeyListing {
     }
 
     /// Three lines per passkey of the index: site and account, credential ID, then what kind it is and its dates.
-    public static func lines(_ identities: [CredentialIdentity]) -> [String] {
+    public static func lines(_ identities: [CredentialIdentity], notes: [[UInt8]: String] = [:]) -> [String] {
         let dates = ISO8601DateFormatter()
         return identities.flatMap { identity in
             var details = [identity.isDiscoverable ? "discoverable" : "server-side (needs allowList)"]
@@ -27,12 +27,14 @@ public enum PasskeyListing {
             return [
                 heading(identity.serviceIdentifier, identity.userName, identity.userDisplayName),
                 "    id \(identity.credentialID.base64URLEncodedString)", "    " + details.joined(separator: ", "),
-            ]
+            ] + NoteLines.lines(notes[identity.credentialID])
         }
     }
 
     /// The index's passkeys in the fields `--verify --json` uses for them (no public key: the index has none).
-    public static func jsonObjects(_ identities: [CredentialIdentity]) -> [[String: Any]] {
+    public static func jsonObjects(
+        _ identities: [CredentialIdentity], notes: [[UInt8]: String] = [:]
+    ) -> [[String: Any]] {
         let dates = ISO8601DateFormatter()
         return identities.map { identity in
             var object: [String: Any] = [
@@ -43,13 +45,14 @@ public enum PasskeyListing {
             object["userName"] = identity.userName
             object["userDisplayName"] = identity.userDisplayName
             object["lastUsed"] = identity.lastUsedDate.map { dates.string(from: $0) }
+            object["note"] = notes[identity.credentialID]
             return object
         }
     }
 
     /// The store's rows: three lines each. What a damaged row claims is unauthenticated: shown only to find it,
     /// escaped like the rest, with how to remove it.
-    public static func lines(_ entries: [CredentialEntry]) -> [String] {
+    public static func lines(_ entries: [CredentialEntry], notes: [[UInt8]: String] = [:]) -> [String] {
         let dates = ISO8601DateFormatter()
         return entries.flatMap { entry in
             switch entry {
@@ -60,7 +63,7 @@ public enum PasskeyListing {
                 return [
                     heading(credential.relyingPartyID, credential.userName, credential.userDisplayName),
                     "    id \(credential.id.base64URLEncodedString)", "    " + details.joined(separator: ", "),
-                ]
+                ] + NoteLines.lines(notes[credential.id])
             case .damaged(let damaged):
                 let claimed = [damaged.relyingPartyID, damaged.userName].compactMap { $0 }.joined(separator: "  ")
                 return [
@@ -71,10 +74,12 @@ public enum PasskeyListing {
         }
     }
 
-    public static func jsonObjects(_ entries: [CredentialEntry]) -> [[String: Any]] {
+    public static func jsonObjects(_ entries: [CredentialEntry], notes: [[UInt8]: String] = [:]) -> [[String: Any]] {
         entries.map { entry in
             switch entry {
-            case .intact(let credential): jsonObject(credential)
+            case .intact(let credential):
+                jsonObject(credential).merging(
+                    ["note": notes[credential.id]].compactMapValues { $0 }, uniquingKeysWith: { $1 })
             case .damaged(let damaged):
                 [
                     "credentialId": damaged.id.base64URLEncodedString, "damaged": true,

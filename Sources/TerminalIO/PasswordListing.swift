@@ -14,6 +14,8 @@ public struct PasswordRow: Hashable, Sendable {
     public var modified: Date?
     public var rank: Int
     public var damaged: Bool
+    /// The login's note, when `password list --notes` read them.
+    public var note: String?
 
     public init(
         service: String, user: String, id: [UInt8], created: Date?, modified: Date?, rank: Int, damaged: Bool
@@ -74,6 +76,7 @@ public enum PasswordListing {
             }
             details.append("rank \(row.rank)")
             return ["\(row.service.terminalSafe)  \(row.user.siteChosen)", "    " + details.joined(separator: ", ")]
+                + NoteLines.lines(row.note)
         }
     }
 
@@ -87,7 +90,18 @@ public enum PasswordListing {
                     "id": .string(row.id.base64URLEncodedString), "rank": .integer(row.rank),
                     "damaged": .bool(row.damaged), "created": row.created.map { .string($0.formatted(.iso8601)) },
                     "modified": row.modified.map { .string($0.formatted(.iso8601)) },
+                    "note": row.note.map { .string($0) },
                 ])
             })
+    }
+}
+
+/// A note under a listed passkey or login: `    note  ` before its first line, its other lines indented to match.
+public enum NoteLines {
+    public static func lines(_ note: String?) -> [String] {
+        guard let note else { return [] }
+        return note.split(separator: "\n", omittingEmptySubsequences: false).enumerated().map { index, line in
+            (index == 0 ? "    note  " : "          ") + String(line).terminalSafe
+        }
     }
 }

@@ -98,6 +98,40 @@ struct CXFTests {
         #expect(error?.problems.first?.reason.contains("P-256") == true)
     }
 
+    /// A passkey's note travels as a CXF `note` credential in its item (`{"content": {"fieldType": "string",
+    /// "value": …}}`) and comes back with it; a note in an item without a passkey, or one whose content is not a
+    /// string field, is counted as skipped.
+    @Test func notesTravelInTheirPasskeysItem() throws {
+        let credential = makeCredential()
+        let other = makeCredential()
+        let document = CXF.Header(
+            exporting: [credential, other], notes: [credential.id: "line one\nline two"], exporterRpId: "passkey.local",
+            exporterDisplayName: "passkey", at: Date(timeIntervalSince1970: 1_700_000_500))
+        let text = String(decoding: document.jsonBytes, as: UTF8.self)
+        #expect(text.contains(#"{"type":"note","content":{"fieldType":"string","value":"line one\nline two"}}"#))
+        let read = try CXF.Header(jsonBytes: document.jsonBytes)
+        #expect(read.otherCredentialCounts.isEmpty)
+        let contents = try read.importContents(source: "test", wasClearText: false)
+        #expect(contents.passkeys.map(\.note) == ["line one\nline two", nil])
+
+        let alone = CXF.Credential.note("a note without a passkey")
+        let badContent = CXF.Credential.other(
+            type: "note",
+            .object([JSONMember("type", .string("note")), JSONMember("content", .string("not a field"))]))
+        let mixed = try CXF.Header(jsonBytes: self.document([alone]).jsonBytes)
+        #expect(mixed.otherCredentialCounts == ["note": 1])
+        let odd = try CXF.Header(
+            jsonBytes: self.document([.passkey(CXF.Passkey(makeCredential())), badContent]).jsonBytes)
+        #expect(odd.otherCredentialCounts == ["note": 1])
+        #expect(try odd.importContents(source: "t", wasClearText: true).passkeys[0].note == nil)
+
+        let long = String(repeating: "n", count: 10_001)
+        let tooLong = try self.document([.passkey(CXF.Passkey(makeCredential())), .note(long)])
+            .importContents(source: "t", wasClearText: true)
+        #expect(tooLong.passkeys[0].note == nil)
+        #expect(tooLong.passkeys[0].notes.contains { $0.contains("note is not kept") })
+    }
+
     func document(_ credentials: [CXF.Credential]) -> CXF.Header {
         CXF.Header(
             exporterRpId: "t", exporterDisplayName: "t", timestamp: 0,

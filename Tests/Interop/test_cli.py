@@ -19,9 +19,9 @@ def run(*args, passphrase=PASSPHRASE, **kwargs):
     env.pop("PASSKEY_PASSPHRASE", None)
     if passphrase is not None:
         env["PASSKEY_PASSPHRASE"] = passphrase
-    return subprocess.run(
-        [PASSKEY_BIN, *args], capture_output=True, text=True, env=env, stdin=subprocess.DEVNULL, timeout=60, **kwargs
-    )
+    if "input" not in kwargs:
+        kwargs["stdin"] = subprocess.DEVNULL
+    return subprocess.run([PASSKEY_BIN, *args], capture_output=True, text=True, env=env, timeout=60, **kwargs)
 
 
 def digest(path):
@@ -92,6 +92,49 @@ def test_list_delete_and_info(populated_store):
     assert [mode["command"] for mode in info["modes"]] == ["serve", "serve --pin-only", "scan"]
     text = run("info", "--store", path).stdout
     assert "  passkeys    1\n" in text
+
+
+def test_note_reads_a_pipe_or_a_file_and_list_shows_it(populated_store, store_dir):
+    """`passkey note`'s I/O contract: the note from a pipe (all of it) or --file, --show prints it, `list --notes`
+    and its JSON carry it, --clear removes it; a bad note is one line and changes nothing. The store file never
+    holds the note in clear text. The rules themselves: NoteText and NoteTests (Swift)."""
+    path, _ = populated_store
+    listed = json.loads(run("list", "--store", path, "--json").stdout)
+    alice = next(entry["credentialId"] for entry in listed if entry["userName"] == "alice")
+    saved = run("note", "--store", path, "--", alice, input="codes in the red folder\nsecond line\n")
+    assert saved.returncode == 0, saved.stderr
+    assert saved.stdout == 'Saved the note of the passkey for example.com "alice".\n'
+    shown = run("note", "--store", path, "--show", "--", alice)
+    assert shown.stdout == "codes in the red folder\nsecond line\n"
+    table = run("list", "--store", path, "--notes").stdout
+    assert "    note  codes in the red folder\n          second line\n" in table
+    notes = {entry["userName"]: entry.get("note") for entry in json.loads(run("list", "--store", path, "--notes", "--json").stdout)}
+    assert notes == {"alice": "codes in the red folder\nsecond line", "bob": None}
+    # Without --notes, list reads the index only and shows no note.
+    assert "note" not in run("list", "--store", path).stdout
+    for name in os.listdir(store_dir):
+        with open(os.path.join(store_dir, name), "rb") as file:
+            assert b"red folder" not in file.read(), name
+
+    note_file = os.path.join(store_dir, "note.txt")
+    with open(note_file, "w") as file:
+        file.write("from a file")
+    assert run("note", "--store", path, "--file", note_file, "--", alice).returncode == 0
+    assert run("note", "--store", path, "--show", "--", alice).stdout == "from a file\n"
+
+    before = digest(path)
+    bad = run("note", "--store", path, "--", alice, input="bell \x07 here")
+    assert bad.returncode == 1 and bad.stderr == "passkey: the note holds a control or format character\n"
+    empty = run("note", "--store", path, "--", alice, input="\n")
+    assert empty.returncode == 1 and "the note is empty" in empty.stderr and "--clear" in empty.stderr
+    assert digest(path) == before
+    assert run("note", "--store", path, "--show", "--", alice).stdout == "from a file\n"
+
+    cleared = run("note", "--store", path, "--clear", "--", alice)
+    assert cleared.stdout == 'Removed the note of the passkey for example.com "alice".\n'
+    missing = run("note", "--store", path, "--show", "--", alice)
+    assert missing.returncode == 1
+    assert missing.stderr == 'passkey: the passkey for example.com "alice" has no note\n'
 
 
 def test_serve_arguments_unattended_mode_and_a_store_it_cannot_use(populated_store, store_dir):

@@ -175,6 +175,28 @@ def on_a_terminal(store, args, typed):
     return conftest.on_a_terminal(args, lambda prompt: pending.pop(0) if pending else None, environment)
 
 
+def test_a_login_note_is_sealed_shown_listed_and_removed(store):
+    """`passkey password note`'s I/O contract: from a pipe, --show, `password list --notes` (text and JSON),
+    --clear; a login that is not saved is one line. Never in the store's files in clear text."""
+    assert run(store, "password", "add", "example.com", "alice", password=SECRET).returncode == 0
+    saved = run(store, "password", "note", "example.com", "alice", stdin="security answer: teal\n")
+    assert saved.returncode == 0, saved.stderr
+    assert saved.stdout == 'Saved the note of the saved password for "alice" at example.com.\n'
+    assert run(store, "password", "note", "example.com", "alice", "--show").stdout == "security answer: teal\n"
+    assert "    note  security answer: teal\n" in run(store, "password", "list", "--notes").stdout
+    [login] = json.loads(run(store, "password", "list", "--notes", "--json").stdout)
+    assert login["note"] == "security answer: teal"
+    for path in files_of(store):
+        with open(path, "rb") as file:
+            assert b"teal" not in file.read(), path
+    nobody = run(store, "password", "note", "example.com", "nobody", stdin="x")
+    assert nobody.returncode == 1 and nobody.stderr == 'passkey: no saved password for "nobody" at example.com\n'
+    assert run(store, "password", "note", "example.com", "alice", "--clear").returncode == 0
+    gone = run(store, "password", "note", "example.com", "alice", "--show")
+    assert gone.returncode == 1
+    assert gone.stderr == 'passkey: the saved password for "alice" at example.com has no note\n'
+
+
 def test_the_password_is_asked_twice_without_echo(store):
     status, shown = on_a_terminal(store, ["password", "add", "example.com", "alice"], [SECRET, SECRET])
     assert status == 0, shown

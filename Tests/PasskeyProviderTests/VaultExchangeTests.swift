@@ -136,6 +136,43 @@ struct VaultExchangeTests {
         #expect(skipped.added == 0 && skipped.skippedDuplicates == 2 && again.prompts.isEmpty)
     }
 
+    /// `passkey note`'s notes go out with their passkeys and come back in: through a passphrase archive here.
+    @Test func notesGoOutAndComeBackWithTheirPasskeys() async throws {
+        let world = try World()
+        let source = try world.store("source.sqlite", users: ["alice", "bob"])
+        let alice = Array("alice".utf8) + [UInt8](repeating: 7, count: 12)
+        let person = ScriptedPerson()
+        let catalog = PasskeyCatalog(
+            access: StoreAccess(
+                files: PasskeyFiles(store: URL(fileURLWithPath: source)), interface: person,
+                environment: ["PASSKEY_PASSPHRASE": Self.passphrase], canAsk: true))
+        _ = try await catalog.setNote("where: the red folder\n", candidates: [alice], text: "alice")
+        #expect(try await catalog.note(candidates: [alice], text: "alice").note == .text("where: the red folder"))
+
+        let environment = ["PASSKEY_EXPORT_PASSPHRASE": "an archive passphrase"]
+        let output = world.path("archive.json")
+        _ = try await world.service(source, ScriptedPerson(), environment: environment).export(
+            sealing: .passphrase, output: output)
+        let target = try world.store("target.sqlite")
+        _ = try await world.service(target, ScriptedPerson(), environment: environment).import(
+            file: output, key: nil, yes: true)
+        let store = try SQLiteCredentialStore.open(at: URL(fileURLWithPath: target), passphrase: Self.passphrase)
+        defer { store.close() }
+        #expect(try store.notes() == [alice: .text("where: the red folder")])
+    }
+
+    @Test(arguments: [
+        ("", "the note is empty"), (" \n\n", "the note is empty"),
+        ("bell \u{07}", "the note holds a control or format character"),
+        ("rtl \u{202E}", "the note holds a control or format character"),
+        (String(repeating: "é", count: 5_001), "the note is 10002 bytes long; a note keeps at most 10000"),
+    ])
+    func badNotesAreRefusedInPlainWords(text: String, message: String) throws {
+        let error = #expect(throws: ProviderError.self) { try NoteText.checked(text) }
+        #expect(error?.message == message)
+        #expect(try NoteText.checked("tabs\tand\nlines\n\n") == "tabs\tand\nlines")
+    }
+
     @Test func refusedOrBadImportsLeaveTheStoreUnchanged() async throws {
         let world = try World()
         let source = try world.store("source.sqlite", users: ["alice"])

@@ -81,7 +81,7 @@ public struct PasskeyCatalog: Sendable {
 
     /// Opens the store, finds the one passkey whose credential ID is one of `candidates` (`text` as the person gave
     /// it), and runs `body` with the store, the ID and the row; a store failure becomes its message.
-    private func withPasskey<Result>(
+    func withPasskey<Result>(
         candidates: [[UInt8]], text: String,
         _ body: (SQLiteCredentialStore, [UInt8], CredentialEntry) async throws -> Result
     ) async throws(ProviderError) -> Result {

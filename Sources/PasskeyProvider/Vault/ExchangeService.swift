@@ -77,9 +77,12 @@ public struct ExchangeService: Sendable {
         defer { store.close() }
         var selected: [StoredCredential]
         let passwords: Int
+        var notes: [[UInt8]: String] = [:]
         do {
             selected = try store.allCredentials()
             passwords = relyingParties.isEmpty && credentialIDs.isEmpty ? try store.passwords().count : 0
+            // A note that fails its integrity check stays behind: an export carries only what the store vouches for.
+            for case (let id, .text(let text)) in try store.notes() { notes[id] = text }
         } catch {
             throw ProviderError(error.message)
         }
@@ -92,7 +95,8 @@ public struct ExchangeService: Sendable {
                     + (singleDevice > 0 ? " (\(singleDevice) single-device passkeys may not leave this store)" : ""))
         }
         let document = CXF.Header(
-            exporting: exported, exporterRpId: "passkey.local", exporterDisplayName: "passkey", at: Date())
+            exporting: exported, notes: notes, exporterRpId: "passkey.local", exporterDisplayName: "passkey",
+            at: Date())
         let bytes: [UInt8]
         let sealedWith: SealedWith
         do throws(ExchangeError) {
@@ -172,7 +176,11 @@ public struct ExchangeService: Sendable {
         }
         let outcome: ImportOutcome
         do {
-            outcome = try store.importCredentials(contents.passkeys.map(\.credential))
+            var notes: [[UInt8]: String] = [:]
+            for passkey in contents.passkeys {
+                if let note = passkey.note { notes[passkey.credential.id] = note }
+            }
+            outcome = try store.importCredentials(contents.passkeys.map(\.credential), notes: notes)
         } catch {
             throw ProviderError(error.message)
         }

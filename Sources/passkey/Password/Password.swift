@@ -13,7 +13,7 @@ extension Passkey {
                 passphrase. `generate` makes Safari's classic (`uFA-T9C-aRD-cDP`) or strong passwords, or follows a \
                 site's `passwordrules` descriptor. See Docs/Passwords.md.
                 """,
-            subcommands: [Add.self, Get.self, List.self, Delete.self, Request.self, Generate.self])
+            subcommands: [Add.self, Get.self, List.self, Delete.self, Note.self, Request.self, Generate.self])
     }
 }
 

@@ -1,6 +1,7 @@
 import ArgumentParser
 import Basics
 import Foundation
+import PasskeyProvider
 import PasskeyStoreIO
 import TerminalIO
 
@@ -18,6 +19,7 @@ extension Passkey.Password {
         @Option(help: "Only the logins of this service.") var service: String?
         @OptionGroup var format: JSONOption
         @Flag(help: "Unlock the store and check every saved password, damaged ones included.") var verify = false
+        @Flag(help: "Unlock the store and show each login's note (`passkey password note`).") var notes = false
 
         func validate() throws {
             if let service, PasswordService(service) == nil {
@@ -29,13 +31,20 @@ extension Passkey.Password {
 
         func run() async throws {
             let wanted = service.flatMap(PasswordService.init)
-            let rows: [PasswordRow]
+            var rows: [PasswordRow]
             if verify {
                 let store = try await store.open(create: false)
                 defer { store.close() }
                 rows = PasswordListing.rows(try store.passwordEntries(service: wanted))
             } else {
                 rows = PasswordListing.rows(try await Passkey.List.index(store: store).passwords, service: wanted)
+            }
+            if notes {
+                // Notes are sealed: reading them unlocks the store.
+                let opened = try await store.open(create: false)
+                defer { opened.close() }
+                let notes = try opened.notes(ofPasswords: true).mapValues(NoteDisplay.text)
+                for index in rows.indices { rows[index].note = notes[rows[index].id] }
             }
             if format.json {
                 printJSON(JSONOutput.text(PasswordListing.json(rows)))

@@ -16,7 +16,8 @@ extension Passkey {
             discussion: """
                 Reads the passkey index beside the store, which names the passkeys but holds no keys, so no \
                 passphrase is needed; the most recently used come first. With --verify, unlocks the store instead \
-                and checks every passkey, listing damaged ones too (and rewrites the index). When the index is \
+                and checks every passkey, listing damaged ones too (and rewrites the index); --notes unlocks it to \
+                show each passkey's note. When the index is \
                 missing or damaged, list rebuilds it if PASSKEY_PASSPHRASE is set, and otherwise says how to. See \
                 Docs/Store.md.
                 """)
@@ -26,20 +27,26 @@ extension Passkey {
         @OptionGroup var format: JSONOption
         @Flag(help: "Unlock the store with its passphrase and check every passkey, damaged ones included.")
         var verify = false
+        @Flag(help: "Unlock the store and show each passkey's note (`passkey note`).") var notes = false
 
         @OptionGroup var verbosity: OutputOptions
 
         func run() async throws {
+            let catalog = PasskeyCatalog(access: store.access())
+            // Notes are sealed: reading them unlocks the store, as --verify does.
+            let notes = notes ? try await catalog.notes().mapValues(NoteDisplay.text) : [:]
             if verify {
                 // The rows themselves, checked with the passphrase, damaged ones included.
-                let entries = try await PasskeyCatalog(access: store.access())
-                    .verifiedEntries(relyingParty: relyingParty)
-                show(PasskeyListing.jsonObjects(entries), PasskeyListing.lines(entries))
+                let entries = try await catalog.verifiedEntries(relyingParty: relyingParty)
+                show(
+                    PasskeyListing.jsonObjects(entries, notes: notes), PasskeyListing.lines(entries, notes: notes))
             } else {
                 let identities = try await index().passkeys.filter {
                     relyingParty == nil || $0.serviceIdentifier == relyingParty
                 }
-                show(PasskeyListing.jsonObjects(identities), PasskeyListing.lines(identities))
+                show(
+                    PasskeyListing.jsonObjects(identities, notes: notes),
+                    PasskeyListing.lines(identities, notes: notes))
             }
         }
 

@@ -85,6 +85,49 @@ extension Passkey {
         }
     }
 
+    /// `passkey note ID`.
+    struct Note: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Write, show or remove the note of one passkey.",
+            discussion: """
+                A note is your own text about the passkey (where its recovery codes are, which device enrolled \
+                it), sealed in the store like a key: it never leaves it in clear text but through `--show`, \
+                `list --notes` and an export. The note is read from --file, or standard input: one line after a \
+                prompt on a terminal, all of it from a pipe. At most 10,000 bytes; line feeds and tabs are kept, \
+                other control characters refused.
+                """)
+
+        @OptionGroup var store: StoreOptions
+        @OptionGroup var passkey: CredentialIDArgument
+        @Option(
+            help: ArgumentHelp("Read the note from this file ('-' for standard input).", valueName: "file"),
+            completion: .file())
+        var file: String = "-"
+        @Flag(help: "Print the note instead of writing one.") var show = false
+        @Flag(help: "Remove the note.") var clear = false
+        @OptionGroup var verbosity: OutputOptions
+
+        func validate() throws {
+            guard !(show && clear) else { throw ValidationError("Give --show or --clear, not both.") }
+        }
+
+        func run() async throws {
+            let catalog = PasskeyCatalog(access: store.access())
+            if show {
+                let (entry, note) = try await catalog.note(
+                    candidates: passkey.candidates, text: passkey.credentialID)
+                guard let note else {
+                    throw ProviderError("\(NoteInput.label(entry)) has no note")
+                }
+                printLine(NoteDisplay.text(note))
+                return
+            }
+            let text = clear ? nil : try await NoteInput.read(file)
+            let entry = try await catalog.setNote(text, candidates: passkey.candidates, text: passkey.credentialID)
+            printLine("\(clear ? "Removed" : "Saved") the note of \(NoteInput.label(entry)).")
+        }
+    }
+
     struct Info: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
             abstract: "Show the authenticator's capabilities and the store.")

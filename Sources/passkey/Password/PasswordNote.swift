@@ -1,0 +1,53 @@
+import ArgumentParser
+import Basics
+import Foundation
+import PasskeyProvider
+import PasskeyStoreIO
+import TerminalIO
+
+extension Passkey.Password {
+    /// `passkey password note SERVICE USER`.
+    struct Note: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Write, show or remove the note of a saved login.",
+            discussion: """
+                A note is your own text about the login (security questions, where its recovery codes are), \
+                sealed in the store like the password. It is read from --file, or standard input: one line after a \
+                prompt on a terminal, all of it from a pipe. At most 10,000 bytes; line feeds and tabs are kept, \
+                other control characters refused.
+                """)
+
+        @OptionGroup var store: StoreOptions
+        @Argument(help: "The service: a domain, an https:// origin or an app ID.") var service: String
+        @Argument(help: "The user name.") var user: String
+        @Option(
+            help: ArgumentHelp("Read the note from this file ('-' for standard input).", valueName: "file"),
+            completion: .file())
+        var file: String = "-"
+        @Flag(help: "Print the note instead of writing one.") var show = false
+        @Flag(help: "Remove the note.") var clear = false
+        @OptionGroup var verbosity: OutputOptions
+
+        func validate() throws {
+            guard PasswordService(service) != nil else {
+                throw ValidationError("'\(service)' is not a domain, an https:// origin or an app ID.")
+            }
+            guard !(show && clear) else { throw ValidationError("Give --show or --clear, not both.") }
+        }
+
+        func run() async throws {
+            guard let service = PasswordService(service) else { return }
+            let login = PasswordPrompts.login(user, service)
+            if show {
+                let note = try await PasswordPrompts.withVault(store) { try $0.note(service: service, user: user) }
+                guard let note else { throw ProviderError("the saved password for \(login) has no note") }
+                printLine(NoteDisplay.text(note))
+                return
+            }
+            // Read before the store is unlocked, so a prompt for the note does not wait on an unlocked store.
+            let text = clear ? nil : try await NoteInput.read(file)
+            try await PasswordPrompts.withVault(store) { try $0.setNote(text, service: service, user: user) }
+            printLine("\(clear ? "Removed" : "Saved") the note of the saved password for \(login).")
+        }
+    }
+}

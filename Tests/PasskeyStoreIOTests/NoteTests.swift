@@ -1,0 +1,97 @@
+import CTAP2
+import Foundation
+import Testing
+
+@testable import PasskeyStoreIO
+
+/// Notes (schema version 5): sealed per passkey and per password, never in the file in clear text, bound to their
+/// row, gone with it.
+struct NoteTests {
+    static let secretNote = "recovery codes: 1234-5678 in the red folder"
+
+    /// Runs `python3` with an SQL statement against the store, committing it.
+    private func execute(_ statement: String, on url: URL) async throws {
+        try await python(
+            "import sqlite3, sys; db = sqlite3.connect(sys.argv[1]); db.execute(sys.argv[2]); db.commit()",
+            url.path, statement)
+    }
+
+    @Test func setReadListClearAndTheFileNeverHoldsTheNote() async throws {
+        let scratch = try Scratch()
+        let store = try scratch.makeStore()
+        let alice = makeCredential(userHandle: [1])
+        let bob = makeCredential(userHandle: [2], userName: "bob")
+        try store.save(alice)
+        try store.save(bob)
+        #expect(try store.note(of: .passkey(credentialID: alice.id)) == nil)
+        #expect(try store.setNote(Self.secretNote, of: .passkey(credentialID: alice.id)))
+        #expect(try store.setNote("line one\nline two", of: .passkey(credentialID: bob.id)))
+        #expect(try store.note(of: .passkey(credentialID: alice.id)) == .text(Self.secretNote))
+        #expect(
+            try store.notes() == [alice.id: .text(Self.secretNote), bob.id: .text("line one\nline two")])
+        // No such passkey: nothing is written.
+        #expect(try !store.setNote("x", of: .passkey(credentialID: [9, 9, 9])))
+        #expect(try store.note(of: .passkey(credentialID: [9, 9, 9])) == nil)
+        // Too long: refused before anything is written.
+        _ = expectStoreError(.io) {
+            try store.setNote(String(repeating: "n", count: 10_001), of: .passkey(credentialID: alice.id))
+        }
+        #expect(try store.note(of: .passkey(credentialID: alice.id)) == .text(Self.secretNote))
+        // The passkey is as it was: a note is not part of what its key's seal covers.
+        expectSame(try store.credential(id: alice.id), alice)
+        store.close()
+
+        for name in ["passkeys.sqlite", "passkeys.sqlite-wal", "passkeys.index.json", "passkeys.index.journal"] {
+            guard let bytes = FileManager.default.contents(atPath: scratch.url(name).path) else { continue }
+            #expect(bytes.range(of: Data("recovery codes".utf8)) == nil, "\(name) holds a note")
+        }
+
+        let reopened = try SQLiteCredentialStore.open(at: scratch.url(), passphrase: "correct horse")
+        #expect(try reopened.note(of: .passkey(credentialID: alice.id)) == .text(Self.secretNote))
+        #expect(try reopened.setNote(nil, of: .passkey(credentialID: alice.id)))
+        #expect(try reopened.notes() == [bob.id: .text("line one\nline two")])
+        #expect(try reopened.deleteCredential(id: bob.id))
+        #expect(try reopened.notes().isEmpty)
+    }
+
+    @Test func aNoteMovedToAnotherRowDoesNotOpen() async throws {
+        let scratch = try Scratch()
+        let store = try scratch.makeStore()
+        let alice = makeCredential(userHandle: [1])
+        let bob = makeCredential(userHandle: [2], userName: "bob")
+        try store.save(alice)
+        try store.save(bob)
+        #expect(try store.setNote(Self.secretNote, of: .passkey(credentialID: alice.id)))
+        try await execute(
+            "UPDATE credentials SET sealed_note = (SELECT sealed_note FROM credentials WHERE credential_id = "
+                + "x'\(hex(alice.id))') WHERE credential_id = x'\(hex(bob.id))'", on: scratch.url())
+        #expect(try store.note(of: .passkey(credentialID: bob.id)) == .damaged)
+        #expect(try store.note(of: .passkey(credentialID: alice.id)) == .text(Self.secretNote))
+        // The passkeys themselves are untouched and usable.
+        expectSame(try store.credential(id: bob.id), bob)
+    }
+
+    @Test func passwordNotesAndImportedNotes() async throws {
+        let scratch = try Scratch()
+        let store = try scratch.makeStore()
+        let example = try #require(PasswordService("example.com"))
+        try store.savePassword("a-Password-1", userName: "alice", service: example)
+        let login = try #require(try store.passwords(service: example).first).login
+        #expect(try store.setNote("security answer: blue", of: .password(id: login.id)))
+        #expect(try store.notes(ofPasswords: true) == [login.id: .text("security answer: blue")])
+        // A password's note and a passkey's note of the same ID bytes are different things.
+        #expect(try store.note(of: .passkey(credentialID: login.id)) == nil)
+
+        let imported = makeCredential(userHandle: [7])
+        let duplicate = makeCredential(userHandle: [8], userName: "dup")
+        try store.save(duplicate)
+        #expect(try store.setNote("kept", of: .passkey(credentialID: duplicate.id)))
+        let outcome = try store.importCredentials(
+            [imported, duplicate], notes: [imported.id: "from the export", duplicate.id: "not over the old one"])
+        #expect(outcome.added == [imported.id] && outcome.skippedDuplicates == [duplicate.id])
+        #expect(try store.note(of: .passkey(credentialID: imported.id)) == .text("from the export"))
+        #expect(try store.note(of: .passkey(credentialID: duplicate.id)) == .text("kept"))
+        #expect(try store.deletePassword(service: example, userName: "alice"))
+        #expect(try store.notes(ofPasswords: true).isEmpty)
+    }
+}
