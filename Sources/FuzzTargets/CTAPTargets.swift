@@ -1,6 +1,7 @@
 import CBOR
 import CTAP2
 import CTAPHID
+import Crypto
 import Foundation
 import Synchronization
 import UHID
@@ -24,6 +25,16 @@ enum CTAPTargets {
                 [[CTAPCommand.largeBlobs.rawValue] + CBORValue.map([1: 1024, 3: 0]).encoded()],
                 [[CTAPCommand.credentialManagement.rawValue] + CBORValue.map([1: 1]).encoded()],
                 [[CTAPCommand.config.rawValue] + CBORValue.map([1: 1]).encoded()],
+                // CTAP 2.2: hmac-secret-mc and thirdPartyPayment at registration, thirdPartyPayment at sign-in, the
+                // persistent read-only token through built-in verification, then a metadata read.
+                [makeCredential(userID: [7], name: "carol", extensions: true, ctap22: true)],
+                [getAssertion(extensions: ["thirdPartyPayment": true])],
+                [
+                    clientPIN([1: 2, 2: 6, 3: platformKey, 9: 0x40]),
+                    [CTAPCommand.credentialManagement.rawValue]
+                        + CBORValue.map([1: 1, 3: 2, 4: .bytes([UInt8](repeating: 0x11, count: 32))]).encoded(),
+                    [CTAPCommand.getInfo.rawValue],
+                ],
             ].map(FuzzInput.chunks)
         },
         run: { input in
@@ -54,7 +65,15 @@ enum CTAPTargets {
     /// One instant for every run, so that timeouts measured from it replay the same way.
     static let startOfRun = ContinuousClock.now
 
-    private static func makeCredential(userID: [UInt8], name: String, extensions: Bool) -> [UInt8] {
+    /// A fixed platform key agreement key (COSE), so that seeds that carry one are the same on every run.
+    static let platformKey: CBORValue = {
+        let key = try? P256.KeyAgreement.PrivateKey(rawRepresentation: [UInt8](repeating: 0x42, count: 32))
+        return key.map { PinUvAuthProtocol.coseKey($0.publicKey) } ?? [:]
+    }()
+
+    private static func makeCredential(
+        userID: [UInt8], name: String, extensions: Bool, ctap22: Bool = false
+    ) -> [UInt8] {
         var parameters: [CBORValue: CBORValue] = [
             1: .bytes([UInt8](repeating: 0xCD, count: 32)),
             2: ["id": "example.com", "name": "Example"],
@@ -67,14 +86,24 @@ enum CTAPTargets {
                 "credProtect": 2, "hmac-secret": true, "credBlob": .bytes([1, 2, 3]), "largeBlobKey": true,
             ]
         }
+        if ctap22 {
+            parameters[6] = [
+                "hmac-secret": true, "thirdPartyPayment": true,
+                "hmac-secret-mc": [
+                    1: platformKey, 2: .bytes([UInt8](repeating: 0x5A, count: 48)),
+                    3: .bytes([UInt8](repeating: 0x33, count: 32)), 4: 2,
+                ],
+            ]
+        }
         return [CTAPCommand.makeCredential.rawValue] + CBORValue.map(parameters).encoded()
     }
 
-    private static func getAssertion() -> [UInt8] {
-        let parameters: CBORValue = [
+    private static func getAssertion(extensions: CBORValue? = nil) -> [UInt8] {
+        var parameters: [CBORValue: CBORValue] = [
             1: "example.com", 2: .bytes([UInt8](repeating: 0xAB, count: 32)), 5: ["up": true],
         ]
-        return [CTAPCommand.getAssertion.rawValue] + parameters.encoded()
+        if let extensions { parameters[4] = extensions }
+        return [CTAPCommand.getAssertion.rawValue] + CBORValue.map(parameters).encoded()
     }
 
     private static func clientPIN(_ parameters: CBORValue) -> [UInt8] {
