@@ -221,6 +221,8 @@ public final class ConsentChannelInterface: ProviderUserInterface, ConsentAsker 
             Task { [weak self] in
                 var shown: UInt32?
                 for await step in steps {
+                    // Nothing on the screen and nothing to show: no reason to reach the session bus at all.
+                    if case .withdraw = step, shown == nil { continue }
                     guard let self, let notifications = await self.connectedNotifications() else { continue }
                     if let id = shown {
                         await notifications.withdraw(id)

@@ -79,19 +79,14 @@ public final class DesktopNotifications: Sendable {
             log("passkey: consent: no notification: \(error)")
             return nil
         }
-        let timeoutMilliseconds = Int32(clamping: prompt.timeout.components.seconds * 1000)
         let reply: DBusMessage
         do {
             reply = try await connection.call(
                 Self.method("Notify"),
-                [
-                    .string("passkey"), .uint32(0), .string("dialog-password"), .string(prompt.summary),
-                    .string(Self.body(for: prompt)), .strings(Self.actions(for: prompt)),
-                    .variantDictionary([
-                        "urgency": .byte(2), "category": .string("device"), "desktop-entry": .string("passkey"),
-                    ]),
-                    .int32(timeoutMilliseconds),
-                ], timeout: Self.notifyTimeout)
+                Self.notifyArguments(
+                    icon: "dialog-password", summary: prompt.summary, body: Self.body(for: prompt),
+                    actions: Self.actions(for: prompt), timeout: prompt.timeout),
+                timeout: Self.notifyTimeout)
         } catch is CancellationError {
             return .cancelled
         } catch let error as DBusError {
@@ -156,6 +151,22 @@ public final class DesktopNotifications: Sendable {
         return answer
     }
 
+    /// The arguments of `Notify` (`susssasa{sv}i`) as every notification of ours sends them: from `passkey`, a new
+    /// notification (replaces none), critical urgency in the `device` category with the `passkey` desktop entry,
+    /// and, when given, an `image-data` hint.
+    static func notifyArguments(
+        icon: String, summary: String, body: String, actions: [String], timeout: Duration, image: DBusValue? = nil
+    ) -> [DBusValue] {
+        var hints: [String: DBusValue] = [
+            "urgency": .byte(2), "category": .string("device"), "desktop-entry": .string("passkey"),
+        ]
+        if let image { hints["image-data"] = image }
+        return [
+            .string("passkey"), .uint32(0), .string(icon), .string(summary), .string(body), .strings(actions),
+            .variantDictionary(hints), .int32(Int32(clamping: timeout.components.seconds * 1000)),
+        ]
+    }
+
     // MARK: A QR code to scan
 
     /// The `image-data` hint of the Desktop Notifications Specification 1.2, `(iiibiiay)`: width, height, row stride,
@@ -181,15 +192,10 @@ public final class DesktopNotifications: Sendable {
         do {
             let reply = try await connection.call(
                 Self.method("Notify"),
-                [
-                    .string("passkey"), .uint32(0), .string("phone"), .string(summary),
-                    .string("Scan it with your phone's camera.\n" + url), .strings([]),
-                    .variantDictionary([
-                        "urgency": .byte(2), "category": .string("device"), "desktop-entry": .string("passkey"),
-                        "image-data": Self.imageData(image),
-                    ]),
-                    .int32(Int32(clamping: timeout.components.seconds * 1000)),
-                ], timeout: Self.notifyTimeout)
+                Self.notifyArguments(
+                    icon: "phone", summary: summary, body: "Scan it with your phone's camera.\n" + url, actions: [],
+                    timeout: timeout, image: Self.imageData(image)),
+                timeout: Self.notifyTimeout)
             var arguments = reply.arguments
             let id = try? arguments.next(UInt32.self)
             if let id { log("passkey: phone: QR code shown in notification \(id)") }

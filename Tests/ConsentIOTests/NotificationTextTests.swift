@@ -1,5 +1,6 @@
 import CTAP2
 import DBus
+import Hybrid
 import PasskeyProvider
 import QRImageIO
 import Testing
@@ -93,5 +94,48 @@ struct NotificationTextTests {
         #expect(rgb.count == image.width * image.height * 3)
         let gray = Swift.stride(from: 0, to: rgb.count, by: 3).map { rgb[$0] }
         #expect(try QRImageReader.decode(grayPixels: gray, width: image.width, height: image.height) == [url])
+    }
+
+    @Test("Every notification's Notify arguments: susssasa{sv}i, critical, from passkey, the image only when given")
+    func notifyArguments() throws {
+        let plain = DesktopNotifications.notifyArguments(
+            icon: "dialog-password", summary: "S", body: "B", actions: ["allow", "Allow"], timeout: .seconds(45))
+        #expect(plain.map(\.signature).joined() == "susssasa{sv}i")
+        #expect(plain[0] == .string("passkey") && plain[1] == .uint32(0) && plain[2] == .string("dialog-password"))
+        #expect(plain[5] == .strings(["allow", "Allow"]) && plain[7] == .int32(45_000))
+        #expect(
+            plain[6]
+                == .variantDictionary([
+                    "urgency": .byte(2), "category": .string("device"), "desktop-entry": .string("passkey"),
+                ]))
+        let image = DesktopNotifications.imageData(
+            try QRMatrix(encoding: "FIDO:/1234").grayImage(moduleSize: 1, quietZone: 0))
+        let withImage = DesktopNotifications.notifyArguments(
+            icon: "phone", summary: "S", body: "B", actions: [], timeout: .seconds(1), image: image)
+        #expect(withImage.map(\.signature).joined() == "susssasa{sv}i")
+        #expect(
+            withImage[6]
+                == .variantDictionary([
+                    "urgency": .byte(2), "category": .string("device"), "desktop-entry": .string("passkey"),
+                    "image-data": image,
+                ]))
+    }
+
+    @Test("With no QR code on the screen, the phone coming near or the request ending does not reach for the bus")
+    func withdrawingNothingOpensNoConnection() async throws {
+        let logged = Recorder<String>()
+        // No session bus in the environment: any attempt to reach one is logged.
+        let interface = ConsentChannelInterface(
+            routes: [.notification], terminal: NobodyAtTheTerminal(), queue: nil, timeout: .seconds(5),
+            environment: [:], log: { logged.append($0) })
+        interface.report(.bridge(.answered(status: 0)))
+        interface.report(.bridge(.failed(reason: "timed out", status: 0x2F)))
+        try await Task.sleep(for: .milliseconds(300))
+        #expect(logged.all.isEmpty, "\(logged.all)")
+        // Showing one does reach for it (and, with no bus, says so): the test can tell the two apart.
+        interface.report(.bridge(.session(.showQRCode(url: "FIDO:/1234"))))
+        for _ in 0..<100 where logged.all.isEmpty { try await Task.sleep(for: .milliseconds(20)) }
+        #expect(logged.all.contains { $0.hasPrefix("passkey: consent: no session bus for notifications") })
+        await interface.close()
     }
 }
