@@ -423,7 +423,8 @@ let package = Package(
         .testTarget(
             name: "ConsentIOTests",
             dependencies: [
-                "ConsentIO", "DBus", "JSON", "PasskeyProvider", "PasskeySettings", "CTAP2", "Hybrid", "QRImageIO", "TestSupport",
+                "ConsentIO", "DBus", "JSON", "PasskeyProvider", "PasskeySettings", "CTAP2", "Hybrid", "QRImageIO",
+                "TestSupport",
             ],
             swiftSettings: strictSettings),
         .testTarget(
