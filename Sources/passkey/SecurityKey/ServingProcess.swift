@@ -8,8 +8,8 @@ import UnixSignals
     import Glibc
 #endif
 
-/// What the long-running commands (`passkey serve`, `passkey rp serve`) share: announcing readiness on standard
-/// output and stopping on a signal.
+/// What the long-running commands (`passkey serve`, `passkey rp serve`, `passkey listen`, `passkey agent`) share:
+/// announcing readiness on standard output and stopping on a signal.
 enum ServingProcess {
     /// One line on standard output, written at once: tests and scripts wait for these lines.
     @Sendable static func printLine(_ line: String) {
@@ -36,6 +36,26 @@ enum ServingProcess {
                     handler()
                 }
             })
+    }
+
+    /// For a command that serves on its own thread without Swift concurrency (`passkey agent`): calls `handler` on
+    /// each of `signals` instead of its default action, from the moment this returns. Each dispatch source's
+    /// registration is waited for, as `onStopSignal` waits for its own, for the same reason. Cancel the sources when
+    /// done (the signals stay ignored).
+    static func trappingStopSignals(
+        _ signals: [Int32], _ handler: @escaping @Sendable () -> Void
+    ) -> [any DispatchSourceSignal] {
+        let registered = DispatchSemaphore(value: 0)
+        let sources = signals.map { number in
+            signal(number, SIG_IGN)
+            let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
+            source.setEventHandler(handler: handler)
+            source.setRegistrationHandler { registered.signal() }
+            source.resume()
+            return source
+        }
+        for _ in sources { registered.wait() }
+        return sources
     }
 
     /// The signal handling `onStopSignal` set up.

@@ -194,19 +194,9 @@ extension Passkey {
             } catch {
                 throw CommandFailure("cannot start the agent: \(error.message)")
             }
-            // SIGTERM and SIGINT end the agent as `lock` would: the keys wiped, the socket removed. A dispatch source
-            // registers asynchronously, so the line below waits for every registration: a signal sent as soon as the
-            // listening line appeared would otherwise be lost (ServingProcess.onStopSignal).
-            let registered = DispatchSemaphore(value: 0)
-            let stops = [SIGTERM, SIGINT, SIGHUP].map { number in
-                signal(number, SIG_IGN)
-                let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
-                source.setEventHandler { server.stop() }
-                source.setRegistrationHandler { registered.signal() }
-                source.resume()
-                return source
-            }
-            for _ in stops { registered.wait() }
+            // SIGTERM, SIGINT and SIGHUP end the agent as `lock` would: the keys wiped, the socket removed; trapped
+            // before the listening line, so a signal sent as soon as it appears is not lost.
+            let stops = ServingProcess.trappingStopSignals([SIGTERM, SIGINT, SIGHUP]) { server.stop() }
             if !startedByUnlock {
                 printLine("passkey agent: listening on \(socket)")
                 fflush(nil)  // at once, for a journal or a script waiting on it
