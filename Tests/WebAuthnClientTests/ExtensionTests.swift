@@ -68,6 +68,27 @@ struct ExtensionTests {
                 == .string(Self.expectedPRF(stored, input: [1, 2, 3]).base64URLEncodedString))
     }
 
+    /// prf eval at registration goes as CTAP 2.2's hmac-secret-mc (the authenticator lists it) and comes back with
+    /// the new credential: the same results a later assertion gives for the same inputs.
+    @Test func prfIsEvaluatedAtRegistrationThroughHMACSecretMC() async throws {
+        let local = TestAuthenticator()
+        let engine = makeEngine([local.client])
+        let created = try await engine.create(
+            Self.create(#"{"prf":{"eval":{"first":"AQID","second":"BAU"}}}"#), origin: Site.origin)
+        let stored = try #require(try local.store.credential(id: created.id))
+        let expected = PRFValues(
+            first: Self.expectedPRF(stored, input: [1, 2, 3]), second: Self.expectedPRF(stored, input: [4, 5]))
+        #expect(created.clientExtensionResults.prf == PRFOutputs(enabled: true, results: expected))
+        let json = try JSONValue(parsing: created.json())
+        #expect(
+            json["clientExtensionResults"]?["prf"]?["results"]?["second"]
+                == .string(expected.second?.base64URLEncodedString ?? ""))
+
+        let assertion = try await engine.get(
+            Self.get(#""extensions":{"prf":{"eval":{"first":"AQID","second":"BAU"}}}"#), origin: Site.origin)
+        #expect(assertion.clientExtensionResults.prf?.results == expected)
+    }
+
     @Test func prfEvalByCredentialProbesForTheCredentialHeld() async throws {
         // A security key cannot list its credentials, so the client probes the allow list silently first.
         let key = TestAuthenticator(kind: .securityKey, configuration: .securityKey)
