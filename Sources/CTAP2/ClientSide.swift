@@ -160,7 +160,8 @@ public struct PRFEvaluation: Sendable {
 
     private let sharedSecret: [UInt8]
     private let pinProtocol: PinUvAuthProtocol
-    private let extensionName: String
+    /// The extension the evaluation goes in and comes back under.
+    public let extensionName: String
     /// The extensions entry: `{name: {1: keyAgreement, 2: saltEnc, 3: saltAuth, 4: protocol}}`.
     public let extensionInput: [CBORValue: CBORValue]
 

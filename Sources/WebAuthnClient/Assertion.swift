@@ -254,19 +254,7 @@ struct PendingAssertion: Sendable {
         }
         var outputs = ClientExtensionOutputs()
         if options.extensions.prf != nil {
-            var prf = PRFOutputs()
-            if let evaluation {
-                let results: [[UInt8]]?
-                do {
-                    results = try evaluation.results(from: authenticatorData)
-                } catch {
-                    throw ClientError(.invalidResponse("the hmac-secret output could not be decrypted"))
-                }
-                if let results {
-                    prf.results = PRFValues(first: results[0], second: results.count > 1 ? results[1] : nil)
-                }
-            }
-            outputs.prf = prf
+            outputs.prf = PRFOutputs(results: try evaluation?.prfValues(from: authenticatorData))
         }
         if options.extensions.getCredentialBlob {
             outputs.credentialBlob = authenticatorData.extensions?.mapValue?["credBlob"]?.bytesValue ?? []

@@ -1,5 +1,7 @@
 import Basics
+import CTAP2
 import JSON
+import WebAuthn
 
 /// The client extension inputs this client processes (`AuthenticationExtensionsClientInputsJSON`); every other
 /// extension is ignored, as a browser ignores extensions it does not support (WebAuthn L3 §5.1.3 step 12,
@@ -190,5 +192,20 @@ public struct ClientExtensionOutputs: Hashable, Sendable {
             members.append(JSONMember("getCredBlob", .string(credentialBlob.base64URLEncodedString)))
         }
         return .object(members)
+    }
+}
+
+extension PRFEvaluation {
+    /// The prf results in the authenticator data, as the client returns them; nil when it has none, and an invalid
+    /// response when they do not decrypt.
+    func prfValues(from authenticatorData: AuthenticatorData) throws(ClientError) -> PRFValues? {
+        let results: [[UInt8]]?
+        do {
+            results = try self.results(from: authenticatorData)
+        } catch {
+            throw ClientError(.invalidResponse("the \(extensionName) output could not be decrypted"))
+        }
+        guard let results else { return nil }
+        return PRFValues(first: results[0], second: results.count > 1 ? results[1] : nil)
     }
 }

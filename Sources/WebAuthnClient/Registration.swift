@@ -196,19 +196,9 @@ struct PendingRegistration: Sendable {
         let authenticatorOutputs = authenticatorData.extensions?.mapValue ?? [:]
         if extensions.credentialProperties { outputs.credentialProperties = discoverable }
         if extensions.prf != nil {
-            var prf = PRFOutputs(enabled: authenticatorOutputs[.text(PRFEvaluation.assertionExtension)] == true)
-            if let evaluation {
-                let results: [[UInt8]]?
-                do {
-                    results = try evaluation.results(from: authenticatorData)
-                } catch {
-                    throw ClientError(.invalidResponse("the hmac-secret-mc output could not be decrypted"))
-                }
-                if let results {
-                    prf.results = PRFValues(first: results[0], second: results.count > 1 ? results[1] : nil)
-                }
-            }
-            outputs.prf = prf
+            outputs.prf = PRFOutputs(
+                enabled: authenticatorOutputs[.text(PRFEvaluation.assertionExtension)] == true,
+                results: try evaluation?.prfValues(from: authenticatorData))
         }
         if extensions.largeBlob != nil { outputs.largeBlobSupported = made.largeBlobKey != nil }
         if extensions.credentialBlob != nil {

@@ -10,13 +10,6 @@ import Testing
 struct ChangeDetectionTests {
     static let passphrase = "correct horse"
 
-    /// Runs `python3` with an SQL statement against the store, committing it: another process.
-    private func execute(_ statement: String, on url: URL) async throws {
-        try await python(
-            "import sqlite3, sys; db = sqlite3.connect(sys.argv[1]); db.execute(sys.argv[2]); db.commit()",
-            url.path, statement)
-    }
-
     /// Looks `id` up twice, so the second answer comes from the cache without SQL.
     private func warm(_ store: SQLiteCredentialStore, _ id: [UInt8]) throws {
         #expect(try store.credential(id: id) != nil)

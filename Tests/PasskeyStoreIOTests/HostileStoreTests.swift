@@ -15,13 +15,6 @@ import Testing
 struct HostileStoreTests {
     static let passphrase = "correct horse"
 
-    /// Runs `python3` with an SQL statement against the store, committing it.
-    private func execute(_ statement: String, on url: URL) async throws {
-        try await python(
-            "import sqlite3, sys; db = sqlite3.connect(sys.argv[1]); db.execute(sys.argv[2]); db.commit()",
-            url.path, statement)
-    }
-
     // MARK: Defect 8: a failed open never checkpoints
 
     @Test func aFailedOpenLeavesCommittedWALDataOfAKilledProcessUntouched() async throws {

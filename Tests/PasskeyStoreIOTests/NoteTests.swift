@@ -9,13 +9,6 @@ import Testing
 struct NoteTests {
     static let secretNote = "recovery codes: 1234-5678 in the red folder"
 
-    /// Runs `python3` with an SQL statement against the store, committing it.
-    private func execute(_ statement: String, on url: URL) async throws {
-        try await python(
-            "import sqlite3, sys; db = sqlite3.connect(sys.argv[1]); db.execute(sys.argv[2]); db.commit()",
-            url.path, statement)
-    }
-
     @Test func setReadListClearAndTheFileNeverHoldsTheNote() async throws {
         let scratch = try Scratch()
         let store = try scratch.makeStore()

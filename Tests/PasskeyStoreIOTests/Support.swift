@@ -157,3 +157,11 @@ func makeFullyProtectedCredential() -> StoredCredential {
     credential.thirdPartyPayment = true
     return credential
 }
+
+/// Runs `python3` with an SQL statement against the store at `url`, committing it: a change made outside this
+/// program, as another process or someone without the passphrase would make it.
+func execute(_ statement: String, on url: URL) async throws {
+    try await python(
+        "import sqlite3, sys; db = sqlite3.connect(sys.argv[1]); db.execute(sys.argv[2]); db.commit()", url.path,
+        statement)
+}

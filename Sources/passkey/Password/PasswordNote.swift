@@ -20,34 +20,28 @@ extension Passkey.Password {
         @OptionGroup var store: StoreOptions
         @Argument(help: "The service: a domain, an https:// origin or an app ID.") var service: String
         @Argument(help: "The user name.") var user: String
-        @Option(
-            help: ArgumentHelp("Read the note from this file ('-' for standard input).", valueName: "file"),
-            completion: .file())
-        var file: String = "-"
-        @Flag(help: "Print the note instead of writing one.") var show = false
-        @Flag(help: "Remove the note.") var clear = false
+        @OptionGroup var note: NoteOptions
         @OptionGroup var verbosity: OutputOptions
 
         func validate() throws {
             guard PasswordService(service) != nil else {
                 throw ValidationError("'\(service)' is not a domain, an https:// origin or an app ID.")
             }
-            guard !(show && clear) else { throw ValidationError("Give --show or --clear, not both.") }
         }
 
         func run() async throws {
             guard let service = PasswordService(service) else { return }
             let login = PasswordPrompts.login(user, service)
-            if show {
-                let note = try await PasswordPrompts.withVault(store) { try $0.note(service: service, user: user) }
-                guard let note else { throw ProviderError("the saved password for \(login) has no note") }
-                printLine(NoteDisplay.text(note))
+            if note.show {
+                let saved = try await PasswordPrompts.withVault(store) { try $0.note(service: service, user: user) }
+                guard let saved else { throw ProviderError("the saved password for \(login) has no note") }
+                printLine(NoteDisplay.text(saved))
                 return
             }
             // Read before the store is unlocked, so a prompt for the note does not wait on an unlocked store.
-            let text = clear ? nil : try await NoteInput.read(file)
+            let text = try await note.text()
             try await PasswordPrompts.withVault(store) { try $0.setNote(text, service: service, user: user) }
-            printLine("\(clear ? "Removed" : "Saved") the note of the saved password for \(login).")
+            printLine("\(text == nil ? "Removed" : "Saved") the note of the saved password for \(login).")
         }
     }
 }

@@ -99,32 +99,23 @@ extension Passkey {
 
         @OptionGroup var store: StoreOptions
         @OptionGroup var passkey: CredentialIDArgument
-        @Option(
-            help: ArgumentHelp("Read the note from this file ('-' for standard input).", valueName: "file"),
-            completion: .file())
-        var file: String = "-"
-        @Flag(help: "Print the note instead of writing one.") var show = false
-        @Flag(help: "Remove the note.") var clear = false
+        @OptionGroup var note: NoteOptions
         @OptionGroup var verbosity: OutputOptions
-
-        func validate() throws {
-            guard !(show && clear) else { throw ValidationError("Give --show or --clear, not both.") }
-        }
 
         func run() async throws {
             let catalog = PasskeyCatalog(access: store.access())
-            if show {
-                let (entry, note) = try await catalog.note(
+            if note.show {
+                let (entry, saved) = try await catalog.note(
                     candidates: passkey.candidates, text: passkey.credentialID)
-                guard let note else {
+                guard let saved else {
                     throw ProviderError("\(NoteInput.label(entry)) has no note")
                 }
-                printLine(NoteDisplay.text(note))
+                printLine(NoteDisplay.text(saved))
                 return
             }
-            let text = clear ? nil : try await NoteInput.read(file)
+            let text = try await note.text()
             let entry = try await catalog.setNote(text, candidates: passkey.candidates, text: passkey.credentialID)
-            printLine("\(clear ? "Removed" : "Saved") the note of \(NoteInput.label(entry)).")
+            printLine("\(text == nil ? "Removed" : "Saved") the note of \(NoteInput.label(entry)).")
         }
     }
 
