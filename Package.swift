@@ -505,7 +505,7 @@ let package = Package(
         ),
         .testTarget(
             name: "PasskeyStoreIOTests",
-            dependencies: ["PasskeyStoreIO", "PasskeyFilesIO", "CTAP2", "TestSupport", "WebAuthn", crypto],
+            dependencies: ["PasskeyStoreIO", "PasskeyFilesIO", "CTAP2", "CSQLite", "TestSupport", "WebAuthn", crypto],
             resources: [.copy("Fixtures")],
             swiftSettings: strictSettings
         ),

@@ -12,9 +12,10 @@ import Foundation
 /// - The settings row: an HMAC-SHA-256 of its columns under a key derived from the store key with HKDF.
 ///
 /// Columns added after version 3 (from version 5: a credential's thirdPartyPayment flag, the settings row's sealed
-/// device secret) are authenticated only when set, that is not NULL and not the integer 0: a row written before
-/// them reads exactly as it did, and the upgrade adds the columns without rewriting a row. Setting or clearing one
-/// in the file still changes what is authenticated, so the row then fails its check like any other change.
+/// device secret) are authenticated only when set, that is not NULL and not the integer 0, each after its position in
+/// the row: a row written before them reads exactly as it did, and the upgrade adds the columns without rewriting a
+/// row. Setting or clearing one in the file still changes what is authenticated, so the row then fails its check
+/// like any other change, and one such column cannot stand in for another.
 ///
 /// There is no sign counter to cover: the authenticator always reports 0 (a software authenticator whose keys may be
 /// copied cannot promise a monotonic counter), so nothing in a row changes on getAssertion.
@@ -71,9 +72,16 @@ enum RowAuthentication {
         }
     }
 
-    /// `encode` of the first `alwaysAuthenticated` values, then of each later one that is set.
+    /// `encode` of the first `alwaysAuthenticated` values, then, for each later one that is set, its position (one
+    /// byte) and its encoding: the position keeps two such columns from standing in for each other (a flag of 1 in
+    /// one and a 1 in another would otherwise authenticate the same).
     static func encode(_ label: [UInt8], _ values: [SQLiteValue], alwaysAuthenticated: Int) -> [UInt8] {
-        encode(label, Array(values.prefix(alwaysAuthenticated)) + values.dropFirst(alwaysAuthenticated).filter(isSet))
+        var bytes = encode(label, Array(values.prefix(alwaysAuthenticated)))
+        for (index, value) in values.enumerated().dropFirst(alwaysAuthenticated) where isSet(value) {
+            bytes.append(UInt8(truncatingIfNeeded: index))
+            bytes += encode([], [value])
+        }
+        return bytes
     }
 
     /// The associated data that binds a sealed key to its row (`values` in `CredentialColumn` order).
@@ -88,8 +96,10 @@ enum RowAuthentication {
         for column in 1...Int32(CredentialColumn.alwaysAuthenticated) {
             row.appendEncoded(column, to: &bytes)
         }
+        // Row column N is value N - 1 (column 0 is `seq`), whose position is appended as `encode` appends it.
         for column in Int32(CredentialColumn.alwaysAuthenticated + 1)...Int32(CredentialColumn.allCases.count)
         where isSet(row.value(column)) {
+            bytes.append(UInt8(truncatingIfNeeded: column - 1))
             row.appendEncoded(column, to: &bytes)
         }
         return bytes

@@ -278,14 +278,19 @@ def test_an_export_pyhpke_seals_imports_counts_other_types_and_signs_in(director
     store = new_store(directory)
     private, public = importer_key(directory)
     key, credential_id, pkcs8, rp = new_credential()
-    note = {"type": "note", "content": {"fieldType": "string", "value": "kept aside"}}
-    document = cxf_document([cxf_passkey(credential_id, pkcs8)], extra_credentials=[note])
+    # A note in the passkey's item, written here from the published schema, becomes the passkey's note
+    # (`passkey note`); a TOTP credential is not carried yet and is counted and named.
+    note = {"type": "note", "content": {"fieldType": "string", "value": "kept with it"}}
+    totp = {"type": "totp", "secret": "JBSWY3DPEHPK3PXP", "period": 30, "digits": 6, "algorithm": "sha1"}
+    document = cxf_document([cxf_passkey(credential_id, pkcs8)], extra_credentials=[note, totp])
     path = write(directory, "from-pyhpke.json", seal_export(document, public))
     imported = do_import(store, path, "--key", private)
     assert imported.returncode == 0, imported.stderr
-    assert 'skipped 1 credential of type "note"' in imported.stderr
+    assert 'skipped 1 credential of type "totp"' in imported.stderr
     assert "Imported 1 passkey; skipped 1 credential of other types." in imported.stdout
     assert "created 2023-11-14" in imported.stderr
+    listed = passkey("list", "--notes", "--json", "--store", store)
+    assert [entry.get("note") for entry in json.loads(listed.stdout)] == ["kept with it"], listed.stderr
     assert sign_in(store, rp).new_sign_count == 0
 
 

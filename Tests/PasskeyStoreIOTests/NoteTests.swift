@@ -1,3 +1,4 @@
+import CSQLite
 import CTAP2
 import Foundation
 import Testing
@@ -86,5 +87,31 @@ struct NoteTests {
         #expect(try store.note(of: .passkey(credentialID: duplicate.id)) == .text("kept"))
         #expect(try store.deletePassword(service: example, userName: "alice"))
         #expect(try store.notes(ofPasswords: true).isEmpty)
+    }
+}
+
+/// Schema version 5's rule for columns added after version 3: authenticated only when set, each after its position.
+struct LaterColumnAuthenticationTests {
+    @Test func aLaterColumnCountsOnlyWhenSetAndNeverStandsInForAnother() {
+        let base: [SQLiteValue] = [.blob([1]), .text("example.com")]
+        let unset = RowAuthentication.encode([7], base + [.integer(0), .null], alwaysAuthenticated: 2)
+        #expect(unset == RowAuthentication.encode([7], base, alwaysAuthenticated: 2))
+        let first = RowAuthentication.encode([7], base + [.integer(1), .null], alwaysAuthenticated: 2)
+        let second = RowAuthentication.encode([7], base + [.null, .integer(1)], alwaysAuthenticated: 2)
+        #expect(first != unset && second != unset && first != second)
+    }
+
+    /// The associated data read straight from SQLite's buffers (the getAssertion path's cache check) is the one the
+    /// key was sealed with, for a row with thirdPartyPayment set.
+    @Test func theRowPathAgreesWithTheValuesPath() throws {
+        let scratch = try Scratch()
+        let store = try scratch.makeStore()
+        let credential = makeFullyProtectedCredential()
+        try store.save(credential)
+        store.close()
+        let connection = try SQLiteConnection(path: scratch.url().path, flags: SQLITE_OPEN_READONLY)
+        defer { connection.close() }
+        let fromRows = try connection.prepared(SQL.selectAll).query([]) { RowAuthentication.credentialAAD(row: $0) }
+        #expect(fromRows == [RowAuthentication.credentialAAD(SQLiteCredentialStore.values(of: credential))])
     }
 }
