@@ -22,4 +22,16 @@ public enum Radio {
         case .simulated(let host, let port): try await SimulatedRadio.scanner(host: host, port: port)
         }
     }
+
+    /// Whether `mode`'s radio can scan now: it opens (bluetoothd's adapter powered, a raw HCI socket, the simulated
+    /// radio's port) and is closed again at once. What `getClientCapabilities()` calls `hybridTransport`.
+    public static func isUsable(_ mode: ProximityMode) async -> Bool {
+        do {
+            let scanner = try await scanner(for: mode)
+            await scanner.close()
+            return true
+        } catch {
+            return false
+        }
+    }
 }

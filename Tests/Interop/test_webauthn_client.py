@@ -174,6 +174,32 @@ def test_conditional_lists_local_passkeys_and_never_shows_a_qr_code(directory):
 # MARK: A phone through the relay
 
 
+def test_capabilities_tell_what_this_machine_can_do_now(directory):
+    """`client capabilities --json`: the L3 map. Without a usable radio (adapter hci7 is on no machine here)
+    hybridTransport is false; the platform authenticator is there exactly when a store is. The VM's bluez-dbus check
+    runs it with bluetoothd's powered adapter, where hybridTransport is true."""
+    def capabilities(store):
+        result = subprocess.run(
+            [PASSKEY_BIN, "client", "capabilities", "--json", "--ble", "hci:7", "--store", store],
+            capture_output=True, text=True, timeout=60, env=env())
+        assert result.returncode == 0, result.stderr
+        return json.loads(result.stdout)
+
+    missing = capabilities(os.path.join(directory, "none.sqlite"))
+    assert not os.path.exists(os.path.join(directory, "none.sqlite"))  # asking creates nothing
+    assert missing["hybridTransport"] is False
+    assert missing["passkeyPlatformAuthenticator"] is False and missing["userVerifyingPlatformAuthenticator"] is False
+    assert missing["conditionalGet"] is True and missing["relatedOrigins"] is True
+    assert missing["conditionalCreate"] is False
+    assert {key for key in missing if key.startswith("extension:")} == {
+        "extension:" + name for name in ("credBlob", "credProps", "credentialProtectionPolicy",
+                                          "enforceCredentialProtectionPolicy", "getCredBlob", "largeBlob",
+                                          "minPinLength", "prf")}
+    assert all(isinstance(value, bool) for value in missing.values())
+    present = capabilities(new_store(directory))
+    assert present["passkeyPlatformAuthenticator"] is True and present["userVerifyingPlatformAuthenticator"] is True
+
+
 def free_udp_port():
     with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as sock:
         sock.bind(("127.0.0.1", 0))

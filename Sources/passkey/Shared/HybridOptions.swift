@@ -29,14 +29,14 @@ struct HybridOptions: SettingFlags {
         completion: .file(extensions: ["pem", "crt"]))
     var relayCA: String?
 
-    @Option(
-        help: ArgumentHelp(
-            "Bluetooth radio: hci, hci:N (a BlueZ adapter through bluetoothd), hci-raw, hci-raw:N (through a raw "
-                + "HCI socket: CAP_NET_RAW), sim or sim:HOST:PORT (the simulated radio, "
-                + "Docs/Proximity.md). Default: $PASSKEY_BLE, else the settings file's radio, else hci.",
-            valueName: "mode"),
-        completion: .list(["hci", "hci:0", "hci-raw:0", "sim"]))
+    @Option(help: HybridOptions.bleHelp, completion: .list(["hci", "hci:0", "hci-raw:0", "sim"]))
     var ble: ProximityMode?
+
+    static let bleHelp = ArgumentHelp(
+        "Bluetooth radio: hci, hci:N (a BlueZ adapter through bluetoothd), hci-raw, hci-raw:N (through a raw "
+            + "HCI socket: CAP_NET_RAW), sim or sim:HOST:PORT (the simulated radio, "
+            + "Docs/Proximity.md). Default: $PASSKEY_BLE, else the settings file's radio, else hci.",
+        valueName: "mode")
 
     @Option(
         help: ArgumentHelp(
@@ -91,4 +91,14 @@ struct HybridOptions: SettingFlags {
         let reason = UnreadableFile.reason(path)
         return reason == "it could not be read" ? "it is not a PEM certificate file" : reason
     }
+}
+
+/// `--ble` alone, for a command that only asks whether the radio is there (`client capabilities`).
+struct RadioOptions: SettingFlags {
+    @Option(help: HybridOptions.bleHelp, completion: .list(["hci", "hci:0", "hci-raw:0", "sim"]))
+    var ble: ProximityMode?
+
+    var flags: [SettingKey: String] { ble.map { [.radio: $0.description] } ?? [:] }
+
+    var mode: ProximityMode { settings.radio.value }
 }
