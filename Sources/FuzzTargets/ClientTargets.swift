@@ -1,3 +1,4 @@
+import Foundation
 import PublicSuffix
 import WebAuthnClient
 
@@ -93,7 +94,9 @@ enum ClientTargets {
 
     static let rpID: FuzzTarget = FuzzTarget(
         name: "rp-id",
-        summary: "an origin URL, an RP ID and a related origins document: accepted RP IDs keep every suffix rule",
+        summary:
+            "an origin URL, an RP ID and a related origins (or passkey endpoints) document: accepted RP IDs keep "
+            + "every suffix rule",
         seeds: {
             let cases: [(String, String, String)] = [
                 ("https://login.example.co.uk:8443", "example.co.uk", #"{"origins": ["https://a.de"]}"#),
@@ -112,6 +115,10 @@ enum ClientTargets {
                         + #""https://shop.example.de"]}"#
                 ),
                 ("https://0x7f.1", "", #"{"origins": [1, "x"]}"#),
+                (
+                    "https://example.com", "example.com",
+                    #"{"enroll": "https://example.com/passkeys/new", "manage": "https://example.com/passkeys"}"#
+                ),
             ]
             return cases.map { FuzzInput.chunks([Array($0.0.utf8), Array($0.1.utf8)]) + Array($0.2.utf8) }
         },
@@ -128,6 +135,15 @@ enum ClientTargets {
             let verdict = RelyingPartyIDCheck.evaluate(origin: origin, rpID: rpID, list: list)
             expect(!verdict.reason.isEmpty, "a verdict without a reason")
             if verdict.valid { checkAccepted(verdict, origin: origin, given: rpID) }
+
+            // The same bytes as the other well-known document, passkey endpoints: what it accepts names a URL.
+            if let endpoints = try? PasskeyEndpoints(document: document) {
+                expect(endpoints.enroll != nil || endpoints.manage != nil, "passkey endpoints that name neither URL")
+                for url in [endpoints.enroll, endpoints.manage].compactMap({ $0 }) {
+                    let scheme = URL(string: url)?.scheme?.lowercased()
+                    expect(scheme == "https" || scheme == "http", "passkey endpoints accepted a non-web URL")
+                }
+            }
 
             let response = WellKnownResponse(status: 200, contentType: "application/json", body: document)
             guard let origins = try? RelatedOrigins.origins(in: response) else { return }

@@ -46,3 +46,40 @@ public struct HTTPSRelatedOriginsSource: RelatedOriginsSource {
         }
     }
 }
+
+/// Fetches an RP ID's `/.well-known/passkey-endpoints` over HTTPS with ``HTTPSFetcher``, with the related origins
+/// document's rules: https only, no credentials, no referrer, no redirects, the certificate verified, the body read up
+/// to ``PasskeyEndpoints/maximumDocumentSize`` bytes, the whole exchange bounded by `timeout`.
+public struct HTTPSPasskeyEndpointsSource: Sendable {
+    public var additionalCAFile: String?
+    /// The port to connect to: 443, which the well-known URL implies; tests use a local server's.
+    public var port: Int
+    public var timeout: Duration
+
+    public init(additionalCAFile: String? = nil, port: Int = 443, timeout: Duration = .seconds(10)) {
+        self.additionalCAFile = additionalCAFile
+        self.port = port
+        self.timeout = timeout
+    }
+
+    /// The URL fetched for `rpID`, with the port when it is not 443.
+    public func url(for rpID: DomainName) -> String {
+        port == 443
+            ? PasskeyEndpoints.wellKnownURL(for: rpID)
+            : HTTPSFetcher.url(host: "\(rpID)", port: port, path: "/.well-known/passkey-endpoints")
+    }
+
+    /// The endpoints `rpID` publishes, or why there are none (one line).
+    public func endpoints(for rpID: DomainName) async throws(PasskeyEndpointsError) -> PasskeyEndpoints {
+        let fetcher = HTTPSFetcher(additionalCAFile: additionalCAFile, connectTimeout: .seconds(5), timeout: timeout)
+        let response: WellKnownResponse
+        do {
+            response = try await fetcher.get(
+                url(for: rpID), accept: "application/json", userAgent: "passkey (passkey endpoints)",
+                limit: PasskeyEndpoints.maximumDocumentSize)
+        } catch {
+            throw PasskeyEndpointsError(error.description)
+        }
+        return try PasskeyEndpoints(response: response)
+    }
+}

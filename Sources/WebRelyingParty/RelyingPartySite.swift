@@ -154,7 +154,7 @@ public struct RelyingPartySite: Sendable {
         "/": "GET", "/credentials": "GET", "/favicon.ico": "GET",
         "/registration/options": "POST", "/registration/verify": "POST",
         "/authentication/options": "POST", "/authentication/verify": "POST", "/client-result": "POST",
-        "/credentials/delete": "POST",
+        "/credentials/delete": "POST", "/.well-known/passkey-endpoints": "GET",
     ]
 
     /// Answers one request. `randomBytes` gives challenges and new user handles; `now` times challenges and
@@ -195,6 +195,8 @@ public struct RelyingPartySite: Sendable {
             return Exchange(response: Response(status: 204, headers: Self.commonHeaders, body: []), verdict: nil)
         case "/credentials":
             return Self.json(200, credentialsJSON())
+        case "/.well-known/passkey-endpoints":
+            return Self.json(200, passkeyEndpointsJSON(host: host))
         case "/registration/options":
             let parsed: RegistrationOptionsRequest
             do throws(JSONBodyError) {
@@ -249,6 +251,18 @@ public struct RelyingPartySite: Sendable {
                 return Self.refusal(Self.requestError(error))
             }
         }
+    }
+
+    /// The W3C Well-Known URL for Passkey Endpoints, for a provider's "manage this passkey on the site": this page
+    /// both creates passkeys (`enroll`, the page's registration form) and lists and deletes them (`manage`), at the
+    /// origin the request came to.
+    func passkeyEndpointsJSON(host: String) -> [UInt8] {
+        let origins = relyingParty.configuration.origins.sorted()
+        let origin = origins.first { Self.hostNames(origins: [$0]).contains(Self.hostName(host)) } ?? origins.first
+        let base = origin ?? "https://\(relyingParty.configuration.relyingParty.id)"
+        return JSONValue.sortedObject([
+            ("enroll", .string(base + "/#register")), ("manage", .string(base + "/#passkeys")),
+        ]).serialized()
     }
 
     /// A verified registration or sign-in starts a session of its user: the answer sets its cookie. (When the state

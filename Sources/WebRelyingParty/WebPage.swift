@@ -482,7 +482,7 @@ enum WebPage {
         <summary>Steps</summary>
         <ol id="steps"></ol>
         </details>
-        <h2>Registered passkeys</h2>
+        <h2 id="passkeys">Registered passkeys</h2>
         <table id="credentials">
         <thead><tr><th>user</th><th>credential ID</th><th>registered</th><th>sign count</th><th>transports</th><th>UV</th><th>backup</th><th></th></tr></thead>
         <tbody></tbody>

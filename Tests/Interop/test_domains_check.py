@@ -389,3 +389,41 @@ def test_inspect_banner_fetches_a_page(setup):
     assert moved.returncode == 2 and b"301" in moved.stderr and site.requests.count("/elsewhere") == 0
     untrusted = banner(url + "/shop")
     assert untrusted.returncode == 2 and b"cannot fetch" in untrusted.stderr
+
+
+def test_passkey_endpoints_are_fetched_with_the_well_known_rules(setup):
+    """`passkey domains endpoints DOMAIN[:port]` (W3C Well-Known URL for Passkey Endpoints): the enroll and manage
+    URLs over HTTPS with the test CA; a redirect, an HTML page, an http URL, a document naming neither, an oversize
+    one and an untrusted server are each one line and exit status 1. The rules: PasskeyEndpointsTests (Swift)."""
+    directory, pki, site = setup
+    path = "/.well-known/passkey-endpoints"
+    domain = f"localhost:{site.port}"
+
+    def endpoints(*args):
+        return subprocess.run([PASSKEY_BIN, "domains", "endpoints", domain, *args], capture_output=True, text=True,
+                              timeout=120)
+
+    document = {"enroll": "https://localhost/passkeys/new", "manage": "https://localhost/account/passkeys"}
+    site.routes[path] = (200, "application/json", json.dumps(document).encode())
+    found = endpoints("--ca", pki["ca"], "--json")
+    assert found.returncode == 0, found.stderr
+    assert json.loads(found.stdout) == {**document, "rpId": "localhost", "url": f"https://{domain}{path}"}
+    text = endpoints("--ca", pki["ca"])
+    assert "  manage passkeys   https://localhost/account/passkeys" in text.stdout
+
+    bad = [
+        ((301, "text/html", b""), "the status was 301, not 200 (a redirect: they are not followed)"),
+        ((200, "text/html", b"<html>"), 'the content type was "text/html", not application/json'),
+        ((200, "application/json", b'{"manage": "http://example.com/"}'), '"manage" is not an https URL with a host'),
+        ((200, "application/json", b'{"other": 1}'), 'the document names neither "enroll" nor "manage"'),
+        ((200, "application/json", b'{"enroll": "' + b"a" * 20000 + b'"}'), "over 16384"),
+    ]
+    for route, words in bad:
+        site.routes[path] = route
+        refused = endpoints("--ca", pki["ca"])
+        assert refused.returncode == 1, refused.stderr
+        assert refused.stderr.startswith(f"passkey: no passkey endpoints for {domain}: "), refused.stderr
+        assert words in refused.stderr and refused.stderr.count("\n") == 1, refused.stderr
+    site.routes[path] = (200, "application/json", json.dumps(document).encode())
+    untrusted = endpoints()
+    assert untrusted.returncode == 1 and "no passkey endpoints" in untrusted.stderr

@@ -48,6 +48,18 @@ struct SiteTests {
         return String(setCookie.prefix { $0 != ";" })
     }
 
+    /// The W3C Well-Known URL for Passkey Endpoints: GET only, JSON, the page's registration form and passkey list
+    /// at the origin the request came to; read back by the client's own parser.
+    @Test mutating func passkeyEndpointsNameThePageAtTheRequestsOrigin() throws {
+        let answer = send("GET", "/.well-known/passkey-endpoints")
+        #expect(answer.response.status == 200 && answer.verdict == nil)
+        #expect(answer.response.header("Content-Type")?.hasPrefix("application/json") == true)
+        let members = try object(answer.response.body)
+        #expect(members["enroll"] as? String == Harness.origin + "/#register")
+        #expect(members["manage"] as? String == Harness.origin + "/#passkeys")
+        #expect(send("POST", "/.well-known/passkey-endpoints", json: "{}").response.status == 405)
+    }
+
     /// Issue 23, attack 2: asking for registration options with an existing user's name was enough to add a passkey
     /// to that account, and then to sign in as its user. Now a verified registration or sign-in starts a session
     /// (an HttpOnly, SameSite=Strict cookie), and options for a user name that has a passkey need a session of that

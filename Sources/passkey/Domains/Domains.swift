@@ -10,13 +10,14 @@ extension Passkey {
     struct Domains: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
             abstract: "Associated domains: check a site's apple-app-site-association file, sign one, list and "
-                + "forget approvals, match universal links.",
+                + "forget approvals, match universal links, read its passkey endpoints.",
             discussion: """
                 check fetches and judges a domain's association file for an app; sign makes the CMS-signed form; \
                 list shows the approval table and forget removes an app's approvals; match says whether a link \
-                opens the app and which rule decided. See Docs/Domains.md.
+                opens the app and which rule decided; endpoints reads where the site lets you create and manage \
+                passkeys. See Docs/Domains.md.
                 """,
-            subcommands: [Check.self, Sign.self, List.self, Forget.self, Match.self]
+            subcommands: [Check.self, Sign.self, List.self, Forget.self, Match.self, Endpoints.self]
         )
     }
 }
