@@ -173,7 +173,8 @@ extension Authenticator {
         return next
     }
 
-    private func discoverableCredentials() async throws(CTAPError) -> [StoredCredential] {
+    /// The discoverable credentials: what credential management lists and getInfo's store state covers.
+    func discoverableCredentials() async throws(CTAPError) -> [StoredCredential] {
         try await storeCall { try await $0.allCredentials() }.filter(\.isDiscoverable)
     }
 

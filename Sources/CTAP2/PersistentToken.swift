@@ -62,8 +62,7 @@ extension Authenticator {
             inputKeyMaterial: SymmetricKey(data: secret), info: Array("passkey device identifier".utf8),
             outputByteCount: 16
         ).withUnsafeBytes { Array($0) }
-        let credentials = try await storeCall { try await $0.allCredentials() }.filter(\.isDiscoverable)
-        let state = Self.credentialStoreState(credentials, secret: secret)
+        let state = Self.credentialStoreState(try await discoverableCredentials(), secret: secret)
         return [
             0x19: .bytes(
                 try Self.encryptInfoField(
