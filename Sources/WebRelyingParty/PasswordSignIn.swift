@@ -83,7 +83,7 @@ public struct PasswordRequest: Sendable {
             throw .outOfBounds("password", reason: "must be \(least) to \(PasswordSignIn.maximumLength) characters")
         }
         displayName = try object.optionalString("displayName").map { (text) throws(JSONBodyError) in
-            try CeremonyRequestRules.displayName(text)
+            try RenameRequest.displayName(text)
         }
     }
 }
@@ -101,9 +101,15 @@ public struct RenameRequest: Hashable, Sendable {
     public init(json: [UInt8]) throws(JSONBodyError) {
         let object = try JSONObject(json)
         userName = try CeremonyRequestRules.userName(object.string("username"))
-        displayName = try CeremonyRequestRules.displayName(object.string("displayName"))
-        guard !displayName.trimmingCharacters(in: .whitespaces).isEmpty else {
+        displayName = try Self.displayName(object.string("displayName"))
+    }
+
+    /// A display name to keep: ``CeremonyRequestRules/displayName(_:)``'s bounds, and not empty or only white space.
+    static func displayName(_ text: String) throws(JSONBodyError) -> String {
+        let checked = try CeremonyRequestRules.displayName(text)
+        guard !checked.trimmingCharacters(in: .whitespaces).isEmpty else {
             throw .outOfBounds("displayName", reason: "must not be empty")
         }
+        return checked
     }
 }
