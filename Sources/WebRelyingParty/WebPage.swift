@@ -465,7 +465,7 @@ enum WebPage {
           } catch (error) { capable = error.name; }
           step(`conditional create: getClientCapabilities().conditionalCreate is ${capable}; trying it all the same`);
           const controller = new AbortController();
-          const timer = setTimeout(() => controller.abort(new DOMException("no answer within 60 s", "TimeoutError")), 60000);
+          const timer = setTimeout(() => controller.abort(new DOMException("no answer within 15 s", "TimeoutError")), 15000);
           let credential;
           try {
             credential = await navigator.credentials.create({ publicKey: creationOptions(options), mediation: "conditional", signal: controller.signal });
