@@ -38,9 +38,9 @@ def page():
         try:
             # A platform authenticator that verifies users and keeps discoverable credentials, as a phone would.
             driver.execute_cdp_cmd("WebAuthn.enable", {})
-            driver.execute_cdp_cmd("WebAuthn.addVirtualAuthenticator", {"options": {
+            driver.authenticator = driver.execute_cdp_cmd("WebAuthn.addVirtualAuthenticator", {"options": {
                 "protocol": "ctap2", "transport": "internal", "hasResidentKey": True, "hasUserVerification": True,
-                "isUserVerified": True, "automaticPresenceSimulation": True}})
+                "isUserVerified": True, "automaticPresenceSimulation": True}})["authenticatorId"]
             yield rp, driver
         finally:
             driver.quit()
@@ -115,6 +115,11 @@ def signal_log(driver):
             for item in driver.find_elements(By.CSS_SELECTOR, "#signal-log li.signal")]
 
 
+def held(driver):
+    """The credentials Chromium's virtual authenticator holds (DevTools' WebAuthn.getCredentials)."""
+    return driver.execute_cdp_cmd("WebAuthn.getCredentials", {"authenticatorId": driver.authenticator})["credentials"]
+
+
 def has(driver, method):
     return driver.execute_script(f"return typeof PublicKeyCredential.{method} === 'function'")
 
@@ -153,15 +158,33 @@ def test_the_page_sends_each_signal_where_a_relying_party_would_and_logs_it(page
         {"rpId": "localhost", "userId": user["userHandle"], "name": "alice", "displayName": "Alice Liddell"}, expected)
     assert "alice (Alice Liddell)" in driver.find_element(By.ID, "credentials").text
 
-    driver.find_element(By.CSS_SELECTOR, "#credentials button.delete").click()
+    outcomes = [entry[2] for entry in signal_log(driver)]
+    [kept] = held(driver)
+    if outcomes[2] == "sent":  # Chromium acts on signalCurrentUserDetails for its own provider: the name follows
+        assert (kept["userName"], kept["userDisplayName"]) == ("alice", "Alice Liddell"), kept
+
+    # Deleting as the VM check does (`?auto=delete&user=alice`, no confirmation). Chromium's virtual authenticator is
+    # one of its own providers, so Chromium acts on the signal: the passkey is gone from it, and a sign-in finds none.
+    assert len(held(driver)) == 1
+    driver.get(f"{rp.origin}/?auto=delete&user=alice")
     assert wait_for_title(driver, ("PASS delete", "FAIL delete")) == "PASS delete alice"
-    rp.next_line()
+    assert rp.next_line() == f"verdict deletion ok user=alice credential={credential_id}"
     expected = "sent" if has(driver, "signalUnknownCredential") else "not supported by this browser"
-    assert signal_log(driver)[3] == (
-        "signalUnknownCredential", {"rpId": "localhost", "credentialId": credential_id}, expected)
+    unknown = ("signalUnknownCredential", {"rpId": "localhost", "credentialId": credential_id}, expected)
+    assert signal_log(driver) == [unknown]
     log_text = driver.find_element(By.ID, "signal-log").text
-    assert f"signalUnknownCredential({{\"rpId\":\"localhost\",\"credentialId\":\"{credential_id}\"}}): {expected}" in log_text
-    print("Chromium's outcomes:", [entry[2] for entry in signal_log(driver)])
+    assert f'signalUnknownCredential({{"rpId":"localhost","credentialId":"{credential_id}"}}): {expected}' in log_text
+    if expected == "sent":
+        assert held(driver) == []
+    print("Chromium's outcomes:", outcomes + [expected], "credentials held after the deletion:", len(held(driver)))
+
+    # A passkey the RP does not know (the authenticator kept it: put back here, as a security key keeps it): the RP
+    # refuses it as unknown, and the page tells the provider with signalUnknownCredential.
+    driver.execute_cdp_cmd("WebAuthn.addCredential", {"authenticatorId": driver.authenticator, "credential": kept})
+    driver.get(f"{rp.origin}/?auto=sign-in")
+    assert wait_for_title(driver, ("PASS", "FAIL")).startswith("FAIL sign-in: unknownCredential")
+    assert rp.next_line().startswith("verdict authentication refused code=unknownCredential")
+    assert signal_log(driver) == [unknown]
 
 
 def test_the_password_form_signs_up_signs_in_and_tries_a_passkey_upgrade(page):
