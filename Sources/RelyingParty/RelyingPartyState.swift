@@ -32,7 +32,8 @@ public struct RelyingPartyStateError: CodedError {
 }
 
 /// What a relying party remembers: the credential records of registered accounts, as JSON (`--rp-state FILE`,
-/// shared by `passkey client` and `passkey rp serve`). It holds public keys only.
+/// shared by `passkey client` and `passkey rp serve`). It holds public keys, and for `rp serve`'s password sign-in
+/// salted scrypt hashes, never a secret.
 ///
 /// ```json
 /// {"version": 1, "accounts": [{"rpID": "example.com", "userName": "alice", "registered": "2026-…Z",
