@@ -634,6 +634,13 @@ enum WebPage {
         </div>
         </form>
         <p id="signed-in" data-user="">Not signed in.</p>
+        <h2>Verdict</h2>
+        <pre id="verdict" role="status" aria-live="polite">Nothing yet.</pre>
+        <div id="decoded" hidden></div>
+        <details>
+        <summary>Steps</summary>
+        <ol id="steps"></ol>
+        </details>
         <h2 id="password-heading">Password</h2>
         <form id="password-form" autocomplete="on">
         <label for="password-username">User name</label>
@@ -654,13 +661,6 @@ enum WebPage {
         <button type="button" id="rename">Rename</button>
         </div>
         </form>
-        <h2>Verdict</h2>
-        <pre id="verdict" role="status" aria-live="polite">Nothing yet.</pre>
-        <div id="decoded" hidden></div>
-        <details>
-        <summary>Steps</summary>
-        <ol id="steps"></ol>
-        </details>
         <h2 id="passkeys">Registered passkeys</h2>
         <table id="credentials">
         <thead><tr><th>user</th><th>credential ID</th><th>registered</th><th>sign count</th><th>transports</th><th>UV</th><th>backup</th><th></th></tr></thead>

@@ -185,6 +185,13 @@ def test_the_page_sends_each_signal_where_a_relying_party_would_and_logs_it(page
     assert wait_for_title(driver, ("PASS", "FAIL")).startswith("FAIL sign-in: unknownCredential")
     assert rp.next_line().startswith("verdict authentication refused code=unknownCredential")
     assert signal_log(driver) == [unknown]
+    # The log's long JSON wraps: nothing wider than a phone's screen.
+    driver.execute_cdp_cmd("Emulation.setDeviceMetricsOverride", {
+        "width": 390, "height": 1600, "deviceScaleFactor": 1, "mobile": True})
+    time.sleep(0.3)
+    assert overflow(driver) <= 0, f"the page is {overflow(driver)} px wider than 390 px"
+    if os.environ.get("PASSKEY_SCREENSHOTS"):
+        driver.save_screenshot(os.path.join(os.environ["PASSKEY_SCREENSHOTS"], "rp-page-signals-390.png"))
 
 
 def test_the_password_form_signs_up_signs_in_and_tries_a_passkey_upgrade(page):
