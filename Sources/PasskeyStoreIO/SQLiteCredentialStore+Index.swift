@@ -143,7 +143,8 @@ extension SQLiteCredentialStore {
             credentialID: credential.id,
             userHandle: credential.userHandle,
             isDiscoverable: credential.isDiscoverable,
-            creationDate: credential.creationDate
+            creationDate: credential.creationDate,
+            hiddenDate: credential.hiddenDate
         )
     }
 

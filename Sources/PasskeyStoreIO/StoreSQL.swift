@@ -32,6 +32,7 @@ enum SQL {
         \(version3)
         \(version4)
         \(version5)
+        \(version6)
         """
 
     /// Schema version 2 (CTAP 2.1), both for new stores and as the in-place upgrade of version 1: per-credential
@@ -92,8 +93,18 @@ enum SQL {
         ALTER TABLE authenticator_settings ADD COLUMN sealed_device_secret BLOB;
         """
 
+    /// Schema version 6: when a relying party's signal hid a passkey (`hidden_ms`, NULL while it is shown), authenticated
+    /// only when set like version 5's columns, so the upgrade rewrites no row.
+    /// And when this program last gave a saved password to a page (`filled_ms`), which lets that account's passkey be
+    /// made by a conditional create (Docs/Client.md, "Automatic passkey upgrades"), authenticated only when set.
+    static let version6 = """
+        ALTER TABLE credentials ADD COLUMN hidden_ms INTEGER;
+        ALTER TABLE passwords ADD COLUMN filled_ms INTEGER;
+        """
+
     /// The password columns the seal authenticates, in `PasswordColumn` order.
-    static let passwordAuthenticatedColumns = "password_id, service, user_name, created_ms, modified_ms, rank"
+    static let passwordAuthenticatedColumns =
+        "password_id, service, user_name, created_ms, modified_ms, rank, filled_ms"
     static let passwordColumns = "seq, \(passwordAuthenticatedColumns), sealed_password"
     static let selectPasswords = "SELECT \(passwordColumns) FROM passwords ORDER BY service, user_name"
     static let selectPasswordsOfService =
@@ -101,10 +112,13 @@ enum SQL {
     static let selectPassword = "SELECT \(passwordColumns) FROM passwords WHERE service = ? AND user_name = ?"
     static let selectPasswordByID = "SELECT \(passwordColumns) FROM passwords WHERE password_id = ?"
     static let insertPassword = """
-        INSERT INTO passwords (\(passwordAuthenticatedColumns), sealed_password) VALUES (?, ?, ?, ?, ?, ?, ?)
+        INSERT INTO passwords (\(passwordAuthenticatedColumns), sealed_password) VALUES (?, ?, ?, ?, ?, ?, ?, ?)
         """
     static let updatePassword = """
         UPDATE passwords SET modified_ms = ?, rank = ?, sealed_password = ? WHERE password_id = ?
+        """
+    static let updatePasswordUse = """
+        UPDATE passwords SET rank = ?, filled_ms = ?, sealed_password = ? WHERE password_id = ?
         """
     static let deletePassword = "DELETE FROM passwords WHERE service = ? AND user_name = ? RETURNING password_id"
     static let maximumPasswordRank = "SELECT max(rank) FROM passwords WHERE service = ?"
@@ -141,7 +155,7 @@ enum SQL {
     /// authenticates.
     static let authenticatedColumns = """
         credential_id, rp_id, rp_name, user_handle, user_name, user_display_name, discoverable, backup_eligible,
-        backup_state, created_ms, cred_protect, cred_blob, hmac_secret, large_blob_key, third_party_payment
+        backup_state, created_ms, cred_protect, cred_blob, hmac_secret, large_blob_key, third_party_payment, hidden_ms
         """
 
     static let credentialColumns = "seq, \(authenticatedColumns), sealed_private_key"
@@ -154,13 +168,13 @@ enum SQL {
 
     static let insert = """
         INSERT INTO credentials (\(authenticatedColumns), sealed_private_key)
-        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
         """
 
     /// An import's insert: a credential ID already in the store is left as it is (0 changes).
     static let insertUnlessPresent = """
         INSERT INTO credentials (\(authenticatedColumns), sealed_private_key)
-        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
         ON CONFLICT (credential_id) DO NOTHING
         """
 
@@ -170,6 +184,11 @@ enum SQL {
     static let updateUser = """
         UPDATE credentials SET user_name = ?, user_display_name = ?, sealed_private_key = ? WHERE credential_id = ?
         """
+    static let updateHidden = "UPDATE credentials SET hidden_ms = ?, sealed_private_key = ? WHERE credential_id = ?"
+    /// Passkeys hidden before a time (the grace period's end), deleted from their rows alone.
+    static let deleteHiddenBefore =
+        "DELETE FROM credentials WHERE hidden_ms IS NOT NULL AND hidden_ms < ? RETURNING credential_id"
+    static let countHiddenBefore = "SELECT count(*) FROM credentials WHERE hidden_ms IS NOT NULL AND hidden_ms < ?"
     static let updateSealedKey = "UPDATE credentials SET sealed_private_key = ? WHERE seq = ?"
     static let deleteAll = "DELETE FROM credentials"
 
@@ -187,6 +206,8 @@ enum SQL {
         selectSettings, upsertSettings, updateUser, updateSealedKey, selectLargeBlobArray, upsertLargeBlobArray,
         deleteLargeBlobArray, selectPasswords, selectPasswordsOfService, selectPassword, selectPasswordByID,
         insertPassword, updatePassword, deletePassword, maximumPasswordRank, selectNote, updateNote, selectNotes,
-        selectPasswordNote, updatePasswordNote, selectPasswordNotes,
+        selectPasswordNote, updatePasswordNote, selectPasswordNotes, updateHidden, updatePasswordUse,
+        deleteHiddenBefore,
+        countHiddenBefore,
     ]
 }

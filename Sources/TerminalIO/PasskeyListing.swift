@@ -12,8 +12,9 @@ import WebAuthn
 /// a private key.
 public enum PasskeyListing {
     /// The line for an empty listing.
-    public static func empty(relyingParty: String?) -> String {
-        relyingParty.map { "No passkeys for \($0)." } ?? "No passkeys."
+    public static func empty(relyingParty: String?, hidden: Bool = false) -> String {
+        let kind = hidden ? "hidden passkeys" : "passkeys"
+        return relyingParty.map { "No \(kind) for \($0)." } ?? "No \(kind)."
     }
 
     /// Three lines per passkey of the index: site and account, credential ID, then what kind it is and its dates.
@@ -24,6 +25,7 @@ public enum PasskeyListing {
             details.append("created \(dates.string(from: identity.creationDate))")
             details.append(identity.lastUsedDate.map { "last used \(dates.string(from: $0))" } ?? "never used")
             if identity.rank != 0 { details.append("rank \(identity.rank)") }
+            details += hiddenDetails(identity.hiddenDate, dates: dates)
             return [
                 heading(identity.serviceIdentifier, identity.userName, identity.userDisplayName),
                 "    id \(identity.credentialID.base64URLEncodedString)", "    " + details.joined(separator: ", "),
@@ -46,6 +48,7 @@ public enum PasskeyListing {
             object["userDisplayName"] = identity.userDisplayName
             object["lastUsed"] = identity.lastUsedDate.map { dates.string(from: $0) }
             object["note"] = notes[identity.credentialID]
+            addHidden(identity.hiddenDate, to: &object, dates: dates)
             return object
         }
     }
@@ -60,6 +63,7 @@ public enum PasskeyListing {
                 var details = [credential.isDiscoverable ? "discoverable" : "server-side (needs allowList)"]
                 details.append("created \(dates.string(from: credential.creationDate))")
                 details.append("backup eligible \(credential.backupEligible ? "yes" : "no")")
+                details += hiddenDetails(credential.hiddenDate, dates: dates)
                 return [
                     heading(credential.relyingPartyID, credential.userName, credential.userDisplayName),
                     "    id \(credential.id.base64URLEncodedString)", "    " + details.joined(separator: ", "),
@@ -105,7 +109,26 @@ public enum PasskeyListing {
         object["rpName"] = credential.relyingPartyName
         object["userName"] = credential.userName
         object["userDisplayName"] = credential.userDisplayName
+        addHidden(credential.hiddenDate, to: &object, dates: ISO8601DateFormatter())
         return object
+    }
+
+    /// When a signal hid the passkey, and when it is deleted: nothing for a shown one.
+    static func hiddenDetails(_ hidden: Date?, dates: ISO8601DateFormatter) -> [String] {
+        guard let hidden else { return [] }
+        let deletion = hidden.addingTimeInterval(SQLiteCredentialStore.hiddenGracePeriod)
+        return [
+            "hidden by the site's signal \(dates.string(from: hidden)), deleted after \(dates.string(from: deletion)) "
+                + "unless `passkey unhide`"
+        ]
+    }
+
+    /// `hidden` and `deletedAfter` in a passkey's JSON, when a signal hid it.
+    static func addHidden(_ hidden: Date?, to object: inout [String: Any], dates: ISO8601DateFormatter) {
+        guard let hidden else { return }
+        object["hidden"] = dates.string(from: hidden)
+        object["deletedAfter"] = dates.string(
+            from: hidden.addingTimeInterval(SQLiteCredentialStore.hiddenGracePeriod))
     }
 
     public static func reason(_ reason: DamagedCredential.Reason) -> String {

@@ -141,6 +141,10 @@ public struct TerminalInterface: ProviderUserInterface {
             if OutputLevel.current.showsProgress {
                 terminal.write("passkey: created a new encrypted passkey store at \(path)\n")
             }
+        case .hiddenPasskeysDeleted(let count, let graceDays):
+            terminal.write(
+                "passkey: deleted \(count == 1 ? "a passkey" : "\(count) passkeys") hidden by a site's signal more "
+                    + "than \(graceDays) days ago\n")
         case .damagedCredentialSkipped(let damaged):
             terminal.write("passkey: store error: \(damaged); skipped\n")
         case .storeError(let error):

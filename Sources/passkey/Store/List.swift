@@ -17,7 +17,7 @@ extension Passkey {
                 Reads the passkey index beside the store, which names the passkeys but holds no keys, so no \
                 passphrase is needed; the most recently used come first. With --verify, unlocks the store instead \
                 and checks every passkey, listing damaged ones too (and rewrites the index); --notes unlocks it to \
-                show each passkey's note. When the index is \
+                show each passkey's note; --hidden lists the passkeys a site's signal hid instead. When the index is \
                 missing or damaged, list rebuilds it if PASSKEY_PASSPHRASE is set, and otherwise says how to. See \
                 Docs/Store.md.
                 """)
@@ -28,25 +28,25 @@ extension Passkey {
         @Flag(help: "Unlock the store with its passphrase and check every passkey, damaged ones included.")
         var verify = false
         @Flag(help: "Unlock the store and show each passkey's note (`passkey note`).") var notes = false
+        @Flag(
+            help: """
+                Only the passkeys a site's signal hid (`passkey client signal`): not offered, deleted 30 days after; \
+                `passkey unhide` shows one again.
+                """)
+        var hidden = false
 
         @OptionGroup var verbosity: OutputOptions
 
         func run() async throws {
-            let catalog = PasskeyCatalog(access: store.access())
-            // Notes are sealed: reading them unlocks the store, as --verify does.
-            let notes = notes ? try await catalog.notes().mapValues(NoteDisplay.text) : [:]
-            if verify {
-                // The rows themselves, checked with the passphrase, damaged ones included.
-                let entries = try await catalog.verifiedEntries(relyingParty: relyingParty)
-                show(
-                    PasskeyListing.jsonObjects(entries, notes: notes), PasskeyListing.lines(entries, notes: notes))
+            let listing = try await PasskeyCatalog(access: store.access()).listing(
+                relyingParty: relyingParty, verify: verify, notes: notes, hidden: hidden)
+            let notes = listing.notes.mapValues(NoteDisplay.text)
+            if let entries = listing.entries {
+                show(PasskeyListing.jsonObjects(entries, notes: notes), PasskeyListing.lines(entries, notes: notes))
             } else {
-                let identities = try await index().passkeys.filter {
-                    relyingParty == nil || $0.serviceIdentifier == relyingParty
-                }
                 show(
-                    PasskeyListing.jsonObjects(identities, notes: notes),
-                    PasskeyListing.lines(identities, notes: notes))
+                    PasskeyListing.jsonObjects(listing.identities, notes: notes),
+                    PasskeyListing.lines(listing.identities, notes: notes))
             }
         }
 
@@ -56,7 +56,9 @@ extension Passkey {
                 printJSON(JSONOutput.text(objects))
             } else {
                 printLine(
-                    lines.isEmpty ? PasskeyListing.empty(relyingParty: relyingParty) : lines.joined(separator: "\n"))
+                    lines.isEmpty
+                        ? PasskeyListing.empty(relyingParty: relyingParty, hidden: hidden)
+                        : lines.joined(separator: "\n"))
             }
         }
 
