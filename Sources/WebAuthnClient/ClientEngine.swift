@@ -200,13 +200,14 @@ public struct ClientEngine: Sendable {
         return requests[index]
     }
 
-    /// Opens a session with the planned authenticator, runs `body` on it and closes it.
+    /// Opens a session with the planned authenticator, runs `body` on it and closes it; `quietly` (an automatic
+    /// passkey upgrade) tells the user interface nothing.
     func withSession<T: Sendable>(
-        _ request: PlannedRequest, for ceremony: ClientCeremony,
+        _ request: PlannedRequest, for ceremony: ClientCeremony, quietly: Bool = false,
         _ body: (SessionContext) async throws(ClientError) -> T
     ) async throws(ClientError) -> T {
         let authenticator = environment.authenticators[request.authenticator]
-        await environment.userInterface.notify(.contacting(request.kind))
+        if !quietly { await environment.userInterface.notify(.contacting(request.kind)) }
         let session: any AuthenticatorSession
         do {
             session = try await authenticator.open(for: ceremony)

@@ -83,7 +83,8 @@ extension ClientEngine {
     func register(_ registration: PendingRegistration, on request: PlannedRequest) async throws(ClientError)
         -> RegistrationCredential
     {
-        try await withSession(request, for: .create) { (context) async throws(ClientError) in
+        try await withSession(request, for: .create, quietly: registration.withoutPresence) {
+            (context) async throws(ClientError) in
             try await registration.run(on: context)
         }
     }
@@ -194,7 +195,10 @@ struct PendingRegistration: Sendable {
                 }
                 request.extensions = .map(inputs.merging(evaluation?.extensionInput ?? [:]) { $1 })
             }
-            await context.environment.userInterface.notify(.waitingForAuthenticator(context.kind))
+            // An automatic upgrade waits for nobody, so it tells nobody to act.
+            if !withoutPresence {
+                await context.environment.userInterface.notify(.waitingForAuthenticator(context.kind))
+            }
             outcome = try await context.exchange(request.message)
             // A key that wants its PIN though getInfo did not say so: ask for the PIN once.
             guard case .failure(.pinUvAuthTokenRequired) = outcome, verification != .pinToken, info.hasPIN else {
