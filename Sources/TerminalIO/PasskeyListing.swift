@@ -6,6 +6,7 @@ import Foundation
 import JSON
 import PasskeyStoreIO
 import WebAuthn
+import WebAuthnClient
 
 /// What `passkey list` shows: the index's passkeys (no passphrase needed), or with `--verify` the store's own rows,
 /// damaged ones included. Text for a person, with every site-chosen name terminal-safe; JSON for scripts, never with
@@ -18,7 +19,10 @@ public enum PasskeyListing {
     }
 
     /// Three lines per passkey of the index: site and account, credential ID, then what kind it is and its dates.
-    public static func lines(_ identities: [CredentialIdentity], notes: [[UInt8]: String] = [:]) -> [String] {
+    public static func lines(
+        _ identities: [CredentialIdentity], notes: [[UInt8]: String] = [:],
+        links: [String: PasskeyEndpoints.ManageLink] = [:]
+    ) -> [String] {
         let dates = ISO8601DateFormatter()
         return identities.flatMap { identity in
             var details = [identity.isDiscoverable ? "discoverable" : "server-side (needs allowList)"]
@@ -29,13 +33,14 @@ public enum PasskeyListing {
             return [
                 heading(identity.serviceIdentifier, identity.userName, identity.userDisplayName),
                 "    id \(identity.credentialID.base64URLEncodedString)", "    " + details.joined(separator: ", "),
-            ] + NoteLines.lines(notes[identity.credentialID])
+            ] + manageLines(links[identity.serviceIdentifier]) + NoteLines.lines(notes[identity.credentialID])
         }
     }
 
     /// The index's passkeys in the fields `--verify --json` uses for them (no public key: the index has none).
     public static func jsonObjects(
-        _ identities: [CredentialIdentity], notes: [[UInt8]: String] = [:]
+        _ identities: [CredentialIdentity], notes: [[UInt8]: String] = [:],
+        links: [String: PasskeyEndpoints.ManageLink] = [:]
     ) -> [[String: Any]] {
         let dates = ISO8601DateFormatter()
         return identities.map { identity in
@@ -49,13 +54,16 @@ public enum PasskeyListing {
             object["lastUsed"] = identity.lastUsedDate.map { dates.string(from: $0) }
             object["note"] = notes[identity.credentialID]
             addHidden(identity.hiddenDate, to: &object, dates: dates)
+            addManage(links[identity.serviceIdentifier], to: &object)
             return object
         }
     }
 
     /// The store's rows: three lines each. What a damaged row claims is unauthenticated: shown only to find it,
     /// escaped like the rest, with how to remove it.
-    public static func lines(_ entries: [CredentialEntry], notes: [[UInt8]: String] = [:]) -> [String] {
+    public static func lines(
+        _ entries: [CredentialEntry], notes: [[UInt8]: String] = [:], links: [String: PasskeyEndpoints.ManageLink] = [:]
+    ) -> [String] {
         let dates = ISO8601DateFormatter()
         return entries.flatMap { entry in
             switch entry {
@@ -67,7 +75,7 @@ public enum PasskeyListing {
                 return [
                     heading(credential.relyingPartyID, credential.userName, credential.userDisplayName),
                     "    id \(credential.id.base64URLEncodedString)", "    " + details.joined(separator: ", "),
-                ] + NoteLines.lines(notes[credential.id])
+                ] + manageLines(links[credential.relyingPartyID]) + NoteLines.lines(notes[credential.id])
             case .damaged(let damaged):
                 let claimed = [damaged.relyingPartyID, damaged.userName].compactMap { $0 }.joined(separator: "  ")
                 return [
@@ -78,14 +86,18 @@ public enum PasskeyListing {
         }
     }
 
-    public static func jsonObjects(_ entries: [CredentialEntry], notes: [[UInt8]: String] = [:]) -> [[String: Any]] {
+    public static func jsonObjects(
+        _ entries: [CredentialEntry], notes: [[UInt8]: String] = [:], links: [String: PasskeyEndpoints.ManageLink] = [:]
+    ) -> [[String: Any]] {
         entries.map { entry in
             switch entry {
             case .intact(let credential):
-                jsonObject(credential).merging(
+                var object = jsonObject(credential).merging(
                     ["note": notes[credential.id]].compactMapValues { $0 }, uniquingKeysWith: { $1 })
+                addManage(links[credential.relyingPartyID], to: &object)
+                return object
             case .damaged(let damaged):
-                [
+                return [
                     "credentialId": damaged.id.base64URLEncodedString, "damaged": true,
                     "problem": reason(damaged.reason),
                 ].merging(
@@ -111,6 +123,29 @@ public enum PasskeyListing {
         object["userDisplayName"] = credential.userDisplayName
         addHidden(credential.hiddenDate, to: &object, dates: ISO8601DateFormatter())
         return object
+    }
+
+    /// The line under a passkey that says where its site lets you manage it (`list --endpoints`); none when the site
+    /// was not asked.
+    static func manageLines(_ link: PasskeyEndpoints.ManageLink?) -> [String] {
+        switch link {
+        case nil: []
+        case .manage(let url): ["    manage at \(url.terminalSafe)"]
+        case .noManageURL: ["    the site's passkey endpoints name no manage URL"]
+        case .notADomain: ["    no passkey endpoints: the RP ID is not a domain name"]
+        case .unavailable(let reason): ["    no passkey endpoints: \(reason.terminalSafe)"]
+        }
+    }
+
+    /// `manage` (the URL) or `manageUnavailable` (why not) in a passkey's JSON, when its site was asked.
+    static func addManage(_ link: PasskeyEndpoints.ManageLink?, to object: inout [String: Any]) {
+        switch link {
+        case nil: break
+        case .manage(let url): object["manage"] = url
+        case .noManageURL: object["manageUnavailable"] = "the site's passkey endpoints name no manage URL"
+        case .notADomain: object["manageUnavailable"] = "the RP ID is not a domain name"
+        case .unavailable(let reason): object["manageUnavailable"] = reason
+        }
     }
 
     /// When a signal hid the passkey, and when it is deleted: nothing for a shown one.
