@@ -22,12 +22,15 @@ enum StoreFaultTargets {
         var userHandle: [UInt8]
         var userName: String?
         var isDiscoverable: Bool
+        /// Hidden by a signal (`setHidden`).
+        var isHidden: Bool
 
         init(_ credential: StoredCredential) {
             relyingPartyID = credential.relyingPartyID
             userHandle = credential.userHandle
             userName = credential.userName
             isDiscoverable = credential.isDiscoverable
+            isHidden = credential.hiddenDate != nil
         }
     }
 
@@ -39,6 +42,8 @@ enum StoreFaultTargets {
         case importing([StoredCredential])
         case delete([UInt8])
         case rename([UInt8], String?)
+        /// A signal hides the passkey, or it is shown again.
+        case hide([UInt8], Bool)
         case reopen
 
         /// The rows after this change succeeds, or nil when the store must refuse it (an ID it already holds).
@@ -60,6 +65,8 @@ enum StoreFaultTargets {
                 next[id] = nil
             case .rename(let id, let name):
                 next[id]?.userName = name
+            case .hide(let id, let hidden):
+                next[id]?.isHidden = hidden
             case .reopen:
                 break
             }
@@ -75,7 +82,7 @@ enum StoreFaultTargets {
 
         mutating func next() -> Change? {
             guard let operation = input.byte() else { return nil }
-            switch operation % 5 {
+            switch operation % 6 {
             case 0: return .save(credential())
             case 1: return .importing((0..<Int((input.byte() ?? 0) % 6)).map { _ in credential() })
             case 2: return .delete(id())
@@ -83,6 +90,9 @@ enum StoreFaultTargets {
                 let id = id()
                 let name = input.byte().map { $0 & 1 == 0 ? nil : "renamed-\($0)" } ?? nil
                 return .rename(id, name)
+            case 4:
+                let id = id()
+                return .hide(id, (input.byte() ?? 0) & 1 == 1)
             default: return .reopen
             }
         }
@@ -185,6 +195,9 @@ enum StoreFaultTargets {
                     case .delete(let id): _ = try store.deleteCredential(id: id)
                     case .rename(let id, let name):
                         _ = try store.updateUser(credentialID: id, userName: name, userDisplayName: nil)
+                    case .hide(let id, let hidden):
+                        try store.setHidden(
+                            hidden ? Date(timeIntervalSince1970: 1_800_000_000) : nil, credentialIDs: [id])
                     case .reopen:
                         store.close()
                         store = try reopen(url, unsure: &unsure, rows: &rows)

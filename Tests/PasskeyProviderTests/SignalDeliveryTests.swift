@@ -168,4 +168,32 @@ struct SignalDeliveryTests {
             !(await locked.allowsConditionalCreation(
                 relyingPartyID: "example.com", userName: "alice", now: oneMinuteLater)))
     }
+
+    /// The grace period ends at the next unlock: the passkey goes, and the person is told how many went.
+    @Test func hiddenPasskeysGoAtTheFirstUnlockAfterTheirGracePeriod() async throws {
+        let directory = try TemporaryDirectory()
+        try PasskeyCatalogTests.populate(
+            directory, [Self.credential(1, user: "alice"), Self.credential(2, user: "bob")])
+        let file = directory.url("passkeys.sqlite")
+        let store = try SQLiteCredentialStore.open(at: file, passphrase: "pw")
+        try store.setHidden(
+            Date().addingTimeInterval(-SQLiteCredentialStore.hiddenGracePeriod - 60),
+            credentialIDs: [[UInt8](repeating: 1, count: 16)])
+        try store.setHidden(Date().addingTimeInterval(-86_400), credentialIDs: [[UInt8](repeating: 2, count: 16)])
+        store.close()
+
+        let person = ScriptedPerson()
+        let access = StoreAccess(
+            files: PasskeyFiles(store: file), interface: person, environment: Self.unlocked, canAsk: false)
+        try await access.open(create: false).close()
+        let reported = person.events.compactMap { event -> String? in
+            guard case .hiddenPasskeysDeleted(let count, let days) = event else { return nil }
+            return "\(count) after \(days) days"
+        }
+        #expect(reported == ["1 after 30 days"])
+        #expect(try Self.rows(directory) == ["2 hidden bob"])
+        // Nothing more is due: the next unlock reports nothing.
+        try await access.open(create: false).close()
+        #expect(person.events.count { if case .hiddenPasskeysDeleted = $0 { true } else { false } } == 1)
+    }
 }
