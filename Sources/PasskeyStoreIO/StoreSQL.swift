@@ -32,6 +32,7 @@ enum SQL {
         \(version3)
         \(version4)
         \(version5)
+        \(version6)
         """
 
     /// Schema version 2 (CTAP 2.1), both for new stores and as the in-place upgrade of version 1: per-credential
@@ -90,6 +91,51 @@ enum SQL {
         ALTER TABLE credentials ADD COLUMN sealed_note BLOB;
         ALTER TABLE passwords ADD COLUMN sealed_note BLOB;
         ALTER TABLE authenticator_settings ADD COLUMN sealed_device_secret BLOB;
+        """
+
+    /// Schema version 6: everything it adds, for new stores and as the in-place upgrade of version 5.
+    static let version6 = oneTimeCodes
+
+    /// One-time-code secrets (`SQLiteCredentialStore+OneTimeCodes.swift`), part of schema version 6: a TOTP's
+    /// parameters and its secret, sealed with AES-256-GCM under the store key with every other column of its row as
+    /// associated data (`RowAuthentication`), as passwords are. The upgrade adds the table and rewrites no row.
+    static let oneTimeCodes = """
+        CREATE TABLE one_time_codes (
+            seq INTEGER PRIMARY KEY AUTOINCREMENT,
+            code_id BLOB NOT NULL CHECK (length(code_id) = 16),
+            service TEXT NOT NULL CHECK (length(service) BETWEEN 1 AND 1024),
+            user_name TEXT NOT NULL CHECK (length(user_name) <= 1024),
+            issuer TEXT CHECK (issuer IS NULL OR length(issuer) <= 1024),
+            algorithm TEXT NOT NULL CHECK (algorithm IN ('SHA1', 'SHA256', 'SHA512')),
+            digits INTEGER NOT NULL CHECK (digits BETWEEN 6 AND 8),
+            period INTEGER NOT NULL CHECK (period BETWEEN 1 AND 3600),
+            created_ms INTEGER NOT NULL,
+            sealed_secret BLOB NOT NULL
+        ) STRICT;
+        CREATE UNIQUE INDEX one_time_codes_by_id ON one_time_codes (code_id);
+        CREATE UNIQUE INDEX one_time_codes_by_account ON one_time_codes (service, user_name);
+        """
+
+    /// The one-time-code columns the seal authenticates, in `OneTimeCodeColumn` order.
+    static let oneTimeCodeAuthenticatedColumns =
+        "code_id, service, user_name, issuer, algorithm, digits, period, created_ms"
+    static let oneTimeCodeColumns = "seq, \(oneTimeCodeAuthenticatedColumns), sealed_secret"
+    static let selectOneTimeCodes =
+        "SELECT \(oneTimeCodeColumns) FROM one_time_codes ORDER BY service, user_name"
+    static let selectOneTimeCodesOfService =
+        "SELECT \(oneTimeCodeColumns) FROM one_time_codes WHERE service = ? ORDER BY user_name"
+    /// An add: a login that already has a code keeps it (0 changes).
+    static let insertOneTimeCodeUnlessPresent = """
+        INSERT INTO one_time_codes (\(oneTimeCodeAuthenticatedColumns), sealed_secret) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
+        ON CONFLICT (service, user_name) DO NOTHING
+        """
+    static let deleteOneTimeCode =
+        "DELETE FROM one_time_codes WHERE service = ? AND user_name = ? RETURNING code_id"
+
+    /// An import's password insert: a login already in the store is left as it is (0 changes).
+    static let insertPasswordUnlessPresent = """
+        INSERT INTO passwords (\(passwordAuthenticatedColumns), sealed_password) VALUES (?, ?, ?, ?, ?, ?, ?)
+        ON CONFLICT (service, user_name) DO NOTHING
         """
 
     /// The password columns the seal authenticates, in `PasswordColumn` order.
@@ -187,6 +233,7 @@ enum SQL {
         selectSettings, upsertSettings, updateUser, updateSealedKey, selectLargeBlobArray, upsertLargeBlobArray,
         deleteLargeBlobArray, selectPasswords, selectPasswordsOfService, selectPassword, selectPasswordByID,
         insertPassword, updatePassword, deletePassword, maximumPasswordRank, selectNote, updateNote, selectNotes,
-        selectPasswordNote, updatePasswordNote, selectPasswordNotes,
+        selectPasswordNote, updatePasswordNote, selectPasswordNotes, insertPasswordUnlessPresent,
+        selectOneTimeCodes, selectOneTimeCodesOfService, insertOneTimeCodeUnlessPresent, deleteOneTimeCode,
     ]
 }

@@ -1,3 +1,4 @@
+import Basics
 import CTAP2
 import CredentialExchange
 import Crypto
@@ -53,10 +54,12 @@ struct CXFTests {
     }
 
     @Test func otherTypesAreKeptAndCountedAndAMissingTypeIsAnError() throws {
-        let other = CXF.Credential.other(type: "totp", .object([JSONMember("type", .string("totp"))]))
+        let other = CXF.Credential.other(type: "ssh-key", .object([JSONMember("type", .string("ssh-key"))]))
         let read = try CXF.Header(jsonBytes: document([.passkey(CXF.Passkey(makeCredential())), other]).jsonBytes)
-        #expect(read.otherCredentialCounts == ["totp": 1])
-        #expect(try read.importContents(source: "t", wasClearText: true).passkeys.count == 1)
+        let contents = try read.importContents(source: "t", wasClearText: true)
+        #expect(contents.skippedTypes == ["ssh-key": 1])
+        #expect(contents.skipped.map(\.title) == ["t"])
+        #expect(contents.passkeys.count == 1)
 
         let missing = json(
             #"{"version":{"major":1,"minor":0},"exporterRpId":"x","exporterDisplayName":"x","timestamp":0,"accounts":[{"id":"AA","username":"","email":"","items":[{"id":"AA","title":"t","credentials":[{"rpId":"x"}]}]}]}"#
@@ -110,8 +113,8 @@ struct CXFTests {
         let text = String(decoding: document.jsonBytes, as: UTF8.self)
         #expect(text.contains(#"{"type":"note","content":{"fieldType":"string","value":"line one\nline two"}}"#))
         let read = try CXF.Header(jsonBytes: document.jsonBytes)
-        #expect(read.otherCredentialCounts.isEmpty)
         let contents = try read.importContents(source: "test", wasClearText: false)
+        #expect(contents.skipped.isEmpty)
         #expect(contents.passkeys.map(\.note) == ["line one\nline two", nil])
 
         let alone = CXF.Credential.note("a note without a passkey")
@@ -119,10 +122,10 @@ struct CXFTests {
             type: "note",
             .object([JSONMember("type", .string("note")), JSONMember("content", .string("not a field"))]))
         let mixed = try CXF.Header(jsonBytes: self.document([alone]).jsonBytes)
-        #expect(mixed.otherCredentialCounts == ["note": 1])
+        #expect(try mixed.importContents(source: "t", wasClearText: true).skippedTypes == ["note": 1])
         let odd = try CXF.Header(
             jsonBytes: self.document([.passkey(CXF.Passkey(makeCredential())), badContent]).jsonBytes)
-        #expect(odd.otherCredentialCounts == ["note": 1])
+        #expect(try odd.importContents(source: "t", wasClearText: true).skippedTypes == ["note": 1])
         #expect(try odd.importContents(source: "t", wasClearText: true).passkeys[0].note == nil)
 
         let long = String(repeating: "n", count: 10_001)
@@ -130,6 +133,87 @@ struct CXFTests {
             .importContents(source: "t", wasClearText: true)
         #expect(tooLong.passkeys[0].note == nil)
         #expect(tooLong.passkeys[0].notes.contains { $0.contains("note is not kept") })
+    }
+
+    /// Every item type this program carries goes out and comes back: a passkey with its note, a password with its
+    /// note and the one-time code of the same login in one item, and a code of no saved login in an item of its own.
+    @Test func passwordsNotesAndOneTimeCodesRoundTrip() throws {
+        let credential = makeCredential()
+        let login = ExportedLogin(
+            url: "https://example.com", title: "example.com", userName: "alice", password: "pw1 ü",
+            note: "recovery codes in the drawer", creationDate: Date(timeIntervalSince1970: 1_600_000_000),
+            modificationDate: Date(timeIntervalSince1970: 1_650_000_000))
+        let code = ExportedOneTimeCode(
+            url: "https://example.com", title: "example.com", userName: "alice", issuer: "Example",
+            secret: Array("12345678901234567890".utf8), parameters: .init(algorithm: .sha256, digits: 8, period: 60),
+            creationDate: Date(timeIntervalSince1970: 1_600_000_100))
+        let lone = ExportedOneTimeCode(
+            url: "https://other.example", title: "other.example", userName: "bob", issuer: nil, secret: [1, 2, 3, 4, 5],
+            parameters: .init(), creationDate: Date(timeIntervalSince1970: 1_600_000_200))
+        let document = CXF.Header(
+            exporting: [credential], notes: [credential.id: "passkey note"], logins: [login],
+            oneTimeCodes: [lone, code], exporterRpId: "passkey.local", exporterDisplayName: "passkey",
+            at: Date(timeIntervalSince1970: 1_700_000_500))
+        let text = String(decoding: document.jsonBytes, as: UTF8.self)
+        #expect(
+            text.contains(
+                #"{"type":"basic-auth","username":{"fieldType":"string","value":"alice"},"#
+                    + #""password":{"fieldType":"concealed-string","value":"pw1 ü"}}"#))
+        #expect(
+            text.contains(
+                #"{"type":"totp","secret":"GEZDGNBVGY3TQOJQGEZDGNBVGY3TQOJQ","period":60,"digits":8,"#
+                    + #""username":"alice","algorithm":"sha256","issuer":"Example"}"#))
+        let read = try CXF.Header(jsonBytes: document.jsonBytes)
+        #expect(read.jsonBytes == document.jsonBytes)
+        #expect(
+            read.accounts[0].items.map { $0.credentials.map(\.type) } == [
+                ["passkey", "note"], ["basic-auth", "note", "totp"], ["totp"],
+            ])
+        let contents = try read.importContents(source: "test", wasClearText: false)
+        #expect(contents.skipped.isEmpty)
+        #expect(contents.passkeys.map(\.note) == ["passkey note"])
+        let password = try #require(contents.passwords.first)
+        #expect(password.urls == ["https://example.com"] && password.userName == "alice")
+        #expect(password.password == "pw1 ü" && password.note == "recovery codes in the drawer")
+        #expect(password.creationDate == Date(timeIntervalSince1970: 1_600_000_000))
+        #expect(contents.oneTimeCodes.map(\.userName) == ["alice", "bob"])
+        #expect(contents.oneTimeCodes[0].secret == code.secret && contents.oneTimeCodes[0].parameters == code.parameters)
+        #expect(contents.oneTimeCodes[0].issuer == "Example")
+        #expect(contents.oneTimeCodes[1].urls == ["https://other.example"] && contents.oneTimeCodes[1].issuer == nil)
+        #expect(contents.oneTimeCodes[1].secret == [1, 2, 3, 4, 5])
+        // Nothing secret in descriptions.
+        for described in ["\(password)", "\(read.accounts[0].items[1].credentials[0])", "\(contents.oneTimeCodes[0])"] {
+            #expect(!described.contains("pw1") && !described.contains("GEZDGNBV"))
+        }
+    }
+
+    /// What cannot be carried is named: a password without a password, a code of an unknown algorithm (which the
+    /// format says importers ignore), a note of an item with nothing else, other types; a code without a user name
+    /// takes its item's login's.
+    @Test func whatIsNotCarriedIsNamedByItsItem() throws {
+        let text = #"""
+            {"version":{"major":1,"minor":0},"exporterRpId":"other.example","exporterDisplayName":"Other",
+             "timestamp":1700000000,"accounts":[{"id":"AQ","username":"","email":"","items":[
+              {"id":"AQ","title":"Mail","scope":{"urls":["https://mail.example/login"],"androidApps":[]},"credentials":[
+                {"type":"basic-auth","username":{"fieldType":"string","value":"carol"},
+                 "password":{"fieldType":"concealed-string","value":"s3cret"}},
+                {"type":"totp","secret":"JBSWY3DPEHPK3PXP","period":30,"digits":6,"algorithm":"sha1"}]},
+              {"id":"Ag","title":"Router","credentials":[{"type":"basic-auth","username":{"fieldType":"string","value":"admin"}}]},
+              {"id":"Aw","title":"Steam","credentials":[
+                {"type":"totp","secret":"JBSWY3DPEHPK3PXP","period":30,"digits":5,"algorithm":"steam"}]},
+              {"id":"BA","title":"Shopping list","credentials":[
+                {"type":"note","content":{"fieldType":"string","value":"milk"}}]},
+              {"id":"BQ","title":"Home wifi","credentials":[{"type":"wifi","ssid":{"fieldType":"string","value":"x"}}]}
+            ]}]}
+            """#
+        let contents = try CXF.Header(jsonBytes: json(text)).importContents(source: "t", wasClearText: true)
+        #expect(contents.passwords.map(\.userName) == ["carol"])
+        #expect(contents.passwords[0].urls == ["https://mail.example/login"])
+        #expect(contents.oneTimeCodes.map(\.userName) == ["carol"])
+        #expect(contents.skipped.map(\.type) == ["basic-auth", "totp", "note", "wifi"])
+        #expect(contents.skipped.map(\.title) == ["Router", "Steam", "Shopping list", "Home wifi"])
+        #expect(contents.skippedTypes == ["basic-auth": 1, "totp": 1, "note": 1, "wifi": 1])
+        #expect(contents.skipped[0].reason == "it has no password")
     }
 
     func document(_ credentials: [CXF.Credential]) -> CXF.Header {
