@@ -236,7 +236,7 @@ struct VaultExchangeTests {
             {"id": "4", "type": 3, "name": "Visa", "card": {}}]}
             """
         let path = world.path("bitwarden.json")
-        FileManager.default.createFile(atPath: path, contents: Data(json.utf8))
+        _ = FileManager.default.createFile(atPath: path, contents: Data(json.utf8))
         let target = try world.store("target.sqlite")
         let person = ScriptedPerson()
         let imported = try await world.service(target, person).import(file: path, key: nil, yes: true)
