@@ -361,6 +361,9 @@ def test_a_keepassxc_passkey_file_imports_and_signs_in(directory):
 # MARK: Passwords, notes and one-time codes (issue 27)
 
 TOTP_SECRET = "JBSWY3DPEHPK3PXPJBSWY3DPEHPK3PXP"
+# A second secret (20 bytes: pyotp refuses secrets under 112 bits), written with spaces and in lower case.
+BARE_SECRET = "GEZDGNBVGY3TQOJQGEZDGNBVGY3TQOJQ"
+BARE_TYPED = "gezd gnbv gy3t qojq gezd gnbv gy3t qojq"
 
 
 def save_login(store, service, user, password, note=None, otpauth=None):
@@ -420,7 +423,7 @@ def test_our_export_carries_passkeys_passwords_notes_and_codes_for_an_independen
                        "&period=60")
     save_login(store, "https://example.org:8443", "carol", "carol's password")
     lone = passkey("otp", "add", "--site", "other.example", "--user", "dave", "--secret", "--store", store,
-                   input="JBSW Y3DP EHPK 3PXP\n")
+                   input=BARE_TYPED + "\n")
     assert lone.returncode == 0, lone.stderr
 
     receiver, public = receiver_key(directory)
@@ -441,14 +444,14 @@ def test_our_export_carries_passkeys_passwords_notes_and_codes_for_an_independen
     assert codes["alice"]["title"] == "example.com" and codes["alice"]["urls"] == ["https://example.com"]
     assert (codes["alice"]["algorithm"], codes["alice"]["digits"], codes["alice"]["period"]) == ("sha256", 8, 60)
     assert codes["alice"]["issuer"] == "Example" and codes["alice"]["secret"] == TOTP_SECRET
-    assert codes["dave"]["urls"] == ["https://other.example"] and codes["dave"]["secret"] == "JBSWY3DPEHPK3PXP"
+    assert codes["dave"]["urls"] == ["https://other.example"] and codes["dave"]["secret"] == BARE_SECRET
     assert found["other"] == []
 
     # The code `passkey otp code` shows is pyotp's for the exported secret.
     shown = otp_code(store, "example.com")
     totp = pyotp.TOTP(codes["alice"]["secret"], digits=8, digest=hashlib.sha256, interval=60)
     assert shown["code"] == totp.now() and shown["user"] == "alice"
-    assert pyotp.TOTP("JBSWY3DPEHPK3PXP").now() == otp_code(store, "other.example")["code"]
+    assert pyotp.TOTP(BARE_SECRET).now() == otp_code(store, "other.example")["code"]
 
     # And the export comes back into another store whole.
     target = new_store(directory, "target.sqlite")
@@ -509,7 +512,7 @@ def test_a_bitwarden_export_keeps_passwords_notes_and_codes(directory):
                                        f"{TOTP_SECRET}&issuer=Example&digits=8")
     export["items"][1]["notes"] = "dave's note"
     export["items"].append({"id": str(uuid.uuid4()), "type": 1, "name": "Forum", "notes": None,
-                            "login": {"username": "dave", "password": "forum password", "totp": "jbsw y3dp ehpk 3pxp",
+                            "login": {"username": "dave", "password": "forum password", "totp": BARE_TYPED,
                                       "uris": [{"match": None, "uri": "forum.example"}]}})
     path = write(directory, "bitwarden.json", export)
     imported = do_import(store, path)
@@ -520,7 +523,7 @@ def test_a_bitwarden_export_keeps_passwords_notes_and_codes(directory):
     assert passkey("password", "get", "example.com", "--store", store).stdout == "dave's password\n"
     assert passkey("password", "get", "forum.example", "--store", store).stdout == "forum password\n"
     assert otp_code(store, "example.com")["code"] == pyotp.TOTP(TOTP_SECRET, digits=8).now()
-    assert otp_code(store, "forum.example")["code"] == pyotp.TOTP("JBSWY3DPEHPK3PXP").now()
+    assert otp_code(store, "forum.example")["code"] == pyotp.TOTP(BARE_SECRET).now()
     note = passkey("password", "note", "example.com", "dave", "--show", "--store", store)
     assert "dave's note" in note.stdout, note.stderr
     sign_in(store, rp)

@@ -490,14 +490,14 @@ def test_otp_add_code_list_delete_and_the_secret_is_never_on_disk_or_in_argv(sto
     again = run(store, "otp", "add", "--site", "example.com", stdin=uri + "\n")
     assert again.returncode == 1 and "already has a one-time code" in again.stderr
     bare = run(store, "otp", "add", "--site", "https://example.org:8443", "--user", "bob", "--secret",
-               stdin="jbsw y3dp ehpk 3pxp\n")
+               stdin="gezd gnbv gy3t qojq gezd gnbv gy3t qojq\n")
     assert bare.returncode == 0, bare.stderr
 
     # pyotp, from the same secret, makes the same code; the seconds left count down to the next 30-second step.
     shown = current_code(store, "example.com")
     assert shown["code"] == pyotp.TOTP(OTP_SECRET).now() and shown["user"] == "alice@example.com"
     assert 1 <= shown["secondsLeft"] <= 30
-    assert current_code(store, "https://example.org:8443")["code"] == pyotp.TOTP("JBSWY3DPEHPK3PXP").now()
+    assert current_code(store, "https://example.org:8443")["code"] == pyotp.TOTP("GEZDGNBVGY3TQOJQGEZDGNBVGY3TQOJQ").now()
     plain = run(store, "otp", "code", "example.com")
     assert plain.returncode == 0 and plain.stdout.splitlines()[0].isdigit()
     assert "more second" in plain.stdout.splitlines()[1]
