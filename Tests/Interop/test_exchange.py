@@ -14,6 +14,7 @@ import json
 import os
 import stat
 import subprocess
+import time
 import uuid
 
 import cbor2
@@ -388,6 +389,7 @@ def otp_code(store, site, *args):
         result = json.loads(shown.stdout)
         if result["secondsLeft"] > 2:
             return result
+        time.sleep(result["secondsLeft"] + 0.5)  # the next step, so that pyotp's code is read in the same one
     raise AssertionError("no code with time left in three tries")
 
 

@@ -473,6 +473,7 @@ def current_code(store, site, *args):
         result = json.loads(shown.stdout)
         if result["secondsLeft"] > 2:
             return result
+        time.sleep(result["secondsLeft"] + 0.5)  # the next step, so that pyotp's code is read in the same one
     raise AssertionError("no code with time left in three tries")
 
 
