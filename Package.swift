@@ -349,7 +349,8 @@ let package = Package(
         .target(
             name: "FuzzTargets",
             dependencies: [
-                "Basics", "CBOR", "CTAP2", "CTAPHID", "UHID", "Hybrid", "QRImageIO", "RelayIO", "Relay", "PasskeyStoreIO",
+                "Basics", "CBOR", "CTAP2", "CTAPHID", "UHID", "Hybrid", "QRImageIO", "RelayIO", "Relay",
+                "PasskeyStoreIO",
                 "PublicSuffix", "JSON", "WebAuthnClient", "CredentialExchange", "NearbyShare", "AssociatedDomains",
                 "SignedFilesIO", "PasswordRules", "PasskeyFilesIO", "RelyingParty", "WebRelyingParty", "WebAuthn",
                 "CSQLiteFaults", crypto,

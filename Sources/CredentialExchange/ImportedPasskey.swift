@@ -370,8 +370,10 @@ extension CXF.Header {
                     .first
                 let noteFits = (note?.utf8.count ?? 0) <= Self.maximumNoteLength
                 let urls = Self.urls(of: item)
-                let login = item.credentials.lazy.compactMap { if case .basicAuth(let login) = $0 { login } else { nil } }
-                    .first
+                let login = item.credentials.lazy.compactMap {
+                    if case .basicAuth(let login) = $0 { login } else { nil }
+                }
+                .first
                 var noteCarried = false
                 for (c, credential) in item.credentials.enumerated() {
                     let location = "accounts[\(a)].items[\(i)].credentials[\(c)]"
@@ -396,7 +398,8 @@ extension CXF.Header {
                         }
                     case .basicAuth(let basic):
                         guard let password = basic.password, !password.isEmpty else {
-                            contents.skipped.append(.init(type: credential.type, title: title, reason: "it has no password"))
+                            contents.skipped.append(
+                                .init(type: credential.type, title: title, reason: "it has no password"))
                             continue
                         }
                         noteCarried = noteCarried || (note != nil && noteFits)

@@ -42,7 +42,8 @@ public enum BitwardenExport {
             }
             guard let login = item.value("login") else {
                 let type = try item.unsigned("type").flatMap { itemTypes[Int($0)] } ?? "item"
-                contents.skipped.append(SkippedCredential(type: type, title: title, reason: SkippedCredential.notCarried))
+                contents.skipped.append(
+                    SkippedCredential(type: type, title: title, reason: SkippedCredential.notCarried))
                 continue
             }
             let note = try item.string("notes").flatMap { $0.isEmpty ? nil : $0 }

@@ -123,8 +123,7 @@ extension SQLiteCredentialStore {
     }
 
     /// Every one-time-code row, damaged ones included, of one service or of all; by service, then user name.
-    public func oneTimeCodeEntries(service: PasswordService? = nil) throws(CredentialStoreError) -> [OneTimeCodeEntry]
-    {
+    public func oneTimeCodeEntries(service: PasswordService? = nil) throws(CredentialStoreError) -> [OneTimeCodeEntry] {
         let action = "read the one-time codes"
         let records = try read(action) { (connection, _) throws(CredentialStoreError) in
             try sql(action) { () throws(SQLiteFailure) in
@@ -216,7 +215,8 @@ extension SQLiteCredentialStore {
         let issuer = record.text(.issuer)
         guard let id = record.blob(.id), id.count == 16, let serviceText = record.text(.service),
             let service = PasswordService(serviceText), service.text == serviceText,
-            let userName = record.text(.userName), issuer != nil || record.values[OneTimeCodeColumn.issuer.rawValue] == .null,
+            let userName = record.text(.userName),
+            issuer != nil || record.values[OneTimeCodeColumn.issuer.rawValue] == .null,
             let algorithmName = record.text(.algorithm), let algorithm = OneTimeCode.Algorithm(rawValue: algorithmName),
             let digits = record.integer(.digits), let period = record.integer(.period),
             let created = record.integer(.creationMilliseconds), abs(created) < 9_000_000_000_000_000,

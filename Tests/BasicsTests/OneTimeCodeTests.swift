@@ -40,7 +40,8 @@ struct OneTimeCodeTests {
     @Test(arguments: rfc6238)
     func rfc6238AppendixB(vector: TOTPVector) {
         let parameters = OneTimeCode.Parameters(algorithm: vector.mode, digits: 8, period: 30)
-        #expect(OneTimeCode.totp(secret: Self.seed(vector.mode), atSeconds: vector.time, parameters: parameters)
+        #expect(
+            OneTimeCode.totp(secret: Self.seed(vector.mode), atSeconds: vector.time, parameters: parameters)
                 == vector.totp)
     }
 
@@ -50,7 +51,8 @@ struct OneTimeCodeTests {
             "755224", "287082", "359152", "969429", "338314", "254676", "287922", "162583", "399871", "520489",
         ]
         let secret = Self.seed(.sha1)
-        #expect((0..<10).map { OneTimeCode.hotp(secret: secret, counter: UInt64($0), digits: 6, algorithm: .sha1) }
+        #expect(
+            (0..<10).map { OneTimeCode.hotp(secret: secret, counter: UInt64($0), digits: 6, algorithm: .sha1) }
                 == expected)
     }
 

@@ -148,7 +148,8 @@ struct CXFTests {
             secret: Array("12345678901234567890".utf8), parameters: .init(algorithm: .sha256, digits: 8, period: 60),
             creationDate: Date(timeIntervalSince1970: 1_600_000_100))
         let lone = ExportedOneTimeCode(
-            url: "https://other.example", title: "other.example", userName: "bob", issuer: nil, secret: [1, 2, 3, 4, 5],
+            url: "https://other.example", title: "other.example", userName: "bob", issuer: nil,
+            secret: [1, 2, 3, 4, 5],
             parameters: .init(), creationDate: Date(timeIntervalSince1970: 1_600_000_200))
         let document = CXF.Header(
             exporting: [credential], notes: [credential.id: "passkey note"], logins: [login],
@@ -177,7 +178,8 @@ struct CXFTests {
         #expect(password.password == "pw1 ü" && password.note == "recovery codes in the drawer")
         #expect(password.creationDate == Date(timeIntervalSince1970: 1_600_000_000))
         #expect(contents.oneTimeCodes.map(\.userName) == ["alice", "bob"])
-        #expect(contents.oneTimeCodes[0].secret == code.secret && contents.oneTimeCodes[0].parameters == code.parameters)
+        #expect(
+            contents.oneTimeCodes[0].secret == code.secret && contents.oneTimeCodes[0].parameters == code.parameters)
         #expect(contents.oneTimeCodes[0].issuer == "Example")
         #expect(contents.oneTimeCodes[1].urls == ["https://other.example"] && contents.oneTimeCodes[1].issuer == nil)
         #expect(contents.oneTimeCodes[1].secret == [1, 2, 3, 4, 5])
@@ -356,5 +358,36 @@ extension Array where Element == UInt8 {
             of: "/", with: "_"
         )
         .replacingOccurrences(of: "=", with: "")
+    }
+}
+
+/// Issue 27: an export as this program wrote it before it carried passwords and one-time codes (a passkey with its
+/// note, sealed to an importer key on 2026-11-29 and opened with pyhpke; the passkey path that wrote it is unchanged
+/// since the review-draft shapes) still reads, re-encodes byte for byte, and imports its passkey and note.
+struct EarlierExportTests {
+    static let writtenBefore = [
+        #"{"version":{"major":1,"minor":0},"exporterRpId":"passkey.local","exporterDisplayName":"passkey","tim"#,
+        #"estamp":1795962286,"accounts":[{"id":"cGFzc2tleQ","username":"","email":"","collections":[],"items":"#,
+        #"[{"id":"s2_RVkGInFj90V4uQR4bmA","creationAt":1795962284,"modifiedAt":1795962284,"title":"Example","s"#,
+        #"ubtitle":"alice","scope":{"urls":["https://example.com"]},"credentials":[{"type":"passkey","credenti"#,
+        #"alId":"YfMEMrNBaOMrWaN-c5RgSD7JgLWcO9su0PCF1YE28i0","rpId":"example.com","username":"alice","userDis"#,
+        #"playName":"alice","userHandle":"IVa26frP8Wgd7F7kNq1FXzrTQk6UB6DRBkENgR43rgJ6QsoTKRehqY_hHT6yqiLHbhKc"#,
+        #"rSn1JUCe8X3Yi9TdRw","key":"MC4CAQAwBQYDK2VwBCIEIDGd9b-ecPaj3ja4MA9ZP38V0u5oIX5giGHvWLA9B5mG"},{"type"#,
+        #"":"note","content":{"fieldType":"string","value":"recovery codes in the red folder"}}]}]}]}"#,
+    ].joined()
+
+    @Test func anExportWrittenBeforeStillImports() throws {
+        let bytes = json(Self.writtenBefore)
+        let read = try CXF.Header(jsonBytes: bytes)
+        #expect(read.jsonBytes == bytes)
+        #expect(read.version == CXF.Version(major: 1, minor: 0) && read.exporterRpId == "passkey.local")
+        let contents = try read.importContents(source: "CXF document", wasClearText: true)
+        #expect(contents.skipped.isEmpty && contents.passwords.isEmpty && contents.oneTimeCodes.isEmpty)
+        let passkey = try #require(contents.passkeys.first)
+        #expect(contents.passkeys.count == 1)
+        #expect(passkey.credential.relyingPartyID == "example.com" && passkey.credential.userName == "alice")
+        #expect(passkey.note == "recovery codes in the red folder")
+        // The key comes back as the same PKCS#8 bytes.
+        #expect(CXF.Passkey(passkey.credential).key == read.passkeys[0].passkey.key)
     }
 }

@@ -196,7 +196,10 @@ struct VaultExchangeTests {
             file: output, key: nil, yes: true)
         #expect(imported.added == 1 && imported.passwordsAdded == 2 && imported.oneTimeCodesAdded == 2)
         #expect(imported.otherTypes == 0)
-        guard case .importing(let preview)? = person.events.first(where: { if case .importing = $0 { true } else { false } })
+        guard
+            case .importing(let preview)? = person.events.first(where: {
+                if case .importing = $0 { true } else { false }
+            })
         else {
             Issue.record("no preview: \(person.events)")
             return
@@ -242,7 +245,10 @@ struct VaultExchangeTests {
         let imported = try await world.service(target, person).import(file: path, key: nil, yes: true)
         #expect(imported.added == 1 && imported.passwordsAdded == 2 && imported.oneTimeCodesAdded == 2)
         #expect(imported.otherTypes == 2 && imported.wasClearText)
-        guard case .importing(let preview)? = person.events.first(where: { if case .importing = $0 { true } else { false } })
+        guard
+            case .importing(let preview)? = person.events.first(where: {
+                if case .importing = $0 { true } else { false }
+            })
         else {
             Issue.record("no preview: \(person.events)")
             return

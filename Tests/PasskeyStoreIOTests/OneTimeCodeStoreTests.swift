@@ -25,7 +25,8 @@ struct OneTimeCodeStoreTests {
         // A login keeps the code it has.
         #expect(
             try store.addOneTimeCode(
-                secret: [9, 9, 9], service: site, userName: "alice", issuer: nil, parameters: .init()) == .alreadyPresent)
+                secret: [9, 9, 9], service: site, userName: "alice", issuer: nil, parameters: .init())
+                == .alreadyPresent)
         let codes = try store.oneTimeCodes(service: site)
         let code = try #require(codes.first)
         #expect(codes.count == 1 && code.secret == Self.secret && code.saved.issuer == "Example")
@@ -104,7 +105,8 @@ struct OneTimeCodeStoreTests {
             [makeCredential()],
             passwords: [
                 PasswordImport(service: site, userName: "alice", password: "new one", note: "x", creationDate: date),
-                PasswordImport(service: site, userName: "bob", password: "bob's", note: "bob's note", creationDate: date),
+                PasswordImport(
+                    service: site, userName: "bob", password: "bob's", note: "bob's note", creationDate: date),
             ],
             oneTimeCodes: [
                 OneTimeCodeImport(

@@ -12,7 +12,8 @@ struct ExchangeAndScanLinesTests {
         let imported = ExchangeService.Imported(added: 2, skippedDuplicates: 1, otherTypes: 1, wasClearText: true)
         #expect(
             ExchangeLines.importSummary(imported)
-                == "Imported 2 passkeys; skipped 1 already in the store; skipped 1 credential not carried (named above).")
+                == "Imported 2 passkeys; skipped 1 already in the store; skipped 1 credential not carried (named above)."
+        )
         let logins = ExchangeService.Imported(
             added: 1, skippedDuplicates: 0, otherTypes: 0, wasClearText: true, passwordsAdded: 3,
             passwordsAlreadyPresent: 1, oneTimeCodesAdded: 1, oneTimeCodesAlreadyPresent: 0)

@@ -233,7 +233,8 @@ public struct ExchangeService: Sendable {
                 codeEntries.append(
                     ImportPreview.Login(
                         service: code.service.text, userName: code.userName,
-                        duplicate: present.contains(Self.LoginKey(service: code.service.text, userName: code.userName))))
+                        duplicate: present.contains(Self.LoginKey(service: code.service.text, userName: code.userName)))
+                )
             }
         } catch {
             throw ProviderError(error.message)

@@ -64,7 +64,9 @@ extension Passkey.OTP {
             if format.json {
                 printJSON(JSONOutput.text(OneTimeCodeLines.json(saved)))
             } else {
-                printLine("Saved the one-time code for \(PasswordPrompts.login(saved.userName, service)) (\(OneTimeCodeLines.parameters(saved))).")
+                printLine(
+                    "Saved the one-time code for \(PasswordPrompts.login(saved.userName, service)) (\(OneTimeCodeLines.parameters(saved)))."
+                )
             }
         }
     }
@@ -137,7 +139,8 @@ extension Passkey.OTP {
 
     struct Delete: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
-            abstract: "Delete a login's one-time code.", discussion: "Asks first (--yes does not). A damaged one can be deleted too.")
+            abstract: "Delete a login's one-time code.",
+            discussion: "Asks first (--yes does not). A damaged one can be deleted too.")
 
         @OptionGroup var store: StoreOptions
         @Argument(help: "The site: a domain, an https:// origin or an app ID.") var site: String
@@ -168,7 +171,8 @@ enum OTPInput {
     /// One line: from `file`, else standard input, asked without echo when it is a terminal. Surrounding spaces go.
     static func read(file: String?, what: String) async throws -> String {
         if file == nil, isatty(STDIN_FILENO) == 1 {
-            guard case .line(let line) = await Terminal.shared.readSecret(prompt: "The \(what): ", timeout: .seconds(600))
+            guard
+                case .line(let line) = await Terminal.shared.readSecret(prompt: "The \(what): ", timeout: .seconds(600))
             else { throw ProviderError("nothing was typed; nothing saved") }
             return line.trimmingCharacters(in: .whitespacesAndNewlines)
         }
