@@ -237,7 +237,7 @@ public enum ImportFile: Sendable {
     case exportResponse(ExportResponse)
     /// A passphrase archive: needs the passphrase.
     case archive(PassphraseArchive)
-    /// A clear-text file (CXF JSON, Bitwarden JSON, KeePassXC `.passkey`), already read and checked.
+    /// A clear-text file (CXF JSON, Bitwarden JSON, KeePassXC `.passkey` or CSV), already read and checked.
     case clearText(ImportContents)
 
     /// The largest import file read.
@@ -245,6 +245,10 @@ public enum ImportFile: Sendable {
 
     /// Recognizes and reads `bytes`; `now` dates passkeys whose file has no creation time.
     public init(bytes: [UInt8], now: Date) throws(ExchangeError) {
+        if KeePassXCCSV.matches(bytes) {
+            self = .clearText(try KeePassXCCSV.read(bytes, now: now))
+            return
+        }
         let json = try ExchangeJSON.parse(bytes, what: "the file")
         if KeePassXCPasskey.matches(json) {
             self = .clearText(try KeePassXCPasskey.read(json, now: now))
@@ -259,8 +263,8 @@ public enum ImportFile: Sendable {
         } else {
             throw ExchangeError(
                 .unknownFormat,
-                "the file is not a passkey export, a passkey archive, a CXF document, a Bitwarden JSON export or a "
-                    + "KeePassXC .passkey file")
+                "the file is not a passkey export, a passkey archive, a CXF document, a Bitwarden JSON export, a "
+                    + "KeePassXC .passkey file or a KeePassXC CSV export")
         }
     }
 }

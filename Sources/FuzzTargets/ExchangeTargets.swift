@@ -117,7 +117,7 @@ enum ExchangeTargets {
 
     static let importFile: FuzzTarget = FuzzTarget(
         name: "import-file",
-        summary: "any file passkey import reads (Bitwarden, KeePassXC, CXF): accepted passkeys fit the store",
+        summary: "any file passkey import reads (Bitwarden, KeePassXC, CXF): accepted credentials fit the store",
         seeds: {
             let key = signingKey()
             let bitwarden = """
@@ -138,9 +138,15 @@ enum ExchangeTargets {
                 {"type":1,"name":"Bare","login":{"username":"v","password":"q","totp":"JBSW Y3DP EHPK 3PXP",
                 "uris":[{"uri":"bare.example"}]}},{"type":3,"name":"Card","card":{}}]}
                 """
+            let csv = """
+                "Group","Title","Username","Password","URL","Notes","TOTP","Icon","Last Modified","Created"
+                "Root","Mail","erin","pa""ss, word","https://mail.example/login","line one
+                line two","otpauth://totp/Mail:erin?secret=JBSWY3DPEHPK3PXP&digits=8","0","","2024-03-05T10:11:12Z"
+                "Root","Door","","","","1234","","0","",""
+                """
             return [
                 Array(bitwarden.utf8), Array(keepass.utf8), Array("[\(keepass)]".utf8), document().jsonBytes,
-                Array(logins.utf8),
+                Array(logins.utf8), Array(csv.utf8),
             ]
         },
         run: { input in

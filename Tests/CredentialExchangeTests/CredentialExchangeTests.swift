@@ -391,3 +391,47 @@ struct EarlierExportTests {
         #expect(CXF.Passkey(passkey.credential).key == read.passkeys[0].passkey.key)
     }
 }
+
+/// KeePassXC's CSV export: passwords with their notes and TOTPs, fields quoted as RFC 4180 quotes them.
+struct KeePassXCCSVTests {
+    static let header = #""Group","Title","Username","Password","URL","Notes","TOTP","Icon","Last Modified","Created""#
+
+    @Test func passwordsNotesAndCodesAreRead() throws {
+        let text = [
+            Self.header,
+            #""Root","Mail","erin","pa""ss, word","https://mail.example/login","line one"#,
+            #"line two","otpauth://totp/Mail:erin?secret=JBSWY3DPEHPK3PXP&issuer=Mail&digits=8","0","2024-03-05T10:11:12Z","2024-03-05T10:11:12Z""#,
+            #""Root","Forum","dave","forum","forum.example","","jbsw y3dp ehpk 3pxp","0","","""#,
+            #""Root","Door code","","","","1234","","0","","""#,
+            #""Root","Broken","x","","","","otpauth://totp/x?secret=JBSWY3DPEHPK3PXP&digits=12","0","","""#,
+        ].joined(separator: "\r\n")
+        let bytes = [0xEF, 0xBB, 0xBF] + json(text)
+        guard case .clearText(let contents) = try ImportFile(bytes: bytes, now: Date(timeIntervalSince1970: 5))
+        else {
+            Issue.record("not read as a clear-text file")
+            return
+        }
+        #expect(contents.source == KeePassXCCSV.source && contents.wasClearText)
+        #expect(contents.passwords.map(\.password) == [#"pa"ss, word"#, "forum"])
+        #expect(contents.passwords[0].note == "line one\r\nline two")
+        #expect(contents.passwords[0].urls == ["https://mail.example/login"])
+        #expect(contents.passwords[0].creationDate == Date(timeIntervalSince1970: 1_709_633_472))
+        #expect(contents.passwords[1].creationDate == Date(timeIntervalSince1970: 5))
+        #expect(contents.oneTimeCodes.map(\.userName) == ["erin", "dave"])
+        #expect(contents.oneTimeCodes.map(\.parameters.digits) == [8, 6])
+        #expect(contents.oneTimeCodes.allSatisfy { $0.secret.base32EncodedString == "JBSWY3DPEHPK3PXP" })
+        #expect(contents.skipped.map(\.title) == ["Door code", "Door code", "Broken", "Broken"])
+        #expect(contents.skipped.map(\.type) == ["entry", "note", "totp", "entry"])
+        #expect(contents.skipped[2].reason == "its digits must be 6, 7 or 8")
+    }
+
+    @Test(arguments: [
+        (Self.header + "\n\"Root\",\"a\"", "row 2 has 2 fields, not the header's 10"),
+        (Self.header + "\n\"Root\",\"unterminated", "the CSV file ends inside a quoted field"),
+        ("\"Group\",\"Title\",\"Username\",\"Password\",\"URL\"\n\u{FFFF}", "row 2 has 1 field, not the header's 5"),
+    ])
+    func malformedFilesAreOneClearError(text: String, message: String) {
+        let error = #expect(throws: ExchangeError.self) { try ImportFile(bytes: json(text), now: Date()) }
+        #expect(error?.code == .malformedCSV && error?.message == message)
+    }
+}

@@ -334,7 +334,7 @@ def test_a_bitwarden_export_imports_with_guid_and_b64_ids_and_signs_in(directory
     assert "Bitwarden export with 2 passkeys" in imported.stderr
     assert "created 2024-03-05T10:11:12Z" in imported.stderr
     assert "its signature counter was 7" in imported.stderr
-    assert "holds private keys in clear text: delete it now" in imported.stderr
+    assert "holds secrets (private keys, passwords) in clear text: delete it now" in imported.stderr
     # The secure note item is not carried, and is named.
     assert 'skipped 1 credential of type "secure note"' in imported.stderr and '"a note"' in imported.stderr
     assert "Imported 2 passkeys; skipped 1 credential not carried (named above)." in imported.stdout
@@ -606,3 +606,31 @@ def test_bad_input_is_a_clear_error_and_leaves_the_store_unchanged(directory):
         assert digest(store) == before, name
     listed = passkey("list", "--store", store, "--json")
     assert [entry["userName"] for entry in json.loads(listed.stdout)] == ["alice"]
+
+
+def test_a_keepassxc_csv_export_keeps_passwords_notes_and_codes(directory):
+    """KeePassXC's CSV export (Database → Export → CSV File), written here as its CsvExporter writes it: every field
+    quoted, the TOTP column an otpauth URI; an entry with neither password nor code is named as skipped."""
+    import csv
+    import io
+
+    out = io.StringIO()
+    writer = csv.writer(out, quoting=csv.QUOTE_ALL, lineterminator="\n")
+    writer.writerow(["Group", "Title", "Username", "Password", "URL", "Notes", "TOTP", "Icon", "Last Modified",
+                     "Created"])
+    writer.writerow(["Root", "Mail", "erin", 'pa"ss, word', "https://mail.example/login", "line one\nline two",
+                     f"otpauth://totp/Mail:erin?secret={TOTP_SECRET}&issuer=Mail&period=30", "0",
+                     "2024-03-05T10:11:12Z", "2024-03-05T10:11:12Z"])
+    writer.writerow(["Root", "Door code", "", "", "", "1234", "", "0", "", ""])
+    store = new_store(directory)
+    path = write(directory, "keepassxc.csv", out.getvalue())
+    imported = do_import(store, path)
+    assert imported.returncode == 0, imported.stderr
+    assert "KeePassXC CSV export with 0 passkeys, 1 saved password, 1 one-time code" in imported.stderr
+    assert '"Door code"' in imported.stderr and "delete it now" in imported.stderr
+    assert "Imported 0 passkeys, 1 saved password and 1 one-time code; skipped 2 credentials not carried" \
+        in imported.stdout
+    assert passkey("password", "get", "mail.example", "--store", store).stdout == 'pa"ss, word\n'
+    note = passkey("password", "note", "mail.example", "erin", "--show", "--store", store)
+    assert "line one\nline two" in note.stdout, note.stderr
+    assert otp_code(store, "mail.example")["code"] == pyotp.TOTP(TOTP_SECRET).now()
