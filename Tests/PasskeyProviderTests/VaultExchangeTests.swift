@@ -236,6 +236,8 @@ struct VaultExchangeTests {
             {"id": "2", "type": 1, "name": "Forum", "login": {"username": "erin", "password": "forum", \
             "totp": "JBSW Y3DP EHPK 3PXP", "uris": [{"uri": "forum.example"}]}},
             {"id": "3", "type": 1, "name": "Router", "login": {"username": "admin", "password": "x", "uris": []}},
+            {"id": "5", "type": 1, "name": "Huge", "login": {"username": "h", "password": "\(String(repeating: "p", count: 4097))", \
+            "uris": [{"uri": "huge.example"}]}},
             {"id": "4", "type": 3, "name": "Visa", "card": {}}]}
             """
         let path = world.path("bitwarden.json")
@@ -244,7 +246,7 @@ struct VaultExchangeTests {
         let person = ScriptedPerson()
         let imported = try await world.service(target, person).import(file: path, key: nil, yes: true)
         #expect(imported.added == 1 && imported.passwordsAdded == 2 && imported.oneTimeCodesAdded == 2)
-        #expect(imported.otherTypes == 2 && imported.wasClearText)
+        #expect(imported.otherTypes == 3 && imported.wasClearText)
         guard
             case .importing(let preview)? = person.events.first(where: {
                 if case .importing = $0 { true } else { false }
@@ -253,8 +255,9 @@ struct VaultExchangeTests {
             Issue.record("no preview: \(person.events)")
             return
         }
-        #expect(preview.skipped.map(\.title).sorted() == ["Router", "Visa"])
-        #expect(preview.skippedTypes == ["basic-auth": 1, "card": 1])
+        #expect(preview.skipped.map(\.title).sorted() == ["Huge", "Router", "Visa"])
+        #expect(preview.skippedTypes == ["basic-auth": 2, "card": 1])
+        #expect(preview.skipped.first { $0.title == "Huge" }?.reason.contains("over 4096 bytes") == true)
         let store = try SQLiteCredentialStore.open(at: URL(fileURLWithPath: target), passphrase: Self.passphrase)
         defer { store.close() }
         let mail = try #require(PasswordService("mail.example"))

@@ -306,6 +306,16 @@ public struct ExchangeService: Sendable {
                 contents.skipped.append(SkippedCredential(type: "basic-auth", title: login.title, reason: noSite))
                 continue
             }
+            guard login.password.utf8.count <= SQLiteCredentialStore.maximumPasswordLength,
+                login.userName.utf8.count <= SQLiteCredentialStore.maximumUserNameLength
+            else {
+                contents.skipped.append(
+                    SkippedCredential(
+                        type: "basic-auth", title: login.title,
+                        reason: "its password is over \(SQLiteCredentialStore.maximumPasswordLength) bytes or its "
+                            + "user name over \(SQLiteCredentialStore.maximumUserNameLength)"))
+                continue
+            }
             guard seen.insert(LoginKey(service: service.text, userName: login.userName)).inserted else {
                 contents.skipped.append(
                     SkippedCredential(
@@ -322,6 +332,15 @@ public struct ExchangeService: Sendable {
         for code in contents.oneTimeCodes {
             guard let service = code.urls.lazy.compactMap(PasswordService.named(byExchangeURL:)).first else {
                 contents.skipped.append(SkippedCredential(type: "totp", title: code.title, reason: noSite))
+                continue
+            }
+            guard code.userName.utf8.count <= SQLiteCredentialStore.maximumUserNameLength,
+                (code.issuer?.utf8.count ?? 0) <= SQLiteCredentialStore.maximumUserNameLength
+            else {
+                contents.skipped.append(
+                    SkippedCredential(
+                        type: "totp", title: code.title,
+                        reason: "its user name or issuer is over \(SQLiteCredentialStore.maximumUserNameLength) bytes"))
                 continue
             }
             guard seen.insert(LoginKey(service: service.text, userName: code.userName)).inserted else {
