@@ -540,3 +540,13 @@ def test_a_bad_otpauth_uri_is_one_clear_line_and_changes_nothing(store, given, e
     assert len(result.stderr.splitlines()) == 1 and expected in result.stderr, result.stderr
     assert "JBSWY3DP" not in result.stderr
     assert digests(store) == before
+
+
+def test_otp_add_asks_for_the_secret_without_echo_on_a_terminal(store):
+    secret = "GEZDGNBVGY3TQOJQGEZDGNBVGY3TQOJQ"
+    status, shown = on_a_terminal(store, ["otp", "add", "--site", "example.com", "--user", "carol", "--secret"],
+                                  [secret])
+    assert status == 0, shown
+    assert "The secret:" in shown and secret not in shown  # echo was off
+    listed = json.loads(run(store, "otp", "list", "--json").stdout)
+    assert [(row["site"], row["user"]) for row in listed] == [("example.com", "carol")]
