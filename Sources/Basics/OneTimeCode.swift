@@ -172,6 +172,17 @@ public struct OTPAuthURI: Sendable, CustomStringConvertible {
         self.parameters = parameters
     }
 
+    /// What other managers keep in a login's TOTP field: an `otpauth://totp/` URI, or a bare base32 secret (SHA1,
+    /// 6 digits, 30 s). Text with a `:` is read as a URI, so `steam://…` is refused as not an otpauth URI rather than
+    /// as a bad secret.
+    public init(uriOrSecret text: String) throws(Problem) {
+        if text.contains(":") {
+            try self.init(parsing: text)
+        } else {
+            self.init(issuer: nil, accountName: "", secret: try Self.secret(text), parameters: .init())
+        }
+    }
+
     /// A bare base32 secret, as sites show it under "can't scan the code?"; spaces allowed.
     public static func secret(_ text: String) throws(Problem) -> [UInt8] {
         let trimmed = text.trimmingCharacters(in: .whitespacesAndNewlines)

@@ -71,11 +71,7 @@ public enum KeePassXCCSV {
             }
             if let totp, !row[totp].isEmpty {
                 do throws(OTPAuthURI.Problem) {
-                    let code: OTPAuthURI =
-                        try row[totp].lowercased().hasPrefix("otpauth:")
-                        ? OTPAuthURI(parsing: row[totp])
-                        : OTPAuthURI(
-                            issuer: nil, accountName: "", secret: OTPAuthURI.secret(row[totp]), parameters: .init())
+                    let code = try OTPAuthURI(uriOrSecret: row[totp])
                     contents.oneTimeCodes.append(
                         ImportedOneTimeCode(
                             urls: urls, userName: row[user].isEmpty ? code.accountName : row[user],

@@ -82,10 +82,7 @@ public enum BitwardenExport {
             }
             if let totp = try loginFields.string("totp"), !totp.isEmpty {
                 do throws(OTPAuthURI.Problem) {
-                    let code: OTPAuthURI =
-                        try totp.lowercased().hasPrefix("otpauth:")
-                        ? OTPAuthURI(parsing: totp)
-                        : OTPAuthURI(issuer: nil, accountName: "", secret: OTPAuthURI.secret(totp), parameters: .init())
+                    let code = try OTPAuthURI(uriOrSecret: totp)
                     contents.oneTimeCodes.append(
                         ImportedOneTimeCode(
                             urls: urls, userName: userName.isEmpty ? code.accountName : userName, issuer: code.issuer,

@@ -94,6 +94,10 @@ struct OneTimeCodeTests {
         #expect(again.secret == uri.secret && again.parameters == uri.parameters && again.issuer == uri.issuer)
         #expect(again.accountName == uri.accountName)
 
+        #expect(throws: OTPAuthURI.Problem(.notTOTP, "")) { try OTPAuthURI(uriOrSecret: "steam://JBSWY3DPEHPK3PXP") }
+        #expect(try OTPAuthURI(uriOrSecret: "jbsw y3dp ehpk 3pxp").secret == [UInt8](base32Encoded: "JBSWY3DPEHPK3PXP"))
+        #expect(try OTPAuthURI(uriOrSecret: "otpauth://totp/a?secret=JBSWY3DPEHPK3PXP&digits=8").parameters.digits == 8)
+
         let plain = try OTPAuthURI(parsing: "otpauth://totp/alice?secret=JBSWY3DPEHPK3PXP")
         #expect(plain.issuer == nil && plain.accountName == "alice" && plain.parameters == OneTimeCode.Parameters())
     }
