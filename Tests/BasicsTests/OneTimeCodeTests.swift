@@ -4,11 +4,16 @@ import Testing
 
 /// TOTP and HOTP against the test vectors of their RFCs, base32 against RFC 4648's, and the Key Uri Format.
 struct OneTimeCodeTests {
-    /// RFC 6238 appendix B: one row of the table, with the RFC's column names.
-    struct TOTPVector: Sendable {
-        var time: Int64
+    /// RFC 6238 appendix B: one row of the table, with the RFC's column names (Unix Time, UTC Time, Value of T
+    /// (hex), TOTP, Mode).
+    struct TOTPVector: Sendable, CustomTestStringConvertible {
+        var unixTime: Int64
+        var utcTime: String
+        var valueOfT: String
         var totp: String
         var mode: OneTimeCode.Algorithm
+
+        var testDescription: String { "\(utcTime) \(mode)" }
     }
 
     /// The appendix's seeds: the ASCII digits "1234567890" repeated to 20, 32 and 64 bytes.
@@ -18,30 +23,71 @@ struct OneTimeCodeTests {
     }
 
     static let rfc6238: [TOTPVector] = [
-        .init(time: 59, totp: "94287082", mode: .sha1), .init(time: 59, totp: "46119246", mode: .sha256),
-        .init(time: 59, totp: "90693936", mode: .sha512),
-        .init(time: 1_111_111_109, totp: "07081804", mode: .sha1),
-        .init(time: 1_111_111_109, totp: "68084774", mode: .sha256),
-        .init(time: 1_111_111_109, totp: "25091201", mode: .sha512),
-        .init(time: 1_111_111_111, totp: "14050471", mode: .sha1),
-        .init(time: 1_111_111_111, totp: "67062674", mode: .sha256),
-        .init(time: 1_111_111_111, totp: "99943326", mode: .sha512),
-        .init(time: 1_234_567_890, totp: "89005924", mode: .sha1),
-        .init(time: 1_234_567_890, totp: "91819424", mode: .sha256),
-        .init(time: 1_234_567_890, totp: "93441116", mode: .sha512),
-        .init(time: 2_000_000_000, totp: "69279037", mode: .sha1),
-        .init(time: 2_000_000_000, totp: "90698825", mode: .sha256),
-        .init(time: 2_000_000_000, totp: "38618901", mode: .sha512),
-        .init(time: 20_000_000_000, totp: "65353130", mode: .sha1),
-        .init(time: 20_000_000_000, totp: "77737706", mode: .sha256),
-        .init(time: 20_000_000_000, totp: "47863826", mode: .sha512),
+        .init(
+            unixTime: 59, utcTime: "1970-01-01 00:00:59", valueOfT: "0000000000000001", totp: "94287082", mode: .sha1),
+        .init(
+            unixTime: 59, utcTime: "1970-01-01 00:00:59", valueOfT: "0000000000000001", totp: "46119246", mode: .sha256),
+        .init(
+            unixTime: 59, utcTime: "1970-01-01 00:00:59", valueOfT: "0000000000000001", totp: "90693936", mode: .sha512),
+        .init(
+            unixTime: 1_111_111_109, utcTime: "2005-03-18 01:58:29", valueOfT: "00000000023523EC", totp: "07081804",
+            mode: .sha1),
+        .init(
+            unixTime: 1_111_111_109, utcTime: "2005-03-18 01:58:29", valueOfT: "00000000023523EC", totp: "68084774",
+            mode: .sha256),
+        .init(
+            unixTime: 1_111_111_109, utcTime: "2005-03-18 01:58:29", valueOfT: "00000000023523EC", totp: "25091201",
+            mode: .sha512),
+        .init(
+            unixTime: 1_111_111_111, utcTime: "2005-03-18 01:58:31", valueOfT: "00000000023523ED", totp: "14050471",
+            mode: .sha1),
+        .init(
+            unixTime: 1_111_111_111, utcTime: "2005-03-18 01:58:31", valueOfT: "00000000023523ED", totp: "67062674",
+            mode: .sha256),
+        .init(
+            unixTime: 1_111_111_111, utcTime: "2005-03-18 01:58:31", valueOfT: "00000000023523ED", totp: "99943326",
+            mode: .sha512),
+        .init(
+            unixTime: 1_234_567_890, utcTime: "2009-02-13 23:31:30", valueOfT: "000000000273EF07", totp: "89005924",
+            mode: .sha1),
+        .init(
+            unixTime: 1_234_567_890, utcTime: "2009-02-13 23:31:30", valueOfT: "000000000273EF07", totp: "91819424",
+            mode: .sha256),
+        .init(
+            unixTime: 1_234_567_890, utcTime: "2009-02-13 23:31:30", valueOfT: "000000000273EF07", totp: "93441116",
+            mode: .sha512),
+        .init(
+            unixTime: 2_000_000_000, utcTime: "2033-05-18 03:33:20", valueOfT: "0000000003F940AA", totp: "69279037",
+            mode: .sha1),
+        .init(
+            unixTime: 2_000_000_000, utcTime: "2033-05-18 03:33:20", valueOfT: "0000000003F940AA", totp: "90698825",
+            mode: .sha256),
+        .init(
+            unixTime: 2_000_000_000, utcTime: "2033-05-18 03:33:20", valueOfT: "0000000003F940AA", totp: "38618901",
+            mode: .sha512),
+        .init(
+            unixTime: 20_000_000_000, utcTime: "2603-10-11 11:33:20", valueOfT: "0000000027BC86AA", totp: "65353130",
+            mode: .sha1),
+        .init(
+            unixTime: 20_000_000_000, utcTime: "2603-10-11 11:33:20", valueOfT: "0000000027BC86AA", totp: "77737706",
+            mode: .sha256),
+        .init(
+            unixTime: 20_000_000_000, utcTime: "2603-10-11 11:33:20", valueOfT: "0000000027BC86AA", totp: "47863826",
+            mode: .sha512),
     ]
 
     @Test(arguments: rfc6238)
     func rfc6238AppendixB(vector: TOTPVector) {
         let parameters = OneTimeCode.Parameters(algorithm: vector.mode, digits: 8, period: 30)
+        let counter = OneTimeCode.counter(atSeconds: vector.unixTime, period: 30)
+        #expect(String(counter, radix: 16, uppercase: true).leftPadded(to: 16) == vector.valueOfT)
+        let formatter = DateFormatter()
+        formatter.dateFormat = "yyyy-MM-dd HH:mm:ss"
+        formatter.timeZone = TimeZone(identifier: "UTC")
+        formatter.locale = Locale(identifier: "en_US_POSIX")
+        #expect(formatter.string(from: Date(timeIntervalSince1970: TimeInterval(vector.unixTime))) == vector.utcTime)
         #expect(
-            OneTimeCode.totp(secret: Self.seed(vector.mode), atSeconds: vector.time, parameters: parameters)
+            OneTimeCode.totp(secret: Self.seed(vector.mode), atSeconds: vector.unixTime, parameters: parameters)
                 == vector.totp)
     }
 
@@ -118,5 +164,11 @@ struct OneTimeCodeTests {
         } catch {
             #expect(!error.message.contains("JBSWY3DP"))
         }
+    }
+}
+
+extension String {
+    fileprivate func leftPadded(to length: Int) -> String {
+        String(repeating: "0", count: max(0, length - count)) + self
     }
 }
