@@ -28,6 +28,8 @@ enum RowAuthentication {
     static let settingsLabel = Array("passkey-store-settings v3\0".utf8)
     /// The associated data label of a saved password's seal (schema version 4); the encoded row follows it.
     static let passwordLabel = Array("passkey-store-password v4\0".utf8)
+    /// The associated data label of a one-time-code secret's seal (schema version 6); the encoded row follows it.
+    static let oneTimeCodeLabel = Array("passkey-store-one-time-code v6\0".utf8)
     /// HKDF info for the settings MAC key.
     static let settingsKeyInfo = Array("passkey-store settings MAC key v3".utf8)
 
@@ -130,6 +132,22 @@ enum RowAuthentication {
     /// The associated data that binds a sealed password to its row (`values` in `PasswordColumn` order).
     static func passwordAAD(_ values: [SQLiteValue]) -> [UInt8] {
         encode(passwordLabel, values, alwaysAuthenticated: PasswordColumn.alwaysAuthenticated)
+    }
+
+    /// Seals a secret of a row that holds one (a one-time-code secret) under the store key, with
+    /// the label and the row's other columns as associated data: a column changed or the seal moved to another row
+    /// makes it fail to open.
+    static func sealSecret(
+        _ secret: [UInt8], label: [UInt8], row values: [SQLiteValue], with keyring: any StoreKeyring
+    ) throws(CredentialStoreError) -> [UInt8] {
+        try keyring.seal(secret, aad: encode(label, values), use: .rows)
+    }
+
+    /// Opens what `sealSecret` sealed; nil when the seal, the label or a column is wrong.
+    static func unsealSecret(
+        _ sealed: [UInt8], label: [UInt8], row values: [SQLiteValue], with keyring: any StoreKeyring
+    ) throws(CredentialStoreError) -> [UInt8]? {
+        try keyring.open(sealed, aad: encode(label, values), use: .rows)
     }
 
     /// Seals a saved password's UTF-8 bytes with its row's other columns (`PasswordColumn` order) as associated data.

@@ -205,7 +205,7 @@ extension SQLiteCredentialStore {
     // MARK: Rows
 
     /// One above the service's highest rank (1 for its first login).
-    private func nextRank(_ connection: SQLiteConnection, service: PasswordService, action: String)
+    func nextRank(_ connection: SQLiteConnection, service: PasswordService, action: String)
         throws(CredentialStoreError) -> Int
     {
         let top =

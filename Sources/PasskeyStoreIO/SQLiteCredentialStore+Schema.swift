@@ -73,7 +73,8 @@ extension SQLiteCredentialStore {
     /// - Version 3 → 4 adds the `passwords` table; no existing row changes.
     /// - Version 4 → 5 adds thirdPartyPayment, the device secret and the notes columns; no existing row changes (the
     ///   new columns are authenticated only when set, `RowAuthentication`).
-    /// - Version 5 → 6 adds the column that records when a signal hid a passkey; no existing row changes.
+    /// - Version 5 → 6 adds the columns that record when a signal hid a passkey and when a password was last filled,
+    ///   and the `one_time_codes` table; no existing row changes.
     static func migrate(
         _ connection: SQLiteConnection, from version: Int64, path: String, keyring: any StoreKeyring
     ) throws(CredentialStoreError) {

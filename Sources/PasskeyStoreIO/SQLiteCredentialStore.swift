@@ -21,7 +21,7 @@ import Synchronization
 /// and its migrations in `+Schema`, transactions and SQLite errors in `+Transactions`, sealing and unsealing in
 /// `+Sealing`, and the rows as read in `StoreRecords.swift`.
 public final class SQLiteCredentialStore: CredentialStore {
-    /// The `PRAGMA user_version` this program writes. Version 1 to 4 stores are migrated in place when opened.
+    /// The `PRAGMA user_version` this program writes. Version 1 to 5 stores are migrated in place when opened.
     public static let schemaVersion = 6
     /// The `PRAGMA application_id` that marks an SQLite file as a passkey store: "PKST".
     public static let applicationID: Int32 = 0x504B_5354

@@ -97,9 +97,53 @@ enum SQL {
     /// only when set like version 5's columns, so the upgrade rewrites no row.
     /// And when this program last gave a saved password to a page (`filled_ms`), which lets that account's passkey be
     /// made by a conditional create (Docs/Client.md, "Automatic passkey upgrades"), authenticated only when set.
+    /// And the one-time-code secrets (`oneTimeCodes`).
     static let version6 = """
         ALTER TABLE credentials ADD COLUMN hidden_ms INTEGER;
         ALTER TABLE passwords ADD COLUMN filled_ms INTEGER;
+        \(oneTimeCodes)
+        """
+
+    /// One-time-code secrets (`SQLiteCredentialStore+OneTimeCodes.swift`), part of schema version 6: a TOTP's
+    /// parameters and its secret, sealed with AES-256-GCM under the store key with every other column of its row as
+    /// associated data (`RowAuthentication`), as passwords are. The upgrade adds the table and rewrites no row.
+    static let oneTimeCodes = """
+        CREATE TABLE one_time_codes (
+            seq INTEGER PRIMARY KEY AUTOINCREMENT,
+            code_id BLOB NOT NULL CHECK (length(code_id) = 16),
+            service TEXT NOT NULL CHECK (length(service) BETWEEN 1 AND 1024),
+            user_name TEXT NOT NULL CHECK (length(user_name) <= 1024),
+            issuer TEXT CHECK (issuer IS NULL OR length(issuer) <= 1024),
+            algorithm TEXT NOT NULL CHECK (algorithm IN ('SHA1', 'SHA256', 'SHA512')),
+            digits INTEGER NOT NULL CHECK (digits BETWEEN 6 AND 8),
+            period INTEGER NOT NULL CHECK (period BETWEEN 1 AND 3600),
+            created_ms INTEGER NOT NULL,
+            sealed_secret BLOB NOT NULL
+        ) STRICT;
+        CREATE UNIQUE INDEX one_time_codes_by_id ON one_time_codes (code_id);
+        CREATE UNIQUE INDEX one_time_codes_by_account ON one_time_codes (service, user_name);
+        """
+
+    /// The one-time-code columns the seal authenticates, in `OneTimeCodeColumn` order.
+    static let oneTimeCodeAuthenticatedColumns =
+        "code_id, service, user_name, issuer, algorithm, digits, period, created_ms"
+    static let oneTimeCodeColumns = "seq, \(oneTimeCodeAuthenticatedColumns), sealed_secret"
+    static let selectOneTimeCodes =
+        "SELECT \(oneTimeCodeColumns) FROM one_time_codes ORDER BY service, user_name"
+    static let selectOneTimeCodesOfService =
+        "SELECT \(oneTimeCodeColumns) FROM one_time_codes WHERE service = ? ORDER BY user_name"
+    /// An add: a login that already has a code keeps it (0 changes).
+    static let insertOneTimeCodeUnlessPresent = """
+        INSERT INTO one_time_codes (\(oneTimeCodeAuthenticatedColumns), sealed_secret) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
+        ON CONFLICT (service, user_name) DO NOTHING
+        """
+    static let deleteOneTimeCode =
+        "DELETE FROM one_time_codes WHERE service = ? AND user_name = ? RETURNING code_id"
+
+    /// An import's password insert: a login already in the store is left as it is (0 changes).
+    static let insertPasswordUnlessPresent = """
+        INSERT INTO passwords (\(passwordAuthenticatedColumns), sealed_password) VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+        ON CONFLICT (service, user_name) DO NOTHING
         """
 
     /// The password columns the seal authenticates, in `PasswordColumn` order.
@@ -207,7 +251,7 @@ enum SQL {
         deleteLargeBlobArray, selectPasswords, selectPasswordsOfService, selectPassword, selectPasswordByID,
         insertPassword, updatePassword, deletePassword, maximumPasswordRank, selectNote, updateNote, selectNotes,
         selectPasswordNote, updatePasswordNote, selectPasswordNotes, updateHidden, updatePasswordUse,
-        deleteHiddenBefore,
-        countHiddenBefore,
+        deleteHiddenBefore, countHiddenBefore, insertPasswordUnlessPresent, selectOneTimeCodes,
+        selectOneTimeCodesOfService, insertOneTimeCodeUnlessPresent, deleteOneTimeCode,
     ]
 }
