@@ -201,3 +201,68 @@ def test_a_password_sign_in_is_upgraded_to_a_passkey_with_no_prompt(store):
     again = upgrade()
     assert again.returncode == NOT_ALLOWED and again.stdout == ""
     assert len(listing(store)) == 1
+
+
+def test_rp_serves_password_sign_in_is_upgraded_by_our_client_and_its_deletion_signal_hides_the_passkey(store):
+    """The whole story against `passkey rp serve` (the relying party) with this package's client as the browser and
+    this computer's store as the provider: the page's password sign-in is filled from the vault, the sign-in's
+    answer carries the upgrade's options, `client create --mediation conditional` answers them with no prompt, the
+    RP verifies the upgrade (UP clear), the new passkey signs in, and after the RP deletes it, the page's
+    `signalUnknownCredential` arguments, given to `client signal`, hide it from our list and chooser."""
+    from test_rp_serve import RelyingParty
+
+    rp = RelyingParty(os.path.join(os.path.dirname(store), "rp-state.json"))
+    try:
+        origin = rp.origin
+        status, answer = rp.post("/password/sign-up", {"username": "alice", "password": "hunter2 hunter2"})
+        assert status == 200, answer
+        assert run(store, "password", "add", "localhost", "alice", password="hunter2 hunter2").returncode == 0
+
+        # The page asks for a sign-in with passkeys and passwords: the vault fills the password.
+        status, request = rp.post("/authentication/options", {})
+        assert status == 200, request
+        filled = run(store, "client", "get", "--origin", origin, "--no-phone", "--yes", "--json", "--password",
+                     "--options", "-", stdin=json.dumps(request))
+        assert filled.returncode == 0, filled.stderr
+        login = json.loads(filled.stdout)
+        assert login["type"] == "password" and login["id"] == "alice"
+        status, signed = rp.post("/password/sign-in", {"username": login["id"], "password": login["password"]})
+        assert status == 200 and signed["verdict"] == "ok", signed
+
+        # The upgrade: no --yes, no terminal; the RP accepts it without UP, as an upgrade only.
+        upgraded = run(store, "client", "create", "--origin", origin, "--no-phone", "--json", "--mediation",
+                       "conditional", "--options", "-", stdin=json.dumps(signed["upgrade"]))
+        assert upgraded.returncode == 0, upgraded.stderr
+        status, verdict = rp.post("/registration/verify", json.loads(upgraded.stdout))
+        assert status == 200 and verdict["verdict"] == "ok", verdict
+        assert verdict["upgrade"] is True and verdict["userPresent"] is False
+        credential_id = verdict["credentialId"]
+        assert listing(store) == [credential_id]
+
+        # The new passkey signs in (the person present, as usual); the answer carries the signals' arguments.
+        status, request = rp.post("/authentication/options", {})
+        signed_in = run(store, "client", "get", "--origin", origin, "--no-phone", "--yes", "--json", "--options",
+                        "-", stdin=json.dumps(request))
+        assert signed_in.returncode == 0, signed_in.stderr
+        status, verdict = rp.post("/authentication/verify", json.loads(signed_in.stdout))
+        assert status == 200 and verdict["verdict"] == "ok", verdict
+        accepted = verdict["signals"]
+        assert accepted["allAcceptedCredentialIds"] == [credential_id]
+        kept = signal(store, "accepted", {key: accepted[key] for key in ("rpId", "userId", "allAcceptedCredentialIds")},
+                      origin=origin)
+        assert kept.returncode == 0, kept.stderr
+        assert listing(store) == [credential_id]
+
+        # The RP deletes the passkey; the page's signalUnknownCredential({rpId, credentialId}) reaches our store.
+        status, deleted = rp.post("/credentials/delete", {"credentialId": credential_id})
+        assert status == 200, deleted
+        hidden = signal(store, "unknown", {"rpId": deleted["rpId"], "credentialId": deleted["deleted"]},
+                        origin=origin)
+        assert hidden.returncode == 0, hidden.stderr
+        assert listing(store) == [] and listing(store, "--hidden") == [credential_id]
+        status, request = rp.post("/authentication/options", {})
+        offered = run(store, "client", "get", "--origin", origin, "--no-phone", "--yes", "--json",
+                      "--prefer-immediately-available", "--options", "-", stdin=json.dumps(request))
+        assert offered.returncode == NOT_ALLOWED, offered.stdout
+    finally:
+        rp.stop()

@@ -81,19 +81,6 @@ public struct PasskeyCatalog: Sendable {
         }
     }
 
-    /// The rows themselves, checked with the passphrase, for one relying party or all.
-    public func verifiedEntries(relyingParty: String?) async throws(ProviderError) -> [CredentialEntry] {
-        let store = try await access.open(create: false)
-        defer { store.close() }
-        do {
-            let entries = try store.entries()
-            guard let relyingParty else { return entries }
-            return entries.filter { $0.relyingPartyID == relyingParty }
-        } catch {
-            throw ProviderError(error.message)
-        }
-    }
-
     /// Deletes the one passkey whose credential ID is one of `candidates` (the text read as base64url and as hex),
     /// damaged or not: the row alone decides. `text` is the ID as the person gave it, for messages. The person is
     /// shown which passkey it is and asked first (issue 24: `delete` did not confirm); `mode` may answer for them
