@@ -349,7 +349,8 @@ let package = Package(
         .target(
             name: "FuzzTargets",
             dependencies: [
-                "CBOR", "CTAP2", "CTAPHID", "UHID", "Hybrid", "QRImageIO", "RelayIO", "Relay", "PasskeyStoreIO",
+                "Basics", "CBOR", "CTAP2", "CTAPHID", "UHID", "Hybrid", "QRImageIO", "RelayIO", "Relay",
+                "PasskeyStoreIO",
                 "PublicSuffix", "JSON", "WebAuthnClient", "CredentialExchange", "NearbyShare", "AssociatedDomains",
                 "SignedFilesIO", "PasswordRules", "PasskeyFilesIO", "RelyingParty", "WebRelyingParty", "WebAuthn",
                 "CSQLiteFaults", crypto,
@@ -408,7 +409,7 @@ let package = Package(
             swiftSettings: strictSettings
         ),
         .testTarget(
-            name: "CredentialExchangeTests", dependencies: ["CredentialExchange", "CTAP2", "JSON", crypto],
+            name: "CredentialExchangeTests", dependencies: ["Basics", "CredentialExchange", "CTAP2", "JSON", crypto],
             swiftSettings: strictSettings),
         .testTarget(
             name: "AssociatedDomainsTests", dependencies: ["AssociatedDomains"], swiftSettings: strictSettings),
@@ -469,7 +470,7 @@ let package = Package(
         .testTarget(
             name: "PasskeyProviderTests",
             dependencies: [
-                "PasskeyProvider", "PasskeyStoreIO", "PasskeyFilesIO", "HybridDriver", "HybridIO", "Hybrid",
+                "Basics", "PasskeyProvider", "PasskeyStoreIO", "PasskeyFilesIO", "HybridDriver", "HybridIO", "Hybrid",
                 "Proximity", "CTAP2", "CTAPHID", "CBOR", "HybridTestSupport", "TestSupport", "WebAuthnClientDriver",
                 "SecurityKeyDriver",
                 "WebAuthnClient", "AssociatedDomains", "AssociatedDomainsIO", "RelyingParty",
@@ -505,7 +506,9 @@ let package = Package(
         ),
         .testTarget(
             name: "PasskeyStoreIOTests",
-            dependencies: ["PasskeyStoreIO", "PasskeyFilesIO", "CTAP2", "CSQLite", "TestSupport", "WebAuthn", crypto],
+            dependencies: [
+                "Basics", "PasskeyStoreIO", "PasskeyFilesIO", "CTAP2", "CSQLite", "TestSupport", "WebAuthn", crypto,
+            ],
             resources: [.copy("Fixtures")],
             swiftSettings: strictSettings
         ),

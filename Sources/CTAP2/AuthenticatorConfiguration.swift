@@ -87,6 +87,12 @@ public struct AuthenticatorConfiguration: Sendable {
     /// the PIN/UV auth protocols and tokens, clientPin, credential management, config, large blobs, and the
     /// hmac-secret and largeBlobKey extensions, so platforms use built-in UV (`uv: true`) directly.
     public var oneRequestPerSession = false
+    /// makeCredential accepts the `up` option false: the credential is made with no consent, no verification and the
+    /// UP flag clear. Only for an authenticator in the client's own process (``platform``), whose client decided that
+    /// the person already agreed (an automatic passkey upgrade, WebAuthn L3 conditional create: "the client MUST set
+    /// both requireUserPresence and requireUserVerification to false"); never over a transport, where CTAP 2.1
+    /// §6.1.2 step 5 refuses the option (CTAP2_ERR_INVALID_OPTION), as every other configuration does.
+    public var makesCredentialsWithoutPresence = false
     /// getInfo firmwareVersion: the program's version (``PackageVersion``) as major << 16 | minor << 8 | patch.
     public var firmwareVersion = PackageVersion.number
     /// The longest serialized large-blob array kept (getInfo maxSerializedLargeBlobArray; at least 1024).
@@ -129,6 +135,7 @@ public struct AuthenticatorConfiguration: Sendable {
         var configuration = AuthenticatorConfiguration()
         configuration.transports = ["internal"]
         configuration.attestationFormat = .none
+        configuration.makesCredentialsWithoutPresence = true
         return configuration
     }()
 

@@ -51,6 +51,10 @@ public struct StoredCredential: Sendable {
     /// Whether the relying party made it for third-party payments (CTAP 2.2 thirdPartyPayment, for Secure Payment
     /// Confirmation); getAssertion reports it when asked.
     public var thirdPartyPayment: Bool
+    /// When a relying party's signal hid the passkey (WebAuthn L3 signalUnknownCredential or
+    /// signalAllAcceptedCredentials); nil while it is shown. A hidden passkey is kept, so that a person can bring it
+    /// back, but no chooser offers it: a request with an empty allowList does not find it.
+    public var hiddenDate: Date?
 
     public init(
         id: [UInt8],
@@ -68,7 +72,8 @@ public struct StoredCredential: Sendable {
         credentialBlob: [UInt8]? = nil,
         hmacSecret: Bool = false,
         largeBlobKey: Bool = false,
-        thirdPartyPayment: Bool = false
+        thirdPartyPayment: Bool = false,
+        hiddenDate: Date? = nil
     ) {
         self.id = id
         self.relyingPartyID = relyingPartyID
@@ -86,6 +91,7 @@ public struct StoredCredential: Sendable {
         self.hmacSecret = hmacSecret
         self.largeBlobKey = largeBlobKey
         self.thirdPartyPayment = thirdPartyPayment
+        self.hiddenDate = hiddenDate
     }
 
     /// A credential with an ES256 key.

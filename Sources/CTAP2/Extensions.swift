@@ -221,10 +221,9 @@ extension Authenticator {
     /// A 32-byte secret of one credential, derived from its private key with HKDF-SHA-256 and a label, so the
     /// store keeps no further secrets: hmac-secret's two CredRandoms and the largeBlobKey.
     static func derivedSecret(_ credential: StoredCredential, label: String) -> [UInt8] {
-        HKDF<SHA256>.deriveKey(
-            inputKeyMaterial: SymmetricKey(data: credential.privateKey.rawRepresentation),
-            salt: Array("passkey credential secrets".utf8), info: Array(label.utf8), outputByteCount: 32
-        ).withUnsafeBytes { Array($0) }
+        derivedBytes(
+            from: Array(credential.privateKey.rawRepresentation), salt: Array("passkey credential secrets".utf8),
+            info: label, count: 32)
     }
 }
 

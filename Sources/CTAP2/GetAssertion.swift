@@ -98,12 +98,16 @@ extension Authenticator {
     }
 
     /// The credentials `request` can use, before anyone is asked: with an empty allowList the relying party's
-    /// discoverable credentials, else the first listed one of this relying party; credProtect (§12.1) hides level 2
-    /// from discovery and level 3 from everything unless the user will be verified.
+    /// discoverable credentials that no signal hid, else the first listed one of this relying party (a relying party
+    /// that names a hidden passkey still knows it); credProtect (§12.1) hides level 2 from discovery and level 3 from
+    /// everything unless the user will be verified.
     func candidates(for request: GetAssertionRequest, willVerify: Bool) async throws(CTAPError) -> [StoredCredential] {
         if request.allowList.isEmpty {
             return try await storeCall { try await $0.credentials(forRelyingParty: request.relyingPartyID) }
-                .filter { $0.isDiscoverable && ($0.credentialProtection == .userVerificationOptional || willVerify) }
+                .filter {
+                    $0.isDiscoverable && $0.hiddenDate == nil
+                        && ($0.credentialProtection == .userVerificationOptional || willVerify)
+                }
         }
         for descriptor in request.allowList where descriptor.type == "public-key" {
             if let credential = try await storeCall({ try await $0.credential(id: descriptor.id) }),

@@ -29,7 +29,10 @@ extension Authenticator {
         guard request.enterpriseAttestation == nil else { throw .invalidParameter }
 
         let discoverable = request.options["rk"] ?? false
-        guard request.options["up"] != false else { throw .invalidOption }
+        // Without presence: only where the configuration allows it, and then with nothing that asks for the user.
+        let silent = request.options["up"] == false
+        guard !silent || configuration.makesCredentialsWithoutPresence else { throw .invalidOption }
+        guard !silent || (pinUvAuth == nil && request.options["uv"] != true) else { throw .invalidOption }
         try checkUVOption(request.options["uv"], pinUvAuth: pinUvAuth)
         let settings = try await loadSettings()
         // A pinUvAuthToken proves verification and the uv option is then ignored (§6.1.2 step 6); without one, the
@@ -47,12 +50,12 @@ extension Authenticator {
         // credential is made with user presence alone.
         let everyRequest = configuration.verifiesEveryRequest(settings)
         let builtInVerification =
-            configuration.userVerification.hasBuiltInVerification && token == nil
+            !silent && configuration.userVerification.hasBuiltInVerification && token == nil
             && (request.options["uv"] == true || everyRequest || (discoverable && !settings.isPINSet))
         // What needs verification and gets none from the built-in method needs a token: the platform collects the
         // PIN and comes back with one (step 7 with a PIN set; step 6 for alwaysUv on a key without built-in
         // verification, PIN or not, since clientPin is supported).
-        if token == nil && !builtInVerification
+        if !silent && token == nil && !builtInVerification
             && ((discoverable && settings.isPINSet) || everyRequest)
         {
             throw .pinUvAuthTokenRequired
@@ -66,7 +69,9 @@ extension Authenticator {
             if existing.credentialProtection == .userVerificationRequired && token == nil && !builtInVerification {
                 continue
             }
-            // The user's presence is collected first, so a site cannot silently probe for credentials.
+            // The user's presence is collected first, so a site cannot silently probe for credentials (a silent
+            // request's client decided on its own not to ask anyone, and learns this only).
+            if silent { throw .credentialExcluded }
             _ = try? await ask(
                 ConsentRequest(
                     action: .credentialExcluded(relyingPartyID: request.relyingPartyID),
@@ -79,7 +84,7 @@ extension Authenticator {
         }
 
         var userVerified = token != nil
-        if token?.userPresent != true || builtInVerification {
+        if !silent && (token?.userPresent != true || builtInVerification) {
             let approval = try await consent(
                 ConsentRequest(
                     action: .makeCredential(
@@ -117,7 +122,7 @@ extension Authenticator {
             extensions, to: &credential, settings: settings, hmacSecret: hmacSecret, userVerified: userVerified)
         try await storeCall { [credential] in try await $0.save(credential) }
 
-        var flags: AuthenticatorFlags = [.userPresent]
+        var flags: AuthenticatorFlags = silent ? [] : [.userPresent]
         if userVerified { flags.insert(.userVerified) }
         flags.formUnion(Self.backupFlags(credential))
         let authenticatorData = AuthenticatorData(

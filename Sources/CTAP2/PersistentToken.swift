@@ -24,10 +24,8 @@ extension Authenticator {
     /// The persistent token for `settings`, or nil before the first was issued (no device secret yet).
     static func persistentToken(_ settings: AuthenticatorSettings) -> [UInt8]? {
         guard let secret = settings.deviceSecret else { return nil }
-        return HKDF<SHA256>.deriveKey(
-            inputKeyMaterial: SymmetricKey(data: secret), salt: settings.pinHash ?? [],
-            info: Array("passkey pcmr persistent token".utf8), outputByteCount: 32
-        ).withUnsafeBytes { Array($0) }
+        return derivedBytes(
+            from: secret, salt: settings.pinHash ?? [], info: "passkey pcmr persistent token", count: 32)
     }
 
     /// Issues the persistent token through `pinProtocol`'s shared secret, making the device secret first if needed.
@@ -58,10 +56,7 @@ extension Authenticator {
     /// getInfo's encIdentifier and encCredStoreState, once a persistent token exists.
     func encryptedInfoFields(_ settings: AuthenticatorSettings) async throws(CTAPError) -> [CBORValue: CBORValue] {
         guard let secret = settings.deviceSecret, let token = Self.persistentToken(settings) else { return [:] }
-        let identifier = HKDF<SHA256>.deriveKey(
-            inputKeyMaterial: SymmetricKey(data: secret), info: Array("passkey device identifier".utf8),
-            outputByteCount: 16
-        ).withUnsafeBytes { Array($0) }
+        let identifier = derivedBytes(from: secret, info: "passkey device identifier", count: 16)
         let state = Self.credentialStoreState(try await discoverableCredentials(), secret: secret)
         return [
             0x19: .bytes(
@@ -109,4 +104,12 @@ extension Authenticator {
             throw .other
         }
     }
+}
+
+/// HKDF-SHA-256 of `secret` with `salt` and the UTF-8 of `info`, as `count` bytes: how this authenticator derives
+/// its per-credential and per-device values.
+func derivedBytes(from secret: [UInt8], salt: [UInt8] = [], info: String, count: Int) -> [UInt8] {
+    HKDF<SHA256>.deriveKey(
+        inputKeyMaterial: SymmetricKey(data: secret), salt: salt, info: Array(info.utf8), outputByteCount: count
+    ).withUnsafeBytes { Array($0) }
 }

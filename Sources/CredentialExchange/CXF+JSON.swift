@@ -131,9 +131,41 @@ extension CXF.Credential {
                 return
             }
             self = .note(value)
+        case CXF.BasicAuth.type:
+            // Fields that are not string fields keep the credential as an unknown one: counted and named as skipped.
+            guard let username = Self.editableString(fields.value("username")),
+                let password = Self.editableString(fields.value("password"))
+            else {
+                self = .other(type: type, json)
+                return
+            }
+            self = .basicAuth(CXF.BasicAuth(username: username, password: password))
+        case CXF.TOTP.type:
+            guard let totp = try CXF.TOTP(fields: fields) else {
+                self = .other(type: type, json)
+                return
+            }
+            self = .totp(totp)
         default:
             self = .other(type: type, json)
         }
+    }
+
+    /// An editable field's text (`{"fieldType": "string" | "concealed-string", "value": …}`): `.some(nil)` when the
+    /// member is absent, nil when it is there but not such a field.
+    static func editableString(_ value: JSONValue?) -> String?? {
+        guard let value else { return .some(nil) }
+        guard case .object(let members) = value,
+            case .string(let text)? = members.first(where: { $0.key == "value" })?.value,
+            members.first(where: { $0.key == "fieldType" }).map({
+                [.string("string"), .string("concealed-string"), .string("email")].contains($0.value)
+            }) ?? true
+        else { return nil }
+        return .some(text)
+    }
+
+    static func editableField(_ text: String, type: String) -> JSONValue {
+        .object([.init("fieldType", .string(type)), .init("value", .string(text))])
     }
 
     var json: JSONValue {
@@ -144,8 +176,49 @@ extension CXF.Credential {
                 .init("type", .string(CXF.Credential.noteType)),
                 .init("content", .object([.init("fieldType", .string("string")), .init("value", .string(text))])),
             ])
+        case .basicAuth(let login):
+            JSONValue.object(omittingNil: [
+                ("type", .string(CXF.BasicAuth.type)),
+                ("username", login.username.map { Self.editableField($0, type: "string") }),
+                ("password", login.password.map { Self.editableField($0, type: "concealed-string") }),
+            ])
+        case .totp(let totp): totp.json
         case .other(_, let json): json
         }
+    }
+}
+
+extension CXF.TOTP {
+    /// Reads a `totp` credential's members (its `type` already checked); nil when it is one this program cannot use
+    /// (an unknown algorithm, digits or period out of range, a secret that is not base32): the caller keeps it as
+    /// an unknown credential, counted and named as skipped. A member of the wrong JSON type is an error.
+    init?(fields: JSONFields) throws(ExchangeError) {
+        let secretText = try fields.requiredString("secret")
+        let period = try fields.requiredUnsigned("period")
+        let digits = try fields.requiredUnsigned("digits")
+        let algorithmName = try fields.requiredString("algorithm")
+        let username = try fields.string("username")
+        let issuer = try fields.string("issuer")
+        guard let algorithm = OneTimeCode.Algorithm(name: algorithmName),
+            let secret = try? OTPAuthURI.secret(secretText)
+        else { return nil }
+        let parameters = OneTimeCode.Parameters(
+            algorithm: algorithm, digits: Int(clamping: digits), period: Int(clamping: period))
+        guard parameters.isValid else { return nil }
+        self.init(secret: secret, parameters: parameters, username: username, issuer: issuer)
+    }
+
+    /// The credential as CXF JSON: the secret in base32 without padding, the algorithm in lower case.
+    var json: JSONValue {
+        JSONValue.object(omittingNil: [
+            ("type", .string(Self.type)),
+            ("secret", .string(secret.base32EncodedString)),
+            ("period", .integer(UInt64(parameters.period))),
+            ("digits", .integer(UInt64(parameters.digits))),
+            ("username", username.map(JSONValue.string)),
+            ("algorithm", .string(parameters.algorithm.rawValue.lowercased())),
+            ("issuer", issuer.map(JSONValue.string)),
+        ])
     }
 }
 

@@ -1,11 +1,13 @@
+import Basics
 import JSON
 
-/// The FIDO Alliance Credential Exchange Format (CXF), version 1.0 (review draft): the JSON document one credential
-/// provider writes and another reads (https://fidoalliance.org/specs/cx/cxf-v1.0-rd-20250313.html).
+/// The FIDO Alliance Credential Exchange Format (CXF) 1.0, Proposed Standard of 2025-08-14: the JSON document one
+/// credential provider writes and another reads (https://fidoalliance.org/specs/cx/cxf-v1.0-ps-20250814.html; the
+/// review draft of 2025-03-13 that earlier versions followed writes the same members for what this program carries).
 ///
-/// Only what this program needs is typed: the header, accounts, items and `passkey` credentials. Everything else
-/// is kept as JSON: credentials of other types (`basic-auth`, `totp`, `note`, …) as `.other`, and collections,
-/// scopes and extensions as they were. Required members are required: a credential without `type` is an error,
+/// Only what this program needs is typed: the header, accounts, items and `passkey`, `basic-auth`, `totp` and `note`
+/// credentials. Everything else is kept as JSON: credentials of other types (`ssh-key`, `credit-card`, …) as
+/// `.other`, and collections, scopes and extensions as they were. Required members are required: a credential without `type` is an error,
 /// an unknown `type` is not (`Docs/Exchange.md`).
 public enum CXF {
     /// The version this program writes; it reads every 1.x.
@@ -113,7 +115,13 @@ public enum CXF {
         /// `"type": "note"`: a person's text about the item, `{"content": {"fieldType": "string", "value": …}}`.
         /// Carried with the passkeys of its item (`passkey note`).
         case note(String)
-        /// Any other type, kept whole (its `type` member included) so that it can be counted or passed on.
+        /// `"type": "basic-auth"`: a user name and password, used where the item's `scope` says.
+        case basicAuth(BasicAuth)
+        /// `"type": "totp"`: a one-time-code secret and its parameters.
+        case totp(TOTP)
+        /// Any other type, kept whole (its `type` member included) so that it can be counted or passed on; also a
+        /// known type whose members this program cannot use (a `totp` of an unknown algorithm, which the format
+        /// says importers ignore).
         case other(type: String, JSONValue)
 
         public static let noteType = "note"
@@ -123,8 +131,56 @@ public enum CXF {
             switch self {
             case .passkey: Passkey.type
             case .note: Self.noteType
+            case .basicAuth: BasicAuth.type
+            case .totp: TOTP.type
             case .other(let type, _): type
             }
+        }
+    }
+
+    /// A `basic-auth` credential: `username` (an editable field of type `string`) and `password` (of type
+    /// `concealed-string`), both optional. `description` and `dump` never show the password.
+    public struct BasicAuth: Sendable, CustomStringConvertible, CustomReflectable {
+        public static let type = "basic-auth"
+
+        public var username: String?
+        public var password: String?
+
+        public init(username: String?, password: String?) {
+            self.username = username
+            self.password = password
+        }
+
+        public var description: String { "CXF.BasicAuth(\((username ?? "").debugDescription), password hidden)" }
+
+        public var customMirror: Mirror {
+            Mirror(self, children: ["username": username as Any], displayStyle: .struct)
+        }
+    }
+
+    /// A `totp` credential: `secret` (base32), `period`, `digits`, `algorithm` (`sha1`, `sha256`, `sha512`), and the
+    /// optional `username` and `issuer`. `description` and `dump` never show the secret.
+    public struct TOTP: Sendable, CustomStringConvertible, CustomReflectable {
+        public static let type = "totp"
+
+        public var secret: [UInt8]
+        public var parameters: OneTimeCode.Parameters
+        public var username: String?
+        public var issuer: String?
+
+        public init(secret: [UInt8], parameters: OneTimeCode.Parameters, username: String?, issuer: String?) {
+            self.secret = secret
+            self.parameters = parameters
+            self.username = username
+            self.issuer = issuer
+        }
+
+        public var description: String {
+            "CXF.TOTP(\((issuer ?? "").debugDescription), \((username ?? "").debugDescription), secret hidden)"
+        }
+
+        public var customMirror: Mirror {
+            Mirror(self, children: ["issuer": issuer as Any, "username": username as Any], displayStyle: .struct)
         }
     }
 
@@ -232,24 +288,5 @@ extension CXF.Header {
             }
         }
         return found
-    }
-
-    /// How many credentials of each type the document holds that an import does not carry: every type other than
-    /// `passkey`, and notes of items without a passkey.
-    public var otherCredentialCounts: [String: Int] {
-        var counts: [String: Int] = [:]
-        for account in accounts {
-            for item in account.items {
-                let hasPasskey = item.credentials.contains { if case .passkey = $0 { true } else { false } }
-                for credential in item.credentials {
-                    switch credential {
-                    case .passkey: break
-                    case .note: if !hasPasskey { counts[CXF.Credential.noteType, default: 0] += 1 }
-                    case .other(let type, _): counts[type, default: 0] += 1
-                    }
-                }
-            }
-        }
-        return counts
     }
 }

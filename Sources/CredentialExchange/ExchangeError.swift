@@ -7,6 +7,8 @@ public struct ExchangeError: CodedError {
     public enum Code: Hashable, Sendable {
         /// The bytes are not JSON, or not the JSON this format needs.
         case malformedJSON
+        /// The bytes are not the CSV this format needs (KeePassXC's export).
+        case malformedCSV
         /// A field the format requires is absent (a CXF credential without `type`, a passkey without `key`).
         case missingField
         /// A field has a value this format does not allow (wrong type, bad base64url, out of range).

@@ -23,21 +23,117 @@ public struct ImportedPasskey: Sendable {
     }
 }
 
-/// What an import file holds: the passkeys that passed every check, and what was left aside.
+/// A saved password read from an import file: a login, where it is used, and its note.
+///
+/// `description` and `dump` never show the password.
+public struct ImportedPassword: Sendable, CustomStringConvertible, CustomReflectable {
+    /// Where it is used, as the file writes it (`https://example.com/login`, `example.com`, an app ID); the store
+    /// decides which one names its service.
+    public var urls: [String]
+    public var userName: String
+    public var password: String
+    /// The person's own note: a CXF `note` in the same item, Bitwarden's `notes`.
+    public var note: String?
+    public var creationDate: Date
+    /// The item's title, to name it in messages.
+    public var title: String
+
+    public init(urls: [String], userName: String, password: String, note: String?, creationDate: Date, title: String) {
+        self.urls = urls
+        self.userName = userName
+        self.password = password
+        self.note = note
+        self.creationDate = creationDate
+        self.title = title
+    }
+
+    public var description: String { "password for \(userName.debugDescription) (\(title.debugDescription), hidden)" }
+
+    public var customMirror: Mirror {
+        Mirror(self, children: ["urls": urls, "userName": userName, "title": title], displayStyle: .struct)
+    }
+}
+
+/// A one-time-code secret read from an import file, for a login. `description` and `dump` never show the secret.
+public struct ImportedOneTimeCode: Sendable, CustomStringConvertible, CustomReflectable {
+    /// Where its login is used, as for `ImportedPassword.urls`.
+    public var urls: [String]
+    public var userName: String
+    public var issuer: String?
+    public var secret: [UInt8]
+    public var parameters: OneTimeCode.Parameters
+    public var creationDate: Date
+    public var title: String
+
+    public init(
+        urls: [String], userName: String, issuer: String?, secret: [UInt8], parameters: OneTimeCode.Parameters,
+        creationDate: Date, title: String
+    ) {
+        self.urls = urls
+        self.userName = userName
+        self.issuer = issuer
+        self.secret = secret
+        self.parameters = parameters
+        self.creationDate = creationDate
+        self.title = title
+    }
+
+    public var description: String { "one-time code for \(userName.debugDescription) (\(title.debugDescription))" }
+
+    public var customMirror: Mirror {
+        Mirror(self, children: ["urls": urls, "userName": userName, "title": title], displayStyle: .struct)
+    }
+}
+
+/// A credential in an import file that is not imported, named by its item's title so the person can find it.
+public struct SkippedCredential: Hashable, Sendable, CustomStringConvertible {
+    /// Its type as the file names it: `ssh-key`, `credit-card`, `note`, or a Bitwarden item type.
+    public var type: String
+    /// The item's title (or a location when it has none).
+    public var title: String
+    /// Why: this program does not carry the type, or what is wrong with this one.
+    public var reason: String
+
+    public init(type: String, title: String, reason: String) {
+        self.type = type
+        self.title = title
+        self.reason = reason
+    }
+
+    public var description: String { "\(type) \(title.debugDescription): \(reason)" }
+
+    /// The reason for a type this program does not carry.
+    public static let notCarried = "this program does not keep this type"
+}
+
+/// What an import file holds: the passkeys, passwords and one-time codes that passed every check, and what was left
+/// aside, each named.
 public struct ImportContents: Sendable {
     /// The file's kind, for messages: "CXF", "passkey archive", "Bitwarden export", "KeePassXC passkey".
     public var source: String
     public var passkeys: [ImportedPasskey]
-    /// Credentials of other types (CXF `basic-auth`, `totp`, …), counted by type and not imported.
-    public var skippedTypes: [String: Int]
+    public var passwords: [ImportedPassword]
+    public var oneTimeCodes: [ImportedOneTimeCode]
+    /// Every credential not carried (CXF `ssh-key`, `credit-card`, a note of an item with nothing else, …).
+    public var skipped: [SkippedCredential]
     /// Whether the file itself was clear text that holds private keys: the user is told to delete it.
     public var wasClearText: Bool
 
-    public init(source: String, passkeys: [ImportedPasskey], skippedTypes: [String: Int] = [:], wasClearText: Bool) {
+    public init(
+        source: String, passkeys: [ImportedPasskey], passwords: [ImportedPassword] = [],
+        oneTimeCodes: [ImportedOneTimeCode] = [], skipped: [SkippedCredential] = [], wasClearText: Bool
+    ) {
         self.source = source
         self.passkeys = passkeys
-        self.skippedTypes = skippedTypes
+        self.passwords = passwords
+        self.oneTimeCodes = oneTimeCodes
+        self.skipped = skipped
         self.wasClearText = wasClearText
+    }
+
+    /// The skipped credentials counted by type.
+    public var skippedTypes: [String: Int] {
+        skipped.reduce(into: [:]) { $0[$1.type, default: 0] += 1 }
     }
 }
 
@@ -142,29 +238,108 @@ extension CXF.Passkey {
     }
 }
 
+/// A saved password as an export writes it: a `basic-auth` credential in an item whose `scope.urls` holds `url`.
+public struct ExportedLogin: Sendable {
+    /// The login's site as a URL (`https://example.com`), or an app ID as it is.
+    public var url: String
+    public var title: String
+    public var userName: String
+    public var password: String
+    public var note: String?
+    public var creationDate: Date
+    public var modificationDate: Date
+
+    public init(
+        url: String, title: String, userName: String, password: String, note: String?, creationDate: Date,
+        modificationDate: Date
+    ) {
+        self.url = url
+        self.title = title
+        self.userName = userName
+        self.password = password
+        self.note = note
+        self.creationDate = creationDate
+        self.modificationDate = modificationDate
+    }
+}
+
+/// A one-time-code secret as an export writes it: a `totp` credential in its login's item, or its own.
+public struct ExportedOneTimeCode: Sendable {
+    public var url: String
+    public var title: String
+    public var userName: String
+    public var issuer: String?
+    public var secret: [UInt8]
+    public var parameters: OneTimeCode.Parameters
+    public var creationDate: Date
+
+    public init(
+        url: String, title: String, userName: String, issuer: String?, secret: [UInt8],
+        parameters: OneTimeCode.Parameters, creationDate: Date
+    ) {
+        self.url = url
+        self.title = title
+        self.userName = userName
+        self.issuer = issuer
+        self.secret = secret
+        self.parameters = parameters
+        self.creationDate = creationDate
+    }
+}
+
 extension CXF.Header {
-    /// A document holding `credentials`, one item each in one account, for an export made at `date`.
+    /// A document holding `credentials`, one item each, then `logins`, one item each with its note and its one-time
+    /// code (the code of the same URL and user name), then the codes of no saved login, one item each; all in one
+    /// account, for an export made at `date`.
     ///
     /// Credentials that are not backup eligible (BE = 0) are single-device credentials by their own flag and are
     /// left out; the caller counts them (`exportable(_:)`).
     /// `notes` are the passkeys' notes by credential ID, each written as a `note` credential in its passkey's item.
     public init(
-        exporting credentials: [StoredCredential], notes: [[UInt8]: String] = [:], exporterRpId: String,
-        exporterDisplayName: String, at date: Date
+        exporting credentials: [StoredCredential], notes: [[UInt8]: String] = [:], logins: [ExportedLogin] = [],
+        oneTimeCodes: [ExportedOneTimeCode] = [], exporterRpId: String, exporterDisplayName: String, at date: Date
     ) {
-        let items = credentials.map { credential in
-            let created = UInt64(max(0, credential.creationDate.timeIntervalSince1970))
+        func seconds(_ date: Date) -> UInt64 { UInt64(max(0, date.timeIntervalSince1970)) }
+        func scope(_ url: String) -> JSONValue { .object([.init("urls", .array([.string(url)]))]) }
+        var items = credentials.map { credential in
+            let created = seconds(credential.creationDate)
             return CXF.Item(
                 id: Array(SHA256.hash(data: credential.id).prefix(16)), creationAt: created, modifiedAt: created,
                 title: credential.relyingPartyName ?? credential.relyingPartyID,
                 subtitle: credential.userName,
-                scope: .object([.init("urls", .array([.string("https://\(credential.relyingPartyID)")]))]),
+                scope: scope("https://\(credential.relyingPartyID)"),
                 credentials: [.passkey(CXF.Passkey(credential))] + (notes[credential.id].map { [.note($0)] } ?? []))
         }
+        var codes = oneTimeCodes
+        for login in logins {
+            var credentials: [CXF.Credential] = [
+                .basicAuth(CXF.BasicAuth(username: login.userName, password: login.password))
+            ]
+            if let note = login.note { credentials.append(.note(note)) }
+            if let index = codes.firstIndex(where: { $0.url == login.url && $0.userName == login.userName }) {
+                credentials.append(.totp(CXF.TOTP(codes.remove(at: index))))
+            }
+            items.append(
+                CXF.Item(
+                    id: Self.itemID("basic-auth", login.url, login.userName), creationAt: seconds(login.creationDate),
+                    modifiedAt: seconds(login.modificationDate), title: login.title, subtitle: login.userName,
+                    scope: scope(login.url), credentials: credentials))
+        }
+        for code in codes {
+            items.append(
+                CXF.Item(
+                    id: Self.itemID("totp", code.url, code.userName), creationAt: seconds(code.creationDate),
+                    modifiedAt: seconds(code.creationDate), title: code.title, subtitle: code.userName,
+                    scope: scope(code.url), credentials: [.totp(CXF.TOTP(code))]))
+        }
         self.init(
-            exporterRpId: exporterRpId, exporterDisplayName: exporterDisplayName,
-            timestamp: UInt64(max(0, date.timeIntervalSince1970)),
+            exporterRpId: exporterRpId, exporterDisplayName: exporterDisplayName, timestamp: seconds(date),
             accounts: [CXF.Account(id: Array("passkey".utf8), username: "", email: "", items: items)])
+    }
+
+    /// A stable item ID for a login: the first 16 bytes of SHA-256 of what it is for.
+    private static func itemID(_ kind: String, _ url: String, _ userName: String) -> [UInt8] {
+        Array(SHA256.hash(data: Array("\(kind)\0\(url)\0\(userName)".utf8)).prefix(16))
     }
 
     /// The longest note an import carries, in UTF-8 bytes (the store's limit).
@@ -178,42 +353,119 @@ extension CXF.Header {
         return (exported, credentials.count - exported.count)
     }
 
-    /// The passkeys of this document, each checked; other credential types are counted. Any bad passkey fails the
-    /// whole read with `.invalidEntries`, listing every one, so that nothing partial is imported.
+    /// The passkeys, passwords and one-time codes of this document, each checked; every other credential is named
+    /// in `skipped`. Any bad passkey fails the whole read with `.invalidEntries`, listing every one, so that nothing
+    /// partial is imported.
+    ///
+    /// A `note` goes with the passkeys and the `basic-auth` of its item; a `totp` without a `username` takes the
+    /// item's `basic-auth` user name. Where a password or code is used comes from the item's `scope.urls`.
     public func importContents(source: String, wasClearText: Bool) throws(ExchangeError) -> ImportContents {
-        var passkeys: [ImportedPasskey] = []
+        var contents = ImportContents(source: source, passkeys: [], wasClearText: wasClearText)
         var problems: [EntryProblem] = []
-        for (location, item, passkey) in self.passkeys {
-            do {
-                var draft = PasskeyDraft(
-                    credentialID: passkey.credentialID, rpID: passkey.rpID, userHandle: passkey.userHandle,
-                    userName: passkey.username.isEmpty ? nil : passkey.username,
-                    userDisplayName: passkey.userDisplayName.isEmpty ? nil : passkey.userDisplayName,
-                    privateKey: try PrivateKeyReading.pkcs8(passkey.key),
-                    creationDate: Date(timeIntervalSince1970: TimeInterval(item.creationAt ?? timestamp)),
-                    credentialBlob: passkey.fido2Extensions?.credBlob,
-                    hmacCredentials: passkey.fido2Extensions?.hmacCredentials)
-                if passkey.fido2Extensions?.largeBlob != nil {
-                    draft.notes.append("its largeBlob is not imported (this store keeps no per-passkey blobs)")
-                }
-                var imported = try draft.checked(location: location)
+        for (a, account) in accounts.enumerated() {
+            for (i, item) in account.items.enumerated() {
+                let created = Date(timeIntervalSince1970: TimeInterval(item.creationAt ?? timestamp))
+                let title = item.title.isEmpty ? "accounts[\(a)].items[\(i)]" : item.title
                 let note = item.credentials.lazy.compactMap { if case .note(let text) = $0 { text } else { nil } }
                     .first
-                if let note, note.utf8.count > Self.maximumNoteLength {
-                    imported.notes.append(
-                        "its note is not kept: it is longer than \(Self.maximumNoteLength) bytes")
-                } else {
-                    imported.note = note
+                let noteFits = (note?.utf8.count ?? 0) <= Self.maximumNoteLength
+                let urls = Self.urls(of: item)
+                let login = item.credentials.lazy.compactMap {
+                    if case .basicAuth(let login) = $0 { login } else { nil }
                 }
-                passkeys.append(imported)
-            } catch {
-                problems +=
-                    error.problems.isEmpty ? [EntryProblem(location: location, reason: error.message)] : error.problems
+                .first
+                var noteCarried = false
+                for (c, credential) in item.credentials.enumerated() {
+                    let location = "accounts[\(a)].items[\(i)].credentials[\(c)]"
+                    switch credential {
+                    case .passkey(let passkey):
+                        do {
+                            var imported = try Self.imported(passkey, location: location, created: created)
+                            if let note {
+                                if noteFits {
+                                    imported.note = note
+                                    noteCarried = true
+                                } else {
+                                    imported.notes.append(
+                                        "its note is not kept: it is longer than \(Self.maximumNoteLength) bytes")
+                                }
+                            }
+                            contents.passkeys.append(imported)
+                        } catch {
+                            problems +=
+                                error.problems.isEmpty
+                                ? [EntryProblem(location: location, reason: error.message)] : error.problems
+                        }
+                    case .basicAuth(let basic):
+                        guard let password = basic.password, !password.isEmpty else {
+                            contents.skipped.append(
+                                .init(type: credential.type, title: title, reason: "it has no password"))
+                            continue
+                        }
+                        noteCarried = noteCarried || (note != nil && noteFits)
+                        contents.passwords.append(
+                            ImportedPassword(
+                                urls: urls, userName: basic.username ?? "", password: password,
+                                note: noteFits ? note : nil, creationDate: created, title: title))
+                    case .totp(let totp):
+                        contents.oneTimeCodes.append(
+                            ImportedOneTimeCode(
+                                urls: urls, userName: totp.username ?? login?.username ?? "", issuer: totp.issuer,
+                                secret: totp.secret, parameters: totp.parameters, creationDate: created, title: title))
+                    case .note:
+                        break
+                    case .other(let type, _):
+                        let reason =
+                            [CXF.BasicAuth.type, CXF.TOTP.type, CXF.Credential.noteType].contains(type)
+                            ? "its fields are not ones this program can use (an unknown algorithm, a secret that is "
+                                + "not base32, a field that is not text)"
+                            : SkippedCredential.notCarried
+                        contents.skipped.append(.init(type: type, title: title, reason: reason))
+                    }
+                }
+                if note != nil, !noteCarried {
+                    contents.skipped.append(
+                        .init(
+                            type: CXF.Credential.noteType, title: title,
+                            reason: noteFits
+                                ? "a note is kept only with a passkey or password of its item"
+                                : "it is longer than \(Self.maximumNoteLength) bytes"))
+                }
             }
         }
         guard problems.isEmpty else { throw ExchangeError.entries(problems) }
-        return ImportContents(
-            source: source, passkeys: passkeys, skippedTypes: otherCredentialCounts, wasClearText: wasClearText)
+        return contents
+    }
+
+    /// The passkey as the store will keep it, checked.
+    private static func imported(_ passkey: CXF.Passkey, location: String, created: Date) throws(ExchangeError)
+        -> ImportedPasskey
+    {
+        var draft = PasskeyDraft(
+            credentialID: passkey.credentialID, rpID: passkey.rpID, userHandle: passkey.userHandle,
+            userName: passkey.username.isEmpty ? nil : passkey.username,
+            userDisplayName: passkey.userDisplayName.isEmpty ? nil : passkey.userDisplayName,
+            privateKey: try PrivateKeyReading.pkcs8(passkey.key), creationDate: created,
+            credentialBlob: passkey.fido2Extensions?.credBlob,
+            hmacCredentials: passkey.fido2Extensions?.hmacCredentials)
+        if passkey.fido2Extensions?.largeBlob != nil {
+            draft.notes.append("its largeBlob is not imported (this store keeps no per-passkey blobs)")
+        }
+        return try draft.checked(location: location)
+    }
+
+    /// The item's `scope.urls` that are strings.
+    static func urls(of item: CXF.Item) -> [String] {
+        guard case .object(let members)? = item.scope,
+            case .array(let values)? = members.first(where: { $0.key == "urls" })?.value
+        else { return [] }
+        return values.compactMap { if case .string(let url) = $0 { url } else { nil } }
+    }
+}
+
+extension CXF.TOTP {
+    init(_ code: ExportedOneTimeCode) {
+        self.init(secret: code.secret, parameters: code.parameters, username: code.userName, issuer: code.issuer)
     }
 }
 

@@ -3,7 +3,10 @@ import Foundation
 import JSON
 
 /// Bitwarden's unencrypted JSON export (`bw export --format json`, or the web vault's "File format: .json"): each
-/// login item's `login.fido2Credentials[]` is one passkey.
+/// login item's `login.fido2Credentials[]` is one passkey, its `login.username` and `login.password` a saved password
+/// for the sites of `login.uris[].uri`, its `login.totp` (an `otpauth://totp/` URI or a bare base32 secret) a
+/// one-time code for the same login, and the item's `notes` the note of its password (and passkeys). Other item types
+/// (secure notes, cards, identities, SSH keys) and custom fields are named as skipped.
 ///
 /// The shapes are Bitwarden's own (libs/common `Fido2CredentialExport`): `credentialId` is a GUID string
 /// (`xxxxxxxx-xxxx-…`, its 16 bytes in order) or `b64.` followed by base64url; `keyValue` is base64url PKCS#8;
@@ -11,8 +14,14 @@ import JSON
 public enum BitwardenExport {
     public static let source = "Bitwarden export"
 
-    /// Reads the passkeys of an export; a password-protected or account-encrypted export is refused.
-    public static func read(_ json: JSONValue) throws(ExchangeError) -> ImportContents {
+    /// Bitwarden's item types other than login (1), as the skipped list names them.
+    static let itemTypes = [2: "secure note", 3: "card", 4: "identity", 5: "SSH key"]
+
+    /// Reads the passkeys, passwords and one-time codes of an export; a password-protected or account-encrypted
+    /// export is refused. `now` dates passwords of items without a `creationDate`.
+    public static func read(_ json: JSONValue, now: Date = Date(timeIntervalSince1970: 0)) throws(ExchangeError)
+        -> ImportContents
+    {
         let fields = try JSONFields(json, path: "")
         if try fields.bool("encrypted") == true || fields.has("passwordProtected") {
             throw ExchangeError(
@@ -20,25 +29,83 @@ public enum BitwardenExport {
                 "this Bitwarden export is encrypted; export again as unencrypted .json (and delete it after the import)"
             )
         }
-        var passkeys: [ImportedPasskey] = []
+        var contents = ImportContents(source: source, passkeys: [], wasClearText: true)
         var problems: [EntryProblem] = []
         for (itemIndex, itemValue) in try fields.requiredArray("items").enumerated() {
             let item = try JSONFields(itemValue, path: "items[\(itemIndex)]")
-            guard let login = item.value("login") else { continue }
+            let title = try item.string("name").flatMap { $0.isEmpty ? nil : $0 } ?? item.path
+            if let custom = try item.array("fields"), !custom.isEmpty {
+                contents.skipped.append(
+                    SkippedCredential(
+                        type: "custom field", title: title,
+                        reason: "\(custom.count.counted("custom field")) not kept (this program has no custom fields)"))
+            }
+            guard let login = item.value("login") else {
+                let type = try item.unsigned("type").flatMap { itemTypes[Int($0)] } ?? "item"
+                contents.skipped.append(
+                    SkippedCredential(type: type, title: title, reason: SkippedCredential.notCarried))
+                continue
+            }
+            let note = try item.string("notes").flatMap { $0.isEmpty ? nil : $0 }
+            let noteFits = (note?.utf8.count ?? 0) <= CXF.Header.maximumNoteLength
+            let created = try date(item, "creationDate") ?? now
             let loginFields = try JSONFields(login, path: item.name("login"))
+            var carried = false
+            var noteKept = false
             for (index, value) in (try loginFields.array("fido2Credentials") ?? []).enumerated() {
                 let location = loginFields.name("fido2Credentials[\(index)]")
                 do {
-                    passkeys.append(try passkey(value, location: location))
+                    var imported = try passkey(value, location: location)
+                    if noteFits { imported.note = note }
+                    contents.passkeys.append(imported)
+                    carried = true
+                    noteKept = true
                 } catch {
                     problems +=
                         error.problems.isEmpty
                         ? [EntryProblem(location: location, reason: error.message)] : error.problems
                 }
             }
+            var urls: [String] = []
+            for (index, value) in (try loginFields.array("uris") ?? []).enumerated() {
+                let uri = try JSONFields(value, path: loginFields.name("uris[\(index)]"))
+                if let text = try uri.string("uri"), !text.isEmpty { urls.append(text) }
+            }
+            let userName = try loginFields.string("username") ?? ""
+            if let password = try loginFields.string("password"), !password.isEmpty {
+                contents.passwords.append(
+                    ImportedPassword(
+                        urls: urls, userName: userName, password: password, note: noteFits ? note : nil,
+                        creationDate: created, title: title))
+                carried = true
+                noteKept = true
+            }
+            if let totp = try loginFields.string("totp"), !totp.isEmpty {
+                do throws(OTPAuthURI.Problem) {
+                    let code = try OTPAuthURI(uriOrSecret: totp)
+                    contents.oneTimeCodes.append(
+                        ImportedOneTimeCode(
+                            urls: urls, userName: userName.isEmpty ? code.accountName : userName, issuer: code.issuer,
+                            secret: code.secret, parameters: code.parameters, creationDate: created, title: title))
+                    carried = true
+                } catch {
+                    contents.skipped.append(SkippedCredential(type: "totp", title: title, reason: error.message))
+                }
+            }
+            if !carried, !userName.isEmpty || !urls.isEmpty {
+                contents.skipped.append(SkippedCredential(type: "login", title: title, reason: "it has no password"))
+            }
+            if note != nil, !noteKept || !noteFits {
+                contents.skipped.append(
+                    SkippedCredential(
+                        type: "note", title: title,
+                        reason: noteFits
+                            ? "a note is kept only with a passkey or password of its item"
+                            : "it is longer than \(CXF.Header.maximumNoteLength) bytes"))
+            }
         }
         guard problems.isEmpty else { throw ExchangeError.entries(problems) }
-        return ImportContents(source: source, passkeys: passkeys, wasClearText: true)
+        return contents
     }
 
     private static func passkey(_ value: JSONValue, location: String) throws(ExchangeError) -> ImportedPasskey {
@@ -103,7 +170,7 @@ public enum BitwardenExport {
         }
     }
 
-    private static func date(_ fields: JSONFields, _ key: String) throws(ExchangeError) -> Date? {
+    static func date(_ fields: JSONFields, _ key: String) throws(ExchangeError) -> Date? {
         guard let text = try fields.string(key) else { return nil }
         let withFraction = ISO8601DateFormatter()
         withFraction.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
@@ -167,7 +234,7 @@ public enum ImportFile: Sendable {
     case exportResponse(ExportResponse)
     /// A passphrase archive: needs the passphrase.
     case archive(PassphraseArchive)
-    /// A clear-text file (CXF JSON, Bitwarden JSON, KeePassXC `.passkey`), already read and checked.
+    /// A clear-text file (CXF JSON, Bitwarden JSON, KeePassXC `.passkey` or CSV), already read and checked.
     case clearText(ImportContents)
 
     /// The largest import file read.
@@ -175,6 +242,10 @@ public enum ImportFile: Sendable {
 
     /// Recognizes and reads `bytes`; `now` dates passkeys whose file has no creation time.
     public init(bytes: [UInt8], now: Date) throws(ExchangeError) {
+        if KeePassXCCSV.matches(bytes) {
+            self = .clearText(try KeePassXCCSV.read(bytes, now: now))
+            return
+        }
         let json = try ExchangeJSON.parse(bytes, what: "the file")
         if KeePassXCPasskey.matches(json) {
             self = .clearText(try KeePassXCPasskey.read(json, now: now))
@@ -185,12 +256,12 @@ public enum ImportFile: Sendable {
         } else if json["exporterRpId"] != nil, json["accounts"] != nil {
             self = .clearText(try CXF.Header(json: json).importContents(source: "CXF document", wasClearText: true))
         } else if json["items"] != nil || json["encrypted"] != nil {
-            self = .clearText(try BitwardenExport.read(json))
+            self = .clearText(try BitwardenExport.read(json, now: now))
         } else {
             throw ExchangeError(
                 .unknownFormat,
-                "the file is not a passkey export, a passkey archive, a CXF document, a Bitwarden JSON export or a "
-                    + "KeePassXC .passkey file")
+                "the file is not a passkey export, a passkey archive, a CXF document, a Bitwarden JSON export, a "
+                    + "KeePassXC .passkey file or a KeePassXC CSV export")
         }
     }
 }

@@ -1,3 +1,4 @@
+import Basics
 import CTAP2
 import CredentialExchange
 import Crypto
@@ -33,6 +34,16 @@ enum ExchangeTargets {
                     items: [
                         CXF.Item(id: [2], creationAt: 1, title: "a", credentials: [.passkey(passkey("alice")), note]),
                         CXF.Item(id: [3], title: "b", credentials: [.passkey(passkey("bob"))]),
+                        CXF.Item(
+                            id: [4], title: "c",
+                            scope: .object([.init("urls", .array([.string("https://example.com/login")]))]),
+                            credentials: [
+                                .basicAuth(CXF.BasicAuth(username: "carol", password: "pw")), .note("n"),
+                                .totp(
+                                    CXF.TOTP(
+                                        secret: random.bytes(20), parameters: .init(algorithm: .sha256, digits: 8),
+                                        username: nil, issuer: "Example")),
+                            ]),
                     ])
             ])
     }
@@ -45,6 +56,14 @@ enum ExchangeTargets {
             expect(credential.userHandle.count <= 64, "imported user handle of \(credential.userHandle.count) bytes")
             expect((credential.credentialBlob?.count ?? 0) <= 32, "imported credBlob over 32 bytes")
             expect(credential.backupEligible && credential.backupState, "imported passkey without BE and BS")
+        }
+        for password in contents.passwords {
+            expect(!password.password.isEmpty, "an imported password is empty")
+            expect((password.note?.utf8.count ?? 0) <= CXF.Header.maximumNoteLength, "an imported note is too long")
+        }
+        for code in contents.oneTimeCodes {
+            expect(code.parameters.isValid, "an imported one-time code has digits or a period out of range")
+            expect((1...OneTimeCode.maximumSecretLength).contains(code.secret.count), "a one-time secret's size")
         }
     }
 
@@ -98,7 +117,7 @@ enum ExchangeTargets {
 
     static let importFile: FuzzTarget = FuzzTarget(
         name: "import-file",
-        summary: "any file passkey import reads (Bitwarden, KeePassXC, CXF): accepted passkeys fit the store",
+        summary: "any file passkey import reads (Bitwarden, KeePassXC, CXF): accepted credentials fit the store",
         seeds: {
             let key = signingKey()
             let bitwarden = """
@@ -112,12 +131,51 @@ enum ExchangeTargets {
                 {"relyingParty":"example.com","url":"https://example.com","username":"u","credentialId":"AAECAw",
                 "userHandle":"dXNlcg","privateKey":\(String(decoding: JSONEncoder.string(key.pemRepresentation), as: UTF8.self))}
                 """
-            return [Array(bitwarden.utf8), Array(keepass.utf8), Array("[\(keepass)]".utf8), document().jsonBytes]
+            let logins = """
+                {"encrypted":false,"items":[{"type":1,"name":"Mail","notes":"n","creationDate":"2024-03-05T10:11:12Z",
+                "login":{"username":"u","password":"p","totp":"otpauth://totp/Mail:u?secret=JBSWY3DPEHPK3PXP&digits=8",
+                "uris":[{"match":null,"uri":"https://mail.example/login"}]}},
+                {"type":1,"name":"Bare","login":{"username":"v","password":"q","totp":"JBSW Y3DP EHPK 3PXP",
+                "uris":[{"uri":"bare.example"}]}},{"type":3,"name":"Card","card":{}}]}
+                """
+            let csv = """
+                "Group","Title","Username","Password","URL","Notes","TOTP","Icon","Last Modified","Created"
+                "Root","Mail","erin","pa""ss, word","https://mail.example/login","line one
+                line two","otpauth://totp/Mail:erin?secret=JBSWY3DPEHPK3PXP&digits=8","0","","2024-03-05T10:11:12Z"
+                "Root","Door","","","","1234","","0","",""
+                """
+            return [
+                Array(bitwarden.utf8), Array(keepass.utf8), Array("[\(keepass)]".utf8), document().jsonBytes,
+                Array(logins.utf8), Array(csv.utf8),
+            ]
         },
         run: { input in
             guard case .clearText(let contents)? = try? ImportFile(bytes: input, now: Date(timeIntervalSince1970: 0))
             else { return }
             checkImported(contents)
+        })
+}
+
+extension ExchangeTargets {
+    static let otpauthURI: FuzzTarget = FuzzTarget(
+        name: "otpauth-uri",
+        summary: "an otpauth:// URI: refused, or read with parameters in range and written back to the same code",
+        seeds: {
+            [
+                "otpauth://totp/ACME%20Co:john@example.com?secret=HXDMVJECJJWSRB3HWIZR4IFUGFTMXBOZ&issuer=ACME%20Co"
+                    + "&algorithm=SHA1&digits=6&period=30",
+                "otpauth://totp/a?secret=JBSWY3DPEHPK3PXP&algorithm=sha512&digits=8&period=60",
+                "otpauth://hotp/a?secret=JBSWY3DPEHPK3PXP&counter=0", "otpauth://totp/a?secret=JBSWY3DP!",
+            ].map { Array($0.utf8) }
+        },
+        run: { input in
+            guard let text = String(validating: input, as: UTF8.self), let uri = try? OTPAuthURI(parsing: text)
+            else { return }
+            expect(uri.parameters.isValid && !uri.secret.isEmpty, "an accepted URI has parameters out of range")
+            let again = try? OTPAuthURI(parsing: uri.uri)
+            expect(
+                again?.secret == uri.secret && again?.parameters == uri.parameters,
+                "an otpauth URI did not read back as it was written")
         })
 }
 

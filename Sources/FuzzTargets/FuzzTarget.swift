@@ -65,6 +65,7 @@ public enum FuzzTargets {
         ExchangeTargets.cxf,
         ExchangeTargets.archive,
         ExchangeTargets.importFile,
+        ExchangeTargets.otpauthURI,
         ShareTargets.qr,
         ShareTargets.messages,
         DomainsTargets.aasa,

@@ -1,3 +1,4 @@
+import Basics
 import CSQLiteFaults
 import CTAP2
 import Crypto
@@ -22,16 +23,49 @@ enum StoreFaultTargets {
         var userHandle: [UInt8]
         var userName: String?
         var isDiscoverable: Bool
+        /// Hidden by a signal (`setHidden`).
+        var isHidden: Bool
+
+        init(
+            relyingPartyID: String, userHandle: [UInt8], userName: String?, isDiscoverable: Bool, isHidden: Bool = false
+        ) {
+            self.relyingPartyID = relyingPartyID
+            self.userHandle = userHandle
+            self.userName = userName
+            self.isDiscoverable = isDiscoverable
+            self.isHidden = isHidden
+        }
 
         init(_ credential: StoredCredential) {
             relyingPartyID = credential.relyingPartyID
             userHandle = credential.userHandle
             userName = credential.userName
             isDiscoverable = credential.isDiscoverable
+            isHidden = credential.hiddenDate != nil
         }
     }
 
+    /// The passkeys by credential ID, and the saved passwords and one-time codes an import adds, each under a key of
+    /// its own (`loginKey`), longer than any credential ID here.
     typealias Rows = [[UInt8]: Row]
+
+    /// The key of a saved password (`kind` 1) or one-time code (2) of `user` at `service` in `Rows`.
+    static func loginKey(_ kind: UInt8, service: String, user: String) -> [UInt8] {
+        [0xFF, kind] + Array("\(service)|\(user)".utf8)
+    }
+
+    /// A login row: the service and user name.
+    static func loginRow(service: String, user: String) -> Row {
+        Row(relyingPartyID: service, userHandle: [], userName: user, isDiscoverable: false)
+    }
+
+    /// What an import brings besides its passkeys: a password and a one-time code for the login of each passkey with
+    /// an odd ID, so that imports also write (and collide on) the passwords and codes tables.
+    static func logins(of credentials: [StoredCredential]) -> [(service: PasswordService, user: String)] {
+        credentials.filter { $0.id[0] & 1 == 1 }.compactMap { credential in
+            PasswordService(credential.relyingPartyID).map { ($0, credential.userName ?? "") }
+        }
+    }
 
     /// One change, as the input spells it: an operation byte, then its arguments.
     enum Change {
@@ -39,6 +73,8 @@ enum StoreFaultTargets {
         case importing([StoredCredential])
         case delete([UInt8])
         case rename([UInt8], String?)
+        /// A signal hides the passkey, or it is shown again.
+        case hide([UInt8], Bool)
         case reopen
 
         /// The rows after this change succeeds, or nil when the store must refuse it (an ID it already holds).
@@ -56,10 +92,20 @@ enum StoreFaultTargets {
                 next[credential.id] = Row(credential)
             case .importing(let credentials):
                 for credential in credentials where next[credential.id] == nil { next[credential.id] = Row(credential) }
+                for (service, user) in StoreFaultTargets.logins(of: credentials) {
+                    for kind: UInt8 in [1, 2] {
+                        let key = StoreFaultTargets.loginKey(kind, service: service.text, user: user)
+                        if next[key] == nil {
+                            next[key] = StoreFaultTargets.loginRow(service: service.text, user: user)
+                        }
+                    }
+                }
             case .delete(let id):
                 next[id] = nil
             case .rename(let id, let name):
                 next[id]?.userName = name
+            case .hide(let id, let hidden):
+                next[id]?.isHidden = hidden
             case .reopen:
                 break
             }
@@ -75,7 +121,7 @@ enum StoreFaultTargets {
 
         mutating func next() -> Change? {
             guard let operation = input.byte() else { return nil }
-            switch operation % 5 {
+            switch operation % 6 {
             case 0: return .save(credential())
             case 1: return .importing((0..<Int((input.byte() ?? 0) % 6)).map { _ in credential() })
             case 2: return .delete(id())
@@ -83,6 +129,9 @@ enum StoreFaultTargets {
                 let id = id()
                 let name = input.byte().map { $0 & 1 == 0 ? nil : "renamed-\($0)" } ?? nil
                 return .rename(id, name)
+            case 4:
+                let id = id()
+                return .hide(id, (input.byte() ?? 0) & 1 == 1)
             default: return .reopen
             }
         }
@@ -181,10 +230,27 @@ enum StoreFaultTargets {
                 do {
                     switch change {
                     case .save(let credential): try store.save(credential)
-                    case .importing(let credentials): _ = try store.importCredentials(credentials)
+                    case .importing(let credentials):
+                        let logins = logins(of: credentials)
+                        let date = Date(timeIntervalSince1970: 1_700_000_000)
+                        _ = try store.importCredentials(
+                            credentials,
+                            passwords: logins.map {
+                                PasswordImport(
+                                    service: $0.service, userName: $0.user, password: "pw", note: "n",
+                                    creationDate: date)
+                            },
+                            oneTimeCodes: logins.map {
+                                OneTimeCodeImport(
+                                    service: $0.service, userName: $0.user, issuer: nil, parameters: .init(),
+                                    secret: [1, 2, 3], creationDate: date)
+                            })
                     case .delete(let id): _ = try store.deleteCredential(id: id)
                     case .rename(let id, let name):
                         _ = try store.updateUser(credentialID: id, userName: name, userDisplayName: nil)
+                    case .hide(let id, let hidden):
+                        try store.setHidden(
+                            hidden ? Date(timeIntervalSince1970: 1_800_000_000) : nil, credentialIDs: [id])
                     case .reopen:
                         store.close()
                         store = try reopen(url, unsure: &unsure, rows: &rows)
@@ -244,8 +310,18 @@ enum StoreFaultTargets {
         passkey_sqlite_faults_pause(1)
         defer { passkey_sqlite_faults_pause(0) }
         do {
-            return Dictionary(
+            var rows = Dictionary(
                 try store.allCredentials().map { ($0.id, Row($0)) }, uniquingKeysWith: { first, _ in first })
+            for password in try store.passwords() {
+                let login = password.login
+                rows[loginKey(1, service: login.service.text, user: login.userName)] = loginRow(
+                    service: login.service.text, user: login.userName)
+            }
+            for code in try store.oneTimeCodes() {
+                rows[loginKey(2, service: code.saved.service.text, user: code.saved.userName)] = loginRow(
+                    service: code.saved.service.text, user: code.saved.userName)
+            }
+            return rows
         } catch {
             fatalError("fuzz invariant broken: the store cannot be read after a fault: \(error)")
         }

@@ -89,14 +89,7 @@ public struct ShareReceiverLink: Sendable {
         do {
             try ShareProtocol.checkSenderInfo(link.getInfo)
             let response = try await Self.request(state.request, on: link)
-            let passkey: ImportedPasskey
-            do throws(ShareError) {
-                passkey = try state.open(response, handshakeHash: link.handshakeHash)
-            } catch {
-                // Tell the sender, so it does not report a success; then stop.
-                _ = try? await link.request(state.acknowledgement(.refused))
-                throw error
-            }
+            let passkey = try await Self.open(response, with: &state, on: link)
             progress(.passkeyReceived)
             let outcome = try await decide(passkey)
             // From here on the decision stands: a failure to tell the sender is reported, not thrown, since the
@@ -115,6 +108,20 @@ public struct ShareReceiverLink: Sendable {
             throw ShareLinkError.share(error)
         } catch {
             await link.close()
+            throw error
+        }
+    }
+
+    /// The share message opened; when it does not open, the sender is told (so it does not report a success) and
+    /// the error thrown. (In a function of its own: opened into a deferred `let` inside `do throws(ShareError)`,
+    /// Swift 6.3 copied the passkey from uninitialized memory once `StoredCredential` grew a field, and crashed.)
+    private static func open(
+        _ response: [UInt8], with state: inout ShareReceiver, on link: HybridClientLink
+    ) async throws -> ImportedPasskey {
+        do {
+            return try state.open(response, handshakeHash: link.handshakeHash)
+        } catch {
+            _ = try? await link.request(state.acknowledgement(.refused))
             throw error
         }
     }

@@ -35,6 +35,9 @@ public struct CredentialIdentity: Hashable, Sendable {
     public var rank: Int
     /// When the authenticator last signed in with the passkey alone (to the millisecond); nil if never.
     public var lastUsedDate: Date?
+    /// When a relying party's signal hid the passkey (to the millisecond); nil while it is shown. Hidden passkeys are
+    /// left out of choosers and of `passkey list` (``CredentialIdentityIndex/shown``).
+    public var hiddenDate: Date?
 
     public init(
         kind: Kind = .passkey,
@@ -46,7 +49,8 @@ public struct CredentialIdentity: Hashable, Sendable {
         isDiscoverable: Bool,
         creationDate: Date,
         rank: Int = 0,
-        lastUsedDate: Date? = nil
+        lastUsedDate: Date? = nil,
+        hiddenDate: Date? = nil
     ) {
         self.kind = kind
         self.serviceIdentifier = kind == .passkey ? Self.serviceIdentifier(serviceIdentifier) : serviceIdentifier
@@ -58,7 +62,11 @@ public struct CredentialIdentity: Hashable, Sendable {
         self.creationDate = Date(milliseconds: creationDate.milliseconds)
         self.rank = rank
         self.lastUsedDate = lastUsedDate.map { Date(milliseconds: $0.milliseconds) }
+        self.hiddenDate = hiddenDate.map { Date(milliseconds: $0.milliseconds) }
     }
+
+    /// Whether a signal hid the passkey.
+    public var isHidden: Bool { hiddenDate != nil }
 
     /// The last use, else the creation: what "most recently used" sorts by.
     public var recentDate: Date { lastUsedDate ?? creationDate }

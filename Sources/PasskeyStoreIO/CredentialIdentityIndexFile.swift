@@ -19,7 +19,8 @@ import PasskeyFilesIO
 ///                     "created": 1764000000123, "lastUsed": 1764000300456, "rank": 0 } ] }
 /// ```
 ///
-/// Dates are milliseconds since 1970 (UTC); `userName`, `userDisplayName` and `lastUsed` may be absent. Every other
+/// Dates are milliseconds since 1970 (UTC); `userName`, `userDisplayName`, `lastUsed` and `hidden` (when a relying
+/// party's signal hid the passkey) may be absent. Every other
 /// field must be there with exactly its type; unknown fields are ignored, so a later version can add some.
 struct IndexDocument: Codable {
     static let formatName = "passkey-credential-identity-index"
@@ -37,6 +38,8 @@ struct IndexDocument: Codable {
         var created: Int64
         var lastUsed: Int64?
         var rank: Int
+        /// When a signal hid the passkey; absent while it is shown (and in every index before hiding).
+        var hidden: Int64?
 
         init(_ identity: CredentialIdentity) {
             kind = identity.kind.rawValue
@@ -49,6 +52,7 @@ struct IndexDocument: Codable {
             created = identity.creationDate.milliseconds
             lastUsed = identity.lastUsedDate?.milliseconds
             rank = identity.rank
+            hidden = identity.hiddenDate?.milliseconds
         }
 
         /// The identity this entry describes, checked; `what` names it in the reason.
@@ -63,14 +67,15 @@ struct IndexDocument: Codable {
                 throw Problem(reason: "\(what) has no valid user handle")
             }
             guard !serviceIdentifier.isEmpty else { throw Problem(reason: "\(what) has no relying party") }
-            guard abs(created) < 9_000_000_000_000_000, abs(lastUsed ?? 0) < 9_000_000_000_000_000 else {
+            guard [created, lastUsed ?? 0, hidden ?? 0].allSatisfy({ abs($0) < 9_000_000_000_000_000 }) else {
                 throw Problem(reason: "\(what) has a date out of range")
             }
             return CredentialIdentity(
                 kind: kind, serviceIdentifier: serviceIdentifier, userName: userName, userDisplayName: userDisplayName,
                 credentialID: id, userHandle: handle, isDiscoverable: discoverable,
                 creationDate: Date(milliseconds: created), rank: rank,
-                lastUsedDate: lastUsed.map { Date(milliseconds: $0) })
+                lastUsedDate: lastUsed.map { Date(milliseconds: $0) }, hiddenDate: hidden.map { Date(milliseconds: $0) }
+            )
         }
     }
 

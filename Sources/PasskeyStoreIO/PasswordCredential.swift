@@ -114,10 +114,13 @@ public struct SavedLogin: Hashable, Sendable {
     public var modificationDate: Date
     /// The use order: each use gives the login a rank above every other login of its service; higher is listed first.
     public var rank: Int
+    /// When this program last gave the password to a page (`client get --password`); nil if never. An automatic
+    /// passkey upgrade for the account is allowed only shortly after (`ConditionalCreate`).
+    public var filledDate: Date?
 
     public init(
         id: [UInt8], service: PasswordService, userName: String, creationDate: Date, modificationDate: Date,
-        rank: Int
+        rank: Int, filledDate: Date? = nil
     ) {
         self.id = id
         self.service = service
@@ -125,6 +128,7 @@ public struct SavedLogin: Hashable, Sendable {
         self.creationDate = Date(milliseconds: creationDate.milliseconds)
         self.modificationDate = Date(milliseconds: modificationDate.milliseconds)
         self.rank = rank
+        self.filledDate = filledDate.map { Date(milliseconds: $0.milliseconds) }
     }
 
     /// Listing order: rank descending, then the latest change first, then by service and user name.
@@ -163,7 +167,6 @@ public struct PasswordCredential: Sendable, CustomStringConvertible, CustomRefle
         Mirror(self, children: ["login": login, "password": "(hidden)"], displayStyle: .struct)
     }
 }
-
 
 /// A passwords row the store will not use: its sealed password does not open with the row's own columns (changed
 /// outside this program, moved from another row, or damaged), or a column is missing. Read from the row without

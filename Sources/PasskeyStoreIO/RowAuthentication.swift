@@ -12,7 +12,7 @@ import Foundation
 /// - The settings row: an HMAC-SHA-256 of its columns under a key derived from the store key with HKDF.
 ///
 /// Columns added after version 3 (from version 5: a credential's thirdPartyPayment flag, the settings row's sealed
-/// device secret) are authenticated only when set, that is not NULL and not the integer 0, each after its position in
+/// device secret; from version 6: when a signal hid a passkey, when a saved password was last filled) are authenticated only when set, that is not NULL and not the integer 0, each after its position in
 /// the row: a row written before them reads exactly as it did, and the upgrade adds the columns without rewriting a
 /// row. Setting or clearing one in the file still changes what is authenticated, so the row then fails its check
 /// like any other change, and one such column cannot stand in for another.
@@ -28,6 +28,8 @@ enum RowAuthentication {
     static let settingsLabel = Array("passkey-store-settings v3\0".utf8)
     /// The associated data label of a saved password's seal (schema version 4); the encoded row follows it.
     static let passwordLabel = Array("passkey-store-password v4\0".utf8)
+    /// The associated data label of a one-time-code secret's seal (schema version 6); the encoded row follows it.
+    static let oneTimeCodeLabel = Array("passkey-store-one-time-code v6\0".utf8)
     /// HKDF info for the settings MAC key.
     static let settingsKeyInfo = Array("passkey-store settings MAC key v3".utf8)
 
@@ -127,18 +129,39 @@ enum RowAuthentication {
         return CredentialPrivateKey(storedRepresentation: raw)
     }
 
+    /// The associated data that binds a sealed password to its row (`values` in `PasswordColumn` order).
+    static func passwordAAD(_ values: [SQLiteValue]) -> [UInt8] {
+        encode(passwordLabel, values, alwaysAuthenticated: PasswordColumn.alwaysAuthenticated)
+    }
+
+    /// Seals a secret of a row that holds one (a one-time-code secret) under the store key, with
+    /// the label and the row's other columns as associated data: a column changed or the seal moved to another row
+    /// makes it fail to open.
+    static func sealSecret(
+        _ secret: [UInt8], label: [UInt8], row values: [SQLiteValue], with keyring: any StoreKeyring
+    ) throws(CredentialStoreError) -> [UInt8] {
+        try keyring.seal(secret, aad: encode(label, values), use: .rows)
+    }
+
+    /// Opens what `sealSecret` sealed; nil when the seal, the label or a column is wrong.
+    static func unsealSecret(
+        _ sealed: [UInt8], label: [UInt8], row values: [SQLiteValue], with keyring: any StoreKeyring
+    ) throws(CredentialStoreError) -> [UInt8]? {
+        try keyring.open(sealed, aad: encode(label, values), use: .rows)
+    }
+
     /// Seals a saved password's UTF-8 bytes with its row's other columns (`PasswordColumn` order) as associated data.
     static func sealPassword(
         _ password: String, row values: [SQLiteValue], with keyring: any StoreKeyring
     ) throws(CredentialStoreError) -> [UInt8] {
-        try keyring.seal(Array(password.utf8), aad: encode(passwordLabel, values), use: .rows)
+        try keyring.seal(Array(password.utf8), aad: passwordAAD(values), use: .rows)
     }
 
     /// Opens a sealed password; nil when the seal or the associated data is wrong, or the bytes are not UTF-8.
     static func unsealPassword(
         _ sealed: [UInt8], row values: [SQLiteValue], with keyring: any StoreKeyring
     ) throws(CredentialStoreError) -> String? {
-        guard let opened = try keyring.open(sealed, aad: encode(passwordLabel, values), use: .rows) else {
+        guard let opened = try keyring.open(sealed, aad: passwordAAD(values), use: .rows) else {
             return nil
         }
         return String(validating: opened, as: UTF8.self)

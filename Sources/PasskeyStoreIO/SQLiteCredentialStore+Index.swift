@@ -41,12 +41,24 @@ extension SQLiteCredentialStore {
     /// Records that the authenticator signed in with this passkey: its last-use time in the index, to within
     /// ``useRecordingInterval``. Best effort: nothing the platform sees depends on it.
     public func recordUse(ofCredential id: [UInt8], at date: Date) {
+        func isRecent(_ last: Date?) -> Bool {
+            guard let last else { return false }
+            return last <= date && date.timeIntervalSince(last) < Self.useRecordingInterval
+        }
+        // The hot path: a passkey this store recorded lately (getAssertion again and again) costs one hash lookup.
+        if isRecent(recordedUses.withLock({ $0[id] })) { return }
+        // Another process may have recorded it: the index as this store last read it says so.
         let recent = indexCache.withLock { cache in
-            cache?.identities.first { $0.kind == .passkey && $0.credentialID == id }?.lastUsedDate.map { last in
-                last <= date && date.timeIntervalSince(last) < Self.useRecordingInterval
-            } ?? false
+            isRecent(cache?.identities.first { $0.kind == .passkey && $0.credentialID == id }?.lastUsedDate)
         }
         guard !recent else { return }
+        defer {
+            recordedUses.withLock { uses in
+                // Bounded: a store signing in with thousands of passkeys starts over rather than grow.
+                if uses.count >= 4096 { uses.removeAll(keepingCapacity: true) }
+                uses[id] = Date(milliseconds: date.milliseconds)
+            }
+        }
         try? write("record the use of passkey \(hexPrefix(id))") { (connection, keys) throws(CredentialStoreError) in
             self.updateIndex(connection, keys: &keys) { identities in
                 guard var identity = identities.first(where: { $0.kind == .passkey && $0.credentialID == id }) else {
@@ -143,7 +155,8 @@ extension SQLiteCredentialStore {
             credentialID: credential.id,
             userHandle: credential.userHandle,
             isDiscoverable: credential.isDiscoverable,
-            creationDate: credential.creationDate
+            creationDate: credential.creationDate,
+            hiddenDate: credential.hiddenDate
         )
     }
 

@@ -4,6 +4,11 @@ import Foundation
 /// The positions of the authenticated password columns in `SQL.passwordAuthenticatedColumns`.
 enum PasswordColumn: Int, CaseIterable {
     case id, service, userName, creationMilliseconds, modificationMilliseconds, rank
+    /// Schema version 6: when the password was last given to a page; authenticated only when set.
+    case filledMilliseconds
+
+    /// The columns every version 4 and 5 seal covered; those after them count only when set.
+    static let alwaysAuthenticated = PasswordColumn.filledMilliseconds.rawValue
 }
 
 /// A passwords row as read, before validation.
@@ -163,10 +168,13 @@ extension SQLiteCredentialStore {
     }
 
     /// Records that the login was used (its password given out): its rank goes above every other login of its
-    /// service, so it is listed and offered first. The row is sealed again, since the seal covers the rank. Returns
-    /// the login as it now is; nil when it is gone or damaged.
+    /// service, so it is listed and offered first; with `filledAt`, also that it was given to a page then (what an
+    /// automatic passkey upgrade asks for, ``SavedLogin/filledDate``). The row is sealed again, since the seal covers
+    /// both. Returns the login as it now is; nil when it is gone or damaged.
     @discardableResult
-    public func recordPasswordUse(_ login: SavedLogin) throws(CredentialStoreError) -> SavedLogin? {
+    public func recordPasswordUse(_ login: SavedLogin, filledAt: Date? = nil) throws(CredentialStoreError)
+        -> SavedLogin?
+    {
         let action = "record the use of the password for \(login.userName) at \(login.service)"
         return try write(action) { (connection, keys) throws(CredentialStoreError) -> SavedLogin? in
             let existing = try sql(action) { () throws(SQLiteFailure) in
@@ -178,12 +186,14 @@ extension SQLiteCredentialStore {
                 try sql(action) { () throws(SQLiteFailure) in
                     try connection.prepared(SQL.maximumPasswordRank).query([.text(used.service.text)]) { $0.integer(0) }
                 }.first.flatMap { $0 } ?? 0
-            guard used.rank < Int(clamping: top) else { return used }
-            used.rank = Int(clamping: top) + 1
-            let sealed = try sealPassword(credential.password, values: Self.values(of: used))
+            if used.rank < Int(clamping: top) { used.rank = Int(clamping: top) + 1 }
+            if let filledAt { used.filledDate = Date(milliseconds: filledAt.milliseconds) }
+            guard used != credential.login else { return used }
+            let values = Self.values(of: used)
+            let sealed = try sealPassword(credential.password, values: values)
             try sql(action) { () throws(SQLiteFailure) in
-                _ = try connection.prepared(SQL.updatePassword).run([
-                    .integer(used.modificationDate.milliseconds), .integer(Int64(used.rank)), .blob(sealed),
+                _ = try connection.prepared(SQL.updatePasswordUse).run([
+                    .integer(Int64(used.rank)), values[PasswordColumn.filledMilliseconds.rawValue], .blob(sealed),
                     .blob(used.id),
                 ])
             }
@@ -195,7 +205,7 @@ extension SQLiteCredentialStore {
     // MARK: Rows
 
     /// One above the service's highest rank (1 for its first login).
-    private func nextRank(_ connection: SQLiteConnection, service: PasswordService, action: String)
+    func nextRank(_ connection: SQLiteConnection, service: PasswordService, action: String)
         throws(CredentialStoreError) -> Int
     {
         let top =
@@ -217,6 +227,8 @@ extension SQLiteCredentialStore {
             let userName = record.text(.userName), let created = record.integer(.creationMilliseconds),
             let modified = record.integer(.modificationMilliseconds), let rank = record.integer(.rank),
             abs(created) < 9_000_000_000_000_000, abs(modified) < 9_000_000_000_000_000,
+            record.values[PasswordColumn.filledMilliseconds.rawValue] == .null
+                || abs(record.integer(.filledMilliseconds) ?? .max) < 9_000_000_000_000_000,
             let sealed = record.sealedPassword
         else {
             return .damaged(record.damaged(.missingFields))
@@ -226,7 +238,8 @@ extension SQLiteCredentialStore {
         }
         let login = SavedLogin(
             id: id, service: service, userName: userName, creationDate: Date(milliseconds: created),
-            modificationDate: Date(milliseconds: modified), rank: Int(clamping: rank))
+            modificationDate: Date(milliseconds: modified), rank: Int(clamping: rank),
+            filledDate: record.integer(.filledMilliseconds).map { Date(milliseconds: $0) })
         return .intact(PasswordCredential(login: login, password: password))
     }
 
@@ -236,6 +249,7 @@ extension SQLiteCredentialStore {
             .blob(login.id), .text(login.service.text), .text(login.userName),
             .integer(login.creationDate.milliseconds), .integer(login.modificationDate.milliseconds),
             .integer(Int64(login.rank)),
+            login.filledDate.map { .integer($0.milliseconds) } ?? .null,
         ]
     }
 

@@ -73,6 +73,8 @@ extension SQLiteCredentialStore {
     /// - Version 3 → 4 adds the `passwords` table; no existing row changes.
     /// - Version 4 → 5 adds thirdPartyPayment, the device secret and the notes columns; no existing row changes (the
     ///   new columns are authenticated only when set, `RowAuthentication`).
+    /// - Version 5 → 6 adds the columns that record when a signal hid a passkey and when a password was last filled,
+    ///   and the `one_time_codes` table; no existing row changes.
     static func migrate(
         _ connection: SQLiteConnection, from version: Int64, path: String, keyring: any StoreKeyring
     ) throws(CredentialStoreError) {
@@ -94,6 +96,9 @@ extension SQLiteCredentialStore {
             }
             if current < 5 {
                 try sql(action) { () throws(SQLiteFailure) in try connection.execute(SQL.version5) }
+            }
+            if current < 6 {
+                try sql(action) { () throws(SQLiteFailure) in try connection.execute(SQL.version6) }
             }
             // With every column in place, since the statements that read and write rows name them all.
             if current < 3 {

@@ -24,7 +24,8 @@ extension SQLiteCredentialStore {
             let protectionLevel = record.integer(.credentialProtection),
             let protection = CredentialProtection(rawValue: Int(protectionLevel)),
             let hmacSecret = record.integer(.hmacSecret), let largeBlobKey = record.integer(.largeBlobKey),
-            let thirdPartyPayment = record.integer(.thirdPartyPayment)
+            let thirdPartyPayment = record.integer(.thirdPartyPayment),
+            record[.hidden] == .null || record.integer(.hidden) != nil
         else {
             return .damaged(record.damaged(.missingFields))
         }
@@ -55,7 +56,8 @@ extension SQLiteCredentialStore {
             credentialBlob: record.blob(.credentialBlob),
             hmacSecret: hmacSecret != 0,
             largeBlobKey: largeBlobKey != 0,
-            thirdPartyPayment: thirdPartyPayment != 0
+            thirdPartyPayment: thirdPartyPayment != 0,
+            hiddenDate: record.integer(.hidden).map { Date(milliseconds: $0) }
         )
         keys.insert(credential, sealed: sealed, aad: aad, readAt: version)
         return .intact(credential)

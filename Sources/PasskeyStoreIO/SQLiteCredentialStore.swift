@@ -21,8 +21,8 @@ import Synchronization
 /// and its migrations in `+Schema`, transactions and SQLite errors in `+Transactions`, sealing and unsealing in
 /// `+Sealing`, and the rows as read in `StoreRecords.swift`.
 public final class SQLiteCredentialStore: CredentialStore {
-    /// The `PRAGMA user_version` this program writes. Version 1 to 4 stores are migrated in place when opened.
-    public static let schemaVersion = 5
+    /// The `PRAGMA user_version` this program writes. Version 1 to 5 stores are migrated in place when opened.
+    public static let schemaVersion = 6
     /// The `PRAGMA application_id` that marks an SQLite file as a passkey store: "PKST".
     public static let applicationID: Int32 = 0x504B_5354
 
@@ -40,6 +40,9 @@ public final class SQLiteCredentialStore: CredentialStore {
     private let state: Mutex<State>
     /// The index as this store last wrote it, with the file's stamp then (`SQLiteCredentialStore+Index.swift`).
     let indexCache = Mutex<IndexCache?>(nil)
+    /// The last use this store recorded of each passkey (`recordUse`): a sign-in with a passkey used within
+    /// ``useRecordingInterval`` finds it here in one hash lookup, instead of in the index's list of every passkey.
+    let recordedUses = Mutex<[[UInt8]: Date]>([:])
 
     /// The connection, the decrypted-key cache and the damage reports, reachable only under the lock.
     private struct State {

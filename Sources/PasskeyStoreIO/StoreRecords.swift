@@ -7,6 +7,8 @@ enum CredentialColumn: Int, CaseIterable {
     case backupState, creationMilliseconds, credentialProtection, credentialBlob, hmacSecret, largeBlobKey
     /// Schema version 5: authenticated only when set (``RowAuthentication/credentialAAD(_:)``).
     case thirdPartyPayment
+    /// Schema version 6: when a signal hid the passkey (milliseconds), NULL while shown; authenticated only when set.
+    case hidden
 
     /// The columns every version 3 and 4 seal covered; those after them count only when set.
     static let alwaysAuthenticated = CredentialColumn.thirdPartyPayment.rawValue
@@ -120,9 +122,11 @@ extension SQLiteCredentialStore {
         guard credential.userHandle.count <= 64 else {
             throw CredentialStoreError(.io, "cannot \(action): a user handle must be at most 64 bytes")
         }
-        let seconds = credential.creationDate.timeIntervalSince1970
-        guard seconds.isFinite, abs(seconds) < 9e12 else {
-            throw CredentialStoreError(.io, "cannot \(action): the creation date is out of range")
+        for date in [credential.creationDate, credential.hiddenDate].compactMap({ $0 }) {
+            let seconds = date.timeIntervalSince1970
+            guard seconds.isFinite, abs(seconds) < 9e12 else {
+                throw CredentialStoreError(.io, "cannot \(action): a date is out of range")
+            }
         }
     }
 
@@ -144,6 +148,7 @@ extension SQLiteCredentialStore {
             .integer(credential.hmacSecret ? 1 : 0),
             .integer(credential.largeBlobKey ? 1 : 0),
             .integer(credential.thirdPartyPayment ? 1 : 0),
+            credential.hiddenDate.map { .integer($0.milliseconds) } ?? .null,
         ]
     }
 }

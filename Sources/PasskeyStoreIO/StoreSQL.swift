@@ -32,6 +32,7 @@ enum SQL {
         \(version3)
         \(version4)
         \(version5)
+        \(version6)
         """
 
     /// Schema version 2 (CTAP 2.1), both for new stores and as the in-place upgrade of version 1: per-credential
@@ -92,8 +93,62 @@ enum SQL {
         ALTER TABLE authenticator_settings ADD COLUMN sealed_device_secret BLOB;
         """
 
+    /// Schema version 6: when a relying party's signal hid a passkey (`hidden_ms`, NULL while it is shown), authenticated
+    /// only when set like version 5's columns, so the upgrade rewrites no row.
+    /// And when this program last gave a saved password to a page (`filled_ms`), which lets that account's passkey be
+    /// made by a conditional create (Docs/Client.md, "Automatic passkey upgrades"), authenticated only when set.
+    /// And the one-time-code secrets (`oneTimeCodes`).
+    static let version6 = """
+        ALTER TABLE credentials ADD COLUMN hidden_ms INTEGER;
+        ALTER TABLE passwords ADD COLUMN filled_ms INTEGER;
+        \(oneTimeCodes)
+        """
+
+    /// One-time-code secrets (`SQLiteCredentialStore+OneTimeCodes.swift`), part of schema version 6: a TOTP's
+    /// parameters and its secret, sealed with AES-256-GCM under the store key with every other column of its row as
+    /// associated data (`RowAuthentication`), as passwords are. The upgrade adds the table and rewrites no row.
+    static let oneTimeCodes = """
+        CREATE TABLE one_time_codes (
+            seq INTEGER PRIMARY KEY AUTOINCREMENT,
+            code_id BLOB NOT NULL CHECK (length(code_id) = 16),
+            service TEXT NOT NULL CHECK (length(service) BETWEEN 1 AND 1024),
+            user_name TEXT NOT NULL CHECK (length(user_name) <= 1024),
+            issuer TEXT CHECK (issuer IS NULL OR length(issuer) <= 1024),
+            algorithm TEXT NOT NULL CHECK (algorithm IN ('SHA1', 'SHA256', 'SHA512')),
+            digits INTEGER NOT NULL CHECK (digits BETWEEN 6 AND 8),
+            period INTEGER NOT NULL CHECK (period BETWEEN 1 AND 3600),
+            created_ms INTEGER NOT NULL,
+            sealed_secret BLOB NOT NULL
+        ) STRICT;
+        CREATE UNIQUE INDEX one_time_codes_by_id ON one_time_codes (code_id);
+        CREATE UNIQUE INDEX one_time_codes_by_account ON one_time_codes (service, user_name);
+        """
+
+    /// The one-time-code columns the seal authenticates, in `OneTimeCodeColumn` order.
+    static let oneTimeCodeAuthenticatedColumns =
+        "code_id, service, user_name, issuer, algorithm, digits, period, created_ms"
+    static let oneTimeCodeColumns = "seq, \(oneTimeCodeAuthenticatedColumns), sealed_secret"
+    static let selectOneTimeCodes =
+        "SELECT \(oneTimeCodeColumns) FROM one_time_codes ORDER BY service, user_name"
+    static let selectOneTimeCodesOfService =
+        "SELECT \(oneTimeCodeColumns) FROM one_time_codes WHERE service = ? ORDER BY user_name"
+    /// An add: a login that already has a code keeps it (0 changes).
+    static let insertOneTimeCodeUnlessPresent = """
+        INSERT INTO one_time_codes (\(oneTimeCodeAuthenticatedColumns), sealed_secret) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
+        ON CONFLICT (service, user_name) DO NOTHING
+        """
+    static let deleteOneTimeCode =
+        "DELETE FROM one_time_codes WHERE service = ? AND user_name = ? RETURNING code_id"
+
+    /// An import's password insert: a login already in the store is left as it is (0 changes).
+    static let insertPasswordUnlessPresent = """
+        INSERT INTO passwords (\(passwordAuthenticatedColumns), sealed_password) VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+        ON CONFLICT (service, user_name) DO NOTHING
+        """
+
     /// The password columns the seal authenticates, in `PasswordColumn` order.
-    static let passwordAuthenticatedColumns = "password_id, service, user_name, created_ms, modified_ms, rank"
+    static let passwordAuthenticatedColumns =
+        "password_id, service, user_name, created_ms, modified_ms, rank, filled_ms"
     static let passwordColumns = "seq, \(passwordAuthenticatedColumns), sealed_password"
     static let selectPasswords = "SELECT \(passwordColumns) FROM passwords ORDER BY service, user_name"
     static let selectPasswordsOfService =
@@ -101,10 +156,13 @@ enum SQL {
     static let selectPassword = "SELECT \(passwordColumns) FROM passwords WHERE service = ? AND user_name = ?"
     static let selectPasswordByID = "SELECT \(passwordColumns) FROM passwords WHERE password_id = ?"
     static let insertPassword = """
-        INSERT INTO passwords (\(passwordAuthenticatedColumns), sealed_password) VALUES (?, ?, ?, ?, ?, ?, ?)
+        INSERT INTO passwords (\(passwordAuthenticatedColumns), sealed_password) VALUES (?, ?, ?, ?, ?, ?, ?, ?)
         """
     static let updatePassword = """
         UPDATE passwords SET modified_ms = ?, rank = ?, sealed_password = ? WHERE password_id = ?
+        """
+    static let updatePasswordUse = """
+        UPDATE passwords SET rank = ?, filled_ms = ?, sealed_password = ? WHERE password_id = ?
         """
     static let deletePassword = "DELETE FROM passwords WHERE service = ? AND user_name = ? RETURNING password_id"
     static let maximumPasswordRank = "SELECT max(rank) FROM passwords WHERE service = ?"
@@ -141,7 +199,7 @@ enum SQL {
     /// authenticates.
     static let authenticatedColumns = """
         credential_id, rp_id, rp_name, user_handle, user_name, user_display_name, discoverable, backup_eligible,
-        backup_state, created_ms, cred_protect, cred_blob, hmac_secret, large_blob_key, third_party_payment
+        backup_state, created_ms, cred_protect, cred_blob, hmac_secret, large_blob_key, third_party_payment, hidden_ms
         """
 
     static let credentialColumns = "seq, \(authenticatedColumns), sealed_private_key"
@@ -154,13 +212,13 @@ enum SQL {
 
     static let insert = """
         INSERT INTO credentials (\(authenticatedColumns), sealed_private_key)
-        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
         """
 
     /// An import's insert: a credential ID already in the store is left as it is (0 changes).
     static let insertUnlessPresent = """
         INSERT INTO credentials (\(authenticatedColumns), sealed_private_key)
-        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
         ON CONFLICT (credential_id) DO NOTHING
         """
 
@@ -170,6 +228,11 @@ enum SQL {
     static let updateUser = """
         UPDATE credentials SET user_name = ?, user_display_name = ?, sealed_private_key = ? WHERE credential_id = ?
         """
+    static let updateHidden = "UPDATE credentials SET hidden_ms = ?, sealed_private_key = ? WHERE credential_id = ?"
+    /// Passkeys hidden before a time (the grace period's end), deleted from their rows alone.
+    static let deleteHiddenBefore =
+        "DELETE FROM credentials WHERE hidden_ms IS NOT NULL AND hidden_ms < ? RETURNING credential_id"
+    static let countHiddenBefore = "SELECT count(*) FROM credentials WHERE hidden_ms IS NOT NULL AND hidden_ms < ?"
     static let updateSealedKey = "UPDATE credentials SET sealed_private_key = ? WHERE seq = ?"
     static let deleteAll = "DELETE FROM credentials"
 
@@ -187,6 +250,8 @@ enum SQL {
         selectSettings, upsertSettings, updateUser, updateSealedKey, selectLargeBlobArray, upsertLargeBlobArray,
         deleteLargeBlobArray, selectPasswords, selectPasswordsOfService, selectPassword, selectPasswordByID,
         insertPassword, updatePassword, deletePassword, maximumPasswordRank, selectNote, updateNote, selectNotes,
-        selectPasswordNote, updatePasswordNote, selectPasswordNotes,
+        selectPasswordNote, updatePasswordNote, selectPasswordNotes, updateHidden, updatePasswordUse,
+        deleteHiddenBefore, countHiddenBefore, insertPasswordUnlessPresent, selectOneTimeCodes,
+        selectOneTimeCodesOfService, insertOneTimeCodeUnlessPresent, deleteOneTimeCode,
     ]
 }

@@ -6,34 +6,41 @@ import Foundation
 import JSON
 import PasskeyStoreIO
 import WebAuthn
+import WebAuthnClient
 
 /// What `passkey list` shows: the index's passkeys (no passphrase needed), or with `--verify` the store's own rows,
 /// damaged ones included. Text for a person, with every site-chosen name terminal-safe; JSON for scripts, never with
 /// a private key.
 public enum PasskeyListing {
     /// The line for an empty listing.
-    public static func empty(relyingParty: String?) -> String {
-        relyingParty.map { "No passkeys for \($0)." } ?? "No passkeys."
+    public static func empty(relyingParty: String?, hidden: Bool = false) -> String {
+        let kind = hidden ? "hidden passkeys" : "passkeys"
+        return relyingParty.map { "No \(kind) for \($0)." } ?? "No \(kind)."
     }
 
     /// Three lines per passkey of the index: site and account, credential ID, then what kind it is and its dates.
-    public static func lines(_ identities: [CredentialIdentity], notes: [[UInt8]: String] = [:]) -> [String] {
+    public static func lines(
+        _ identities: [CredentialIdentity], notes: [[UInt8]: String] = [:],
+        links: [String: PasskeyEndpoints.ManageLink] = [:]
+    ) -> [String] {
         let dates = ISO8601DateFormatter()
         return identities.flatMap { identity in
             var details = [identity.isDiscoverable ? "discoverable" : "server-side (needs allowList)"]
             details.append("created \(dates.string(from: identity.creationDate))")
             details.append(identity.lastUsedDate.map { "last used \(dates.string(from: $0))" } ?? "never used")
             if identity.rank != 0 { details.append("rank \(identity.rank)") }
+            details += hiddenDetails(identity.hiddenDate, dates: dates)
             return [
                 heading(identity.serviceIdentifier, identity.userName, identity.userDisplayName),
                 "    id \(identity.credentialID.base64URLEncodedString)", "    " + details.joined(separator: ", "),
-            ] + NoteLines.lines(notes[identity.credentialID])
+            ] + manageLines(links[identity.serviceIdentifier]) + NoteLines.lines(notes[identity.credentialID])
         }
     }
 
     /// The index's passkeys in the fields `--verify --json` uses for them (no public key: the index has none).
     public static func jsonObjects(
-        _ identities: [CredentialIdentity], notes: [[UInt8]: String] = [:]
+        _ identities: [CredentialIdentity], notes: [[UInt8]: String] = [:],
+        links: [String: PasskeyEndpoints.ManageLink] = [:]
     ) -> [[String: Any]] {
         let dates = ISO8601DateFormatter()
         return identities.map { identity in
@@ -46,13 +53,17 @@ public enum PasskeyListing {
             object["userDisplayName"] = identity.userDisplayName
             object["lastUsed"] = identity.lastUsedDate.map { dates.string(from: $0) }
             object["note"] = notes[identity.credentialID]
+            addHidden(identity.hiddenDate, to: &object, dates: dates)
+            addManage(links[identity.serviceIdentifier], to: &object)
             return object
         }
     }
 
     /// The store's rows: three lines each. What a damaged row claims is unauthenticated: shown only to find it,
     /// escaped like the rest, with how to remove it.
-    public static func lines(_ entries: [CredentialEntry], notes: [[UInt8]: String] = [:]) -> [String] {
+    public static func lines(
+        _ entries: [CredentialEntry], notes: [[UInt8]: String] = [:], links: [String: PasskeyEndpoints.ManageLink] = [:]
+    ) -> [String] {
         let dates = ISO8601DateFormatter()
         return entries.flatMap { entry in
             switch entry {
@@ -60,10 +71,11 @@ public enum PasskeyListing {
                 var details = [credential.isDiscoverable ? "discoverable" : "server-side (needs allowList)"]
                 details.append("created \(dates.string(from: credential.creationDate))")
                 details.append("backup eligible \(credential.backupEligible ? "yes" : "no")")
+                details += hiddenDetails(credential.hiddenDate, dates: dates)
                 return [
                     heading(credential.relyingPartyID, credential.userName, credential.userDisplayName),
                     "    id \(credential.id.base64URLEncodedString)", "    " + details.joined(separator: ", "),
-                ] + NoteLines.lines(notes[credential.id])
+                ] + manageLines(links[credential.relyingPartyID]) + NoteLines.lines(notes[credential.id])
             case .damaged(let damaged):
                 let claimed = [damaged.relyingPartyID, damaged.userName].compactMap { $0 }.joined(separator: "  ")
                 return [
@@ -74,14 +86,18 @@ public enum PasskeyListing {
         }
     }
 
-    public static func jsonObjects(_ entries: [CredentialEntry], notes: [[UInt8]: String] = [:]) -> [[String: Any]] {
+    public static func jsonObjects(
+        _ entries: [CredentialEntry], notes: [[UInt8]: String] = [:], links: [String: PasskeyEndpoints.ManageLink] = [:]
+    ) -> [[String: Any]] {
         entries.map { entry in
             switch entry {
             case .intact(let credential):
-                jsonObject(credential).merging(
+                var object = jsonObject(credential).merging(
                     ["note": notes[credential.id]].compactMapValues { $0 }, uniquingKeysWith: { $1 })
+                addManage(links[credential.relyingPartyID], to: &object)
+                return object
             case .damaged(let damaged):
-                [
+                return [
                     "credentialId": damaged.id.base64URLEncodedString, "damaged": true,
                     "problem": reason(damaged.reason),
                 ].merging(
@@ -105,7 +121,49 @@ public enum PasskeyListing {
         object["rpName"] = credential.relyingPartyName
         object["userName"] = credential.userName
         object["userDisplayName"] = credential.userDisplayName
+        addHidden(credential.hiddenDate, to: &object, dates: ISO8601DateFormatter())
         return object
+    }
+
+    /// The line under a passkey that says where its site lets you manage it (`list --endpoints`); none when the site
+    /// was not asked.
+    static func manageLines(_ link: PasskeyEndpoints.ManageLink?) -> [String] {
+        switch link {
+        case nil: []
+        case .manage(let url): ["    manage at \(url.terminalSafe)"]
+        case .noManageURL: ["    the site's passkey endpoints name no manage URL"]
+        case .notADomain: ["    no passkey endpoints: the RP ID is not a domain name"]
+        case .unavailable(let reason): ["    no passkey endpoints: \(reason.terminalSafe)"]
+        }
+    }
+
+    /// `manage` (the URL) or `manageUnavailable` (why not) in a passkey's JSON, when its site was asked.
+    static func addManage(_ link: PasskeyEndpoints.ManageLink?, to object: inout [String: Any]) {
+        switch link {
+        case nil: break
+        case .manage(let url): object["manage"] = url
+        case .noManageURL: object["manageUnavailable"] = "the site's passkey endpoints name no manage URL"
+        case .notADomain: object["manageUnavailable"] = "the RP ID is not a domain name"
+        case .unavailable(let reason): object["manageUnavailable"] = reason
+        }
+    }
+
+    /// When a signal hid the passkey, and when it is deleted: nothing for a shown one.
+    static func hiddenDetails(_ hidden: Date?, dates: ISO8601DateFormatter) -> [String] {
+        guard let hidden else { return [] }
+        let deletion = hidden.addingTimeInterval(SQLiteCredentialStore.hiddenGracePeriod)
+        return [
+            "hidden by the site's signal \(dates.string(from: hidden)), deleted after \(dates.string(from: deletion)) "
+                + "unless `passkey unhide`"
+        ]
+    }
+
+    /// `hidden` and `deletedAfter` in a passkey's JSON, when a signal hid it.
+    static func addHidden(_ hidden: Date?, to object: inout [String: Any], dates: ISO8601DateFormatter) {
+        guard let hidden else { return }
+        object["hidden"] = dates.string(from: hidden)
+        object["deletedAfter"] = dates.string(
+            from: hidden.addingTimeInterval(SQLiteCredentialStore.hiddenGracePeriod))
     }
 
     public static func reason(_ reason: DamagedCredential.Reason) -> String {

@@ -79,10 +79,13 @@ public struct TerminalInterface: ProviderUserInterface {
         }
     }
 
-    /// What an import will add: one line a passkey, its notes, and the credentials of other types skipped.
+    /// What an import will add: one line a passkey, saved password and one-time code, the passkeys' notes, and each
+    /// credential skipped, by type and item.
     private func show(_ preview: ImportPreview) {
-        terminal.write(
-            "\(preview.file.terminalSafe): \(preview.source) with \(preview.entries.count.counted("passkey"))\n")
+        var holds = [preview.entries.count.counted("passkey")]
+        if !preview.passwords.isEmpty { holds.append(preview.passwords.count.counted("saved password")) }
+        if !preview.oneTimeCodes.isEmpty { holds.append(preview.oneTimeCodes.count.counted("one-time code")) }
+        terminal.write("\(preview.file.terminalSafe): \(preview.source) with \(holds.joined(separator: ", "))\n")
         let dates = ISO8601DateFormatter()
         for entry in preview.entries {
             var line = "  \(entry.relyingPartyID.terminalSafe)  \((entry.userName ?? "no name").siteChosen)"
@@ -91,8 +94,18 @@ public struct TerminalInterface: ProviderUserInterface {
             terminal.write(line + "\n")
             for note in entry.notes { terminal.write("      note: \(note.terminalSafe)\n") }
         }
+        for (kind, logins) in [("password", preview.passwords), ("one-time code", preview.oneTimeCodes)] {
+            for login in logins {
+                var line = "  \(kind) \(login.service.terminalSafe)  \(login.userName.siteChosen)"
+                if login.duplicate { line += "  (already in the store: skipped)" }
+                terminal.write(line + "\n")
+            }
+        }
         for (type, count) in preview.skippedTypes.sorted(by: { $0.key < $1.key }) {
             terminal.write("  skipped \(count.counted("credential")) of type \(type.siteChosen)\n")
+            for skipped in preview.skipped where skipped.type == type {
+                terminal.write("      \(skipped.title.siteChosen): \(skipped.reason.terminalSafe)\n")
+            }
         }
     }
 
@@ -141,6 +154,10 @@ public struct TerminalInterface: ProviderUserInterface {
             if OutputLevel.current.showsProgress {
                 terminal.write("passkey: created a new encrypted passkey store at \(path)\n")
             }
+        case .hiddenPasskeysDeleted(let count, let graceDays):
+            terminal.write(
+                "passkey: deleted \(count == 1 ? "a passkey" : "\(count) passkeys") hidden by a site's signal more "
+                    + "than \(graceDays) days ago\n")
         case .damagedCredentialSkipped(let damaged):
             terminal.write("passkey: store error: \(damaged); skipped\n")
         case .storeError(let error):
@@ -153,9 +170,8 @@ public struct TerminalInterface: ProviderUserInterface {
             var line = "passkey: auto-approved: " + Self.question(for: action)
             if verification { line += " (user verification auto-approved)" }
             terminal.write(line + "\n")
-        case .autoAnswered(.importPasskeys(let count, let store)):
-            terminal.write(
-                "passkey: auto-approved (--yes): \(Self.text(of: .importPasskeys(count: count, store: store)))\n")
+        case .autoAnswered(let question) where question.isImport:
+            terminal.write("passkey: auto-approved (--yes): \(Self.text(of: question))\n")
         case .autoAnswered(let question):
             let verification = if case .sharePasskey = question { " (user verification auto-approved)" } else { "" }
             terminal.write("passkey: auto-approved: \(Self.text(of: question))\(verification)\n")
@@ -278,6 +294,8 @@ public struct TerminalInterface: ProviderUserInterface {
                 + "\(service.terminalSafe)."
         case .deletePassword(let user, let service):
             return "Delete the saved password for \(user.siteChosen) at \(service.terminalSafe)?"
+        case .deleteOneTimeCode(let user, let service):
+            return "Delete the one-time code for \(user.siteChosen) at \(service.terminalSafe)? It cannot be undone."
         case .appDeletesPassword(let app, let user, let service):
             return "\(app.siteChosen) wants to delete your saved password for \(user.siteChosen) at "
                 + "\(service.terminalSafe)."
@@ -286,8 +304,13 @@ public struct TerminalInterface: ProviderUserInterface {
                 "Delete the passkey for \(account.siteChosen) at \(relyingPartyID.terminalSafe)? It cannot be undone."
         case .deletePasskey(nil, let account):
             return "Delete the damaged passkey \(account.terminalSafe)? It cannot be undone."
-        case .importPasskeys(let count, let store):
-            return "Add \(count.counted("passkey")) to \(store)?"
+        case .importPasskeys(let count, let passwords, let codes, let store):
+            var parts = count > 0 || passwords + codes == 0 ? [count.counted("passkey")] : []
+            if passwords > 0 { parts.append(passwords.counted("saved password")) }
+            if codes > 0 { parts.append(codes.counted("one-time code")) }
+            let listed =
+                parts.count > 1 ? parts.dropLast().joined(separator: ", ") + " and " + parts[parts.count - 1] : parts[0]
+            return "Add \(listed) to \(store)?"
         case .sharePasskey(let relyingPartyID, let user):
             return "\(relyingPartyID.terminalSafe): share the passkey for \(user.siteChosen) with the person nearby?"
         case .addSharedPasskey(let store):
@@ -309,5 +332,13 @@ public enum Unattended {
         Terminal.shared.write(
             "passkey: unattended approval is ON (\(reason)): every request is approved without asking. "
                 + "Use it for tests and CI only.\n")
+    }
+}
+
+extension ProviderQuestion {
+    /// Whether this is an import's question, which `--yes` answers with its own line.
+    fileprivate var isImport: Bool {
+        if case .importPasskeys = self { return true }
+        return false
     }
 }

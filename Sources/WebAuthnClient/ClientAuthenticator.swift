@@ -158,7 +158,7 @@ public struct InProcessAuthenticator: ClientAuthenticator {
     ) {
         self.init(authenticator, kind: kind, transports: transports) { relyingPartyID in
             let stored = (try? await store.credentials(forRelyingParty: relyingPartyID)) ?? []
-            return stored.map { credential in
+            return stored.filter { $0.hiddenDate == nil }.map { credential in
                 CredentialMetadata(
                     credentialID: credential.id, userHandle: credential.userHandle, userName: credential.userName,
                     userDisplayName: credential.userDisplayName, isDiscoverable: credential.isDiscoverable,

@@ -26,23 +26,24 @@ public enum ClientCapabilities {
 
     /// The capability map for `machine`, by key (the `ClientCapability` names of §5.1.7 and the extensions):
     /// - `conditionalGet`: `client get --mediation conditional` lists this computer's passkeys as autofill does.
-    /// - `conditionalCreate`: false; automatic passkey upgrades are not offered yet.
+    /// - `conditionalCreate`: a store exists: `client create --mediation conditional` makes a passkey there with no
+    ///   dialog right after a password fill (``ConditionalCreate``).
     /// - `hybridTransport`: a radio to hear a phone's advertisement is usable now.
     /// - `passkeyPlatformAuthenticator`, `userVerifyingPlatformAuthenticator`: a store exists (its passphrase is the
     ///   user verification).
     /// - `relatedOrigins`: origins listed in the RP ID's `/.well-known/webauthn` are accepted (§5.11).
-    /// - the three `signal…` methods: not offered yet.
+    /// - the three `signal…` methods: a store exists for `client signal` to act on (hide, show again, rename).
     public static func map(for machine: Machine) -> [String: Bool] {
         var map: [String: Bool] = [
-            "conditionalCreate": false,
+            "conditionalCreate": machine.storeExists,
             "conditionalGet": true,
             "hybridTransport": machine.radioUsable,
             "passkeyPlatformAuthenticator": machine.storeExists,
             "userVerifyingPlatformAuthenticator": machine.storeExists,
             "relatedOrigins": true,
-            "signalAllAcceptedCredentials": false,
-            "signalCurrentUserDetails": false,
-            "signalUnknownCredential": false,
+            "signalAllAcceptedCredentials": machine.storeExists,
+            "signalCurrentUserDetails": machine.storeExists,
+            "signalUnknownCredential": machine.storeExists,
         ]
         for name in extensions { map["extension:\(name)"] = true }
         return map

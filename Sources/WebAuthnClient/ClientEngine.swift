@@ -34,18 +34,23 @@ public struct ClientEnvironment: Sendable {
     public var randomBytes: @Sendable (Int) -> [UInt8]
     /// Waits out the ceremony's timer; returns when it fires, throws when cancelled.
     public var sleep: @Sendable (Duration) async throws -> Void
+    /// Whether the platform authenticator may make a passkey for this user name at this RP ID with no dialog now (an
+    /// automatic passkey upgrade, ``ConditionalCreate``); nil when it never may.
+    public var conditionalCreation: (@Sendable (_ relyingPartyID: String, _ userName: String) async -> Bool)?
 
     public init(
         authenticators: [any ClientAuthenticator], userInterface: any ClientUserInterface,
         relyingPartyIDChecker: any RelyingPartyIDChecker,
         randomBytes: @escaping @Sendable (Int) -> [UInt8] = AuthenticatorEnvironment.systemRandomBytes,
-        sleep: @escaping @Sendable (Duration) async throws -> Void = { try await Task.sleep(for: $0) }
+        sleep: @escaping @Sendable (Duration) async throws -> Void = { try await Task.sleep(for: $0) },
+        conditionalCreation: (@Sendable (_ relyingPartyID: String, _ userName: String) async -> Bool)? = nil
     ) {
         self.authenticators = authenticators
         self.userInterface = userInterface
         self.relyingPartyIDChecker = relyingPartyIDChecker
         self.randomBytes = randomBytes
         self.sleep = sleep
+        self.conditionalCreation = conditionalCreation
     }
 }
 
@@ -195,13 +200,14 @@ public struct ClientEngine: Sendable {
         return requests[index]
     }
 
-    /// Opens a session with the planned authenticator, runs `body` on it and closes it.
+    /// Opens a session with the planned authenticator, runs `body` on it and closes it; `quietly` (an automatic
+    /// passkey upgrade) tells the user interface nothing.
     func withSession<T: Sendable>(
-        _ request: PlannedRequest, for ceremony: ClientCeremony,
+        _ request: PlannedRequest, for ceremony: ClientCeremony, quietly: Bool = false,
         _ body: (SessionContext) async throws(ClientError) -> T
     ) async throws(ClientError) -> T {
         let authenticator = environment.authenticators[request.authenticator]
-        await environment.userInterface.notify(.contacting(request.kind))
+        if !quietly { await environment.userInterface.notify(.contacting(request.kind)) }
         let session: any AuthenticatorSession
         do {
             session = try await authenticator.open(for: ceremony)

@@ -93,3 +93,54 @@ public struct PasskeyEndpointsError: Error, Hashable, Sendable, CustomStringConv
 
     public init(_ description: String) { self.description = description }
 }
+
+extension PasskeyEndpoints {
+    /// What a listing of passkeys shows for one relying party: where to manage its passkeys, or why that is unknown.
+    public enum ManageLink: Hashable, Sendable {
+        case manage(String)
+        /// The site publishes endpoints but no manage URL.
+        case noManageURL
+        /// The RP ID is not a domain name the document can be fetched for (an IP address, for example).
+        case notADomain
+        /// The document could not be had: the reason, in one line.
+        case unavailable(String)
+    }
+
+    /// The manage link of each of `rpIDs` (duplicates fetched once), fetched with `fetch` at most
+    /// `maximumConcurrent` at a time: `passkey list --endpoints`. A failure for one RP ID is its entry, never the
+    /// whole answer's.
+    public static func manageLinks(
+        for rpIDs: [String], maximumConcurrent: Int = 8,
+        fetch: @escaping @Sendable (DomainName) async throws(PasskeyEndpointsError) -> PasskeyEndpoints
+    ) async -> [String: ManageLink] {
+        var links: [String: ManageLink] = [:]
+        var pending: [(String, DomainName)] = []
+        for rpID in Set(rpIDs).sorted() {
+            guard let name = try? DomainName(rpID) else {
+                links[rpID] = .notADomain
+                continue
+            }
+            pending.append((rpID, name))
+        }
+        await withTaskGroup(of: (String, ManageLink).self) { group in
+            var next = pending.makeIterator()
+            func start() {
+                guard let (rpID, name) = next.next() else { return }
+                group.addTask {
+                    do throws(PasskeyEndpointsError) {
+                        let endpoints = try await fetch(name)
+                        return (rpID, endpoints.manage.map(ManageLink.manage) ?? .noManageURL)
+                    } catch {
+                        return (rpID, .unavailable(error.description))
+                    }
+                }
+            }
+            for _ in 0..<max(1, maximumConcurrent) { start() }
+            for await (rpID, link) in group {
+                links[rpID] = link
+                start()
+            }
+        }
+        return links
+    }
+}

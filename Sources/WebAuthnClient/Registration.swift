@@ -5,11 +5,16 @@ import Crypto
 import WebAuthn
 
 extension ClientEngine {
-    /// `navigator.credentials.create({publicKey})` (WebAuthn L3 §5.1.3) for `origin`: the checks, the plan, one
-    /// authenticatorMakeCredential, and the new credential as `toJSON()` gives it.
-    public func create(_ options: PublicKeyCredentialCreationOptions, origin: String) async throws(ClientError)
-        -> RegistrationCredential
-    {
+    /// `navigator.credentials.create({publicKey, mediation})` (WebAuthn L3 §5.1.3) for `origin`: the checks, the
+    /// plan, one authenticatorMakeCredential, and the new credential as `toJSON()` gives it.
+    ///
+    /// With `mediation` conditional (an automatic passkey upgrade), nothing is shown and nobody is asked: this
+    /// computer's store makes the passkey, without user presence or verification, only when
+    /// ``ClientEnvironment/conditionalCreation`` allows it for the user name; otherwise the call fails with
+    /// NotAllowedError, the same one whatever the reason, so the page learns nothing.
+    public func create(
+        _ options: PublicKeyCredentialCreationOptions, origin: String, mediation: CredentialMediation = .optional
+    ) async throws(ClientError) -> RegistrationCredential {
         if Task.isCancelled { throw ClientError(.aborted) }
         let decision = try await environment.relyingPartyIDChecker.check(
             origin: origin, requested: options.relyingParty.id)
@@ -26,7 +31,10 @@ extension ClientEngine {
             .jsonBytes
         let registration = PendingRegistration(
             options: options, relyingPartyID: decision.relyingPartyID, clientDataJSON: clientDataJSON,
-            clientDataHash: Self.hash(clientDataJSON))
+            clientDataHash: Self.hash(clientDataJSON), withoutPresence: mediation == .conditional)
+        if mediation == .conditional {
+            return try await createConditionally(registration, userName: options.user.name, timeout: options.timeout)
+        }
         let plan = CeremonyPlanner.planCreate(
             attachment: options.authenticatorSelection.attachment, hints: options.hints,
             authenticators: await summaries(relyingPartyID: decision.relyingPartyID, list: false))
@@ -48,11 +56,35 @@ extension ClientEngine {
         }
     }
 
+    /// A conditional create: on this computer's store, only when the provider allows it for `userName`.
+    private func createConditionally(_ registration: PendingRegistration, userName: String, timeout: Int?)
+        async throws(ClientError) -> RegistrationCredential
+    {
+        let refused = ClientError(
+            .noEligibleAuthenticator(
+                "no passkey was made: an automatic upgrade needs this account's saved password given to the page here "
+                    + "within the last \(Int(ConditionalCreate.window / 60)) minutes, and no passkey of it here yet"))
+        guard let index = environment.authenticators.firstIndex(where: { $0.kind == .platform }),
+            let allows = environment.conditionalCreation,
+            await allows(registration.relyingPartyID, userName)
+        else { throw refused }
+        let request = PlannedRequest(authenticator: index, kind: .platform, choice: .thisComputer)
+        return try await withTimer(CeremonyTimeout.clamped(timeout)) { () async throws(ClientError) in
+            do throws(ClientError) {
+                return try await register(registration, on: request)
+            } catch {
+                // An excluded credential, or a store that would have to ask for its passphrase: the same refusal.
+                throw error.name == .abortError ? error : refused
+            }
+        }
+    }
+
     /// One makeCredential on the planned authenticator.
     func register(_ registration: PendingRegistration, on request: PlannedRequest) async throws(ClientError)
         -> RegistrationCredential
     {
-        try await withSession(request, for: .create) { (context) async throws(ClientError) in
+        try await withSession(request, for: .create, quietly: registration.withoutPresence) {
+            (context) async throws(ClientError) in
             try await registration.run(on: context)
         }
     }
@@ -64,6 +96,9 @@ struct PendingRegistration: Sendable {
     let relyingPartyID: String
     let clientDataJSON: [UInt8]
     let clientDataHash: [UInt8]
+    /// A conditional create: the authenticator is asked with `up` false and no verification (WebAuthn L3 §5.1.3, "the
+    /// client MUST set both requireUserPresence and requireUserVerification to FALSE"), so the UP flag is clear.
+    var withoutPresence = false
 
     /// The steps of §5.1.3 step 22 ("If an authenticator becomes available") for one session: the authenticator's
     /// eligibility, the effective resident key and user verification requirements, the extensions, the request, and
@@ -123,9 +158,11 @@ struct PendingRegistration: Sendable {
         // FidoDeviceAuthenticator::MakeCredentialInternal).
         let needsVerification = wantsVerification || discoverable || !info.makesCredentialsWithoutUserVerification
         var verification: SessionContext.Verification =
-            info.hasBuiltInUserVerification
-            ? (needsVerification ? .builtIn : .none)
-            : info.hasPIN && needsVerification ? .pinToken : .none
+            withoutPresence
+            ? .none
+            : info.hasBuiltInUserVerification
+                ? (needsVerification ? .builtIn : .none)
+                : info.hasPIN && needsVerification ? .pinToken : .none
         let excludeList = try await context.fitted(
             context.descriptors(options.excludeCredentials), relyingPartyID: relyingPartyID)
 
@@ -137,6 +174,7 @@ struct PendingRegistration: Sendable {
                 userDisplayName: options.user.displayName, algorithms: algorithms,
                 excludeList: excludeList, extensions: inputs.isEmpty ? nil : .map(inputs))
             if discoverable { request.options["rk"] = true }
+            if withoutPresence { request.options["up"] = false }
             if verification == .builtIn { request.options["uv"] = true }
             if verification == .pinToken {
                 let token = try await context.pinToken(
@@ -157,7 +195,10 @@ struct PendingRegistration: Sendable {
                 }
                 request.extensions = .map(inputs.merging(evaluation?.extensionInput ?? [:]) { $1 })
             }
-            await context.environment.userInterface.notify(.waitingForAuthenticator(context.kind))
+            // An automatic upgrade waits for nobody, so it tells nobody to act.
+            if !withoutPresence {
+                await context.environment.userInterface.notify(.waitingForAuthenticator(context.kind))
+            }
             outcome = try await context.exchange(request.message)
             // A key that wants its PIN though getInfo did not say so: ask for the PIN once.
             guard case .failure(.pinUvAuthTokenRequired) = outcome, verification != .pinToken, info.hasPIN else {
@@ -184,10 +225,12 @@ struct PendingRegistration: Sendable {
         guard let attested = authenticatorData.attestedCredentialData else {
             throw ClientError(.invalidResponse("the authenticator data has no attested credential data"))
         }
-        guard authenticatorData.flags.contains(.userPresent) else {
+        guard authenticatorData.flags.contains(.userPresent) || withoutPresence else {
             throw ClientError(.invalidResponse("the UP flag is not set"))
         }
-        if selection.userVerification == .required && !authenticatorData.flags.contains(.userVerified) {
+        if selection.userVerification == .required && !authenticatorData.flags.contains(.userVerified)
+            && !withoutPresence
+        {
             throw ClientError(.invalidResponse("the user verification the relying party requires did not happen"))
         }
 

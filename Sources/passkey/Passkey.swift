@@ -35,7 +35,7 @@ struct Passkey: AsyncParsableCommand {
         subcommands: [
             Init.self, Unlock.self, Lock.self, Agent.self, Serve.self, Scan.self, Listen.self, Links.self,
             Pending.self, Approve.self, Deny.self,
-            Client.self, RP.self, List.self, Delete.self, Rename.self, Note.self, Password.self,
+            Client.self, RP.self, List.self, Delete.self, Rename.self, Unhide.self, Note.self, Password.self, OTP.self,
             Export.self, Import.self, ImportKey.self, Share.self, Receive.self, Info.self, Demo.self,
             Inspect.self, Domains.self, Config.self, Debug.self,
         ]

@@ -62,7 +62,7 @@ struct SharedFlagsTests {
             "scan", "import", "export", "list", "info", "config", "links list", "client links list", "client create",
             "client get", "client register", "client sign-in", "password list", "domains check", "domains list",
             "domains match", "inspect qr", "inspect advert", "inspect domain", "inspect origin", "inspect banner",
-            "share", "receive", "import-key new",
+            "share", "receive", "import-key new", "otp add", "otp code", "otp list",
         ]
         for (words, command) in Self.leaves() where reporting.contains(words.joined(separator: " ")) {
             #expect(Self.options(of: command).contains { $0.hasPrefix("--json ") }, "\(words)")
@@ -74,7 +74,7 @@ struct SharedFlagsTests {
     @Test func everyCommandThatAsksHasTheSharedYes() {
         let asking = [
             "scan", "serve", "listen", "delete", "import", "share", "receive", "client create", "client get",
-            "password add", "password delete", "password request",
+            "password add", "password delete", "password request", "otp delete",
         ]
         let yes = "--yes Approve every request without asking. For tests and CI only; the output says so."
         for (words, command) in Self.leaves() {

@@ -427,3 +427,41 @@ def test_passkey_endpoints_are_fetched_with_the_well_known_rules(setup):
     site.routes[path] = (200, "application/json", json.dumps(document).encode())
     untrusted = endpoints()
     assert untrusted.returncode == 1 and "no passkey endpoints" in untrusted.stderr
+
+
+def test_list_shows_where_each_site_manages_its_passkeys(setup):
+    """`passkey list --endpoints`: each listed site's passkey-endpoints document fetched with the same rules as
+    `domains endpoints`, its manage URL under each of its passkeys (text and JSON), and a site that publishes none
+    said so for its passkeys only."""
+    directory, pki, site = setup
+    store = os.path.join(directory, "list.sqlite")
+    environment = dict(os.environ, PASSKEY_STORE=store, PASSKEY_PASSPHRASE="list endpoints passphrase")
+    environment.pop("PASSKEY_ASSUME_YES", None)
+
+    def run(*args, stdin=""):
+        return subprocess.run([PASSKEY_BIN, *args], input=stdin, capture_output=True, text=True, timeout=120,
+                              env=environment)
+
+    assert run("init").returncode == 0
+    for rp, user in (("localhost", "alice"), ("example.invalid", "bob")):
+        options = {"rp": {"id": rp, "name": rp}, "user": {"id": "dXNlcg", "name": user, "displayName": user},
+                   "challenge": "Y2hhbGxlbmdlY2hhbGxlbmdl", "pubKeyCredParams": [{"type": "public-key", "alg": -7}],
+                   "authenticatorSelection": {"residentKey": "required"}}
+        created = run("client", "create", "--origin", f"https://{rp}", "--no-phone", "--yes", "--json",
+                      "--options", "-", stdin=json.dumps(options))
+        assert created.returncode == 0, created.stderr
+    site.routes["/.well-known/passkey-endpoints"] = (
+        200, "application/json", json.dumps({"manage": "https://localhost/account/passkeys"}).encode())
+
+    listed = run("list", "--endpoints", "--ca", pki["ca"], "--endpoints-port", str(site.port), "--json")
+    assert listed.returncode == 0, listed.stderr
+    by_rp = {entry["rpId"]: entry for entry in json.loads(listed.stdout)}
+    assert by_rp["localhost"]["manage"] == "https://localhost/account/passkeys"
+    assert "manage" not in by_rp["example.invalid"] and by_rp["example.invalid"]["manageUnavailable"]
+    text = run("list", "--endpoints", "--ca", pki["ca"], "--endpoints-port", str(site.port))
+    assert text.returncode == 0, text.stderr
+    assert "    manage at https://localhost/account/passkeys" in text.stdout
+    assert text.stdout.count("no passkey endpoints: ") == 1
+    # Without --endpoints nothing is fetched.
+    requests = len(site.requests)
+    assert "manage" not in run("list").stdout and len(site.requests) == requests

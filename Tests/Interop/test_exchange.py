@@ -14,14 +14,17 @@ import json
 import os
 import stat
 import subprocess
+import time
 import uuid
 
 import cbor2
+import pyotp
 import pytest
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec, ed25519
 from pyhpke import AEADId, CipherSuite, KDFId, KEMId, KEMKey
 
+import cxf_reader
 from conftest import PASSKEY_BIN, PASSPHRASE
 from test_webauthn_client import ORIGIN, RP_ID, RelyingParty, client, digest, new_store
 
@@ -195,13 +198,16 @@ def test_export_and_import_print_one_json_object_with_json(directory):
     assert exported.returncode == 0, exported.stderr
     report = json.loads(exported.stdout)
     assert report["exported"] == 1 and report["file"] == sealed and report["passwordsLeftOut"] == 0
+    assert report["passwords"] == 0 and report["oneTimeCodes"] == 0
     assert report["singleDeviceLeftOut"] == 0 and len(report["sealedWith"]["importerKey"]) > 0
     target = new_store(directory, "target.sqlite")
     for added, duplicates in ((1, 0), (0, 1)):
         imported = do_import(target, sealed, "--key", private, "--json", "-q")
         assert imported.returncode == 0, imported.stderr
         assert json.loads(imported.stdout) == {
-            "added": added, "clearText": False, "skippedDuplicates": duplicates, "skippedOtherTypes": 0}
+            "added": added, "clearText": False, "oneTimeCodesAdded": 0, "oneTimeCodesAlreadyPresent": 0,
+            "passwordsAdded": 0, "passwordsAlreadyPresent": 0, "skippedDuplicates": duplicates,
+            "skippedOtherTypes": 0}
 
 
 def test_export_filters_by_credential_id(directory):
@@ -279,7 +285,8 @@ def test_an_export_pyhpke_seals_imports_counts_other_types_and_signs_in(director
     private, public = importer_key(directory)
     key, credential_id, pkcs8, rp = new_credential()
     # A note in the passkey's item, written here from the published schema, becomes the passkey's note
-    # (`passkey note`); a TOTP credential is not carried yet and is counted and named.
+    # (`passkey note`); a TOTP credential in an item without a site (no `scope.urls`) cannot be kept, and is counted
+    # and named.
     note = {"type": "note", "content": {"fieldType": "string", "value": "kept with it"}}
     totp = {"type": "totp", "secret": "JBSWY3DPEHPK3PXP", "period": 30, "digits": 6, "algorithm": "sha1"}
     document = cxf_document([cxf_passkey(credential_id, pkcs8)], extra_credentials=[note, totp])
@@ -287,7 +294,8 @@ def test_an_export_pyhpke_seals_imports_counts_other_types_and_signs_in(director
     imported = do_import(store, path, "--key", private)
     assert imported.returncode == 0, imported.stderr
     assert 'skipped 1 credential of type "totp"' in imported.stderr
-    assert "Imported 1 passkey; skipped 1 credential of other types." in imported.stdout
+    assert "it names no web site or app" in imported.stderr
+    assert "Imported 1 passkey; skipped 1 credential not carried (named above)." in imported.stdout
     assert "created 2023-11-14" in imported.stderr
     listed = passkey("list", "--notes", "--json", "--store", store)
     assert [entry.get("note") for entry in json.loads(listed.stdout)] == ["kept with it"], listed.stderr
@@ -326,8 +334,10 @@ def test_a_bitwarden_export_imports_with_guid_and_b64_ids_and_signs_in(directory
     assert "Bitwarden export with 2 passkeys" in imported.stderr
     assert "created 2024-03-05T10:11:12Z" in imported.stderr
     assert "its signature counter was 7" in imported.stderr
-    assert "holds private keys in clear text: delete it now" in imported.stderr
-    assert "Imported 2 passkeys." in imported.stdout
+    assert "holds secrets (private keys, passwords) in clear text: delete it now" in imported.stderr
+    # The secure note item is not carried, and is named.
+    assert 'skipped 1 credential of type "secure note"' in imported.stderr and '"a note"' in imported.stderr
+    assert "Imported 2 passkeys; skipped 1 credential not carried (named above)." in imported.stdout
     for rp in (dave_rp, erin_rp):
         sign_in(store, rp)
 
@@ -347,6 +357,178 @@ def test_a_keepassxc_passkey_file_imports_and_signs_in(directory):
     assert "delete it now" in imported.stderr
     verified = sign_in(store, rp)
     assert verified.credential_id == credential_id
+
+
+# MARK: Passwords, notes and one-time codes (issue 27)
+
+TOTP_SECRET = "JBSWY3DPEHPK3PXPJBSWY3DPEHPK3PXP"
+# A second secret (20 bytes: pyotp refuses secrets under 112 bits), written with spaces and in lower case.
+BARE_SECRET = "GEZDGNBVGY3TQOJQGEZDGNBVGY3TQOJQ"
+BARE_TYPED = "gezd gnbv gy3t qojq gezd gnbv gy3t qojq"
+
+
+def save_login(store, service, user, password, note=None, otpauth=None):
+    """`passkey password add` (the password from $PASSKEY_PASSWORD), `password note` and `otp add` (the URI on
+    standard input, as a pipe gives it)."""
+    added = passkey("password", "add", service, user, "--store", store, extra_env={"PASSKEY_PASSWORD": password})
+    assert added.returncode == 0, added.stderr
+    if note is not None:
+        noted = passkey("password", "note", service, user, "--store", store, input=note)
+        assert noted.returncode == 0, noted.stderr
+    if otpauth is not None:
+        code = passkey("otp", "add", "--site", service, "--user", user, "--store", store, input=otpauth + "\n")
+        assert code.returncode == 0, code.stderr
+        assert TOTP_SECRET not in code.stdout + code.stderr
+
+
+def otp_code(store, site, *args):
+    """`passkey otp code --json` and pyotp's code for the same moment (read again if a step ended in between)."""
+    for _ in range(3):
+        shown = passkey("otp", "code", site, "--store", store, "--json", *args)
+        assert shown.returncode == 0, shown.stderr
+        result = json.loads(shown.stdout)
+        if result["secondsLeft"] > 2:
+            return result
+        time.sleep(result["secondsLeft"] + 0.5)  # the next step, so that pyotp's code is read in the same one
+    raise AssertionError("no code with time left in three tries")
+
+
+def open_export(path, receiver):
+    """Our sealed export opened with pyhpke (the receiver's private key): the CXF document inside."""
+    response = json.load(open(path))
+    numbers = receiver.public_key().public_numbers()
+    private_jwk = {"kty": "EC", "crv": "P-256", "x": b64url(numbers.x.to_bytes(32, "big")),
+                   "y": b64url(numbers.y.to_bytes(32, "big")),
+                   "d": b64url(receiver.private_numbers().private_value.to_bytes(32, "big"))}
+    enc = b"\x04" + unb64url(response["hpke"]["key"]["x"]) + unb64url(response["hpke"]["key"]["y"])
+    recipient = SUITE.create_recipient_context(enc, KEMKey.from_jwk(private_jwk), info=EXPORT_INFO)
+    return json.loads(recipient.open(unb64url(response["payload"])))
+
+
+def receiver_key(directory):
+    receiver = ec.generate_private_key(ec.SECP256R1())
+    numbers = receiver.public_key().public_numbers()
+    public = write(directory, "receiver.pub.jwk", {"kty": "EC", "crv": "P-256",
+                                                   "x": b64url(numbers.x.to_bytes(32, "big")),
+                                                   "y": b64url(numbers.y.to_bytes(32, "big"))})
+    return receiver, public
+
+
+def test_our_export_carries_passkeys_passwords_notes_and_codes_for_an_independent_reader(directory):
+    """Our export, opened by pyhpke and read by cxf_reader (written from the published CXF 1.0 member names): the
+    passkey, each password with its URL and note in a `basic-auth` item, the TOTP in its login's item, a TOTP of no
+    saved login in its own; the secret gives pyotp the code `passkey otp code` shows."""
+    store = new_store(directory)
+    register(store, RelyingParty(), "alice")
+    save_login(store, "example.com", "alice", "alice's password", note="recovery codes: the red folder",
+               otpauth=f"otpauth://totp/Example:alice?secret={TOTP_SECRET}&issuer=Example&algorithm=SHA256&digits=8"
+                       "&period=60")
+    save_login(store, "https://example.org:8443", "carol", "carol's password")
+    lone = passkey("otp", "add", "--site", "other.example", "--user", "dave", "--secret", "--store", store,
+                   input=BARE_TYPED + "\n")
+    assert lone.returncode == 0, lone.stderr
+
+    receiver, public = receiver_key(directory)
+    out = os.path.join(directory, "export.json")
+    exported = passkey("export", "--store", store, "--to", public, "--output", out)
+    assert exported.returncode == 0, exported.stderr
+    assert "exported 1 passkey, 2 saved passwords, 2 one-time codes sealed to the importer key" in exported.stderr
+    assert "alice's password" not in open(out).read()
+
+    found = cxf_reader.read(open_export(out, receiver))
+    assert [p["rpId"] for p in found["passkeys"]] == [RP_ID]
+    logins = {login["username"]: login for login in found["logins"]}
+    assert logins["alice"]["password"] == "alice's password" and logins["alice"]["urls"] == ["https://example.com"]
+    assert logins["carol"]["password"] == "carol's password"
+    assert logins["carol"]["urls"] == ["https://example.org:8443"]
+    assert [(n["title"], n["content"]) for n in found["notes"]] == [("example.com", "recovery codes: the red folder")]
+    codes = {code["username"]: code for code in found["totp"]}
+    assert codes["alice"]["title"] == "example.com" and codes["alice"]["urls"] == ["https://example.com"]
+    assert (codes["alice"]["algorithm"], codes["alice"]["digits"], codes["alice"]["period"]) == ("sha256", 8, 60)
+    assert codes["alice"]["issuer"] == "Example" and codes["alice"]["secret"] == TOTP_SECRET
+    assert codes["dave"]["urls"] == ["https://other.example"] and codes["dave"]["secret"] == BARE_SECRET
+    assert found["other"] == []
+
+    # The code `passkey otp code` shows is pyotp's for the exported secret.
+    shown = otp_code(store, "example.com")
+    totp = pyotp.TOTP(codes["alice"]["secret"], digits=8, digest=hashlib.sha256, interval=60)
+    assert shown["code"] == totp.now() and shown["user"] == "alice"
+    assert pyotp.TOTP(BARE_SECRET).now() == otp_code(store, "other.example")["code"]
+
+    # And the export comes back into another store whole.
+    target = new_store(directory, "target.sqlite")
+    private, _ = importer_key(directory)
+    again = os.path.join(directory, "again.json")
+    assert passkey("export", "--store", store, "--to", os.path.join(directory, "importer.pub.jwk"),
+                   "--output", again).returncode == 0
+    imported = do_import(target, again, "--key", private)
+    assert imported.returncode == 0, imported.stderr
+    assert "Imported 1 passkey, 2 saved passwords and 2 one-time codes." in imported.stdout
+    got = passkey("password", "get", "example.com", "--store", target)
+    assert got.stdout == "alice's password\n", got.stderr
+    assert otp_code(target, "example.com")["code"] == totp.now()
+
+
+def test_a_cxf_document_written_here_imports_with_its_passwords_and_codes(directory):
+    """The reverse: a CXF 1.0 document written by cxf_reader (a passkey, a login with its note and TOTP, an SSH key
+    and a wifi network) imports; what is not carried is named by its item's title."""
+    store = new_store(directory)
+    _, credential_id, pkcs8, rp = new_credential()
+    doc = cxf_reader.document([
+        cxf_reader.item("Example", [dict(type="passkey", **cxf_passkey(credential_id, pkcs8))]),
+        cxf_reader.item("Mail", [
+            {"type": "basic-auth", "username": cxf_reader.string_field("erin"),
+             "password": cxf_reader.concealed_field("mail password")},
+            {"type": "note", "content": cxf_reader.string_field("security questions: none")},
+            {"type": "totp", "secret": TOTP_SECRET, "period": 30, "digits": 6, "algorithm": "sha1",
+             "issuer": "Mail"},
+        ], urls=["https://mail.example/login"]),
+        cxf_reader.item("Build server", [{"type": "ssh-key", "keyType": "ssh-ed25519", "privateKey": "AAAA"}]),
+        cxf_reader.item("Home wifi", [{"type": "wifi", "ssid": cxf_reader.string_field("home")}]),
+    ])
+    assert len(cxf_reader.read(doc)["logins"]) == 1  # the reader accepts what it wrote
+    path = write(directory, "from-python.json", doc)
+    imported = do_import(store, path)
+    assert imported.returncode == 0, imported.stderr
+    assert "Imported 1 passkey, 1 saved password and 1 one-time code; skipped 2 credentials not carried" \
+        in imported.stdout
+    assert 'skipped 1 credential of type "ssh-key"' in imported.stderr and '"Build server"' in imported.stderr
+    assert 'skipped 1 credential of type "wifi"' in imported.stderr and '"Home wifi"' in imported.stderr
+    assert "password mail.example" in imported.stderr
+    assert "mail password" not in imported.stderr + imported.stdout and TOTP_SECRET not in imported.stderr
+    got = passkey("password", "get", "mail.example", "--store", store)
+    assert got.stdout == "mail password\n", got.stderr
+    note = passkey("password", "note", "mail.example", "erin", "--show", "--store", store)
+    assert "security questions: none" in note.stdout, note.stderr
+    assert otp_code(store, "mail.example")["code"] == pyotp.TOTP(TOTP_SECRET).now()
+    sign_in(store, rp)
+
+
+def test_a_bitwarden_export_keeps_passwords_notes_and_codes(directory):
+    """Bitwarden's login items: `login.password` for `login.uris`, `notes`, and `login.totp` as an otpauth URI or a
+    bare base32 secret; the codes match pyotp's."""
+    store = new_store(directory)
+    _, credential_id, pkcs8, rp = new_credential()
+    export = bitwarden_export([bitwarden_credential(credential_id, pkcs8, "dave")])
+    export["items"][1]["login"].update(password="dave's password", totp=f"otpauth://totp/Example:dave?secret="
+                                       f"{TOTP_SECRET}&issuer=Example&digits=8")
+    export["items"][1]["notes"] = "dave's note"
+    export["items"].append({"id": str(uuid.uuid4()), "type": 1, "name": "Forum", "notes": None,
+                            "login": {"username": "dave", "password": "forum password", "totp": BARE_TYPED,
+                                      "uris": [{"match": None, "uri": "forum.example"}]}})
+    path = write(directory, "bitwarden.json", export)
+    imported = do_import(store, path)
+    assert imported.returncode == 0, imported.stderr
+    assert "Imported 1 passkey, 2 saved passwords and 2 one-time codes; skipped 1 credential not carried" \
+        in imported.stdout
+    assert "dave's password" not in imported.stderr + imported.stdout
+    assert passkey("password", "get", "example.com", "--store", store).stdout == "dave's password\n"
+    assert passkey("password", "get", "forum.example", "--store", store).stdout == "forum password\n"
+    assert otp_code(store, "example.com")["code"] == pyotp.TOTP(TOTP_SECRET, digits=8).now()
+    assert otp_code(store, "forum.example")["code"] == pyotp.TOTP(BARE_SECRET).now()
+    note = passkey("password", "note", "example.com", "dave", "--show", "--store", store)
+    assert "dave's note" in note.stdout, note.stderr
+    sign_in(store, rp)
 
 
 # MARK: Bad input: a clear error, and the store byte for byte as it was
@@ -424,3 +606,31 @@ def test_bad_input_is_a_clear_error_and_leaves_the_store_unchanged(directory):
         assert digest(store) == before, name
     listed = passkey("list", "--store", store, "--json")
     assert [entry["userName"] for entry in json.loads(listed.stdout)] == ["alice"]
+
+
+def test_a_keepassxc_csv_export_keeps_passwords_notes_and_codes(directory):
+    """KeePassXC's CSV export (Database → Export → CSV File), written here as its CsvExporter writes it: every field
+    quoted, the TOTP column an otpauth URI; an entry with neither password nor code is named as skipped."""
+    import csv
+    import io
+
+    out = io.StringIO()
+    writer = csv.writer(out, quoting=csv.QUOTE_ALL, lineterminator="\n")
+    writer.writerow(["Group", "Title", "Username", "Password", "URL", "Notes", "TOTP", "Icon", "Last Modified",
+                     "Created"])
+    writer.writerow(["Root", "Mail", "erin", 'pa"ss, word', "https://mail.example/login", "line one\nline two",
+                     f"otpauth://totp/Mail:erin?secret={TOTP_SECRET}&issuer=Mail&period=30", "0",
+                     "2024-03-05T10:11:12Z", "2024-03-05T10:11:12Z"])
+    writer.writerow(["Root", "Door code", "", "", "", "1234", "", "0", "", ""])
+    store = new_store(directory)
+    path = write(directory, "keepassxc.csv", out.getvalue())
+    imported = do_import(store, path)
+    assert imported.returncode == 0, imported.stderr
+    assert "KeePassXC CSV export with 0 passkeys, 1 saved password, 1 one-time code" in imported.stderr
+    assert '"Door code"' in imported.stderr and "delete it now" in imported.stderr
+    assert "Imported 0 passkeys, 1 saved password and 1 one-time code; skipped 2 credentials not carried" \
+        in imported.stdout
+    assert passkey("password", "get", "mail.example", "--store", store).stdout == 'pa"ss, word\n'
+    note = passkey("password", "note", "mail.example", "erin", "--show", "--store", store)
+    assert "line one\nline two" in note.stdout, note.stderr
+    assert otp_code(store, "mail.example")["code"] == pyotp.TOTP(TOTP_SECRET).now()

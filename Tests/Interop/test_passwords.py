@@ -443,3 +443,110 @@ def test_clip_copies_the_password_and_clears_it_unless_something_else_was_copied
     assert no_tool.returncode == 1
     assert no_tool.stderr.startswith("passkey: cannot copy to the clipboard: xclip is not installed"), no_tool.stderr
     assert SECRET not in nowhere.stderr + no_tool.stderr
+
+
+# MARK: One-time codes (`passkey otp`, issue 27)
+
+OTP_SECRET = "HXDMVJECJJWSRB3HWIZR4IFUGFTMXBOZ"
+
+
+def open_sealed_codes(store, passphrase=PASSPHRASE):
+    """Every one-time-code secret, opened independently as the passwords are: the row's other columns as AAD."""
+    db = sqlite3.connect(store)
+    n, r, p, salt = db.execute("SELECT kdf_rounds, kdf_block_size, kdf_parallelism, kdf_salt FROM meta").fetchone()
+    key = hashlib.scrypt(unicodedata.normalize("NFC", passphrase).encode(), salt=salt, n=n, r=r, p=p,
+                         maxmem=2 * 128 * n * r * p + (1 << 20), dklen=32)
+    opened = {}
+    rows = db.execute("SELECT code_id, service, user_name, issuer, algorithm, digits, period, created_ms, "
+                      "sealed_secret FROM one_time_codes").fetchall()
+    for *columns, sealed in rows:
+        aad = b"passkey-store-one-time-code v6\x00" + encode(columns)
+        opened[(columns[1], columns[2])] = AESGCM(key).decrypt(sealed[:12], sealed[12:], aad)
+    db.close()
+    return opened
+
+
+def current_code(store, site, *args):
+    for _ in range(3):
+        shown = run(store, "otp", "code", site, "--json", *args)
+        assert shown.returncode == 0, shown.stderr
+        result = json.loads(shown.stdout)
+        if result["secondsLeft"] > 2:
+            return result
+        time.sleep(result["secondsLeft"] + 0.5)  # the next step, so that pyotp's code is read in the same one
+    raise AssertionError("no code with time left in three tries")
+
+
+def test_otp_add_code_list_delete_and_the_secret_is_never_on_disk_or_in_argv(store):
+    import base64
+
+    import pyotp
+
+    uri = f"otpauth://totp/ACME%20Co:alice@example.com?secret={OTP_SECRET}&issuer=ACME%20Co&period=30"
+    added = run(store, "otp", "add", "--site", "example.com", stdin=uri + "\n")
+    assert added.returncode == 0, added.stderr
+    assert 'Saved the one-time code for "alice@example.com" at example.com (SHA1, 6 digits, 30 s).' in added.stdout
+    assert OTP_SECRET not in added.stdout + added.stderr
+    # The same login again keeps its code.
+    again = run(store, "otp", "add", "--site", "example.com", stdin=uri + "\n")
+    assert again.returncode == 1 and "already has a one-time code" in again.stderr
+    bare = run(store, "otp", "add", "--site", "https://example.org:8443", "--user", "bob", "--secret",
+               stdin="gezd gnbv gy3t qojq gezd gnbv gy3t qojq\n")
+    assert bare.returncode == 0, bare.stderr
+
+    # pyotp, from the same secret, makes the same code; the seconds left count down to the next 30-second step.
+    shown = current_code(store, "example.com")
+    assert shown["code"] == pyotp.TOTP(OTP_SECRET).now() and shown["user"] == "alice@example.com"
+    assert 1 <= shown["secondsLeft"] <= 30
+    assert current_code(store, "https://example.org:8443")["code"] == pyotp.TOTP("GEZDGNBVGY3TQOJQGEZDGNBVGY3TQOJQ").now()
+    plain = run(store, "otp", "code", "example.com")
+    assert plain.returncode == 0 and plain.stdout.splitlines()[0].isdigit()
+    assert "more second" in plain.stdout.splitlines()[1]
+
+    listed = run(store, "otp", "list", "--json")
+    assert listed.returncode == 0, listed.stderr
+    rows = json.loads(listed.stdout)
+    assert [(row["site"], row["user"], row["algorithm"], row["digits"], row["period"]) for row in rows] == [
+        ("example.com", "alice@example.com", "SHA1", 6, 30), ("https://example.org:8443", "bob", "SHA1", 6, 30)]
+    assert rows[0]["issuer"] == "ACME Co" and OTP_SECRET not in listed.stdout
+
+    # Sealed: not on disk in base32 or raw, and it opens independently with the row as associated data.
+    raw = base64.b32decode(OTP_SECRET)
+    assert_nowhere_on_disk(store, OTP_SECRET)
+    for path in files_of(store):
+        with open(path, "rb") as file:
+            assert raw not in file.read()
+    assert open_sealed_codes(store)[("example.com", "alice@example.com")] == raw
+
+    refused = run(store, "otp", "delete", "example.com", "alice@example.com")
+    assert refused.returncode == 1 and "confirmation" in refused.stderr
+    deleted = run(store, "otp", "delete", "example.com", "alice@example.com", "--yes")
+    assert deleted.returncode == 0, deleted.stderr
+    assert run(store, "otp", "code", "example.com").returncode == 1
+
+
+@pytest.mark.parametrize("given, expected", [
+    ("https://example.com/?secret=JBSWY3DPEHPK3PXP", "is not an otpauth:// URI"),
+    ("otpauth://hotp/a?secret=JBSWY3DPEHPK3PXP&counter=1", "only time-based codes"),
+    ("otpauth://totp/a?secret=JBSWY3DP0000", "is not base32"),
+    ("otpauth://totp/a?secret=JBSWY3DPEHPK3PXP&digits=10", "digits must be 6, 7 or 8"),
+    ("otpauth://totp/a?secret=JBSWY3DPEHPK3PXP&algorithm=MD5", "SHA1, SHA256 or SHA512"),
+    ("", "no otpauth:// URI was given"),
+])
+def test_a_bad_otpauth_uri_is_one_clear_line_and_changes_nothing(store, given, expected):
+    before = digests(store)
+    result = run(store, "otp", "add", "--site", "example.com", stdin=given + "\n")
+    assert result.returncode == 1, result.stderr
+    assert len(result.stderr.splitlines()) == 1 and expected in result.stderr, result.stderr
+    assert "JBSWY3DP" not in result.stderr
+    assert digests(store) == before
+
+
+def test_otp_add_asks_for_the_secret_without_echo_on_a_terminal(store):
+    secret = "GEZDGNBVGY3TQOJQGEZDGNBVGY3TQOJQ"
+    status, shown = on_a_terminal(store, ["otp", "add", "--site", "example.com", "--user", "carol", "--secret"],
+                                  [secret])
+    assert status == 0, shown
+    assert "The secret:" in shown and secret not in shown  # echo was off
+    listed = json.loads(run(store, "otp", "list", "--json").stdout)
+    assert [(row["site"], row["user"]) for row in listed] == [("example.com", "carol")]

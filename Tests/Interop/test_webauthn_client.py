@@ -190,7 +190,8 @@ def test_capabilities_tell_what_this_machine_can_do_now(directory):
     assert missing["hybridTransport"] is False
     assert missing["passkeyPlatformAuthenticator"] is False and missing["userVerifyingPlatformAuthenticator"] is False
     assert missing["conditionalGet"] is True and missing["relatedOrigins"] is True
-    assert missing["conditionalCreate"] is False
+    signals = ("signalAllAcceptedCredentials", "signalCurrentUserDetails", "signalUnknownCredential")
+    assert missing["conditionalCreate"] is False and not any(missing[name] for name in signals)
     assert {key for key in missing if key.startswith("extension:")} == {
         "extension:" + name for name in ("credBlob", "credProps", "credentialProtectionPolicy",
                                           "enforceCredentialProtectionPolicy", "getCredBlob", "largeBlob",
@@ -198,6 +199,7 @@ def test_capabilities_tell_what_this_machine_can_do_now(directory):
     assert all(isinstance(value, bool) for value in missing.values())
     present = capabilities(new_store(directory))
     assert present["passkeyPlatformAuthenticator"] is True and present["userVerifyingPlatformAuthenticator"] is True
+    assert present["conditionalCreate"] is True and all(present[name] is True for name in signals)
 
 
 def free_udp_port():

@@ -278,3 +278,10 @@ struct PasskeyCatalogTests {
         #expect(try AccountNames.checked(String(repeating: "a", count: 64), field: "name").count == 64)
     }
 }
+
+extension PasskeyCatalog {
+    /// The store's own rows, damaged ones included, hidden ones left out: `listing` with `verify`, as `list --verify`.
+    func verifiedEntries(relyingParty: String?) async throws(ProviderError) -> [CredentialEntry] {
+        try await listing(relyingParty: relyingParty, verify: true, notes: false, hidden: false).entries ?? []
+    }
+}

@@ -1,3 +1,4 @@
+import Basics
 import CTAP2
 import Crypto
 import Foundation
@@ -87,8 +88,8 @@ struct VaultExchangeTests {
         let exported = try await world.service(source, ScriptedPerson()).export(
             sealing: .importerKey(path: publicPath), output: output)
         #expect(exported.count == 2 && exported.singleDevice == 0 && exported.bytes == nil)
-        // Issue 24: the saved password is not carried, and the export says so.
-        #expect(exported.passwordsLeftOut == 1)
+        // Issue 27: the saved password goes with the passkeys (issue 24: it used to stay behind).
+        #expect(exported.passwordsLeftOut == 0 && exported.passwords == 1 && exported.oneTimeCodes == 0)
         #expect(!String(decoding: world.bytes(output), as: UTF8.self).contains("a saved password"))
         #expect(exported.sealedWith == .importerKey(fingerprint: fingerprint))
         #expect(try Self.mode(output) == 0o600)
@@ -114,7 +115,7 @@ struct VaultExchangeTests {
         await #expect(throws: ProviderError("nothing was imported", exitStatus: ExitStatus.declined)) {
             _ = try await world.service(target, refusing).import(file: output, key: keyPath, yes: false)
         }
-        #expect(refusing.prompts == [.confirm(.importPasskeys(count: 2, store: target))])
+        #expect(refusing.prompts == [.confirm(.importPasskeys(count: 2, passwords: 1, store: target))])
         guard case .importing(let preview)? = refusing.events.first else {
             Issue.record("no preview: \(refusing.events)")
             return
@@ -127,7 +128,9 @@ struct VaultExchangeTests {
         let agreeing = ScriptedPerson([.yes])
         let imported = try await world.service(target, agreeing).import(file: output, key: keyPath, yes: false)
         #expect(
-            imported == ExchangeService.Imported(added: 2, skippedDuplicates: 0, otherTypes: 0, wasClearText: false))
+            imported
+                == ExchangeService.Imported(
+                    added: 2, skippedDuplicates: 0, otherTypes: 0, wasClearText: false, passwordsAdded: 1))
         #expect(try world.users(target) == ["alice", "bob"])
 
         // Again: both are there, so nothing is asked and both are counted.
@@ -159,6 +162,112 @@ struct VaultExchangeTests {
         let store = try SQLiteCredentialStore.open(at: URL(fileURLWithPath: target), passphrase: Self.passphrase)
         defer { store.close() }
         #expect(try store.notes() == [alice: .text("where: the red folder")])
+    }
+
+    /// Issue 27: an export carries passkeys, saved passwords (with their notes) and one-time codes, and the other
+    /// store imports all three; a second import counts each as already present.
+    @Test func passwordsNotesAndOneTimeCodesGoOutAndComeBack() async throws {
+        let world = try World()
+        let source = try world.store("source.sqlite", users: ["alice"])
+        let site = try #require(PasswordService("example.com"))
+        let origin = try #require(PasswordService("https://example.org:8443"))
+        do {
+            let store = try SQLiteCredentialStore.open(at: URL(fileURLWithPath: source), passphrase: Self.passphrase)
+            defer { store.close() }
+            try store.savePassword("alice's password", userName: "alice", service: site)
+            try store.savePassword("carol's password", userName: "carol", service: origin)
+            let alice = try #require(try store.passwords(service: site).first)
+            _ = try store.setNote("recovery codes: red folder", of: .password(id: alice.login.id))
+            try store.addOneTimeCode(
+                secret: Array("12345678901234567890".utf8), service: site, userName: "alice", issuer: "Example",
+                parameters: .init(algorithm: .sha256, digits: 8, period: 60))
+            try store.addOneTimeCode(
+                secret: [1, 2, 3, 4, 5], service: try #require(PasswordService("other.example")), userName: "dave",
+                issuer: nil, parameters: .init())
+        }
+        let environment = ["PASSKEY_EXPORT_PASSPHRASE": "an archive passphrase"]
+        let output = world.path("archive.json")
+        let exported = try await world.service(source, ScriptedPerson(), environment: environment).export(
+            sealing: .passphrase, output: output)
+        #expect(exported.count == 1 && exported.passwords == 2 && exported.oneTimeCodes == 2)
+        let target = try world.store("target.sqlite")
+        let person = ScriptedPerson()
+        let imported = try await world.service(target, person, environment: environment).import(
+            file: output, key: nil, yes: true)
+        #expect(imported.added == 1 && imported.passwordsAdded == 2 && imported.oneTimeCodesAdded == 2)
+        #expect(imported.otherTypes == 0)
+        guard
+            case .importing(let preview)? = person.events.first(where: {
+                if case .importing = $0 { true } else { false }
+            })
+        else {
+            Issue.record("no preview: \(person.events)")
+            return
+        }
+        #expect(preview.passwords.map(\.service).sorted() == ["example.com", "https://example.org:8443"])
+        #expect(preview.oneTimeCodes.map(\.userName).sorted() == ["alice", "dave"])
+        let store = try SQLiteCredentialStore.open(at: URL(fileURLWithPath: target), passphrase: Self.passphrase)
+        defer { store.close() }
+        let alice = try #require(try store.passwords(service: site).first)
+        #expect(alice.password == "alice's password" && alice.login.userName == "alice")
+        #expect(try store.note(of: .password(id: alice.login.id)) == .text("recovery codes: red folder"))
+        #expect(try store.passwords(service: origin).map(\.password) == ["carol's password"])
+        let codes = try store.oneTimeCodes()
+        #expect(codes.map(\.saved.service.text) == ["example.com", "other.example"])
+        #expect(codes[0].secret == Array("12345678901234567890".utf8) && codes[0].saved.issuer == "Example")
+        #expect(codes[0].saved.parameters == .init(algorithm: .sha256, digits: 8, period: 60))
+
+        let again = try await world.service(target, ScriptedPerson(), environment: environment).import(
+            file: output, key: nil, yes: true)
+        #expect(again.added == 0 && again.passwordsAlreadyPresent == 2 && again.oneTimeCodesAlreadyPresent == 2)
+    }
+
+    /// Issue 27: a Bitwarden export keeps its passwords, notes and one-time codes (otpauth URIs and bare secrets);
+    /// other item types and a login without a site are named as skipped.
+    @Test func aBitwardenExportKeepsPasswordsAndOneTimeCodes() async throws {
+        let world = try World()
+        let key = Self.base64URL(P256.Signing.PrivateKey().derRepresentation)
+        let json = """
+            {"encrypted": false, "folders": [], "items": [\(Self.bitwarden(id: UUID().uuidString.lowercased(), key: key)),
+            {"id": "1", "type": 1, "name": "Mail", "notes": "security questions: none", \
+            "login": {"username": "erin", "password": "mail password", \
+            "totp": "otpauth://totp/Mail:erin?secret=JBSWY3DPEHPK3PXP&issuer=Mail&digits=8", \
+            "uris": [{"match": null, "uri": "https://mail.example/login"}]}},
+            {"id": "2", "type": 1, "name": "Forum", "login": {"username": "erin", "password": "forum", \
+            "totp": "JBSW Y3DP EHPK 3PXP", "uris": [{"uri": "forum.example"}]}},
+            {"id": "3", "type": 1, "name": "Router", "login": {"username": "admin", "password": "x", "uris": []}},
+            {"id": "5", "type": 1, "name": "Huge", "login": {"username": "h", "password": "\(String(repeating: "p", count: 4097))", \
+            "uris": [{"uri": "huge.example"}]}},
+            {"id": "4", "type": 3, "name": "Visa", "card": {}}]}
+            """
+        let path = world.path("bitwarden.json")
+        _ = FileManager.default.createFile(atPath: path, contents: Data(json.utf8))
+        let target = try world.store("target.sqlite")
+        let person = ScriptedPerson()
+        let imported = try await world.service(target, person).import(file: path, key: nil, yes: true)
+        #expect(imported.added == 1 && imported.passwordsAdded == 2 && imported.oneTimeCodesAdded == 2)
+        #expect(imported.otherTypes == 3 && imported.wasClearText)
+        guard
+            case .importing(let preview)? = person.events.first(where: {
+                if case .importing = $0 { true } else { false }
+            })
+        else {
+            Issue.record("no preview: \(person.events)")
+            return
+        }
+        #expect(preview.skipped.map(\.title).sorted() == ["Huge", "Router", "Visa"])
+        #expect(preview.skippedTypes == ["basic-auth": 2, "card": 1])
+        #expect(preview.skipped.first { $0.title == "Huge" }?.reason.contains("over 4096 bytes") == true)
+        let store = try SQLiteCredentialStore.open(at: URL(fileURLWithPath: target), passphrase: Self.passphrase)
+        defer { store.close() }
+        let mail = try #require(PasswordService("mail.example"))
+        let password = try #require(try store.passwords(service: mail).first)
+        #expect(password.password == "mail password" && password.login.userName == "erin")
+        #expect(try store.note(of: .password(id: password.login.id)) == .text("security questions: none"))
+        let codes = try store.oneTimeCodes()
+        #expect(codes.map(\.saved.service.text) == ["forum.example", "mail.example"])
+        #expect(codes.map(\.saved.parameters.digits) == [6, 8] && codes[1].saved.issuer == "Mail")
+        #expect(codes.allSatisfy { $0.secret.base32EncodedString == "JBSWY3DPEHPK3PXP" })
     }
 
     @Test(arguments: [

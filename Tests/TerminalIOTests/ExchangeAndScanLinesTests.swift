@@ -12,13 +12,21 @@ struct ExchangeAndScanLinesTests {
         let imported = ExchangeService.Imported(added: 2, skippedDuplicates: 1, otherTypes: 1, wasClearText: true)
         #expect(
             ExchangeLines.importSummary(imported)
-                == "Imported 2 passkeys; skipped 1 already in the store; skipped 1 credential of other types.")
+                == "Imported 2 passkeys; skipped 1 already in the store; skipped 1 credential not carried (named above)."
+        )
+        let logins = ExchangeService.Imported(
+            added: 1, skippedDuplicates: 0, otherTypes: 0, wasClearText: true, passwordsAdded: 3,
+            passwordsAlreadyPresent: 1, oneTimeCodesAdded: 1, oneTimeCodesAlreadyPresent: 0)
+        #expect(
+            ExchangeLines.importSummary(logins)
+                == "Imported 1 passkey, 3 saved passwords and 1 one-time code; skipped 1 already in the store.")
         #expect(
             ExchangeLines.importSummary(.init(added: 1, skippedDuplicates: 0, otherTypes: 0, wasClearText: false))
                 == "Imported 1 passkey.")
         #expect(
             text(ExchangeLines.importJSON(imported))
-                == #"{"added":2,"clearText":true,"skippedDuplicates":1,"skippedOtherTypes":1}"#)
+                == #"{"added":2,"clearText":true,"oneTimeCodesAdded":0,"oneTimeCodesAlreadyPresent":0,"#
+                + #""passwordsAdded":0,"passwordsAlreadyPresent":0,"skippedDuplicates":1,"skippedOtherTypes":1}"#)
     }
 
     @Test func anExportSaysHowItWasSealedAndWhatItLeftOut() {
@@ -27,20 +35,23 @@ struct ExchangeAndScanLinesTests {
         #expect(
             ExchangeLines.exportSummary(exported, output: "out.json")
                 == "exported 3 passkeys sealed to the importer key AB12 to out.json; left out 1 single-device "
-                + "(BE = 0); 2 saved passwords not exported (passkeys only)")
+                + "(BE = 0); left out 2 saved passwords or codes that fail their integrity check")
         #expect(
             text(ExchangeLines.exportJSON(exported, output: "out.json"))
-                == #"{"exported":3,"file":"out.json","passwordsLeftOut":2,"sealedWith":{"importerKey":"AB12"},"#
+                == #"{"exported":3,"file":"out.json","oneTimeCodes":0,"passwords":0,"passwordsLeftOut":2,"#
+                + #""sealedWith":{"importerKey":"AB12"},"#
                 + #""singleDeviceLeftOut":1}"#)
         exported.sealedWith = .archive(kdf: "scrypt", mebibytes: 64)
         exported.singleDevice = 0
         exported.passwordsLeftOut = 0
+        exported.passwords = 2
+        exported.oneTimeCodes = 1
         #expect(
             ExchangeLines.exportSummary(exported, output: nil)
-                == "exported 3 passkeys in a passphrase archive (scrypt, 64 MiB)")
+                == "exported 3 passkeys, 2 saved passwords, 1 one-time code in a passphrase archive (scrypt, 64 MiB)")
         #expect(
             text(ExchangeLines.exportJSON(exported, output: "b.cxf"))
-                == #"{"exported":3,"file":"b.cxf","passwordsLeftOut":0,"#
+                == #"{"exported":3,"file":"b.cxf","oneTimeCodes":1,"passwords":2,"passwordsLeftOut":0,"#
                 + #""sealedWith":{"archive":{"kdf":"scrypt","memoryMebibytes":64}},"singleDeviceLeftOut":0}"#)
     }
 

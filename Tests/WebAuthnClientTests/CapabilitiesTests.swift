@@ -9,12 +9,12 @@ struct CapabilitiesTests {
         let map = ClientCapabilities.map(for: .init(radioUsable: radio, storeExists: store))
         #expect(map["hybridTransport"] == radio)
         #expect(map["passkeyPlatformAuthenticator"] == store && map["userVerifyingPlatformAuthenticator"] == store)
-        // What the client does whatever the machine: conditional get and related origins, and not (yet) conditional
-        // create or the signal methods.
+        // What the client does whatever the machine: conditional get and related origins; conditional create and the
+        // signal methods act on this computer's store, so only when there is one.
         #expect(map["conditionalGet"] == true && map["relatedOrigins"] == true)
-        #expect(map["conditionalCreate"] == false)
+        #expect(map["conditionalCreate"] == store)
         for signal in ["signalAllAcceptedCredentials", "signalCurrentUserDetails", "signalUnknownCredential"] {
-            #expect(map[signal] == false)
+            #expect(map[signal] == store)
         }
         // Every extension input the client reads, and only those, as extension:NAME.
         #expect(

@@ -1,4 +1,5 @@
 import PublicSuffix
+import Synchronization
 import Testing
 import WebAuthnClient
 
@@ -52,5 +53,38 @@ struct PasskeyEndpointsTests {
     func badResponsesAreRefusedInOneLine(response: WellKnownResponse, message: String) {
         let error = #expect(throws: PasskeyEndpointsError.self) { try PasskeyEndpoints(response: response) }
         #expect(error?.description == message)
+    }
+}
+
+/// `passkey list --endpoints`: each RP ID asked once, every answer its own entry.
+struct ManageLinkTests {
+    final class Fetches: Sendable {
+        let names = Mutex<[String]>([])
+    }
+
+    @Test func eachSiteIsAskedOnceAndAFailureIsOnlyItsOwn() async {
+        let fetches = Fetches()
+        let links = await PasskeyEndpoints.manageLinks(
+            for: ["example.com", "shop.example", "example.com", "none.example", "[::1]", "down.example"],
+            maximumConcurrent: 2
+        ) { (name) throws(PasskeyEndpointsError) in
+            fetches.names.withLock { $0.append("\(name)") }
+            switch "\(name)" {
+            case "example.com": return PasskeyEndpoints(manage: "https://example.com/account/passkeys")
+            case "none.example": return PasskeyEndpoints(enroll: "https://none.example/new")
+            case "down.example": throw PasskeyEndpointsError("the connection was refused")
+            default: throw PasskeyEndpointsError("the status was 404, not 200")
+            }
+        }
+        #expect(
+            links == [
+                "example.com": .manage("https://example.com/account/passkeys"),
+                "shop.example": .unavailable("the status was 404, not 200"),
+                "none.example": .noManageURL,
+                "[::1]": .notADomain,
+                "down.example": .unavailable("the connection was refused"),
+            ])
+        #expect(
+            fetches.names.withLock { $0 }.sorted() == ["down.example", "example.com", "none.example", "shop.example"])
     }
 }

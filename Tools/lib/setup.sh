@@ -19,8 +19,9 @@ APT_PACKAGES=(libssl-dev libqrencode-dev libbluetooth-dev libsqlite3-dev libzbar
     libsystemd-dev dbus-daemon zbar-tools)
 # pyhpke and cryptography: independent HPKE and key checks for Tests/Interop/test_exchange.py.
 # dbus-next: the test notification server of Tests/Interop/test_consent.py (an independent D-Bus implementation).
+# pyotp: an independent TOTP (RFC 6238) for `passkey otp code` (Tests/Interop/test_passwords.py, test_exchange.py).
 PIP_PACKAGES=(fido2==2.2.1 webauthn==3.0.1 cbor2==6.2.1 pytest==8.3.4 segno==1.6.6 selenium==4.45.0
-    publicsuffixlist==1.1.2.20261023 pyhpke==0.6.5 cryptography==50.0.2 dbus-next==0.2.3)
+    publicsuffixlist==1.1.2.20261023 pyhpke==0.6.5 cryptography==50.0.2 dbus-next==0.2.3 pyotp==2.12.0)
 
 say() { printf '==> %s\n' "$*" >&2; }
 
@@ -71,7 +72,7 @@ ensure_venv() {
     local installed
     installed="$("$venv/bin/python" -m pip freeze 2>/dev/null || true)"
     if ! grep -qx "fido2==2.2.1" <<<"$installed" \
-        || ! "$venv/bin/python" -c "import webauthn, cbor2, pytest, segno, selenium, publicsuffixlist, pyhpke, dbus_next" 2>/dev/null; then
+        || ! "$venv/bin/python" -c "import webauthn, cbor2, pytest, segno, selenium, publicsuffixlist, pyhpke, dbus_next, pyotp" 2>/dev/null; then
         say "installing Python packages: ${PIP_PACKAGES[*]}"
         "$venv/bin/python" -m pip install -q --disable-pip-version-check "${PIP_PACKAGES[@]}"
     fi

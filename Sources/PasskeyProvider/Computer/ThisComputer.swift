@@ -71,7 +71,8 @@ public final class ThisComputer: Sendable {
     }
 
     static func metadata(_ index: CredentialIdentityIndex, relyingPartyID: String) -> [CredentialMetadata] {
-        index.identities(forRelyingParty: relyingPartyID).map { identity in
+        // A passkey a relying party's signal hid is not offered (`passkey unhide` shows it again).
+        index.identities(forRelyingParty: relyingPartyID).filter { !$0.isHidden }.map { identity in
             CredentialMetadata(
                 credentialID: identity.credentialID, userHandle: identity.userHandle, userName: identity.userName,
                 userDisplayName: identity.userDisplayName, isDiscoverable: identity.isDiscoverable,
@@ -96,7 +97,8 @@ public final class ThisComputer: Sendable {
         }
     }
 
-    /// The picked login's password, read by unlocking the store; the login is ranked first for next time.
+    /// The picked login's password, read by unlocking the store; the login is ranked first for next time, and its
+    /// fill recorded (``SavedLogin/filledDate``).
     public func password(for login: PasswordLogin) async throws(ProviderError) -> PasswordCredential {
         let store = try await self.store.open()
         do {
@@ -105,7 +107,8 @@ public final class ThisComputer: Sendable {
             else {
                 throw ProviderError("the saved password for \"\(login.userName)\" is gone or damaged")
             }
-            try store.recordPasswordUse(credential.login)
+            // Given to the page now: what lets the account's passkey be made by a conditional create just after.
+            try store.recordPasswordUse(credential.login, filledAt: Date())
             return credential
         } catch let error as ProviderError {
             throw error

@@ -7,6 +7,8 @@ import Proximity
 public enum ProviderEvent: Sendable {
     /// A store was created because none existed.
     case storeCreated(path: String)
+    /// Passkeys a relying party's signal hid were deleted, their grace period over (`Docs/Store.md`).
+    case hiddenPasskeysDeleted(count: Int, graceDays: Int)
     /// A store row could not be read and was skipped.
     case damagedCredentialSkipped(String)
     /// The store failed under an authenticator request (the request was answered with an error).

@@ -24,13 +24,16 @@ public enum ProviderQuestion: Hashable, Sendable {
     case appChangesPassword(app: String, user: String, service: String)
     /// Delete the saved password for `user` at `service`?
     case deletePassword(user: String, service: String)
+    /// Delete the one-time code for `user` at `service`?
+    case deleteOneTimeCode(user: String, service: String)
     /// `app` wants to delete the saved password for `user` at `service`.
     case appDeletesPassword(app: String, user: String, service: String)
     /// Delete the passkey for `account` at `relyingPartyID` (nil: a damaged row, `account` its credential ID)? It
     /// cannot be undone.
     case deletePasskey(relyingPartyID: String?, account: String)
-    /// Add `count` imported passkeys to the store at `store`?
-    case importPasskeys(count: Int, store: String)
+    /// Add `count` imported passkeys (and `passwords` saved passwords, `oneTimeCodes` one-time codes) to the store at
+    /// `store`?
+    case importPasskeys(count: Int, passwords: Int = 0, oneTimeCodes: Int = 0, store: String)
     /// Share the passkey for `user` at `relyingPartyID` with the person nearby? (User verification follows.)
     case sharePasskey(relyingPartyID: String, user: String)
     /// Add the passkey a person nearby shares (shown just before) to the store at `store`?

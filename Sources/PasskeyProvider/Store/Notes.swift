@@ -62,17 +62,6 @@ extension PasskeyCatalog {
             return entry
         }
     }
-
-    /// Every passkey's note, by credential ID (the store is unlocked for it: notes are sealed).
-    public func notes() async throws(ProviderError) -> [[UInt8]: StoredNote] {
-        let store = try await access.open(create: false)
-        defer { store.close() }
-        do {
-            return try store.notes()
-        } catch {
-            throw ProviderError(error.message)
-        }
-    }
 }
 
 extension PasswordVault {

@@ -37,14 +37,45 @@ public struct PasskeyCatalog: Sendable {
             hint: "Unlock the store once to rebuild it, for example with `passkey list --verify`.")
     }
 
-    /// The rows themselves, checked with the passphrase, for one relying party or all.
-    public func verifiedEntries(relyingParty: String?) async throws(ProviderError) -> [CredentialEntry] {
+    /// What `passkey list` shows, read with at most one unlock.
+    public struct Listing: Sendable {
+        /// The store's own rows (with `verify`), damaged ones included; nil when the index was read instead.
+        public var entries: [CredentialEntry]?
+        /// The index's passkeys, when the rows were not read.
+        public var identities: [CredentialIdentity]
+        /// The notes of the passkeys listed (with `notes`), by credential ID.
+        public var notes: [[UInt8]: StoredNote]
+    }
+
+    /// The passkeys of `relyingParty` (nil: all) that a signal hid (`hidden`) or that are shown (not `hidden`;
+    /// damaged rows count as shown): from the index without the passphrase, or, with `verify` or `notes`, from one
+    /// unlock of the store (the rows themselves with `verify`; the index, rebuilt by the unlock, with the notes).
+    public func listing(
+        relyingParty: String?, verify: Bool, notes withNotes: Bool, hidden: Bool
+    ) async throws(ProviderError) -> Listing {
+        let wanted = relyingParty
+        func listed(_ identity: CredentialIdentity) -> Bool {
+            (wanted == nil || identity.serviceIdentifier == wanted) && identity.isHidden == hidden
+        }
+        guard verify || withNotes else {
+            return Listing(entries: nil, identities: try await index().passkeys.filter(listed), notes: [:])
+        }
         let store = try await access.open(create: false)
         defer { store.close() }
         do {
-            let entries = try store.entries()
-            guard let relyingParty else { return entries }
-            return entries.filter { $0.relyingPartyID == relyingParty }
+            let notes = withNotes ? try store.notes() : [:]
+            if verify {
+                let entries = try store.entries().filter { entry in
+                    switch entry {
+                    case .intact(let credential):
+                        (wanted == nil || credential.relyingPartyID == wanted)
+                            && (credential.hiddenDate != nil) == hidden
+                    case .damaged(let damaged): !hidden && (wanted == nil || damaged.relyingPartyID == wanted)
+                    }
+                }
+                return Listing(entries: entries, identities: [], notes: notes)
+            }
+            return Listing(entries: nil, identities: try store.sealedIndex().passkeys.filter(listed), notes: notes)
         } catch {
             throw ProviderError(error.message)
         }

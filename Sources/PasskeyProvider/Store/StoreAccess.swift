@@ -59,14 +59,14 @@ public struct StoreAccess: Sendable {
                 throw ProviderError(error.message)
             }
         }
-        if environment["PASSKEY_PASSPHRASE"] == nil, let store = try openThroughAgent() { return store }
+        if environment["PASSKEY_PASSPHRASE"] == nil, let store = try openThroughAgent() { return tidied(store) }
         var tries = PassphraseTries()
         while true {
             let passphrase = try await passphrase(forNewStore: false)
             do {
                 let store = try SQLiteCredentialStore.open(at: url, passphrase: passphrase)
                 if environment["PASSKEY_PASSPHRASE"] == nil { OpeningVerification.grant(to: store) }
-                return store
+                return tidied(store)
             } catch {
                 guard error.code == .wrongPassphrase, environment["PASSKEY_PASSPHRASE"] == nil else {
                     throw ProviderError(error.message)
@@ -76,6 +76,25 @@ public struct StoreAccess: Sendable {
                 if left == 0 { throw ProviderError(error.message) }
             }
         }
+    }
+
+    /// Whether the store exists and opens with nobody asked: `PASSKEY_PASSPHRASE` is set, or the agent holds its key.
+    public var opensWithoutAsking: Bool {
+        guard exists else { return false }
+        if environment["PASSKEY_PASSPHRASE"] != nil { return true }
+        guard let agent, case .held? = try? agent.send(.status(store: agentPath)) else { return false }
+        return true
+    }
+
+    /// `store`, after the passkeys hidden for longer than their grace period are deleted (one read when there are
+    /// none). Best effort: a store that cannot be written now still opens, and they go the next time.
+    private func tidied(_ store: SQLiteCredentialStore) -> SQLiteCredentialStore {
+        if let deleted = try? store.deleteExpiredHidden(now: Date()), !deleted.isEmpty {
+            interface.report(
+                .hiddenPasskeysDeleted(
+                    count: deleted.count, graceDays: Int(SQLiteCredentialStore.hiddenGracePeriod / 86_400)))
+        }
+        return store
     }
 
     /// The agent that may hold this store's key: the one at `$XDG_RUNTIME_DIR/passkey/agent.sock`; nil without

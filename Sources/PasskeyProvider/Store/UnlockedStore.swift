@@ -29,6 +29,14 @@ public final class UnlockedStore: Sendable {
         return keep(store)
     }
 
+    /// The store, unlocked unless that needs someone to type its passphrase (``StoreAccess/opensWithoutAsking``);
+    /// nil then, or when it cannot be opened.
+    public func openWithoutAsking() async -> SQLiteCredentialStore? {
+        if let store = current { return store }
+        guard access.opensWithoutAsking else { return nil }
+        return try? await open()
+    }
+
     /// The store, locked for serving (``StoreAccess/openForServing(create:)``): the lock is taken, then the store
     /// unlocked unless it already was. Both are kept until this value goes.
     public func openForServing() async throws(ProviderError) -> SQLiteCredentialStore {

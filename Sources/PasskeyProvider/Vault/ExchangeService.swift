@@ -4,7 +4,8 @@ import CredentialExchange
 import Foundation
 import PasskeyStoreIO
 
-/// Moving passkeys between stores (`passkey export`, `import`, `import-key`; Docs/Exchange.md). A private key never
+/// Moving passkeys, saved passwords and one-time codes between stores (`passkey export`, `import`, `import-key`;
+/// Docs/Exchange.md). A private key never
 /// reaches the disk in clear text here: an export is sealed to an importer's key or under a passphrase before it is
 /// written, and every file is created new (0600 for anything secret), never replacing one. Everything that can fail
 /// on the arguments fails before the store is unlocked. An import checks every passkey first and adds them in one
@@ -34,17 +35,25 @@ public struct ExchangeService: Sendable {
         public var count: Int
         /// Passkeys left out because they may not leave this store (BE = 0).
         public var singleDevice: Int
-        /// Saved passwords in the store, which an export does not carry yet (issue 24: it left them behind without a
-        /// word).
+        /// Saved passwords and one-time codes left out because their rows fail their integrity check: an export
+        /// carries only what the store vouches for.
         public var passwordsLeftOut: Int
         public var sealedWith: SealedWith
+        /// Saved passwords and one-time codes exported (none when passkeys were chosen with `--rp` or `--credential`).
+        public var passwords: Int
+        public var oneTimeCodes: Int
 
-        public init(bytes: [UInt8]?, count: Int, singleDevice: Int, passwordsLeftOut: Int, sealedWith: SealedWith) {
+        public init(
+            bytes: [UInt8]?, count: Int, singleDevice: Int, passwordsLeftOut: Int, sealedWith: SealedWith,
+            passwords: Int = 0, oneTimeCodes: Int = 0
+        ) {
             self.bytes = bytes
             self.count = count
             self.singleDevice = singleDevice
             self.passwordsLeftOut = passwordsLeftOut
             self.sealedWith = sealedWith
+            self.passwords = passwords
+            self.oneTimeCodes = oneTimeCodes
         }
     }
 
@@ -57,7 +66,8 @@ public struct ExchangeService: Sendable {
     }
 
     /// Exports the store's passkeys (of `relyingParties`, and of the credential IDs in `credentialIDs`, when not
-    /// empty) sealed with `sealing`, to a new file at `output` or returned.
+    /// empty) sealed with `sealing`, to a new file at `output` or returned. Without a choice of passkeys the saved
+    /// passwords (with their notes) and one-time codes go too.
     public func export(
         sealing: Sealing, relyingParties: [String] = [], credentialIDs: Set<[UInt8]> = [], output: String?
     ) async throws(ProviderError) -> Exported {
@@ -76,27 +86,31 @@ public struct ExchangeService: Sendable {
         let store = try await access.open(create: false)
         defer { store.close() }
         var selected: [StoredCredential]
-        let passwords: Int
+        var logins: [ExportedLogin] = []
+        var codes: [ExportedOneTimeCode] = []
+        var leftOut = 0
         var notes: [[UInt8]: String] = [:]
         do {
             selected = try store.allCredentials()
-            passwords = relyingParties.isEmpty && credentialIDs.isEmpty ? try store.passwords().count : 0
             // A note that fails its integrity check stays behind: an export carries only what the store vouches for.
             for case (let id, .text(let text)) in try store.notes() { notes[id] = text }
+            if relyingParties.isEmpty && credentialIDs.isEmpty {
+                (logins, codes, leftOut) = try Self.loginsAndCodes(of: store)
+            }
         } catch {
             throw ProviderError(error.message)
         }
         if !relyingParties.isEmpty { selected = selected.filter { relyingParties.contains($0.relyingPartyID) } }
         if !credentialIDs.isEmpty { selected = selected.filter { credentialIDs.contains($0.id) } }
         let (exported, singleDevice) = CXF.Header.exportable(selected)
-        guard !exported.isEmpty else {
+        guard !exported.isEmpty || !logins.isEmpty || !codes.isEmpty else {
             throw ProviderError(
                 "no passkeys to export"
                     + (singleDevice > 0 ? " (\(singleDevice) single-device passkeys may not leave this store)" : ""))
         }
         let document = CXF.Header(
-            exporting: exported, notes: notes, exporterRpId: "passkey.local", exporterDisplayName: "passkey",
-            at: Date())
+            exporting: exported, notes: notes, logins: logins, oneTimeCodes: codes, exporterRpId: "passkey.local",
+            exporterDisplayName: "passkey", at: Date())
         let bytes: [UInt8]
         let sealedWith: SealedWith
         do throws(ExchangeError) {
@@ -115,7 +129,44 @@ public struct ExchangeService: Sendable {
         if let output { try Self.createOwnerOnly(bytes, at: output) }
         return Exported(
             bytes: output == nil ? bytes : nil, count: exported.count, singleDevice: singleDevice,
-            passwordsLeftOut: passwords, sealedWith: sealedWith)
+            passwordsLeftOut: leftOut, sealedWith: sealedWith, passwords: logins.count, oneTimeCodes: codes.count)
+    }
+
+    /// The store's intact saved passwords (with their notes) and one-time codes as an export writes them, and how
+    /// many rows are left out because they fail their integrity check.
+    static func loginsAndCodes(of store: SQLiteCredentialStore) throws(CredentialStoreError) -> (
+        [ExportedLogin], [ExportedOneTimeCode], leftOut: Int
+    ) {
+        var passwordNotes: [[UInt8]: String] = [:]
+        for case (let id, .text(let text)) in try store.notes(ofPasswords: true) { passwordNotes[id] = text }
+        var leftOut = 0
+        var logins: [ExportedLogin] = []
+        for entry in try store.passwordEntries() {
+            guard case .intact(let credential) = entry else {
+                leftOut += 1
+                continue
+            }
+            let login = credential.login
+            logins.append(
+                ExportedLogin(
+                    url: login.service.exchangeURL, title: login.service.host ?? login.service.text,
+                    userName: login.userName, password: credential.password, note: passwordNotes[login.id],
+                    creationDate: login.creationDate, modificationDate: login.modificationDate))
+        }
+        var codes: [ExportedOneTimeCode] = []
+        for entry in try store.oneTimeCodeEntries() {
+            guard case .intact(let code) = entry else {
+                leftOut += 1
+                continue
+            }
+            let saved = code.saved
+            codes.append(
+                ExportedOneTimeCode(
+                    url: saved.service.exchangeURL, title: saved.issuer ?? saved.service.host ?? saved.service.text,
+                    userName: saved.userName, issuer: saved.issuer, secret: code.secret, parameters: saved.parameters,
+                    creationDate: saved.creationDate))
+        }
+        return (logins, codes, leftOut)
     }
 
     // MARK: Import
@@ -125,46 +176,83 @@ public struct ExchangeService: Sendable {
         public var added: Int
         /// Credential IDs already in the store, skipped.
         public var skippedDuplicates: Int
-        /// Credentials of other types (passwords, notes) in the file, skipped.
+        /// Credentials in the file not carried (other types, or ones without a site), skipped; each was named in the
+        /// preview.
         public var otherTypes: Int
         /// The file held private keys in clear text: the person should delete it.
         public var wasClearText: Bool
+        /// Saved passwords and one-time codes added, and those whose login the store already had (kept as it was).
+        public var passwordsAdded: Int
+        public var passwordsAlreadyPresent: Int
+        public var oneTimeCodesAdded: Int
+        public var oneTimeCodesAlreadyPresent: Int
 
-        public init(added: Int, skippedDuplicates: Int, otherTypes: Int, wasClearText: Bool) {
+        public init(
+            added: Int, skippedDuplicates: Int, otherTypes: Int, wasClearText: Bool, passwordsAdded: Int = 0,
+            passwordsAlreadyPresent: Int = 0, oneTimeCodesAdded: Int = 0, oneTimeCodesAlreadyPresent: Int = 0
+        ) {
             self.added = added
             self.skippedDuplicates = skippedDuplicates
             self.otherTypes = otherTypes
             self.wasClearText = wasClearText
+            self.passwordsAdded = passwordsAdded
+            self.passwordsAlreadyPresent = passwordsAlreadyPresent
+            self.oneTimeCodesAdded = oneTimeCodesAdded
+            self.oneTimeCodesAlreadyPresent = oneTimeCodesAlreadyPresent
         }
     }
 
-    /// Imports the passkeys of `file` (opened with the importer key at `key`, or the archive passphrase) after
-    /// showing them and asking (`yes`: without asking, reported).
+    /// Imports the passkeys, saved passwords and one-time codes of `file` (opened with the importer key at `key`, or
+    /// the archive passphrase) after showing them and asking (`yes`: without asking, reported). A password or code
+    /// whose file names no site the store can use is skipped and named with the other types.
     public func `import`(file: String, key: String?, yes: Bool) async throws(ProviderError) -> Imported {
-        let contents = try await read(file, key: key)
+        var contents = try await read(file, key: key)
+        let (passwords, codes) = Self.storable(&contents)
         let store = try await access.open(create: false)
         defer { store.close() }
         var entries: [ImportPreview.Entry] = []
-        for passkey in contents.passkeys {
-            let credential = passkey.credential
-            let duplicate: Bool
-            do {
-                duplicate = try store.entry(id: credential.id) != nil
-            } catch {
-                throw ProviderError(error.message)
+        var passwordEntries: [ImportPreview.Login] = []
+        var codeEntries: [ImportPreview.Login] = []
+        do {
+            for passkey in contents.passkeys {
+                let credential = passkey.credential
+                entries.append(
+                    ImportPreview.Entry(
+                        relyingPartyID: credential.relyingPartyID, userName: credential.userName,
+                        created: credential.creationDate, duplicate: try store.entry(id: credential.id) != nil,
+                        notes: passkey.notes))
             }
-            entries.append(
-                ImportPreview.Entry(
-                    relyingPartyID: credential.relyingPartyID, userName: credential.userName,
-                    created: credential.creationDate, duplicate: duplicate, notes: passkey.notes))
+            for login in passwords {
+                passwordEntries.append(
+                    ImportPreview.Login(
+                        service: login.service.text, userName: login.userName,
+                        duplicate: try store.passwordEntry(service: login.service, userName: login.userName) != nil))
+            }
+            let present = Set(try store.oneTimeCodeEntries().compactMap(Self.login(of:)))
+            for code in codes {
+                codeEntries.append(
+                    ImportPreview.Login(
+                        service: code.service.text, userName: code.userName,
+                        duplicate: present.contains(Self.LoginKey(service: code.service.text, userName: code.userName)))
+                )
+            }
+        } catch {
+            throw ProviderError(error.message)
         }
         interface.report(
             .importing(
                 ImportPreview(
-                    file: file, source: contents.source, entries: entries, skippedTypes: contents.skippedTypes)))
+                    file: file, source: contents.source, entries: entries, skippedTypes: contents.skippedTypes,
+                    passwords: passwordEntries, oneTimeCodes: codeEntries,
+                    skipped: contents.skipped.map {
+                        ImportPreview.Skipped(type: $0.type, title: $0.title, reason: $0.reason)
+                    })))
         let fresh = entries.filter { !$0.duplicate }.count
-        if fresh > 0 {
-            let question = ProviderQuestion.importPasskeys(count: fresh, store: store.url.path)
+        let freshPasswords = passwordEntries.filter { !$0.duplicate }.count
+        let freshCodes = codeEntries.filter { !$0.duplicate }.count
+        if fresh + freshPasswords + freshCodes > 0 {
+            let question = ProviderQuestion.importPasskeys(
+                count: fresh, passwords: freshPasswords, oneTimeCodes: freshCodes, store: store.url.path)
             switch await ApprovalMode(yes: yes, environment: [:]).answer(
                 question, interface: interface, canAsk: access.canAsk)
             {
@@ -180,13 +268,93 @@ public struct ExchangeService: Sendable {
             for passkey in contents.passkeys {
                 if let note = passkey.note { notes[passkey.credential.id] = note }
             }
-            outcome = try store.importCredentials(contents.passkeys.map(\.credential), notes: notes)
+            outcome = try store.importCredentials(
+                contents.passkeys.map(\.credential), notes: notes, passwords: passwords, oneTimeCodes: codes)
         } catch {
             throw ProviderError(error.message)
         }
         return Imported(
             added: outcome.added.count, skippedDuplicates: outcome.skippedDuplicates.count,
-            otherTypes: contents.skippedTypes.values.reduce(0, +), wasClearText: contents.wasClearText)
+            otherTypes: contents.skipped.count, wasClearText: contents.wasClearText,
+            passwordsAdded: outcome.passwordsAdded, passwordsAlreadyPresent: outcome.passwordsAlreadyPresent,
+            oneTimeCodesAdded: outcome.oneTimeCodesAdded,
+            oneTimeCodesAlreadyPresent: outcome.oneTimeCodesAlreadyPresent)
+    }
+
+    struct LoginKey: Hashable {
+        var service: String
+        var userName: String
+    }
+
+    static func login(of entry: OneTimeCodeEntry) -> LoginKey? {
+        switch entry {
+        case .intact(let code): LoginKey(service: code.saved.service.text, userName: code.saved.userName)
+        case .damaged(let damaged):
+            damaged.service.flatMap { service in damaged.userName.map { LoginKey(service: service, userName: $0) } }
+        }
+    }
+
+    /// The file's passwords and codes as the store keeps them, each under the first of its URLs that names a site
+    /// (`PasswordService.named(byExchangeURL:)`); those with none are moved to `contents.skipped`, named. A password or code
+    /// that comes twice for one login is carried once, the later ones named as skipped.
+    static func storable(_ contents: inout ImportContents) -> ([PasswordImport], [OneTimeCodeImport]) {
+        let noSite = "it names no web site or app this store can keep it for"
+        var passwords: [PasswordImport] = []
+        var seen = Set<LoginKey>()
+        for login in contents.passwords {
+            guard let service = login.urls.lazy.compactMap(PasswordService.named(byExchangeURL:)).first else {
+                contents.skipped.append(SkippedCredential(type: "basic-auth", title: login.title, reason: noSite))
+                continue
+            }
+            guard login.password.utf8.count <= SQLiteCredentialStore.maximumPasswordLength,
+                login.userName.utf8.count <= SQLiteCredentialStore.maximumUserNameLength
+            else {
+                contents.skipped.append(
+                    SkippedCredential(
+                        type: "basic-auth", title: login.title,
+                        reason: "its password is over \(SQLiteCredentialStore.maximumPasswordLength) bytes or its "
+                            + "user name over \(SQLiteCredentialStore.maximumUserNameLength)"))
+                continue
+            }
+            guard seen.insert(LoginKey(service: service.text, userName: login.userName)).inserted else {
+                contents.skipped.append(
+                    SkippedCredential(
+                        type: "basic-auth", title: login.title, reason: "the file has another password for this login"))
+                continue
+            }
+            passwords.append(
+                PasswordImport(
+                    service: service, userName: login.userName, password: login.password, note: login.note,
+                    creationDate: login.creationDate))
+        }
+        var codes: [OneTimeCodeImport] = []
+        seen = []
+        for code in contents.oneTimeCodes {
+            guard let service = code.urls.lazy.compactMap(PasswordService.named(byExchangeURL:)).first else {
+                contents.skipped.append(SkippedCredential(type: "totp", title: code.title, reason: noSite))
+                continue
+            }
+            guard code.userName.utf8.count <= SQLiteCredentialStore.maximumUserNameLength,
+                (code.issuer?.utf8.count ?? 0) <= SQLiteCredentialStore.maximumUserNameLength
+            else {
+                contents.skipped.append(
+                    SkippedCredential(
+                        type: "totp", title: code.title,
+                        reason: "its user name or issuer is over \(SQLiteCredentialStore.maximumUserNameLength) bytes"))
+                continue
+            }
+            guard seen.insert(LoginKey(service: service.text, userName: code.userName)).inserted else {
+                contents.skipped.append(
+                    SkippedCredential(
+                        type: "totp", title: code.title, reason: "the file has another one-time code for this login"))
+                continue
+            }
+            codes.append(
+                OneTimeCodeImport(
+                    service: service, userName: code.userName, issuer: code.issuer, parameters: code.parameters,
+                    secret: code.secret, creationDate: code.creationDate))
+        }
+        return (passwords, codes)
     }
 
     /// The file's passkeys, opened with the key or passphrase it needs and checked.
@@ -281,6 +449,13 @@ public struct ExchangeService: Sendable {
 
 /// What an import will add, shown before the person is asked.
 public struct ImportPreview: Hashable, Sendable {
+    /// A saved password or one-time code: its login, and whether the store has one for it already (skipped).
+    public struct Login: Hashable, Sendable {
+        public var service: String
+        public var userName: String
+        public var duplicate: Bool
+    }
+
     public struct Entry: Hashable, Sendable {
         public var relyingPartyID: String
         public var userName: String?
@@ -296,6 +471,50 @@ public struct ImportPreview: Hashable, Sendable {
     /// What the file is ("Bitwarden export", "passkey archive").
     public var source: String
     public var entries: [Entry]
-    /// Credentials of other types, by type, skipped.
+    /// Credentials not carried, by type, skipped.
     public var skippedTypes: [String: Int]
+    public var passwords: [Login] = []
+    public var oneTimeCodes: [Login] = []
+    /// Each credential not carried, named by its item.
+    public var skipped: [Skipped] = []
+
+    /// A credential not carried: its type, its item's title and why.
+    public struct Skipped: Hashable, Sendable {
+        public var type: String
+        public var title: String
+        public var reason: String
+    }
+}
+
+extension PasswordService {
+    /// The URL an export writes for the service: `https://` and the domain, the origin, or an app ID as it is (the
+    /// format has no member for an Apple app ID).
+    public var exchangeURL: String {
+        switch kind {
+        case .domain: "https://\(text)"
+        case .origin, .app: text
+        }
+    }
+
+    /// The service an import file's URL names: a domain, an https origin or an app ID as a password's service is
+    /// written, or the host of an `http`/`https` URL (`https://example.com/login` → `example.com`; with a port other
+    /// than 443, the https origin). Nil for anything else (an Android app, a URL without a host).
+    public static func named(byExchangeURL raw: String) -> PasswordService? {
+        let text = raw.trimmingCharacters(in: .whitespaces)
+        if let service = PasswordService(text) {
+            // `https://example.com` is how a domain is exported: it comes back as the domain.
+            if service.kind == .origin, let host = service.host, service.text == "https://\(host)" {
+                return PasswordService(host)
+            }
+            return service
+        }
+        guard let components = URLComponents(string: text),
+            let scheme = components.scheme?.lowercased(), scheme == "https" || scheme == "http",
+            let host = components.host, !host.isEmpty
+        else { return nil }
+        if scheme == "https", let port = components.port, port != 443 {
+            return PasswordService("https://\(host):\(port)")
+        }
+        return PasswordService(host)
+    }
 }

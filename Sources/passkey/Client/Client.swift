@@ -32,7 +32,9 @@ extension Passkey {
                 same client with this package's own relying party and a phone, which keep the public keys in a \
                 relying party state file.
                 """,
-            subcommands: [Create.self, Get.self, Register.self, SignIn.self, Capabilities.self, Links.self]
+            subcommands: [
+                Create.self, Get.self, Signal.self, Register.self, SignIn.self, Capabilities.self, Links.self,
+            ]
         )
     }
 }

@@ -30,10 +30,25 @@ extension Passkey.Client {
 
         @OptionGroup var options: WebAuthnClientOptions
 
+        @Option(
+            help: ArgumentHelp(
+                "How the request is mediated (default: optional, or what the options' wrapper says). conditional: "
+                    + "an automatic passkey upgrade, made on this computer with no dialog only right after "
+                    + "`client get --password` gave this account's saved password to the page; else NotAllowedError.",
+                valueName: "optional|required|conditional"))
+        var mediation: CredentialMediation?
+
         @OptionGroup var verbosity: OutputOptions
+
+        func validate() throws {
+            if mediation == .immediate {
+                throw ValidationError("--mediation immediate is for `client get` only.")
+            }
+        }
 
         func run() async throws {
             let options = options
+            let mediation = mediation
             try await options.run {
                 var request = try PublicKeyCredentialCreationOptions(json: try options.readOptions())
                 if !options.hint.isEmpty { request.hints = options.hint }
@@ -42,7 +57,9 @@ extension Passkey.Client {
                 let engine = try await options.makeEngine(
                     ceremony: .create,
                     thisComputer: ThisComputer(access: options.store.access(), approval: options.approval.mode))
-                let credential = try await engine.create(request, origin: options.origin)
+                let chosen =
+                    mediation ?? request.wrapperMediation.flatMap(CredentialMediation.init(rawValue:)) ?? .optional
+                let credential = try await engine.create(request, origin: options.origin, mediation: chosen)
                 options.printCredential(
                     json: credential.json(.compact), pretty: credential.json(.pretty),
                     summary: [

@@ -118,7 +118,10 @@ struct WebAuthnClientOptions: ParsableArguments {
             environment: ClientEnvironment(
                 authenticators: authenticators, userInterface: interface,
                 relyingPartyIDChecker: try SuffixListRelyingPartyIDChecker.fromSystemList(
-                    relatedOrigins: HTTPSRelatedOriginsSource())))
+                    relatedOrigins: HTTPSRelatedOriginsSource()),
+                conditionalCreation: { relyingPartyID, userName in
+                    await thisComputer.allowsConditionalCreation(relyingPartyID: relyingPartyID, userName: userName)
+                }))
     }
 
     /// Prints the credential: its `toJSON()` alone with `--json`, else a summary and the JSON laid out.

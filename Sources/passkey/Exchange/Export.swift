@@ -7,14 +7,16 @@ import TerminalIO
 extension Passkey {
     struct Export: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
-            abstract: "Export passkeys, sealed to an importer's key or under a passphrase.",
+            abstract:
+                "Export passkeys, passwords and one-time codes, sealed to an importer's key or under a passphrase.",
             discussion: """
                 Writes the passkeys as a FIDO CXF document that never touches the disk in clear text: with --to, \
                 sealed with HPKE to the importing side's public key (a CXP ExportResponse; make the key pair there \
                 with `passkey import-key new`); with --passphrase, as a passphrase archive (scrypt and \
                 AES-256-GCM) for backups, the passphrase from $PASSKEY_EXPORT_PASSPHRASE or asked twice. Passkeys \
-                that are not backup eligible (BE = 0) are left out and counted, and so are saved passwords, which \
-                an export does not carry yet. The file is written with mode \
+                that are not backup eligible (BE = 0) are left out and counted. Without --rp or --credential the \
+                saved passwords (with their notes) and one-time codes go too, as CXF basic-auth, note and totp \
+                credentials. The file is written with mode \
                 0600 and never replaces an existing one. See Docs/Exchange.md.
                 """)
 

@@ -7,14 +7,16 @@ import TerminalIO
 extension Passkey {
     struct Import: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
-            abstract: "Import passkeys from an export, an archive, Bitwarden or KeePassXC.",
+            abstract:
+                "Import passkeys, passwords and one-time codes from an export, an archive, Bitwarden or KeePassXC.",
             discussion: """
                 Reads a `passkey export` file (with --key, the importer's private key), a passphrase archive \
-                ($PASSKEY_EXPORT_PASSPHRASE or asked), a CXF document, a Bitwarden unencrypted JSON export or a \
-                KeePassXC .passkey file. Every passkey is checked first (a P-256 key, sizes the store accepts); \
-                one bad entry stops the import and nothing is written. Shows what it will add, asks, and adds them \
-                in one transaction; credential IDs already in the store are skipped and counted. See \
-                Docs/Exchange.md.
+                ($PASSKEY_EXPORT_PASSPHRASE or asked), a CXF 1.0 document, a Bitwarden unencrypted JSON export, a \
+                KeePassXC .passkey file or a KeePassXC CSV export. Every passkey is checked first (a P-256 or \
+                Ed25519 key, sizes the store accepts); one bad entry stops the import and nothing is written. Shows \
+                what it will add, and every credential it will not carry by type and item; asks, and adds passkeys, \
+                passwords (with notes) and one-time codes in one transaction; credential IDs and logins already in \
+                the store are skipped and counted. See Docs/Exchange.md.
                 """)
 
         @OptionGroup var store: StoreOptions
@@ -38,7 +40,7 @@ extension Passkey {
             }
             if imported.wasClearText {
                 Terminal.shared.write(
-                    "passkey: \(file.terminalSafe) holds private keys in clear text: delete it now "
+                    "passkey: \(file.terminalSafe) holds secrets (private keys, passwords) in clear text: delete it now "
                         + "(for example `shred -u \(file.terminalSafe)`), and empty any trash or backup that has it.\n")
             }
         }

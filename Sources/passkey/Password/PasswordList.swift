@@ -32,19 +32,20 @@ extension Passkey.Password {
         func run() async throws {
             let wanted = service.flatMap(PasswordService.init)
             var rows: [PasswordRow]
-            if verify {
-                let store = try await store.open(create: false)
-                defer { store.close() }
-                rows = PasswordListing.rows(try store.passwordEntries(service: wanted))
-            } else {
-                rows = PasswordListing.rows(try await Passkey.List.index(store: store).passwords, service: wanted)
-            }
-            if notes {
-                // Notes are sealed: reading them unlocks the store.
+            if verify || notes {
+                // One unlock for the rows and the notes (notes are sealed).
                 let opened = try await store.open(create: false)
                 defer { opened.close() }
-                let notes = try opened.notes(ofPasswords: true).mapValues(NoteDisplay.text)
-                for index in rows.indices { rows[index].note = notes[rows[index].id] }
+                rows =
+                    verify
+                    ? PasswordListing.rows(try opened.passwordEntries(service: wanted))
+                    : PasswordListing.rows(try opened.sealedIndex().passwords, service: wanted)
+                if notes {
+                    let notes = try opened.notes(ofPasswords: true).mapValues(NoteDisplay.text)
+                    for index in rows.indices { rows[index].note = notes[rows[index].id] }
+                }
+            } else {
+                rows = PasswordListing.rows(try await Passkey.List.index(store: store).passwords, service: wanted)
             }
             if format.json {
                 printJSON(JSONOutput.text(PasswordListing.json(rows)))

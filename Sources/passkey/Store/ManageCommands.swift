@@ -85,6 +85,30 @@ extension Passkey {
         }
     }
 
+    /// `passkey unhide ID`.
+    struct Unhide: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Show again a passkey that a site's signal hid.",
+            discussion: """
+                A site that no longer accepts a passkey can say so (WebAuthn signalUnknownCredential, or \
+                signalAllAcceptedCredentials without it; `passkey client signal`). The passkey is then hidden: \
+                no chooser offers it and `passkey list` leaves it out, `passkey list --hidden` shows it, and it is \
+                deleted 30 days after it was hidden. Until then, this brings it back (Docs/Store.md).
+                """)
+
+        @OptionGroup var store: StoreOptions
+        @OptionGroup var passkey: CredentialIDArgument
+        @OptionGroup var verbosity: OutputOptions
+
+        func run() async throws {
+            let shown = try await PasskeyCatalog(access: store.access()).unhide(
+                candidates: passkey.candidates, text: passkey.credentialID)
+            printLine(
+                "The passkey for \(shown.relyingPartyID.terminalSafe): \(AccountSummary.label(shown).siteChosen) is "
+                    + "shown again.")
+        }
+    }
+
     /// `passkey note ID`.
     struct Note: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
