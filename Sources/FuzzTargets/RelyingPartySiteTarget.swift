@@ -13,7 +13,7 @@ enum RelyingPartySiteTarget {
     static let origin = "https://example.com"
     static let paths = [
         "/registration/verify", "/authentication/verify", "/registration/options", "/authentication/options",
-        "/client-result",
+        "/client-result", "/password/sign-up", "/password/sign-in", "/account/rename", "/credentials/delete",
     ]
 
     static let site: FuzzTarget = FuzzTarget(
@@ -43,6 +43,10 @@ enum RelyingPartySiteTarget {
                         #"{"username":"bob","displayName":"Bob","residentKey":"preferred","hints":["hybrid"]}"#.utf8),
                 [3] + Array(#"{"username":"alice","userVerification":"required"}"#.utf8),
                 [4] + Array(#"{"ceremony":"registration","name":"NotAllowedError","message":"no"}"#.utf8),
+                [5] + Array(#"{"username":"carol","password":"correct horse","displayName":"Carol"}"#.utf8),
+                [6] + Array(#"{"username":"alice","password":"correct horse"}"#.utf8),
+                [7] + Array(#"{"username":"alice","displayName":"Alice Liddell"}"#.utf8),
+                [8] + Array(#"{"credentialId":"Y3JlZGVudGlhbC0w"}"#.utf8),
             ]
         },
         run: { input in
@@ -83,6 +87,16 @@ enum RelyingPartySiteTarget {
             expect((200..<500).contains(status), "\(path) answered \(status)")
             if let line = exchange.line {
                 expect(!line.contains("\n") && !line.contains("\r"), "a verdict line spans lines")
+            }
+            // A password posted is never printed or answered back.
+            if path.hasPrefix("/password/"), case .object(let members)? = try? JSONValue(parsing: body),
+                case .string(let password)? = members.first(where: { $0.key == "password" })?.value,
+                password.count >= 16, String(decoding: body, as: UTF8.self).components(separatedBy: password).count == 2
+            {
+                expect(!(exchange.line ?? "").contains(password), "\(path) printed the password")
+                expect(
+                    !String(decoding: exchange.response.body, as: UTF8.self).contains(password),
+                    "\(path) answered with the password")
             }
         })
 

@@ -32,7 +32,8 @@ public struct RelyingPartyStateError: CodedError {
 }
 
 /// What a relying party remembers: the credential records of registered accounts, as JSON (`--rp-state FILE`,
-/// shared by `passkey client` and `passkey rp serve`). It holds public keys only.
+/// shared by `passkey client` and `passkey rp serve`). It holds public keys, and for `rp serve`'s password sign-in
+/// salted scrypt hashes, never a secret.
 ///
 /// ```json
 /// {"version": 1, "accounts": [{"rpID": "example.com", "userName": "alice", "registered": "2026-…Z",
@@ -57,14 +58,148 @@ public struct RelyingPartyState: Hashable, Sendable, Codable {
         }
     }
 
+    /// What the web relying party keeps of a user beyond the passkeys: the display name and, for an account that
+    /// signs in with a password too, that password's scrypt hash (never the password). The key is the RP ID and the
+    /// user name; `userHandle` is the WebAuthn user handle its passkeys are registered under.
+    ///
+    /// ```json
+    /// {"rpID": "example.com", "userName": "alice", "displayName": "Alice", "userHandle": "<base64url>",
+    ///  "password": {"kdf": "scrypt", "rounds": 16384, "blockSize": 8, "parallelism": 1, "salt": "…", "hash": "…"}}
+    /// ```
+    public struct User: Hashable, Sendable, Codable {
+        public var rpID: String
+        public var userName: String
+        /// The name shown for the account; nil means the user name.
+        public var displayName: String?
+        /// The user handle, unpadded base64url in JSON.
+        public var userHandle: [UInt8]
+        public var password: PasswordHash?
+
+        public init(rpID: String, userName: String, displayName: String?, userHandle: [UInt8], password: PasswordHash?)
+        {
+            self.rpID = rpID
+            self.userName = userName
+            self.displayName = displayName
+            self.userHandle = userHandle
+            self.password = password
+        }
+
+        private enum CodingKeys: String, CodingKey { case rpID, userName, displayName, userHandle, password }
+
+        public init(from decoder: any Decoder) throws {
+            let container = try decoder.container(keyedBy: CodingKeys.self)
+            rpID = try container.decode(String.self, forKey: .rpID)
+            userName = try container.decode(String.self, forKey: .userName)
+            displayName = try container.decodeIfPresent(String.self, forKey: .displayName)
+            userHandle = try PasswordHash.bytes(container, .userHandle)
+            password = try container.decodeIfPresent(PasswordHash.self, forKey: .password)
+        }
+
+        public func encode(to encoder: any Encoder) throws {
+            var container = encoder.container(keyedBy: CodingKeys.self)
+            try container.encode(rpID, forKey: .rpID)
+            try container.encode(userName, forKey: .userName)
+            try container.encodeIfPresent(displayName, forKey: .displayName)
+            try container.encode(userHandle.base64URLEncodedString, forKey: .userHandle)
+            try container.encodeIfPresent(password, forKey: .password)
+        }
+    }
+
+    /// A password's scrypt hash (RFC 7914) with its salt and parameters; byte strings are unpadded base64url in JSON.
+    public struct PasswordHash: Hashable, Sendable, Codable {
+        /// Always `scrypt`.
+        public var kdf: String
+        public var rounds: Int
+        public var blockSize: Int
+        public var parallelism: Int
+        public var salt: [UInt8]
+        public var hash: [UInt8]
+
+        public init(rounds: Int, blockSize: Int, parallelism: Int, salt: [UInt8], hash: [UInt8]) {
+            kdf = "scrypt"
+            self.rounds = rounds
+            self.blockSize = blockSize
+            self.parallelism = parallelism
+            self.salt = salt
+            self.hash = hash
+        }
+
+        private enum CodingKeys: String, CodingKey { case kdf, rounds, blockSize, parallelism, salt, hash }
+
+        public init(from decoder: any Decoder) throws {
+            let container = try decoder.container(keyedBy: CodingKeys.self)
+            kdf = try container.decode(String.self, forKey: .kdf)
+            guard kdf == "scrypt" else {
+                throw DecodingError.dataCorruptedError(
+                    forKey: .kdf, in: container, debugDescription: "the password hash is not scrypt")
+            }
+            rounds = try container.decode(Int.self, forKey: .rounds)
+            blockSize = try container.decode(Int.self, forKey: .blockSize)
+            parallelism = try container.decode(Int.self, forKey: .parallelism)
+            salt = try Self.bytes(container, .salt)
+            hash = try Self.bytes(container, .hash)
+        }
+
+        public func encode(to encoder: any Encoder) throws {
+            var container = encoder.container(keyedBy: CodingKeys.self)
+            try container.encode(kdf, forKey: .kdf)
+            try container.encode(rounds, forKey: .rounds)
+            try container.encode(blockSize, forKey: .blockSize)
+            try container.encode(parallelism, forKey: .parallelism)
+            try container.encode(salt.base64URLEncodedString, forKey: .salt)
+            try container.encode(hash.base64URLEncodedString, forKey: .hash)
+        }
+
+        static func bytes<Key: CodingKey>(_ container: KeyedDecodingContainer<Key>, _ key: Key) throws -> [UInt8] {
+            let text = try container.decode(String.self, forKey: key)
+            guard let bytes = [UInt8](base64URLEncoded: text), !bytes.isEmpty else {
+                throw DecodingError.dataCorruptedError(
+                    forKey: key, in: container, debugDescription: "not unpadded base64url")
+            }
+            return bytes
+        }
+    }
+
     public static let currentVersion = 1
     /// The largest state file read: anything bigger is not one of ours.
     public static let maximumFileSize = 16 << 20
 
     public var version = Self.currentVersion
     public var accounts: [Account] = []
+    /// Display names and passwords (`rp serve`'s password sign-in); absent from the JSON when empty.
+    public var users: [User] = []
 
     public init() {}
+
+    private enum CodingKeys: String, CodingKey { case version, accounts, users }
+
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        version = try container.decode(Int.self, forKey: .version)
+        accounts = try container.decode([Account].self, forKey: .accounts)
+        users = try container.decodeIfPresent([User].self, forKey: .users) ?? []
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(version, forKey: .version)
+        try container.encode(accounts, forKey: .accounts)
+        if !users.isEmpty { try container.encode(users, forKey: .users) }
+    }
+
+    /// The user record of `userName` at `rpID`, if there is one.
+    public func user(rpID: String, userName: String) -> User? {
+        users.first { $0.rpID == rpID && $0.userName == userName }
+    }
+
+    /// Sets a user record whole: replaces the one with the same RP ID and user name where it is, or adds it at the end.
+    public mutating func set(_ user: User) {
+        if let index = users.firstIndex(where: { $0.rpID == user.rpID && $0.userName == user.userName }) {
+            users[index] = user
+        } else {
+            users.append(user)
+        }
+    }
 
     /// The accounts of one relying party.
     public func accounts(for rpID: String) -> [Account] { accounts.filter { $0.rpID == rpID } }

@@ -43,8 +43,12 @@ public struct RelyingPartyVerifier: Hashable, Sendable {
     /// BE, attested credential data present; the credential algorithm against `options.algorithms`;
     /// then the attestation statement. Not checked: extensions, and whether the credential ID is
     /// already registered (step 26): do that before storing the record.
+    ///
+    /// `conditionalMediation` is true when the options were passed to `create()` with `mediation: "conditional"`
+    /// (an automatic passkey upgrade): then the UP flag is not required (§7.1 step 14: "If options.mediation is not
+    /// set to conditional, verify that the UP bit … is set"), and every other check stays.
     public func verifyRegistration(
-        _ response: RegistrationResponse, options: RegistrationOptions
+        _ response: RegistrationResponse, options: RegistrationOptions, conditionalMediation: Bool = false
     ) throws(RelyingPartyError) -> RegistrationResult {
         let clientData = try verifyClientData(response.clientDataJSON, type: .create, challenge: options.challenge)
         let clientDataHash = Array(SHA256.hash(data: response.clientDataJSON))
@@ -56,7 +60,8 @@ public struct RelyingPartyVerifier: Hashable, Sendable {
             throw Self.refusal(error)
         }
         let authenticatorData = object.authenticatorData
-        try verifyFlags(authenticatorData, userVerification: options.userVerification)
+        try verifyFlags(
+            authenticatorData, userVerification: options.userVerification, requireUserPresence: !conditionalMediation)
         guard let attested = authenticatorData.attestedCredentialData else {
             throw RelyingPartyError(.attestedCredentialDataMissing, "the AT flag is not set in a registration")
         }
@@ -188,14 +193,15 @@ public struct RelyingPartyVerifier: Hashable, Sendable {
 
     /// §7.1 steps 13–16 / §7.2 steps 11–14 (the parts that need no stored record).
     private func verifyFlags(
-        _ authenticatorData: AuthenticatorData, userVerification: UserVerificationRequirement
+        _ authenticatorData: AuthenticatorData, userVerification: UserVerificationRequirement,
+        requireUserPresence: Bool = true
     ) throws(RelyingPartyError) {
         let expectedHash = Array(SHA256.hash(data: Array(relyingParty.id.utf8)))
         guard constantTimeEqual(authenticatorData.relyingPartyIDHash, expectedHash) else {
             throw RelyingPartyError(.rpIDHashMismatch, "rpIdHash is not SHA-256(\"\(relyingParty.id)\")")
         }
         let flags = authenticatorData.flags
-        guard flags.contains(.userPresent) else {
+        guard flags.contains(.userPresent) || !requireUserPresence else {
             throw RelyingPartyError(.userNotPresent, "the UP flag is not set")
         }
         if userVerification == .required, !flags.contains(.userVerified) {

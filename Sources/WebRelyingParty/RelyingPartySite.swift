@@ -16,6 +16,10 @@ import WebAuthn
 /// | `POST /registration/options`, `POST /authentication/options` | options JSON |
 /// | `POST /registration/verify`, `POST /authentication/verify` | the verdict |
 /// | `POST /client-result` | records a failure the browser reported |
+/// | `POST /credentials/delete` | a signed-in browser deletes one of its user's passkeys |
+/// | `POST /password/sign-up`, `POST /password/sign-in` | an account with a password; a sign-in answers with the
+/// options of an automatic passkey upgrade |
+/// | `POST /account/rename` | a signed-in browser changes its account's display name |
 public struct RelyingPartySite: Sendable {
     /// One HTTP request, its body complete.
     public struct Request: Hashable, Sendable {
@@ -90,7 +94,12 @@ public struct RelyingPartySite: Sendable {
                 case .authenticated(let verdict): verdict.userName
                 default: nil
                 }
-            return RelyingPartySite.answer(.refused(ceremony, error, userName: userName), stateToSave: nil)
+            switch verdict {
+            case .passwordSignedUp?:
+                return RelyingPartySite.answer(.passwordRefused(ceremony: "sign-up", error), stateToSave: nil)
+            case .renamed?: return RelyingPartySite.refusal(error)
+            default: return RelyingPartySite.answer(.refused(ceremony, error, userName: userName), stateToSave: nil)
+            }
         }
     }
 
@@ -155,6 +164,7 @@ public struct RelyingPartySite: Sendable {
         "/registration/options": "POST", "/registration/verify": "POST",
         "/authentication/options": "POST", "/authentication/verify": "POST", "/client-result": "POST",
         "/credentials/delete": "POST", "/.well-known/passkey-endpoints": "GET",
+        "/password/sign-up": "POST", "/password/sign-in": "POST", "/account/rename": "POST",
     ]
 
     /// Answers one request. `randomBytes` gives challenges and new user handles; `now` times challenges and
@@ -194,7 +204,7 @@ public struct RelyingPartySite: Sendable {
         case "/favicon.ico":
             return Exchange(response: Response(status: 204, headers: Self.commonHeaders, body: []), verdict: nil)
         case "/credentials":
-            return Self.json(200, credentialsJSON())
+            return Self.json(200, credentialsJSON(signedIn: sessions.userName(cookieHeader: request.cookie, now: now)))
         case "/.well-known/passkey-endpoints":
             return Self.json(200, passkeyEndpointsJSON(host: host))
         case "/registration/options":
@@ -205,15 +215,15 @@ public struct RelyingPartySite: Sendable {
                 return Self.refusal(Self.requestError(error))
             }
             // Another passkey for an existing user only from a browser signed in as that user (issue 23, attack 2).
-            let rpID = relyingParty.configuration.relyingParty.id
-            if state.accounts(for: rpID).contains(where: { $0.userName == parsed.userName }),
+            // The same for a user with a password and no passkey yet: a passkey would take the account over.
+            if accountExists(parsed.userName),
                 sessions.userName(cookieHeader: request.cookie, now: now) != parsed.userName
             {
                 return Self.refusal(
                     WebRelyingPartyError(
                         .signInRequired,
-                        "\(Verdict.field(parsed.userName)) already has a passkey here: sign in as "
-                            + "\(Verdict.field(parsed.userName)) to add another"))
+                        "\(Verdict.field(parsed.userName)) already has an account here: sign in as "
+                            + "\(Verdict.field(parsed.userName)) to add a passkey"))
             }
             let options = relyingParty.registrationOptions(
                 for: parsed, state: state, challenge: randomBytes(32), newUserHandle: randomBytes(16), now: now)
@@ -239,11 +249,25 @@ public struct RelyingPartySite: Sendable {
                 randomBytes: randomBytes)
         case "/authentication/verify":
             let outcome = relyingParty.verifyAuthentication(request.body, state: state, now: now)
+            // After a sign-in the page tells the browser's passkey provider the account's passkeys and names.
+            var extra: [(String, JSONValue)] = []
+            if case .authenticated(let verdict) = outcome.verdict,
+                let signals = signalsJSON(userName: verdict.userName, state: outcome.newState ?? state)
+            {
+                extra.append(("signals", signals))
+            }
             return signIn(
-                Self.answer(outcome.verdict, stateToSave: outcome.newState, decoding: request.body), now: now,
-                randomBytes: randomBytes)
+                Self.answer(outcome.verdict, stateToSave: outcome.newState, decoding: request.body, extra: extra),
+                now: now, randomBytes: randomBytes)
         case "/credentials/delete":
             return delete(request, now: now)
+        case "/password/sign-up":
+            return signIn(passwordSignUp(request, randomBytes: randomBytes), now: now, randomBytes: randomBytes)
+        case "/password/sign-in":
+            return signIn(
+                passwordSignIn(request, now: now, randomBytes: randomBytes), now: now, randomBytes: randomBytes)
+        case "/account/rename":
+            return rename(request, now: now, randomBytes: randomBytes)
         default:  // "/client-result"
             do throws(JSONBodyError) {
                 return Self.answer(.clientError(try ClientResult(json: request.body)), stateToSave: nil)
@@ -274,6 +298,7 @@ public struct RelyingPartySite: Sendable {
         switch exchange.verdict {
         case .registered(let verdict)?: userName = verdict.userName
         case .authenticated(let verdict)?: userName = verdict.userName
+        case .passwordSignedUp(let name)?, .passwordSignedIn(let name)?: userName = name
         default: return exchange
         }
         var exchange = exchange
@@ -291,11 +316,16 @@ public struct RelyingPartySite: Sendable {
             verdict: nil, stateToSave: nil)
     }
 
-    static func answer(_ verdict: Verdict, stateToSave: RelyingPartyState?, decoding body: [UInt8]? = nil) -> Exchange {
+    static func answer(
+        _ verdict: Verdict, stateToSave: RelyingPartyState?, decoding body: [UInt8]? = nil,
+        extra: [(String, JSONValue)] = []
+    ) -> Exchange {
         var json = verdict.jsonValue
+        var more = extra
         // The page shows what the authenticator returned, refused or not (`DecodedResponse`).
-        if let body, let decoded = DecodedResponse.decode(body), case .object(let members) = json {
-            json = .sortedObject(members.map { ($0.key, $0.value) } + [("decoded", decoded)])
+        if let body, let decoded = DecodedResponse.decode(body) { more.append(("decoded", decoded)) }
+        if !more.isEmpty, case .object(let members) = json {
+            json = .sortedObject(members.map { ($0.key, $0.value) } + more)
         }
         return Exchange(
             response: Response(status: verdict.status, headers: jsonHeaders, body: json.serialized()), verdict: verdict,
@@ -325,7 +355,131 @@ public struct RelyingPartySite: Sendable {
         }
         var newState = state
         newState.remove(credentialID: id, rpID: rpID)
-        return Self.answer(.deleted(userName: account.userName, credentialID: id), stateToSave: newState)
+        return Self.answer(
+            .deleted(userName: account.userName, credentialID: id), stateToSave: newState,
+            extra: [("rpId", .string(rpID))])
+    }
+
+    /// Whether `userName` has an account here: a passkey, or a user record (a password, a display name).
+    private func accountExists(_ userName: String) -> Bool {
+        let rpID = relyingParty.configuration.relyingParty.id
+        return state.user(rpID: rpID, userName: userName) != nil
+            || state.accounts(for: rpID).contains { $0.userName == userName }
+    }
+
+    /// What the page passes to the Signal API for `userName` (WebAuthn L3 §5.1.10–5.1.12): `{"rpId", "userId",
+    /// "name", "displayName", "allAcceptedCredentialIds"}`, the user handle and credential IDs in base64url; nil when
+    /// the account has no user handle here.
+    func signalsJSON(userName: String, state: RelyingPartyState) -> JSONValue? {
+        let rpID = relyingParty.configuration.relyingParty.id
+        let accounts = state.accounts(for: rpID).filter { $0.userName == userName }
+        let record = state.user(rpID: rpID, userName: userName)
+        guard let handle = accounts.lazy.compactMap(\.credential.userHandle).first ?? record?.userHandle else {
+            return nil
+        }
+        let accepted = accounts.filter { ($0.credential.userHandle ?? handle) == handle }
+        return .sortedObject([
+            "rpId": .string(rpID), "userId": .string(handle.base64URLEncodedString), "name": .string(userName),
+            "displayName": .string(record?.displayName ?? userName),
+            "allAcceptedCredentialIds": .strings(accepted.map(\.credential.id.base64URLEncodedString)),
+        ])
+    }
+
+    /// `POST /password/sign-up {"username", "password", "displayName"?}`: a new account that signs in with a
+    /// password; only the password's scrypt hash is kept.
+    private func passwordSignUp(_ request: Request, randomBytes: (Int) -> [UInt8]) -> Exchange {
+        let parsed: PasswordRequest
+        do throws(JSONBodyError) {
+            parsed = try PasswordRequest(json: request.body, newPassword: true)
+        } catch {
+            return Self.refusal(Self.requestError(error))
+        }
+        guard !accountExists(parsed.userName) else {
+            return Self.answer(
+                .passwordRefused(
+                    ceremony: "sign-up",
+                    WebRelyingPartyError(.userExists, "\(Verdict.field(parsed.userName)) already has an account here")),
+                stateToSave: nil)
+        }
+        guard let hash = PasswordSignIn.hash(parsed.password, salt: randomBytes(PasswordSignIn.saltByteCount)) else {
+            return Self.refusal(
+                WebRelyingPartyError(
+                    .stateNotSaved, "the password could not be hashed (out of memory): nothing was kept"))
+        }
+        let rpID = relyingParty.configuration.relyingParty.id
+        var newState = state
+        newState.set(
+            RelyingPartyState.User(
+                rpID: rpID, userName: parsed.userName, displayName: parsed.displayName, userHandle: randomBytes(16),
+                password: hash))
+        return Self.answer(.passwordSignedUp(userName: parsed.userName), stateToSave: newState)
+    }
+
+    /// `POST /password/sign-in {"username", "password"}`: on success a session, the Signal API's arguments, and in
+    /// `upgrade` the registration options of an automatic passkey upgrade (resident key required, user
+    /// verification preferred: a conditional create may have none to give), remembered as an upgrade so that its
+    /// response is accepted without the UP flag. A wrong password and an unknown user get the same answer after
+    /// the same scrypt work.
+    private mutating func passwordSignIn(
+        _ request: Request, now: ContinuousClock.Instant, randomBytes: (Int) -> [UInt8]
+    ) -> Exchange {
+        let parsed: PasswordRequest
+        do throws(JSONBodyError) {
+            parsed = try PasswordRequest(json: request.body, newPassword: false)
+        } catch {
+            return Self.refusal(Self.requestError(error))
+        }
+        let rpID = relyingParty.configuration.relyingParty.id
+        let record = state.user(rpID: rpID, userName: parsed.userName)
+        guard PasswordSignIn.matches(parsed.password, record?.password) else {
+            return Self.answer(
+                .passwordRefused(
+                    ceremony: "sign-in", WebRelyingPartyError(.signInFailed, "the user name or the password is wrong")),
+                stateToSave: nil)
+        }
+        let options = relyingParty.registrationOptions(
+            for: RegistrationOptionsRequest(
+                userName: parsed.userName, residentKey: .required, userVerification: .preferred),
+            state: state, challenge: randomBytes(32), newUserHandle: randomBytes(16), now: now, upgrade: true)
+        var extra: [(String, JSONValue)] = []
+        if let upgrade = try? JSONValue(parsing: options) { extra.append(("upgrade", upgrade)) }
+        if let signals = signalsJSON(userName: parsed.userName, state: state) { extra.append(("signals", signals)) }
+        return Self.answer(.passwordSignedIn(userName: parsed.userName), stateToSave: nil, extra: extra)
+    }
+
+    /// `POST /account/rename {"username", "displayName"}`: a browser signed in as the user changes the account's
+    /// display name (the user name stays: it is the sign-in name and the passkeys' `user.name`); the answer carries
+    /// the Signal API's arguments, for signalCurrentUserDetails.
+    private func rename(
+        _ request: Request, now: ContinuousClock.Instant, randomBytes: (Int) -> [UInt8]
+    ) -> Exchange {
+        let parsed: RenameRequest
+        do throws(JSONBodyError) {
+            parsed = try RenameRequest(json: request.body)
+        } catch {
+            return Self.refusal(Self.requestError(error))
+        }
+        guard sessions.userName(cookieHeader: request.cookie, now: now) == parsed.userName else {
+            return Self.refusal(
+                WebRelyingPartyError(
+                    .signInRequired, "sign in as \(Verdict.field(parsed.userName)) to rename the account"))
+        }
+        let rpID = relyingParty.configuration.relyingParty.id
+        let handle =
+            state.accounts(for: rpID).lazy.filter { $0.userName == parsed.userName }.compactMap(\.credential.userHandle)
+            .first
+        var record =
+            state.user(rpID: rpID, userName: parsed.userName)
+            ?? RelyingPartyState.User(
+                rpID: rpID, userName: parsed.userName, displayName: nil, userHandle: handle ?? randomBytes(16),
+                password: nil)
+        record.displayName = parsed.displayName
+        var newState = state
+        newState.set(record)
+        let signals = signalsJSON(userName: parsed.userName, state: newState)
+        return Self.answer(
+            .renamed(userName: parsed.userName, displayName: parsed.displayName), stateToSave: newState,
+            extra: signals.map { [("signals", $0)] } ?? [])
     }
 
     private static func requestError(_ error: JSONBodyError) -> WebRelyingPartyError {
@@ -346,12 +500,15 @@ public struct RelyingPartySite: Sendable {
 
     /// `{"rpId", "origins", "accounts": [{"user", "credentialId", "registered", "signCount", "transports", …}]}`,
     /// oldest registration first.
-    private func credentialsJSON() -> [UInt8] {
+    private func credentialsJSON(signedIn: String?) -> [UInt8] {
         let configuration = relyingParty.configuration
-        let accounts = state.accounts(for: configuration.relyingParty.id).map { account -> JSONValue in
+        let rpID = configuration.relyingParty.id
+        let accounts = state.accounts(for: rpID).map { account -> JSONValue in
             let credential = account.credential
             return .sortedObject([
                 "user": .string(account.userName), "credentialId": .string(credential.id.base64URLEncodedString),
+                "displayName": .string(
+                    state.user(rpID: rpID, userName: account.userName)?.displayName ?? account.userName),
                 "registered": .string(account.registered.formatted(.iso8601)),
                 "signCount": .integer(credential.signCount), "transports": .strings(credential.transports),
                 "uvInitialized": .bool(credential.uvInitialized), "backupEligible": .bool(credential.backupEligible),
@@ -361,7 +518,7 @@ public struct RelyingPartySite: Sendable {
         }
         return JSONValue.sortedObject([
             "rpId": .string(configuration.relyingParty.id), "origins": .strings(configuration.origins.sorted()),
-            "accounts": .array(accounts),
+            "accounts": .array(accounts), "signedIn": signedIn.map { .string($0) },
         ]).serialized()
     }
 }

@@ -18,12 +18,22 @@ public struct AcceptedResponse: Hashable, Sendable {
     public var userVerified: Bool
     /// `platform` or `cross-platform` when the browser said.
     public var authenticatorAttachment: String?
+    /// A registration made by an automatic passkey upgrade (options from a password sign-in, `create()` with
+    /// `mediation: "conditional"`).
+    public var upgrade: Bool
+    /// The UP flag (a registration by an upgrade may come without it).
+    public var userPresent: Bool
 
-    public init(userName: String, credential: CredentialRecord, userVerified: Bool, authenticatorAttachment: String?) {
+    public init(
+        userName: String, credential: CredentialRecord, userVerified: Bool, authenticatorAttachment: String?,
+        upgrade: Bool = false, userPresent: Bool = true
+    ) {
         self.userName = userName
         self.credential = credential
         self.userVerified = userVerified
         self.authenticatorAttachment = authenticatorAttachment
+        self.upgrade = upgrade
+        self.userPresent = userPresent
     }
 }
 
@@ -37,6 +47,14 @@ public enum Verdict: Hashable, Sendable {
     case clientError(ClientResult)
     /// A signed-in browser deleted one of its user's passkeys (`POST /credentials/delete`).
     case deleted(userName: String, credentialID: [UInt8])
+    /// A new account with a password (`POST /password/sign-up`).
+    case passwordSignedUp(userName: String)
+    /// A password sign-in (`POST /password/sign-in`); the answer carries the upgrade's registration options.
+    case passwordSignedIn(userName: String)
+    /// A password sign-up or sign-in refused; the user name is not printed (a wrong one may be a password).
+    case passwordRefused(ceremony: String, WebRelyingPartyError)
+    /// A signed-in browser changed its account's display name (`POST /account/rename`).
+    case renamed(userName: String, displayName: String)
 
     /// One line for standard output, `key=value` fields after a fixed prefix; values never hold white space,
     /// except the last field of a refusal (`reason=`) or a client error (`message=`), which runs to the end:
@@ -47,6 +65,11 @@ public enum Verdict: Hashable, Sendable {
     /// verdict registration refused code=challengeReplayed user=alice reason=the challenge was already used …
     /// verdict client error ceremony=registration name=InvalidStateError message=…
     /// verdict deletion ok user=alice credential=<base64url>
+    /// verdict registration ok user=alice … alg=EdDSA upgrade=true up=false
+    /// verdict password sign-up ok user=alice
+    /// verdict password sign-in ok user=alice
+    /// verdict password sign-in refused code=signInFailed reason=the user name or the password is wrong
+    /// verdict rename ok user=alice displayName=Alice%20Liddell
     /// ```
     public var line: String {
         switch self {
@@ -58,6 +81,7 @@ public enum Verdict: Hashable, Sendable {
                 + "attachment=\(Self.field(verdict.authenticatorAttachment ?? "unknown")) "
                 + "attestation=\(Self.field(credential.attestationFormat)) aaguid=\(credential.aaguid) "
                 + "alg=\(credential.publicKey.algorithm)"
+                + (verdict.upgrade ? " upgrade=true up=\(verdict.userPresent)" : "")
         case .authenticated(let verdict):
             return "verdict authentication ok user=\(Self.field(verdict.userName)) "
                 + "credential=\(verdict.credential.id.base64URLEncodedString) uv=\(verdict.userVerified) "
@@ -72,6 +96,15 @@ public enum Verdict: Hashable, Sendable {
                 + "message=\(Self.text(result.message))"
         case .deleted(let userName, let credentialID):
             return "verdict deletion ok user=\(Self.field(userName)) credential=\(credentialID.base64URLEncodedString)"
+        case .passwordSignedUp(let userName):
+            return "verdict password sign-up ok user=\(Self.field(userName))"
+        case .passwordSignedIn(let userName):
+            return "verdict password sign-in ok user=\(Self.field(userName))"
+        case .passwordRefused(let ceremony, let error):
+            return "verdict password \(ceremony) refused code=\(Self.field(error.code.rawValue)) "
+                + "reason=\(Self.text(error.message))"
+        case .renamed(let userName, let displayName):
+            return "verdict rename ok user=\(Self.field(userName)) displayName=\(Self.field(displayName))"
         }
     }
 
@@ -94,6 +127,21 @@ public enum Verdict: Hashable, Sendable {
             return JSONValue.sortedObject([
                 "deleted": .string(credentialID.base64URLEncodedString), "user": .string(userName),
             ])
+        case .passwordSignedUp(let userName):
+            return .sortedObject([
+                "verdict": .string("ok"), "ceremony": .string("password-sign-up"), "user": .string(userName),
+            ])
+        case .passwordSignedIn(let userName):
+            return .sortedObject([
+                "verdict": .string("ok"), "ceremony": .string("password-sign-in"), "user": .string(userName),
+            ])
+        case .passwordRefused(let ceremony, let error):
+            return .sortedObject([
+                "verdict": .string("refused"), "ceremony": .string("password-\(ceremony)"),
+                "error": .string(error.code.rawValue), "message": .string(error.message),
+            ])
+        case .renamed(let userName, let displayName):
+            return .sortedObject(["renamed": .string(userName), "displayName": .string(displayName)])
         }
     }
 
@@ -111,13 +159,17 @@ public enum Verdict: Hashable, Sendable {
             "aaguid": registration ? .string(credential.aaguid.description) : nil,
             "algorithm": registration ? .string(credential.publicKey.algorithm.description) : nil,
             "backupEligible": .bool(credential.backupEligible), "backupState": .bool(credential.backupState),
+            "upgrade": registration ? .bool(verdict.upgrade) : nil,
+            "userPresent": .bool(verdict.userPresent),
         ])
     }
 
     /// The HTTP status of the answer.
     public var status: Int {
-        if case .refused(_, let error, _) = self { return error.status }
-        return 200
+        switch self {
+        case .refused(_, let error, _), .passwordRefused(_, let error): return error.status
+        default: return 200
+        }
     }
 
     /// A value as it appears in a line: white space, control characters, `%` and `,` percent-encoded.

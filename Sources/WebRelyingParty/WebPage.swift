@@ -40,6 +40,11 @@ enum WebPage {
         .flags { display: flex; flex-wrap: wrap; gap: .35rem; margin: .25rem 0 .5rem; padding: 0; list-style: none; }
         .flags li { border: 1px solid var(--line); border-radius: 1rem; padding: 0 .6rem; font-size: .85rem; }
         .flags li.on { background: var(--accent); border-color: var(--accent); color: var(--bg); }
+        #signal-log { font-size: .875rem; padding-left: 1.5rem; overflow-wrap: anywhere; }
+        #signal-log li[data-outcome="sent"] { color: var(--fg); }
+        #upgrade[data-result="pass"] { background: var(--pass); }
+        #upgrade[data-result="fail"] { background: var(--fail); }
+        #signed-in { color: var(--muted); }
         #steps { font-size: .875rem; color: var(--muted); padding-left: 1.5rem; overflow-wrap: anywhere; }
         table { border-collapse: collapse; width: 100%; }
         th, td { border-bottom: 1px solid var(--line); padding: .35rem .5rem; text-align: left; vertical-align: top; }
@@ -63,6 +68,7 @@ enum WebPage {
         "use strict";
         const $ = (id) => document.getElementById(id);
         let conditional = null; // {controller, settled}: the pending conditional-mediation request
+        let rpID = location.hostname; // the RP ID, from GET /credentials
 
         // base64url without padding, both ways, for browsers without the JSON helpers.
         function toBuffer(text) {
@@ -153,9 +159,52 @@ enum WebPage {
           step(`${title}: started`);
         }
         function describe(verdict) {
-          return Object.entries(verdict).filter(([k]) => k !== "decoded")
+          return Object.entries(verdict).filter(([k, v]) => k !== "decoded" && (v === null || typeof v !== "object" || Array.isArray(v)))
             .map(([k, v]) => `${k}: ${Array.isArray(v) ? v.join(", ") : v}`).join("\n");
         }
+        // The Signal API (WebAuthn L3 §5.1.10–5.1.12): each call goes to the log with its argument and its outcome,
+        // "sent" (the promise resolved), "not supported by this browser" (no such method) or the error's name.
+        let signalCount = 0;
+        async function sendSignal(method, argument) {
+          signalCount += 1;
+          const item = document.createElement("li");
+          item.id = `signal-${signalCount}`;
+          item.className = "signal";
+          item.dataset.method = method;
+          item.dataset.argument = JSON.stringify(argument);
+          let outcome;
+          if (!window.PublicKeyCredential || typeof PublicKeyCredential[method] !== "function") {
+            outcome = "not supported by this browser";
+          } else {
+            try {
+              const timeout = new Promise((_, reject) => setTimeout(() => reject(new DOMException("no answer within 10 s", "TimeoutError")), 10000));
+              await Promise.race([PublicKeyCredential[method](argument), timeout]);
+              outcome = "sent";
+            } catch (error) {
+              outcome = (error && error.name) || "Error";
+              item.dataset.message = String((error && error.message) || "");
+            }
+          }
+          item.dataset.outcome = outcome;
+          item.textContent = `${method}(${JSON.stringify(argument)}): ${outcome}${item.dataset.message ? ` (${item.dataset.message})` : ""}`;
+          $("signal-log").append(item);
+          $("no-signals").hidden = true;
+          step(`${method}: ${outcome}`);
+          return outcome;
+        }
+        // After a sign-in: the account's passkeys that are still accepted, and its current names.
+        async function signalSignedIn(signals) {
+          if (!signals) { step("no signals: the account has no user handle here"); return; }
+          await sendSignal("signalAllAcceptedCredentials", { rpId: signals.rpId, userId: signals.userId, allAcceptedCredentialIds: signals.allAcceptedCredentialIds });
+          await sendSignal("signalCurrentUserDetails", { rpId: signals.rpId, userId: signals.userId, name: signals.name, displayName: signals.displayName });
+        }
+        let signedInUser = null;
+        function setSignedIn(user) {
+          signedInUser = user || null;
+          $("signed-in").textContent = signedInUser ? `Signed in as ${signedInUser}.` : "Not signed in.";
+          $("signed-in").dataset.user = signedInUser || "";
+        }
+
         function hintsOf(text) { return text.split(/[\s,]+/).filter(Boolean); }
 
         // The browser refused or failed before anything reached the relying party: tell the RP, which prints it.
@@ -183,6 +232,7 @@ enum WebPage {
             }
             step(`created credential ${credential.id}; POST /registration/verify`);
             const verdict = await post("/registration/verify", credentialJSON(credential));
+            setSignedIn(verdict.user);
             finish(true, `register ${verdict.user}`, describe(verdict));
             showDecoded(verdict.decoded);
           } catch (error) {
@@ -225,8 +275,12 @@ enum WebPage {
             verdict = await post("/authentication/verify", credentialJSON(credential));
           } catch (error) {
             showDecoded(error.body && error.body.decoded);
+            // A passkey this RP does not know (deleted here): tell the browser's passkey provider to forget it.
+            if (error.name === "unknownCredential") await sendSignal("signalUnknownCredential", { rpId: rpID, credentialId: credential.id });
             throw error;
           }
+          setSignedIn(verdict.user);
+          await signalSignedIn(verdict.signals);
           finish(true, `sign-in ${verdict.user}`, describe(verdict));
           showDecoded(verdict.decoded);
         }
@@ -305,10 +359,12 @@ enum WebPage {
             const response = await fetch("/credentials");
             const json = await response.json();
             $("rp").textContent = `RP ID ${json.rpId}; origins ${json.origins.join(", ")}`;
+            rpID = json.rpId;
+            setSignedIn(json.signedIn);
             const body = $("credentials").tBodies[0];
             body.replaceChildren(...json.accounts.map((a) => {
               const row = document.createElement("tr");
-              const cells = [["user", a.user], ["credential ID", a.credentialId, "id"], ["registered", a.registered],
+              const cells = [["user", a.displayName && a.displayName !== a.user ? `${a.user} (${a.displayName})` : a.user], ["credential ID", a.credentialId, "id"], ["registered", a.registered],
                 ["sign count", String(a.signCount)], ["transports", a.transports.join(", ")], ["UV", a.uvInitialized ? "yes" : "no"],
                 ["backup", a.backupEligible ? (a.backupState ? "eligible, backed up" : "eligible") : "no"]];
               for (const [label, text, cls] of cells) {
@@ -339,21 +395,111 @@ enum WebPage {
         // Deleting needs a browser signed in as the passkey's user; the browser's passkey provider is then told, where
         // the Signal API exists, so that it stops offering the passkey (WebAuthn L3 signalUnknownCredential).
         async function deletePasskey(rpID, account) {
+          await stopConditional();
           if (!autoMode && !confirm(`Delete ${account.user}'s passkey ${account.credentialId.slice(0, 16)}…? Its authenticator keeps it until told.`)) return;
           started(`delete ${account.user}`);
           try {
             step(`POST /credentials/delete ${account.credentialId}`);
             const answer = await post("/credentials/delete", { credentialId: account.credentialId });
-            if (typeof PublicKeyCredential.signalUnknownCredential === "function") {
-              await PublicKeyCredential.signalUnknownCredential({ rpId: rpID, credentialId: account.credentialId })
-                .then(() => step("told the browser's passkey provider (signalUnknownCredential)"),
-                  (error) => step(`signalUnknownCredential: ${error.name} ${error.message}`));
-            } else {
-              step("this browser has no signalUnknownCredential: its passkey provider still offers the passkey");
-            }
+            await sendSignal("signalUnknownCredential", { rpId: answer.rpId || rpID, credentialId: account.credentialId });
             finish(true, `delete ${answer.user}`, describe(answer));
           } catch (error) {
             finish(false, `delete: ${error.name} ${error.message}`, `${error.name}: ${error.message}`);
+          }
+          await refreshCredentials();
+          startConditional();
+        }
+
+        // `?auto=delete&user=alice`: deletes the user's passkeys from this browser (signed in as the user).
+        async function deleteAll(user) {
+          const json = await (await fetch("/credentials")).json();
+          const accounts = json.accounts.filter((a) => a.user === user);
+          if (accounts.length === 0) { finish(false, `delete: ${user} has no passkey here`, "Nothing to delete."); return; }
+          for (const account of accounts) await deletePasskey(json.rpId, account);
+        }
+
+        // Password sign-up and sign-in. After a password sign-in the relying party answers with registration options
+        // for an automatic passkey upgrade: create() with mediation "conditional" creates a passkey with no dialog
+        // where the browser's password manager allows it (it has this password, used just now); a failure is silent
+        // for the person and only recorded here (WebAuthn L3 §5.1.3, conditional create).
+        async function passwordSignUp(username, password) {
+          await stopConditional();
+          started(`password sign-up ${username}`);
+          try {
+            step("POST /password/sign-up (the password is not shown)");
+            const answer = await post("/password/sign-up", { username, password });
+            setSignedIn(answer.user);
+            finish(true, `password sign-up ${answer.user}`, describe(answer));
+          } catch (error) {
+            finish(false, `password sign-up: ${error.name} ${error.message}`, `${error.name}: ${error.message}`);
+          }
+          await refreshCredentials();
+          startConditional();
+        }
+        async function passwordSignIn(username, password) {
+          await stopConditional();
+          started(`password sign-in ${username}`);
+          let answer = null;
+          try {
+            step("POST /password/sign-in (the password is not shown)");
+            answer = await post("/password/sign-in", { username, password });
+            setSignedIn(answer.user);
+            await signalSignedIn(answer.signals);
+            finish(true, `password sign-in ${answer.user}`, describe(answer));
+          } catch (error) {
+            finish(false, `password sign-in: ${error.name} ${error.message}`, `${error.name}: ${error.message}`);
+          }
+          if (answer && answer.upgrade) await upgradeToPasskey(answer.upgrade);
+          await refreshCredentials();
+          startConditional();
+        }
+        async function upgradeToPasskey(options) {
+          const box = $("upgrade");
+          box.dataset.result = "running";
+          box.textContent = "Passkey upgrade: asking the browser (conditional create)…";
+          let capable = "unknown";
+          try {
+            if (typeof PublicKeyCredential.getClientCapabilities === "function") {
+              capable = String((await PublicKeyCredential.getClientCapabilities()).conditionalCreate);
+            }
+          } catch (error) { capable = error.name; }
+          step(`conditional create: getClientCapabilities().conditionalCreate is ${capable}; trying it all the same`);
+          const controller = new AbortController();
+          const timer = setTimeout(() => controller.abort(new DOMException("no answer within 15 s", "TimeoutError")), 15000);
+          let credential;
+          try {
+            credential = await navigator.credentials.create({ publicKey: creationOptions(options), mediation: "conditional", signal: controller.signal });
+          } catch (error) {
+            box.dataset.result = "none";
+            box.textContent = `No passkey upgrade: the browser said ${error.name} (${error.message}).`;
+            step(`conditional create: ${error.name} ${error.message}`);
+            return;
+          } finally {
+            clearTimeout(timer);
+          }
+          try {
+            step(`conditional create made credential ${credential.id}; POST /registration/verify`);
+            const verdict = await post("/registration/verify", credentialJSON(credential));
+            box.dataset.result = "pass";
+            box.textContent = `Upgraded: ${verdict.user} has a new passkey ${verdict.credentialId} (user present: ${verdict.userPresent}).`;
+          } catch (error) {
+            box.dataset.result = "fail";
+            box.textContent = `The relying party refused the upgrade: ${error.name} ${error.message}`;
+          }
+        }
+        async function rename() {
+          const displayName = $("new-display-name").value.trim();
+          if (!signedInUser) { finish(false, "rename: sign in first", "Sign in, then rename."); return; }
+          if (!displayName) { finish(false, "rename: a display name is needed", "Type a display name first."); return; }
+          started(`rename ${signedInUser}`);
+          try {
+            step(`POST /account/rename ${JSON.stringify({ username: signedInUser, displayName })}`);
+            const answer = await post("/account/rename", { username: signedInUser, displayName });
+            const signals = answer.signals;
+            if (signals) await sendSignal("signalCurrentUserDetails", { rpId: signals.rpId, userId: signals.userId, name: signals.name, displayName: signals.displayName });
+            finish(true, `rename ${answer.renamed}`, describe(answer));
+          } catch (error) {
+            finish(false, `rename: ${error.name} ${error.message}`, `${error.name}: ${error.message}`);
           }
           await refreshCredentials();
         }
@@ -411,6 +557,16 @@ enum WebPage {
           if (!fields.username) { finish(false, "register: a user name is needed", "Type a user name first."); return; }
           register(fields);
         });
+        $("password-form").addEventListener("submit", (event) => {
+          event.preventDefault();
+          passwordSignIn($("password-username").value.trim(), $("password").value);
+        });
+        $("password-sign-up").addEventListener("click", () => {
+          const username = $("password-username").value.trim();
+          if (!username || !$("password").value) { finish(false, "password sign-up: a user name and a password are needed", "Type both first."); return; }
+          passwordSignUp(username, $("password").value);
+        });
+        $("rename").addEventListener("click", rename);
         $("sign-in").addEventListener("click", () => {
           const { username, userVerification, hints } = formFields();
           signIn(username ? { username, userVerification, hints } : { userVerification, hints });
@@ -429,10 +585,12 @@ enum WebPage {
             $("register").click();
           } else if (autoMode === "sign-in") {
             $("sign-in").click();
+          } else if (autoMode === "delete") {
+            await deleteAll(query.get("user") || "");
           } else if (autoMode === "steps") {
             await runSteps(query.get("steps"));
           } else if (autoMode) {
-            finish(false, `unknown auto=${autoMode}`, "auto is register or sign-in.");
+            finish(false, `unknown auto=${autoMode}`, "auto is register, sign-in or delete.");
           } else {
             startConditional();
           }
@@ -475,6 +633,7 @@ enum WebPage {
         <button type="button" id="sign-in">Sign in</button>
         </div>
         </form>
+        <p id="signed-in" data-user="">Not signed in.</p>
         <h2>Verdict</h2>
         <pre id="verdict" role="status" aria-live="polite">Nothing yet.</pre>
         <div id="decoded" hidden></div>
@@ -482,12 +641,35 @@ enum WebPage {
         <summary>Steps</summary>
         <ol id="steps"></ol>
         </details>
+        <h2 id="password-heading">Password</h2>
+        <form id="password-form" autocomplete="on">
+        <label for="password-username">User name</label>
+        <input id="password-username" name="username" autocomplete="username" autocapitalize="none" spellcheck="false" maxlength="64">
+        <label for="password">Password</label>
+        <input id="password" name="password" type="password" autocomplete="current-password" maxlength="256">
+        <div class="buttons">
+        <button type="submit" id="password-sign-in" class="primary">Sign in with password</button>
+        <button type="button" id="password-sign-up">Sign up with password</button>
+        </div>
+        </form>
+        <pre id="upgrade" data-result="none">No passkey upgrade yet: sign in with a password.</pre>
+        <h2 id="account">Account</h2>
+        <form id="rename-form" autocomplete="off">
+        <label for="new-display-name">New display name</label>
+        <input id="new-display-name" name="new-display-name" autocomplete="off" maxlength="64">
+        <div class="buttons">
+        <button type="button" id="rename">Rename</button>
+        </div>
+        </form>
         <h2 id="passkeys">Registered passkeys</h2>
         <table id="credentials">
         <thead><tr><th>user</th><th>credential ID</th><th>registered</th><th>sign count</th><th>transports</th><th>UV</th><th>backup</th><th></th></tr></thead>
         <tbody></tbody>
         </table>
         <p id="none">None yet.</p>
+        <h2 id="signals">Signals sent to the browser</h2>
+        <ol id="signal-log"></ol>
+        <p id="no-signals">None yet.</p>
         <h2>This browser</h2>
         <pre id="capabilities">…</pre>
         </main>

@@ -30,7 +30,9 @@ public struct WebRelyingParty: Sendable {
     }
 
     enum Ceremony: Sendable {
-        case registration(RegistrationOptions, userName: String)
+        /// `upgrade`: options for `create()` with `mediation: "conditional"` after a password sign-in, whose
+        /// response may come without the UP flag.
+        case registration(RegistrationOptions, userName: String, upgrade: Bool)
         case authentication(AuthenticationOptions, userName: String?)
     }
 
@@ -57,17 +59,23 @@ public struct WebRelyingParty: Sendable {
     /// Starts a registration and returns its `PublicKeyCredentialCreationOptionsJSON`.
     ///
     /// The account's registered credentials go in `excludeCredentials`, so an authenticator that holds one of
-    /// them refuses (InvalidStateError in a browser). A known account keeps its user handle; a new one gets
-    /// `newUserHandle` (pass 16 to 64 fresh random bytes), as does `challenge` (32 fresh random bytes).
+    /// them refuses (InvalidStateError in a browser). A known account keeps its user handle (and, without a
+    /// `displayName` in the request, its display name); a new one gets `newUserHandle` (pass 16 to 64 fresh random
+    /// bytes), as does `challenge` (32 fresh random bytes).
+    ///
+    /// With `upgrade`, the options are for an automatic passkey upgrade (`create()` with `mediation:
+    /// "conditional"` right after a password sign-in), and the response is verified without requiring the UP flag.
     public mutating func registrationOptions(
         for request: RegistrationOptionsRequest, state: RelyingPartyState, challenge: [UInt8],
-        newUserHandle: [UInt8], now: ContinuousClock.Instant
+        newUserHandle: [UInt8], now: ContinuousClock.Instant, upgrade: Bool = false
     ) -> [UInt8] {
         let accounts = state.accounts(for: rpID).filter { $0.userName == request.userName }
-        let userHandle = accounts.lazy.compactMap(\.credential.userHandle).first ?? newUserHandle
+        let user = state.user(rpID: rpID, userName: request.userName)
+        let userHandle = accounts.lazy.compactMap(\.credential.userHandle).first ?? user?.userHandle ?? newUserHandle
         let options = RegistrationOptions(
             challenge: challenge,
-            user: UserEntity(id: userHandle, name: request.userName, displayName: request.displayName),
+            user: UserEntity(
+                id: userHandle, name: request.userName, displayName: request.displayName ?? user?.displayName),
             algorithms: Self.algorithms,
             userVerification: request.userVerification,
             residentKey: request.residentKey,
@@ -75,7 +83,7 @@ public struct WebRelyingParty: Sendable {
             excludeCredentials: accounts.map(\.credential.id),
             timeout: timeoutMilliseconds,
             hints: request.hints)
-        book.issue(.registration(options, userName: request.userName), challenge: challenge, now: now)
+        book.issue(.registration(options, userName: request.userName, upgrade: upgrade), challenge: challenge, now: now)
         return options.json(relyingParty: configuration.relyingParty)
     }
 
@@ -115,7 +123,7 @@ public struct WebRelyingParty: Sendable {
         var userName: String? = nil
         do throws(WebRelyingPartyError) {
             let (ceremony, parsed) = try begin(body, now: now, parse: RegistrationResponseJSON.init(object:))
-            guard case .registration(let options, let name) = ceremony else {
+            guard case .registration(let options, let name, let upgrade) = ceremony else {
                 if case .authentication(_, let name) = ceremony { userName = name }
                 throw WebRelyingPartyError(
                     .ceremonyMismatch, "the challenge was issued for an authentication, not a registration")
@@ -124,7 +132,8 @@ public struct WebRelyingParty: Sendable {
             let response = try parsed.get()
             let result: RegistrationResult
             do throws(RelyingPartyError) {
-                result = try verifier.verifyRegistration(response.response, options: options)
+                result = try verifier.verifyRegistration(
+                    response.response, options: options, conditionalMediation: upgrade)
             } catch {
                 throw WebRelyingPartyError(error)
             }
@@ -138,10 +147,19 @@ public struct WebRelyingParty: Sendable {
             let registered = Date(timeIntervalSince1970: date.timeIntervalSince1970.rounded(.down))
             newState.add(
                 RelyingPartyState.Account(rpID: rpID, userName: name, registered: registered, credential: credential))
+            // A display name other than the user name is kept, so that sign-ins can tell the passkey provider the
+            // account's current names (signalCurrentUserDetails) without renaming the passkey.
+            if newState.user(rpID: rpID, userName: name) == nil, options.user.displayName != name {
+                newState.set(
+                    RelyingPartyState.User(
+                        rpID: rpID, userName: name, displayName: options.user.displayName,
+                        userHandle: options.user.id, password: nil))
+            }
             let verdict = AcceptedResponse(
                 userName: name, credential: credential,
                 userVerified: result.authenticatorData.flags.contains(.userVerified),
-                authenticatorAttachment: response.authenticatorAttachment)
+                authenticatorAttachment: response.authenticatorAttachment, upgrade: upgrade,
+                userPresent: result.authenticatorData.flags.contains(.userPresent))
             return VerificationOutcome(verdict: .registered(verdict), newState: newState)
         } catch {
             return VerificationOutcome(verdict: .refused(.registration, error, userName: userName), newState: nil)
@@ -159,7 +177,7 @@ public struct WebRelyingParty: Sendable {
         do throws(WebRelyingPartyError) {
             let (ceremony, parsed) = try begin(body, now: now, parse: AuthenticationResponseJSON.init(object:))
             guard case .authentication(let options, let name) = ceremony else {
-                if case .registration(_, let name) = ceremony { userName = name }
+                if case .registration(_, let name, _) = ceremony { userName = name }
                 throw WebRelyingPartyError(
                     .ceremonyMismatch, "the challenge was issued for a registration, not an authentication")
             }

@@ -56,13 +56,18 @@ public struct WebRelyingPartyError: CodedError {
         public static let signInRequired = Code(rawValue: "signInRequired")
         /// No passkey with this credential ID is registered here (404): nothing to delete.
         public static let noSuchPasskey = Code(rawValue: "noSuchPasskey")
+        /// A password sign-in with a user name that has no password here or a wrong password: the same answer for
+        /// both, so that it tells nobody which user names exist (400).
+        public static let signInFailed = Code(rawValue: "signInFailed")
+        /// A password sign-up for a user name that already has an account here (409).
+        public static let userExists = Code(rawValue: "userExists")
         /// The verification succeeded but the state file could not be written, so nothing was kept (500).
         public static let stateNotSaved = Code(rawValue: "stateNotSaved")
 
         /// The HTTP status this code is answered with.
         public var status: Int {
             switch self {
-            case .challengeReplayed, .credentialAlreadyRegistered: 409
+            case .challengeReplayed, .credentialAlreadyRegistered, .userExists: 409
             case .signInRequired: 403
             case .notFound, .noSuchPasskey: 404
             case .methodNotAllowed: 405

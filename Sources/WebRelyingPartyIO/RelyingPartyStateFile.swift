@@ -4,11 +4,13 @@ import PasskeyFilesIO
 import RelyingParty
 import Synchronization
 
-/// One line of the state file's journal: an account set whole, or the account of a credential removed.
+/// One line of the state file's journal: an account set whole, the account of a credential removed, or a user
+/// record (display name, password hash) set whole.
 ///
 /// ```json
 /// {"put":{"rpID":"example.com","userName":"alice","registered":"2026-…Z","credential":{…}}}
 /// {"remove":"<base64url credential ID>"}
+/// {"user":{"rpID":"example.com","userName":"alice","displayName":"Alice","userHandle":"…","password":{…}}}
 /// ```
 ///
 /// Each line sets or removes one account whole, so replaying a journal over a file that already holds some of its
@@ -16,6 +18,13 @@ import Synchronization
 struct RelyingPartyJournalLine: Codable, Equatable {
     var put: RelyingPartyState.Account?
     var remove: String?
+    var user: RelyingPartyState.User?
+
+    init(put: RelyingPartyState.Account? = nil, remove: String? = nil, user: RelyingPartyState.User? = nil) {
+        self.put = put
+        self.remove = remove
+        self.user = user
+    }
 }
 
 extension RelyingPartyState {
@@ -41,9 +50,10 @@ extension RelyingPartyState {
                     "the relying party journal \(journal.path), line \(number + 1), is not a journal entry; "
                         + "it was left unchanged")
             }
-            switch (entry.put, entry.remove.flatMap { [UInt8](base64URLEncoded: $0) }) {
-            case (let account?, nil): state.add(account)
-            case (nil, let id?): state.accounts.removeAll { $0.credential.id == id }
+            switch (entry.put, entry.remove.flatMap { [UInt8](base64URLEncoded: $0) }, entry.user) {
+            case (let account?, nil, nil): state.add(account)
+            case (nil, let id?, nil): state.accounts.removeAll { $0.credential.id == id }
+            case (nil, nil, let user?): state.set(user)
             default:
                 throw RelyingPartyStateError(
                     .invalid,
@@ -68,7 +78,8 @@ extension RelyingPartyState {
     }
 
     /// The journal lines that turn `previous` into this state: removals first, then the accounts added or changed,
-    /// in this state's order (replayed, they give this state, order included, since `add` replaces in place).
+    /// in this state's order (replayed, they give this state, order included, since `add` replaces in place), then
+    /// the user records added or changed (user records are never removed).
     func journalLines(since previous: RelyingPartyState) -> [RelyingPartyJournalLine] {
         let before = Dictionary(previous.accounts.map { ($0.credential.id, $0) }, uniquingKeysWith: { $1 })
         let now = Set(accounts.map(\.credential.id))
@@ -76,7 +87,8 @@ extension RelyingPartyState {
             RelyingPartyJournalLine(remove: $0.credential.id.base64URLEncodedString)
         }
         let put = accounts.filter { before[$0.credential.id] != $0 }.map { RelyingPartyJournalLine(put: $0) }
-        return removed + put
+        let users = users.filter { !previous.users.contains($0) }.map { RelyingPartyJournalLine(user: $0) }
+        return removed + put + users
     }
 
     private static func read(_ url: URL, what: String) throws(RelyingPartyStateError) -> [UInt8]? {

@@ -49,8 +49,8 @@ def stored_contacts(path):
 
 def stored_rp_state(path):
     """The state a `passkey rp serve --rp-state PATH` keeps: the file (none is an empty state), with its journal
-    (`PATH.journal`, one change a line: `{"put": account}` or `{"remove": credential ID}`) replayed over it; a last line
-    without its newline is ignored."""
+    (`PATH.journal`, one change a line: `{"put": account}`, `{"remove": credential ID}` or `{"user": user record}`)
+    replayed over it; a last line without its newline is ignored."""
     import json
 
     state = {"version": 1, "accounts": []}
@@ -70,6 +70,14 @@ def stored_rp_state(path):
                     accounts[same[0]] = put
                 else:
                     accounts.append(put)
+            elif "user" in change:
+                user = change["user"]
+                users = state.setdefault("users", [])
+                same = [i for i, u in enumerate(users) if (u["rpID"], u["userName"]) == (user["rpID"], user["userName"])]
+                if same:
+                    users[same[0]] = user
+                else:
+                    users.append(user)
             else:
                 state["accounts"] = [a for a in accounts if a["credential"]["id"] != change["remove"]]
     return state

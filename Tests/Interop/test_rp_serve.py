@@ -328,7 +328,7 @@ def test_answers_show_the_response_decoded_and_a_signed_in_user_deletes_their_pa
     assert len(state(rp)["accounts"]) == 1
     rp.session = signed_in
     status, answer = rp.post("/credentials/delete", {"credentialId": credential_id})
-    assert status == 200 and answer == {"deleted": credential_id, "user": "alice"}, answer
+    assert status == 200 and answer == {"deleted": credential_id, "user": "alice", "rpId": "localhost"}, answer
     assert rp.next_line().startswith("verdict registration ok user=alice")
     assert rp.next_line() == f"verdict deletion ok user=alice credential={credential_id}"
     assert state(rp)["accounts"] == []

@@ -25,6 +25,34 @@ struct StateFileTests {
         ((try? Data(contentsOf: url)) ?? Data()).filter { $0 == UInt8(ascii: "\n") }.count
     }
 
+    /// A password sign-up and a rename are one `{"user": …}` line each; replayed, they give the state saved.
+    @Test func userRecordsAreJournalLinesToo() throws {
+        let directory = try TemporaryDirectory(prefix: "rp-state-tests")
+        defer { directory.remove() }
+        let url = directory.url("rp-state.json")
+        var state = RelyingPartyState()
+        state.add(Self.account(0))
+        try state.save(to: url)
+        let file = RelyingPartyStateFile(url)
+        var signedUp = state
+        let hash = RelyingPartyState.PasswordHash(
+            rounds: 1 << 14, blockSize: 8, parallelism: 1, salt: Array(repeating: 1, count: 16),
+            hash: Array(repeating: 2, count: 32))
+        signedUp.set(
+            RelyingPartyState.User(
+                rpID: "localhost", userName: "alice", displayName: nil, userHandle: [9, 9], password: hash))
+        try file.save(signedUp, previous: state)
+        var renamed = signedUp
+        renamed.users[0].displayName = "Alice Liddell"
+        try file.save(renamed, previous: signedUp)
+        let journal = RelyingPartyState.journalURL(for: url)
+        #expect(Self.lines(journal) == 2)
+        #expect(String(decoding: try Data(contentsOf: journal), as: UTF8.self).hasPrefix(#"{"user":{"#))
+        #expect(try RelyingPartyState.load(from: url) == renamed)
+        #expect(try RelyingPartyStateFile(url).load() == renamed)
+        #expect(try RelyingPartyState.load(from: url) == renamed)
+    }
+
     @Test func aRegistrationAmongThousandsIsOneJournalLineAndTheFileIsNotRewritten() throws {
         let directory = try TemporaryDirectory(prefix: "rp-state-tests")
         defer { directory.remove() }
@@ -102,7 +130,10 @@ struct StateFileTests {
         try (good + Data(#"{"put":{"rpID":"local"#.utf8)).write(to: journal)
         #expect(try RelyingPartyState.load(from: url) == one)
 
-        for damaged in [#"{"put":{}}"#, #"{"remove":"***"}"#, #"{}"#, #"{"put":null,"remove":null}"#, "not json"] {
+        for damaged in [
+            #"{"user":{}}"#, #"{"user":{"rpID":"l","userName":"a","userHandle":"***"}}"#, #"{"put":{}}"#,
+            #"{"remove":"***"}"#, #"{}"#, #"{"put":null,"remove":null}"#, "not json",
+        ] {
             let bytes = good + Data((damaged + "\n").utf8)
             try bytes.write(to: journal)
             let before = digest(of: url)

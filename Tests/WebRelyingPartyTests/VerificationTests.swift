@@ -186,6 +186,36 @@ struct VerificationTests {
         #expect(outcome.refusalCode == WebRelyingPartyError.Code(.userVerificationRequired))
     }
 
+    /// WebAuthn L3 §7.1 step 14: options given to `create()` with `mediation: "conditional"` (an automatic passkey
+    /// upgrade) may be answered without UP; every other flag check stays (UV when required, BS only with BE).
+    @Test(arguments: ["no flags", "backed up", "UV required", "BS without BE"])
+    func anUpgradeIsAcceptedWithoutUserPresenceOnly(_ name: String) throws {
+        let (flags, userVerification, refusal):
+            (AuthenticatorFlags, UserVerificationRequirement, RelyingPartyError.Code?) =
+                switch name {
+                case "no flags": ([], .preferred, nil)
+                case "backed up": ([.backupEligible, .backupState], .preferred, nil)
+                case "UV required": ([], .required, .userVerificationRequired)
+                default: ([.backupState], .preferred, .backupFlagsInconsistent)
+                }
+        var harness = Harness()
+        var key = SoftwareAuthenticator(origin: Harness.origin)
+        var spoil = SoftwareAuthenticator.Spoil()
+        spoil.flags = flags
+        let challenge = harness.random(32)
+        let options = harness.relyingParty.registrationOptions(
+            for: RegistrationOptionsRequest(userName: "alice", userVerification: userVerification),
+            state: harness.state, challenge: challenge, newUserHandle: harness.random(16), now: harness.now,
+            upgrade: true)
+        let outcome = harness.verifyRegistration(try key.register(optionsJSON: options, spoil: spoil))
+        #expect(outcome.refusalCode == refusal.map(WebRelyingPartyError.Code.init))
+        if refusal == nil {
+            let accepted: AcceptedResponse? =
+                if case .registered(let accepted) = outcome.verdict { accepted } else { nil }
+            #expect(accepted?.upgrade == true && accepted?.userPresent == false)
+        }
+    }
+
     @Test func aCredentialIDAlreadyRegisteredIsRefused() throws {
         var harness = Harness()
         var key = SoftwareAuthenticator(origin: Harness.origin)

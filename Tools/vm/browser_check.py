@@ -15,11 +15,18 @@ With `--scan COMMAND`, the page asks with `hints: ["hybrid"]` and Chromium shows
 sheet instead; the screen is photographed (ImageMagick's import), zbar reads the FIDO:/ URL off it, and COMMAND
 (with the URL as its last argument) plays the phone.
 
+The page sends the WebAuthn L3 signals a relying party sends (signalAllAcceptedCredentials and
+signalCurrentUserDetails after a sign-in, signalUnknownCredential after a deletion and after a sign-in with a passkey
+the RP does not know) and logs each with its outcome in `#signal-log`; every step prints that log and Chromium's
+console messages, and a step that must send signalUnknownCredential fails unless Chromium resolved it ("sent").
+
 Usage: browser_check.py --rp URL --rp-log FILE --profile DIR --logs DIR --name NAME [--pin]
            [--key-log FILE] [--transports LIST] [--scan COMMAND] [--chromium-arg ARG]… STEP…
-where STEP is CEREMONY:USER:EXPECT, CEREMONY one of register, sign-in (USER empty: an empty allow list), EXPECT
-`ok` (the RP verified it) or a DOMException name the page must report (the RP records it as a client error).
-Exit status 0 when every step met its expectation.
+where STEP is CEREMONY:USER:EXPECT, CEREMONY one of register, sign-in (USER empty: an empty allow list) or delete
+(the user's passkeys, from this browser, signed in as the user by an earlier step), EXPECT `ok` (the RP verified it,
+or deleted it), a DOMException name the page must report (the RP records it as a client error), or the code of the
+RP's refusal (`unknownCredential`: a sign-in with a deleted passkey, after which the page must have sent
+signalUnknownCredential). Exit status 0 when every step met its expectation.
 """
 
 import argparse
@@ -118,6 +125,43 @@ def read_qr(args):
     return urls[0] if urls else None
 
 
+def signal_log(driver):
+    """The page's signal log: (method, argument, outcome, message) for each signal it sent since it was loaded."""
+    return driver.execute_script(
+        "return [...document.querySelectorAll('#signal-log li.signal')].map((li) => "
+        "[li.dataset.method, li.dataset.argument, li.dataset.outcome, li.dataset.message || '']);")
+
+
+def console(driver):
+    """Chromium's console messages since the last call (chromedriver's browser log)."""
+    try:
+        return [f"{entry.get('level')} {entry.get('message')}" for entry in driver.get_log("browser")]
+    except Exception as error:  # chromedriver without the log type: say so, once per step
+        return [f"(no console log: {error})"]
+
+
+def check_signals(driver, ceremony, expect):
+    """Prints the page's signal log and Chromium's console; the failure, or None. A deletion, and a sign-in refused
+    for an unknown credential, must have sent signalUnknownCredential and seen its promise resolve."""
+    log = signal_log(driver)
+    for method, argument, outcome, message in log:
+        say(f"signal: {method}({argument}) -> {outcome}{f' ({message})' if message else ''}")
+    for line in console(driver):
+        say(f"console: {line}")
+    if ceremony == "delete" or expect == "unknownCredential":
+        unknown = [entry for entry in log if entry[0] == "signalUnknownCredential"]
+        if not unknown:
+            return f"{ceremony}: the page sent no signalUnknownCredential (log {log})"
+        if any(entry[2] != "sent" for entry in unknown):
+            return f"{ceremony}: signalUnknownCredential was not resolved by Chromium: {unknown}"
+    if ceremony == "sign-in" and expect == "ok":
+        sent = {entry[0]: entry[2] for entry in log}
+        for method in ("signalAllAcceptedCredentials", "signalCurrentUserDetails"):
+            if sent.get(method) != "sent":
+                return f"sign-in: {method} was not sent and resolved after the sign-in: {log}"
+    return None
+
+
 def run_step(driver, args, rp_log, key_log, step, number):
     ceremony, user, expect = step
     query = {"auto": ceremony}
@@ -197,7 +241,10 @@ def run_step(driver, args, rp_log, key_log, step, number):
         time.sleep(0.5)
     for line in verdicts:
         say(f"RP: {line}")
-    kind = "registration" if ceremony == "register" else "authentication"
+    kind = {"register": "registration", "delete": "deletion"}.get(ceremony, "authentication")
+    signals = check_signals(driver, ceremony, expect)
+    if signals:
+        return signals
     if expect == "ok":
         wanted = f"verdict {kind} ok"
         good = [line for line in verdicts if line.startswith(wanted) and (not user or f"user={user}" in line)]
@@ -213,7 +260,7 @@ def run_step(driver, args, rp_log, key_log, step, number):
         return None
     if any(line.startswith(f"verdict {kind} ok") for line in verdicts):
         return f"{ceremony} {user}: the RP accepted a ceremony that had to fail with {expect}"
-    if not any(f"name={expect}" in line for line in verdicts):
+    if not any(f"name={expect}" in line or f"code={expect}" in line for line in verdicts):
         return f"{ceremony} {user}: expected {expect}, the page said {title!r}, the RP said {verdicts}"
     return None
 
@@ -245,6 +292,7 @@ def main():
     for argument in CHROMIUM_ARGS + [f"--log-file={chromium_log_path}"] + args.chromium_arg:
         options.add_argument(argument)
     options.add_argument(f"--user-data-dir={args.profile}")
+    options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
     service = Service(executable_path=CHROMEDRIVER, log_output=os.path.join(args.logs, f"{args.name}-chromedriver.log"))
     say("starting Chromium through chromedriver")
     driver = webdriver.Chrome(options=options, service=service)

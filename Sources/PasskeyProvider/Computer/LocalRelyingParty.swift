@@ -90,8 +90,8 @@ public struct LocalRelyingParty: Sendable {
             throw ProviderError("the relying party refused the answer: \(error)")
         case .clientError(let result):
             throw ProviderError("the relying party refused the answer: \(result.message)")
-        case .deleted:
-            throw ProviderError("the relying party answered a ceremony with a deletion")
+        case .deleted, .passwordSignedUp, .passwordSignedIn, .passwordRefused, .renamed:
+            throw ProviderError("the relying party answered a ceremony with something other than a verdict on it")
         }
     }
 }
