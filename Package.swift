@@ -481,7 +481,7 @@ let package = Package(
         .testTarget(
             name: "RelayTests", dependencies: ["Relay", "Hybrid", "Basics"], swiftSettings: strictSettings),
         .testTarget(
-            name: "WebSocketMessagesTests", dependencies: ["WebSocketMessages", nioCore, nioWebSocket],
+            name: "WebSocketMessagesTests", dependencies: ["WebSocketMessages", nioCore, nioEmbedded, nioWebSocket],
             swiftSettings: strictSettings),
         .testTarget(
             name: "RelayIOTests",

@@ -85,6 +85,12 @@ public struct TunnelID: Hashable, Sendable, CustomStringConvertible {
 
     /// A one-line explanation for logs and error messages.
     public var description: String { hex }
+
+    /// The sixteen bytes in one call: the relay looks a tunnel up by its ID for every message, and an array's own
+    /// hashing feeds the hasher a byte at a time.
+    public func hash(into hasher: inout Hasher) {
+        bytes.withUnsafeBytes { hasher.combine(bytes: $0) }
+    }
 }
 
 // MARK: - Domains

@@ -290,24 +290,47 @@ public struct RelayRegistry<Message: Collection<UInt8> & Sendable>: Sendable {
     public mutating func message(_ bytes: Message, from connection: ConnectionID, now: ContinuousClock.Instant)
         -> [Action]
     {
+        switch relay(bytes, from: connection, now: now) {
+        case .forward(let message, let peer): [.forward(message, to: peer)]
+        case .kept: []
+        case .actions(let actions): actions
+        }
+    }
+
+    /// What ``relay(_:from:now:)`` decided: the common cases without an array.
+    public enum Relayed: Sendable {
+        /// Send the message on the peer's connection.
+        case forward(Message, to: ConnectionID)
+        /// Buffered until the peer joins, or dropped for a connection no tunnel knows: nothing to do now.
+        case kept
+        /// The tunnel ends (a limit was broken): these actions.
+        case actions([Action])
+    }
+
+    /// ``message(_:from:now:)`` for the forwarding path: the same checks and counts, one result and no array when
+    /// the message goes on or waits.
+    @inlinable
+    public mutating func relay(_ bytes: Message, from connection: ConnectionID, now: ContinuousClock.Instant)
+        -> Relayed
+    {
         // The tunnel is changed in place: one lookup, no copy of its buffer.
-        guard let entry = connections[connection], let index = tunnels.index(forKey: entry.tunnel) else { return [] }
+        guard let entry = connections[connection], let index = tunnels.index(forKey: entry.tunnel) else { return .kept }
         guard bytes.count <= limits.maximumMessageBytes else {
-            return finish(entry.tunnel, outcome: .messageTooLarge, now: now, code: 1009)
+            return .actions(finish(entry.tunnel, outcome: .messageTooLarge, now: now, code: 1009))
         }
         guard tunnels.values[index].messages(from: entry.side) < limits.maximumMessagesPerSide else {
-            return finish(entry.tunnel, outcome: .tooManyMessages, now: now, code: 1008)
+            return .actions(finish(entry.tunnel, outcome: .tooManyMessages, now: now, code: 1008))
         }
         tunnels.values[index].count(bytes.count, from: entry.side)
         tunnels.values[index].lastActivity = now
         let peer = entry.side == .authenticator ? tunnels.values[index].client : tunnels.values[index].authenticator
-        if let peer { return [.forward(bytes, to: peer)] }
+        if let peer { return .forward(bytes, to: peer) }
         guard tunnels.values[index].bufferedBytes + bytes.count <= limits.maximumBufferedBytes else {
-            return finish(entry.tunnel, outcome: .bufferFull, now: now, code: 1008)
+            return .actions(finish(entry.tunnel, outcome: .bufferFull, now: now, code: 1008))
         }
         tunnels.values[index].buffered.append(bytes)
         tunnels.values[index].bufferedBytes += bytes.count
-        return []
+        return .kept
     }
 
     /// A connection closed (or failed): the other side is closed too.

@@ -1,6 +1,7 @@
 import NIOCore
 import NIOWebSocket
 import Relay
+import WebSocketMessages
 
 /// One accepted TCP connection, from its HTTP request to its close: the adapter between its channel and a
 /// ``RelayConnectionStateMachine``, which decides. What happens to the connection (the request timer, the upgrade,
@@ -23,6 +24,8 @@ final class RelayConnection: Sendable {
         var machine: StateMachine
         var requestTimer: Scheduled<Void>?
         var stallTimer: Scheduled<Void>?
+        /// Where frames are written once the connection is upgraded (``ServerFrameOutlet``).
+        var outlet: ChannelHandlerContext?
     }
 
     /// Made on the channel's event loop, in the child channel initializer.
@@ -66,8 +69,9 @@ final class RelayConnection: Sendable {
         loopState.value.machine.upgradeAccepted()
     }
 
-    /// The WebSocket pipeline is in place.
-    func upgradeCompleted() {
+    /// The WebSocket pipeline is in place; frames are written at `outlet`.
+    func upgradeCompleted(outlet: ChannelHandlerContext) {
+        loopState.value.outlet = outlet
         perform(loopState.value.machine.upgradeCompleted())
     }
 
@@ -133,26 +137,25 @@ final class RelayConnection: Sendable {
         case .joinTunnel:
             state.perform(state.joined(self))
         case .write(let message, let scheduleFlush):
-            let frame = WebSocketFrame(fin: true, opcode: .binary, data: message)
-            channel.pipeline.syncOperations.write(NIOAny(frame), promise: nil)
+            write(opcode: .binary, payload: message)
             guard scheduleFlush else { break }
             // After the rest of the read, or the other deliveries queued from another loop: one system call.
             channel.eventLoop.execute { [self] in perform(loopState.value.machine.flushTurn()) }
         case .flush:
-            channel.flush()
+            loopState.value.outlet?.flush()
         case .schedulePong:
             channel.eventLoop.execute { [self] in
                 perform(loopState.value.machine.pongTurn(writable: channel.isWritable))
             }
         case .sendPong(let payload):
-            let frame = WebSocketFrame(fin: true, opcode: .pong, data: payload)
-            channel.pipeline.syncOperations.writeAndFlush(NIOAny(frame), promise: nil)
+            write(opcode: .pong, payload: payload)
+            loopState.value.outlet?.flush()
         case .sendClose(let code):
             sendCloseFrame(code: code, closeWhenWritten: false)
         case .answerClose(let code):
             sendCloseFrame(code: code, closeWhenWritten: true)
         case .relay(let message):
-            state.perform(state.message(message.readableBytesView, from: self))
+            state.relay(message, from: self)
         case .fail(let outcome, let code):
             state.perform(state.failed(self, outcome: outcome, code: code))
         case .pausePeer:
@@ -171,14 +174,23 @@ final class RelayConnection: Sendable {
         }
     }
 
+    /// Writes a frame (without flushing). The state machine asks for writes only once the connection is upgraded,
+    /// when the outlet is set.
+    private func write(opcode: WebSocketOpcode, payload: ByteBuffer) {
+        guard let outlet = loopState.value.outlet else { return assertionFailure("a write before the upgrade") }
+        outlet.write(
+            NIOAny(ServerFrame.bytes(opcode: opcode, payload: payload, allocator: channel.allocator)), promise: nil)
+    }
+
     private func sendCloseFrame(code: UInt16?, closeWhenWritten: Bool) {
-        var buffer = channel.allocator.buffer(capacity: 2)
-        if let code { buffer.writeInteger(code) }
-        let frame = WebSocketFrame(fin: true, opcode: .connectionClose, data: buffer)
+        var payload = channel.allocator.buffer(capacity: 2)
+        if let code { payload.writeInteger(code) }
         let channel = channel
+        guard let outlet = loopState.value.outlet else { return assertionFailure("a close frame before the upgrade") }
         // An answer closes once it is out; a close the relay starts waits for the peer's answer. Either way a peer
         // that never reads or answers is cut off after the grace period.
-        let written = channel.pipeline.syncOperations.writeAndFlush(NIOAny(frame))
+        let frame = ServerFrame.bytes(opcode: .connectionClose, payload: payload, allocator: channel.allocator)
+        let written = outlet.writeAndFlush(NIOAny(frame))
         if closeWhenWritten { written.whenComplete { _ in channel.close(promise: nil) } }
         channel.eventLoop.scheduleTask(in: TimeAmount(state.limits.closeGrace)) { channel.close(promise: nil) }
     }

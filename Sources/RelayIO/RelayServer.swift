@@ -176,6 +176,18 @@ public final class RelayServer: Sendable {
         try pipeline.addHandler(BackPressureHandler())
     }
 
+    /// After NIO's upgrader added its frame encoder and decoder: the relay's frame handler, and the outlet the
+    /// connection writes its frames at, past the encoder (``ServerFrameOutlet``).
+    static func completeUpgrade(
+        of connection: RelayConnection, pipeline: ChannelPipeline.SynchronousOperations, maximumMessageBytes: Int
+    ) throws {
+        try pipeline.addHandler(RelayWebSocketHandler(connection: connection, maximumMessageBytes: maximumMessageBytes))
+        let outlet = ServerFrameOutlet()
+        let encoder = try pipeline.context(handlerType: WebSocketFrameEncoder.self).handler
+        try pipeline.addHandler(outlet, position: .before(encoder))
+        connection.upgradeCompleted(outlet: try pipeline.context(handler: outlet))
+    }
+
     /// The pipeline of an accepted connection: TLS if configured, HTTP with the WebSocket upgrader, and
     /// the fallback handler for everything not upgraded.
     static func configure(
@@ -207,10 +219,9 @@ public final class RelayServer: Sendable {
                 channel.eventLoop.makeCompletedFuture {
                     let pipeline = channel.pipeline.syncOperations
                     pipeline.removeHandler(boundHTTPHandler.value, promise: nil)
-                    try pipeline.addHandler(
-                        RelayWebSocketHandler(
-                            connection: connection, maximumMessageBytes: configuration.limits.maximumMessageBytes))
-                    connection.upgradeCompleted()
+                    try completeUpgrade(
+                        of: connection, pipeline: pipeline,
+                        maximumMessageBytes: configuration.limits.maximumMessageBytes)
                 }
             })
         var limits = NIOHTTPDecoderLimitConfiguration()

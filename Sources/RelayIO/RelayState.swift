@@ -9,7 +9,7 @@ import Synchronization
 
 /// A registry action with its connection looked up, carried out after the lock is released.
 enum Effect {
-    case deliver(ByteBufferView, to: RelayConnection)
+    case deliver(RelayedMessage, to: RelayConnection)
     case close(RelayConnection, code: UInt16)
     case log(TunnelRecord)
     /// The relay drains and its last tunnel has ended.
@@ -31,8 +31,8 @@ final class RelayState: Sendable {
         var pendingKey: String?
     }
 
-    /// The registry relays views of the buffers the frames arrived in: a message is never copied on its way.
-    typealias Registry = RelayRegistry<ByteBufferView>
+    /// The registry relays the buffers the messages were unmasked into: a message is never copied on its way.
+    typealias Registry = RelayRegistry<RelayedMessage>
 
     struct Locked {
         var registry: Registry
@@ -171,13 +171,24 @@ final class RelayState: Sendable {
         return locked.withLock { state in state.resolve(state.registry.joined(connection.id), metrics: metrics) }
     }
 
-    /// A whole binary message arrived on `connection`.
-    func message(_ bytes: ByteBufferView, from connection: RelayConnection) -> [Effect] {
-        if contacts.message(bytes, from: connection, state: self) { return [] }
+    /// A whole binary message arrived on `connection`: forwarded to the peer's connection straight after the lock,
+    /// with no array of actions when it simply goes on (or waits for the peer).
+    func relay(_ message: ByteBuffer, from connection: RelayConnection) {
+        if contacts.message(message.readableBytesView, from: connection, state: self) { return }
         let now = self.now()
-        return locked.withLock { state in
-            state.resolve(state.registry.message(bytes, from: connection.id, now: now), metrics: metrics)
+        let (target, effects) = locked.withLock { state -> (RelayConnection?, [Effect]) in
+            switch state.registry.relay(RelayedMessage(message), from: connection.id, now: now) {
+            case .forward(_, let id): (state.connections[id]?.connection, [])
+            case .kept: (nil, [])
+            case .actions(let actions): (nil, state.resolve(actions, metrics: metrics))
+            }
         }
+        if let target {
+            metrics.messagesRelayed.increment(by: 1)
+            metrics.bytesRelayed.increment(by: Int64(message.readableBytes))
+            target.deliver(message)
+        }
+        if !effects.isEmpty { perform(effects) }
     }
 
     /// `connection` broke a rule the I/O layer checks (frame too large, text, protocol error, overhead budget).
@@ -273,7 +284,7 @@ final class RelayState: Sendable {
     func perform(_ effects: [Effect]) {
         for effect in effects {
             switch effect {
-            case .deliver(let bytes, let connection): connection.deliver(ByteBuffer(bytes))
+            case .deliver(let message, let connection): connection.deliver(message.buffer)
             case .close(let connection, let code): connection.close(code: code)
             case .log(let record): log(record)
             case .drained(let promise): promise.succeed()
@@ -298,4 +309,17 @@ final class RelayState: Sendable {
                 "messages_from_client": "\(record.messagesFromClient)",
             ])
     }
+}
+
+/// A relayed message as the registry holds it: the buffer it was unmasked into, whose readable bytes are the
+/// message (and which may hold its server frame's header just before them, ``ServerFrame``). The registry only
+/// counts its bytes.
+struct RelayedMessage: RandomAccessCollection, Sendable {
+    let buffer: ByteBuffer
+
+    init(_ buffer: ByteBuffer) { self.buffer = buffer }
+
+    var startIndex: Int { 0 }
+    var endIndex: Int { buffer.readableBytes }
+    subscript(position: Int) -> UInt8 { buffer.readableBytesView[buffer.readerIndex + position] }
 }

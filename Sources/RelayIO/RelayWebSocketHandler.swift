@@ -82,3 +82,14 @@ final class RelayWebSocketHandler: ChannelInboundHandler {
 
 @available(*, unavailable)
 extension RelayWebSocketHandler: Sendable {}
+
+/// Where a relay connection writes its frames, already encoded (``ServerFrame``): just before NIO's
+/// `WebSocketFrameEncoder`, which the upgrade adds and which cannot be removed. A message read in one frame then
+/// leaves as the one buffer it was unmasked into, with no `WebSocketFrame` or separate header buffer on the way.
+/// The handler itself does nothing: its context is the place in the pipeline (``RelayConnection``).
+final class ServerFrameOutlet: ChannelOutboundHandler {
+    typealias OutboundIn = ByteBuffer
+}
+
+@available(*, unavailable)
+extension ServerFrameOutlet: Sendable {}

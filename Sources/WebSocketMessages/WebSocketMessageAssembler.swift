@@ -61,7 +61,7 @@ public struct WebSocketMessageAssembler {
                 partial = frame.unmaskedData
                 return .fragment
             }
-            return .message(frame.unmaskedData)
+            return .message(Self.unmasked(frame))
         case .continuation:
             guard var message = partial else { throw .continuationWithoutMessage }
             partial = nil  // the only reference now: appending does not copy
@@ -86,5 +86,39 @@ public struct WebSocketMessageAssembler {
         default:
             throw .reservedOpcode(UInt8(webSocketOpcode: frame.opcode))
         }
+    }
+
+    /// The payload of a whole binary message in one frame, unmasked eight bytes at a time (NIO's `unmaskedData`
+    /// goes a byte at a time): the relay unmasks every message it forwards. The new buffer starts with the header
+    /// of the server frame that carries the message on (``ServerFrame``), just before the payload, so that
+    /// forwarding it is one write of one buffer; the message is the buffer's readable bytes as before.
+    static func unmasked(_ frame: WebSocketFrame) -> ByteBuffer {
+        guard let key = frame.maskKey else { return frame.data }
+        let count = frame.data.readableBytes
+        let header = ServerFrame.headerLength(payloadBytes: count)
+        var output = ByteBufferAllocator().buffer(capacity: header + count)
+        ServerFrame.setHeader(opcode: .binary, payloadBytes: count, in: &output, at: 0)
+        output.moveWriterIndex(forwardBy: header)
+        output.moveReaderIndex(forwardBy: header)
+        // The key repeated over a word: byte i of the payload is masked with key[i % 4] (RFC 6455 §5.3), and a word
+        // starts at a multiple of eight.
+        let keyWord = UInt32(key[0]) | UInt32(key[1]) << 8 | UInt32(key[2]) << 16 | UInt32(key[3]) << 24
+        let wide = UInt64(UInt32(littleEndian: keyWord)) | UInt64(UInt32(littleEndian: keyWord)) << 32
+        frame.data.withUnsafeReadableBytes { source in
+            _ = output.writeWithUnsafeMutableBytes(minimumWritableBytes: count) { target in
+                var offset = 0
+                while offset + 8 <= count {
+                    let value = source.loadUnaligned(fromByteOffset: offset, as: UInt64.self) ^ wide
+                    target.storeBytes(of: value, toByteOffset: offset, as: UInt64.self)
+                    offset += 8
+                }
+                while offset < count {
+                    target[offset] = source[offset] ^ key[offset % 4]
+                    offset += 1
+                }
+                return count
+            }
+        }
+        return output
     }
 }

@@ -73,6 +73,16 @@ struct TunnelServerTests {
         #expect(tunnel.description == tunnel.hex)
     }
 
+    @Test func tunnelIDsAreKeysByTheirBytes() throws {
+        let lower = try TunnelID(hex: "367cbbf5f5085df4098476afe4b9b1d2")
+        let upper = try TunnelID(hex: "367CBBF5F5085DF4098476AFE4B9B1D2")
+        let other = try TunnelID(hex: "367cbbf5f5085df4098476afe4b9b1d3")
+        #expect(lower.hashValue == upper.hashValue)
+        #expect(lower.hashValue != other.hashValue)
+        let tunnels: [TunnelID: Int] = [lower: 1, other: 2]
+        #expect(tunnels[upper] == 1 && tunnels[other] == 2 && tunnels.count == 2)
+    }
+
     @Test(arguments: [
         ("", TunnelIdentifierError.wrongLength(0)), ("0a0b0", .wrongLength(5)), ("0a0b0c0", .wrongLength(7)),
         ("0a0b0g", .notHex), (" a0b0c", .notHex), ("0x0b0c", .notHex), ("\u{00E9}0b0c", .notHex),

@@ -45,9 +45,8 @@ struct EmbeddedRelaySide {
         try RelayServer.addConnectionHandlers(to: pipeline)
         try pipeline.addHandler(ByteToMessageHandler(WebSocketFrameDecoder(maxFrameSize: limits.maximumMessageBytes)))
         try pipeline.addHandler(WebSocketFrameEncoder())
-        try pipeline.addHandler(
-            RelayWebSocketHandler(connection: connection, maximumMessageBytes: limits.maximumMessageBytes))
-        connection.upgradeCompleted()
+        try RelayServer.completeUpgrade(
+            of: connection, pipeline: pipeline, maximumMessageBytes: limits.maximumMessageBytes)
     }
 
     /// The peer's socket buffer fills (it stops reading) or drains.

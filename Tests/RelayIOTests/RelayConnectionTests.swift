@@ -4,19 +4,23 @@ import NIOEmbedded
 import NIOWebSocket
 import Relay
 import Testing
+import TestSupport
 
 @testable import RelayIO
 
-/// Holds every write (a peer whose socket takes nothing) and counts flushes.
+/// Holds every write (a peer whose socket takes nothing) and counts flushes. Each write must be one whole frame.
 final class WriteRecorder: ChannelOutboundHandler {
-    typealias OutboundIn = WebSocketFrame
+    typealias OutboundIn = ByteBuffer
     var holdsWrites = false
-    private(set) var frames: [WebSocketFrame] = []
+    private(set) var frames: [RawFrame] = []
+    /// Writes that were not exactly one frame.
+    private(set) var malformedWrites = 0
     private(set) var flushes = 0
     private var held: [EventLoopPromise<Void>] = []
 
     func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
-        frames.append(Self.unwrapOutboundIn(data))
+        let written = RawFrame.frames(in: Array(Self.unwrapOutboundIn(data).readableBytesView))
+        if written.count == 1 { frames += written } else { malformedWrites += 1 }
         if holdsWrites {
             if let promise { held.append(promise) }
         } else {
@@ -35,10 +39,12 @@ final class WriteRecorder: ChannelOutboundHandler {
 }
 
 /// The connection adapter in `EmbeddedChannel`: what it writes, when it flushes and closes, for the actions of its
-/// state machine. The registry beside it is real.
+/// state machine. The registry beside it is real. The connection writes at an outlet in front of the recorder, as
+/// it does in front of NIO's encoder on a socket.
 struct RelayConnectionTests {
     let channel = EmbeddedChannel()
     let recorder = WriteRecorder()
+    let outlet = ServerFrameOutlet()
     let state = RelayState(
         limits: RelayLimits(), routingID: EmbeddedRelay.routingID, logger: Logger(label: "relay.test"))
     let connection: RelayConnection
@@ -46,6 +52,7 @@ struct RelayConnectionTests {
     init() throws {
         try channel.connect(to: SocketAddress(ipAddress: "192.0.2.1", port: 4000)).wait()
         try channel.pipeline.syncOperations.addHandler(recorder)
+        try channel.pipeline.syncOperations.addHandler(outlet)
         let (channel, state) = (channel, state)
         connection = try #require(
             state.accept(address: "192.0.2.1") {
@@ -60,18 +67,25 @@ struct RelayConnectionTests {
         connection.upgradeAccepted()
     }
 
+    func completeUpgrade(_ connection: RelayConnection? = nil, channel: EmbeddedChannel? = nil) throws {
+        let channel = channel ?? self.channel
+        (connection ?? self.connection).upgradeCompleted(
+            outlet: try channel.pipeline.syncOperations.context(handlerType: ServerFrameOutlet.self))
+    }
+
     @Test func messagesOfOneTurnAreFlushedOnce() throws {
         try upgrade()
-        connection.upgradeCompleted()
+        try completeUpgrade()
         for byte in [1, 2, 3] as [UInt8] { connection.deliver(ByteBuffer(bytes: [byte])) }
-        #expect(recorder.frames.map { Array(buffer: $0.data) } == [[1], [2], [3]])
+        #expect(recorder.frames.map(\.payload) == [[1], [2], [3]])
         #expect(recorder.flushes == 0)
         channel.embeddedEventLoop.run()
         #expect(recorder.flushes == 1)
         connection.deliver(ByteBuffer(bytes: [4]))
         channel.embeddedEventLoop.run()
         #expect(recorder.flushes == 2)
-        #expect(recorder.frames.allSatisfy { $0.opcode == .binary && $0.fin && $0.maskKey == nil })
+        #expect(recorder.frames.allSatisfy { $0.opcode == 0x2 && $0.fin && !$0.masked })
+        #expect(recorder.malformedWrites == 0)
     }
 
     @Test func whatArrivesDuringTheUpgradeWaitsForThePipeline() throws {
@@ -80,9 +94,9 @@ struct RelayConnectionTests {
         connection.close(code: 1001)
         #expect(recorder.frames.isEmpty && channel.isActive)
         #expect(connection.phase == .upgrading)
-        connection.upgradeCompleted()
-        #expect(recorder.frames.map(\.opcode) == [.binary, .connectionClose])
-        #expect(Array(buffer: recorder.frames[1].data) == [0x03, 0xE9])
+        try completeUpgrade()
+        #expect(recorder.frames.map(\.opcode) == [0x2, 0x8])
+        #expect(recorder.frames.last?.closeCode == 1001)
         // The relay started the close: the connection ends when the peer answers.
         #expect(channel.isActive)
         connection.closeReplyReceived()
@@ -91,10 +105,10 @@ struct RelayConnectionTests {
 
     @Test func aPeerThatDoesNotReadTheCloseFrameIsCutOffAfterTheGrace() throws {
         try upgrade()
-        connection.upgradeCompleted()
+        try completeUpgrade()
         recorder.holdsWrites = true
         connection.close(code: 1000)
-        #expect(recorder.frames.last?.opcode == .connectionClose)
+        #expect(recorder.frames.last?.opcode == 0x8)
         channel.embeddedEventLoop.advanceTime(by: TimeAmount(RelayLimits().closeGrace) - .milliseconds(1))
         #expect(channel.isActive)
         channel.embeddedEventLoop.advanceTime(by: .milliseconds(1))
@@ -113,7 +127,7 @@ struct RelayConnectionTests {
     @Test func aCompletedUpgradeStopsTheRequestTimer() throws {
         connection.startRequestTimer(.seconds(10))
         try upgrade()
-        connection.upgradeCompleted()
+        try completeUpgrade()
         channel.embeddedEventLoop.advanceTime(by: .seconds(60))
         #expect(channel.isActive)
         #expect(connection.phase == .open)
@@ -134,13 +148,14 @@ struct RelayConnectionTests {
                 authenticator, path: "/cable/new/\(tunnelID)", subprotocols: ["fido.cable"])
         else { throw ClientError("upgrade refused") }
         authenticator.upgradeAccepted()
-        authenticator.upgradeCompleted()
+        try authenticatorChannel.pipeline.syncOperations.addHandler(ServerFrameOutlet())
+        try completeUpgrade(authenticator, channel: authenticatorChannel)
         authenticator.frameReceived(.message(ByteBuffer(bytes: [1])), isOverhead: false)  // buffered by the registry
 
         try upgrade(path: "/cable/connect/\(routingID)/\(tunnelID)")
         authenticator.frameReceived(.message(ByteBuffer(bytes: [2])), isOverhead: false)  // waits in the connection
-        connection.upgradeCompleted()
+        try completeUpgrade()
         authenticator.frameReceived(.message(ByteBuffer(bytes: [3])), isOverhead: false)
-        #expect(recorder.frames.map { Array(buffer: $0.data) } == [[1], [2], [3]])
+        #expect(recorder.frames.map(\.payload) == [[1], [2], [3]])
     }
 }
