@@ -168,14 +168,28 @@ public struct PasswordCredential: Sendable, CustomStringConvertible, CustomRefle
     }
 }
 
-/// A passwords row the store will not use: its sealed password does not open with the row's own columns (changed
-/// outside this program, moved from another row, or damaged), or a column is missing. Read from the row without
-/// authentication: it only helps a person find and delete it.
-public struct DamagedPassword: Hashable, Sendable, CustomStringConvertible {
+/// A saved password's or one-time code's row the store will not use: its sealed secret does not open with the row's
+/// own columns (changed outside this program, moved from another row, or damaged), or a column is missing or out of
+/// range. Read from the row without authentication: it only helps a person find and delete it.
+public struct DamagedLogin: Hashable, Sendable, CustomStringConvertible {
+    /// Which table the row is in.
+    public enum Kind: Hashable, Sendable {
+        case password, oneTimeCode
+    }
+
+    public var kind: Kind
     public var id: [UInt8]
     public var service: String?
     public var userName: String?
     public var reason: DamagedCredential.Reason
+
+    public init(_ kind: Kind, id: [UInt8], service: String?, userName: String?, reason: DamagedCredential.Reason) {
+        self.kind = kind
+        self.id = id
+        self.service = service
+        self.userName = userName
+        self.reason = reason
+    }
 
     public var description: String {
         let what =
@@ -183,14 +197,19 @@ public struct DamagedPassword: Hashable, Sendable, CustomStringConvertible {
             case .failsIntegrityCheck: "fails its integrity check: the store was damaged or tampered with"
             case .missingFields: "is missing required fields"
             }
-        return "saved password \(hexPrefix(id)) \(what)"
+        let row =
+            switch kind {
+            case .password: "saved password"
+            case .oneTimeCode: "one-time code"
+            }
+        return "\(row) \(hexPrefix(id)) \(what)"
     }
 }
 
 /// One row of the passwords table.
 public enum PasswordEntry: Sendable {
     case intact(PasswordCredential)
-    case damaged(DamagedPassword)
+    case damaged(DamagedLogin)
 
     public var service: String? {
         switch self {

@@ -52,28 +52,10 @@ public struct OneTimeCodeCredential: Sendable, CustomStringConvertible, CustomRe
     }
 }
 
-/// A one-time-code row the store will not use: its seal does not open with the row's own columns, or a column is
-/// missing or out of range.
-public struct DamagedOneTimeCode: Hashable, Sendable, CustomStringConvertible {
-    public var id: [UInt8]
-    public var service: String?
-    public var userName: String?
-    public var reason: DamagedCredential.Reason
-
-    public var description: String {
-        let what =
-            switch reason {
-            case .failsIntegrityCheck: "fails its integrity check: the store was damaged or tampered with"
-            case .missingFields: "is missing required fields"
-            }
-        return "one-time code \(hexPrefix(id)) \(what)"
-    }
-}
-
 /// One row of the one-time codes table.
 public enum OneTimeCodeEntry: Sendable {
     case intact(OneTimeCodeCredential)
-    case damaged(DamagedOneTimeCode)
+    case damaged(DamagedLogin)
 }
 
 /// The positions of the authenticated one-time-code columns in `SQL.oneTimeCodeAuthenticatedColumns`.
@@ -208,8 +190,9 @@ extension SQLiteCredentialStore {
     func oneTimeCodeEntry(_ record: OneTimeCodeRecord) throws(CredentialStoreError) -> OneTimeCodeEntry {
         func damaged(_ reason: DamagedCredential.Reason) -> OneTimeCodeEntry {
             .damaged(
-                DamagedOneTimeCode(
-                    id: record.blob(.id) ?? [], service: record.text(.service), userName: record.text(.userName),
+                DamagedLogin(
+                    .oneTimeCode, id: record.blob(.id) ?? [], service: record.text(.service),
+                    userName: record.text(.userName),
                     reason: reason))
         }
         let issuer = record.text(.issuer)

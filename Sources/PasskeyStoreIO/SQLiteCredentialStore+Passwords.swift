@@ -40,8 +40,8 @@ struct PasswordRecord {
         return nil
     }
 
-    func damaged(_ reason: DamagedCredential.Reason) -> DamagedPassword {
-        DamagedPassword(id: blob(.id) ?? [], service: text(.service), userName: text(.userName), reason: reason)
+    func damaged(_ reason: DamagedCredential.Reason) -> DamagedLogin {
+        DamagedLogin(.password, id: blob(.id) ?? [], service: text(.service), userName: text(.userName), reason: reason)
     }
 }
 

@@ -92,7 +92,7 @@ struct OneTimeCodeStoreTests {
         store.close()
         try await execute(statement, on: scratch.url())
         let reopened = try SQLiteCredentialStore.open(at: scratch.url(), passphrase: "correct horse")
-        let damaged = try reopened.oneTimeCodeEntries().compactMap { entry -> DamagedOneTimeCode? in
+        let damaged = try reopened.oneTimeCodeEntries().compactMap { entry -> DamagedLogin? in
             if case .damaged(let damaged) = entry { return damaged }
             return nil
         }

@@ -22,7 +22,8 @@ struct PasswordListingTests {
         let rows = PasswordListing.rows([
             try Self.login("example.com", "alice", modified: Self.changed, rank: 3),
             try Self.login("https://shop.example", "bob\u{202E}"),
-            .damaged(DamagedPassword(id: [9], service: "bad.example", userName: nil, reason: .failsIntegrityCheck)),
+            .damaged(
+                DamagedLogin(.password, id: [9], service: "bad.example", userName: nil, reason: .failsIntegrityCheck)),
         ])
         #expect(
             PasswordListing.lines(rows, service: nil) == [
