@@ -195,13 +195,8 @@ enum OTPInput {
     static func withVault<T>(
         _ options: StoreOptions, approval: ApprovalOptions? = nil, _ body: (OneTimeCodeVault) async throws -> T
     ) async throws -> T {
-        let store = try await options.open(create: false)
-        defer { store.close() }
-        let interface = TerminalInterface()
-        let environment = ProcessInfo.processInfo.environment
-        return try await body(
-            OneTimeCodeVault(
-                store: store, interface: interface,
-                mode: approval?.mode ?? ApprovalMode(yes: false, environment: environment), canAsk: interface.canAsk))
+        try await PasswordPrompts.withStore(options, approval: approval) { store, interface, mode, _ in
+            try await body(OneTimeCodeVault(store: store, interface: interface, mode: mode, canAsk: interface.canAsk))
+        }
     }
 }

@@ -22,16 +22,26 @@ enum PasswordPrompts {
         _ options: StoreOptions, approvals: String? = nil, approval: ApprovalOptions? = nil,
         _ body: (PasswordVault) async throws -> T
     ) async throws -> T {
+        try await withStore(options, approval: approval) { store, interface, mode, environment in
+            try await body(
+                PasswordVault(
+                    store: store, interface: interface, mode: mode, canAsk: interface.canAsk, environment: environment,
+                    approvalTable: approvals.map { URL(fileURLWithPath: $0) } ?? options.files.domainApprovals))
+        }
+    }
+
+    /// What `passkey password` and `passkey otp` run on: the store (never created here), the terminal, the approval
+    /// mode (`--yes`, or the environment's) and the environment.
+    static func withStore<T>(
+        _ options: StoreOptions, approval: ApprovalOptions?,
+        _ body: (SQLiteCredentialStore, TerminalInterface, ApprovalMode, [String: String]) async throws -> T
+    ) async throws -> T {
         let store = try await options.open(create: false)
         defer { store.close() }
         let interface = TerminalInterface()
         let environment = ProcessInfo.processInfo.environment
-        return try await body(
-            PasswordVault(
-                store: store, interface: interface,
-                mode: approval?.mode ?? ApprovalMode(yes: false, environment: environment), canAsk: interface.canAsk,
-                environment: environment,
-                approvalTable: approvals.map { URL(fileURLWithPath: $0) } ?? options.files.domainApprovals))
+        let mode = approval?.mode ?? ApprovalMode(yes: false, environment: environment)
+        return try await body(store, interface, mode, environment)
     }
 
     /// The store and what it says, as `passkey password` prints it: quoted names, a terminal-safe service.
