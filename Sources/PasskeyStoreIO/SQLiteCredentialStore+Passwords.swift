@@ -69,6 +69,20 @@ extension SQLiteCredentialStore {
         return try records.map { record throws(CredentialStoreError) in try passwordEntry(record) }
     }
 
+    /// The rows whose password this program gave to a page at `date` or later (``SavedLogin/filledDate``): what an
+    /// automatic passkey upgrade looks at, without opening every saved password. Each row is checked as
+    /// ``passwordEntries(service:)`` checks it, so a fill time changed in the file makes its row damaged.
+    public func passwordEntries(filledSince date: Date) throws(CredentialStoreError) -> [PasswordEntry] {
+        let action = "read the saved passwords"
+        let records = try read(action) { (connection, _) throws(CredentialStoreError) in
+            try sql(action) { () throws(SQLiteFailure) in
+                try connection.prepared(SQL.selectPasswordsFilledSince).query(
+                    [.integer(date.milliseconds)], PasswordRecord.init)
+            }
+        }
+        return try records.map { record throws(CredentialStoreError) in try passwordEntry(record) }
+    }
+
     /// The usable passwords of one service (or all), in listing order (`SavedLogin.listedBefore`).
     public func passwords(service: PasswordService? = nil) throws(CredentialStoreError) -> [PasswordCredential] {
         try passwordEntries(service: service).compactMap {

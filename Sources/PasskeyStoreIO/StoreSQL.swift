@@ -155,6 +155,8 @@ enum SQL {
         "SELECT \(passwordColumns) FROM passwords WHERE service = ? ORDER BY user_name"
     static let selectPassword = "SELECT \(passwordColumns) FROM passwords WHERE service = ? AND user_name = ?"
     static let selectPasswordByID = "SELECT \(passwordColumns) FROM passwords WHERE password_id = ?"
+    /// The rows whose recorded fill is at or after a time; the seal covers `filled_ms`, so each is still checked.
+    static let selectPasswordsFilledSince = "SELECT \(passwordColumns) FROM passwords WHERE filled_ms >= ?"
     static let insertPassword = """
         INSERT INTO passwords (\(passwordAuthenticatedColumns), sealed_password) VALUES (?, ?, ?, ?, ?, ?, ?, ?)
         """
@@ -249,6 +251,7 @@ enum SQL {
         deleteByID, deleteAll,
         selectSettings, upsertSettings, updateUser, updateSealedKey, selectLargeBlobArray, upsertLargeBlobArray,
         deleteLargeBlobArray, selectPasswords, selectPasswordsOfService, selectPassword, selectPasswordByID,
+        selectPasswordsFilledSince,
         insertPassword, updatePassword, deletePassword, maximumPasswordRank, selectNote, updateNote, selectNotes,
         selectPasswordNote, updatePasswordNote, selectPasswordNotes, updateHidden, updatePasswordUse,
         deleteHiddenBefore, countHiddenBefore, insertPasswordUnlessPresent, selectOneTimeCodes,

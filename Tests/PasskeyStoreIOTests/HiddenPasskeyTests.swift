@@ -86,10 +86,19 @@ struct HiddenPasskeyTests {
         #expect(try store.passwords().first?.login.filledDate == Self.now)
         // A use without a fill (a copy to the clipboard) keeps the last fill.
         #expect(try store.recordPasswordUse(used)?.filledDate == Self.now)
+        // Only rows filled since a time are read for an upgrade; a login never filled is not among them.
+        try store.savePassword("another one", userName: "bob", service: service)
+        let recent = try store.passwordEntries(filledSince: Self.now.addingTimeInterval(-60))
+        #expect(recent.map(\.service) == ["example.com"])
+        #expect(try store.passwordEntries(filledSince: Self.now).count == 1)
+        #expect(try store.passwordEntries(filledSince: Self.now.addingTimeInterval(1)).isEmpty)
 
         // Moving the fill in the file, to allow an upgrade the person never started, breaks the row's seal.
         try await execute("UPDATE passwords SET filled_ms = filled_ms + 1000", on: scratch.url())
-        #expect(try store.passwords().isEmpty)
+        #expect(try store.passwords().map(\.login.userName) == ["bob"])
+        let moved = try store.passwordEntries(filledSince: Self.now)
+        #expect(moved.count == 1)
+        if case .intact = try #require(moved.first) { Issue.record("a moved fill time opened") }
         store.close()
     }
 }

@@ -84,7 +84,8 @@ extension ThisComputer {
     /// given to a page within ``ConditionalCreate/window``, and no passkey of that user may be here yet.
     public func allowsConditionalCreation(relyingPartyID: String, userName: String, now: Date = Date()) async -> Bool {
         guard let store = await store.openWithoutAsking() else { return false }
-        guard let logins = try? store.passwordEntries(),
+        let oldestFill = now.addingTimeInterval(-ConditionalCreate.window)
+        guard let logins = try? store.passwordEntries(filledSince: oldestFill),
             let passkeys = try? store.credentials(forRelyingParty: relyingPartyID)
         else { return false }
         let fills = logins.compactMap { entry -> ConditionalCreate.PasswordFill? in
