@@ -45,20 +45,9 @@ extension SQLiteCredentialStore {
             guard let last else { return false }
             return last <= date && date.timeIntervalSince(last) < Self.useRecordingInterval
         }
-        // The hot path: a passkey this store recorded lately (getAssertion again and again) costs one hash lookup.
-        if isRecent(recordedUses.withLock({ $0[id] })) { return }
-        // Another process may have recorded it: the index as this store last read it says so.
-        let recent = indexCache.withLock { cache in
-            isRecent(cache?.identities.first { $0.kind == .passkey && $0.credentialID == id }?.lastUsedDate)
-        }
-        guard !recent else { return }
-        defer {
-            recordedUses.withLock { uses in
-                // Bounded: a store signing in with thousands of passkeys starts over rather than grow.
-                if uses.count >= 4096 { uses.removeAll(keepingCapacity: true) }
-                uses[id] = Date(milliseconds: date.milliseconds)
-            }
-        }
+        // The hot path: the index as this store last wrote or read it (which includes what other processes recorded
+        // until then) knows a recent use, and a sign-in again and again costs one hash lookup.
+        if isRecent(indexCache.withLock({ $0?.lastPasskeyUse[id] })) { return }
         try? write("record the use of passkey \(hexPrefix(id))") { (connection, keys) throws(CredentialStoreError) in
             self.updateIndex(connection, keys: &keys) { identities in
                 guard var identity = identities.first(where: { $0.kind == .passkey && $0.credentialID == id }) else {
@@ -211,8 +200,26 @@ extension SQLiteCredentialStore {
 /// The index as a store last wrote it, and the stamps of the index file and journal then: while both keep their
 /// stamps, no other process changed them, and updates start from these identities instead of reading the files.
 struct IndexCache {
-    var identities: [CredentialIdentity]
-    var indexStamp: IndexFiles.Stamp
-    var journalStamp: IndexFiles.Stamp?
-    var journalLength: Int
+    let identities: [CredentialIdentity]
+    let indexStamp: IndexFiles.Stamp
+    let journalStamp: IndexFiles.Stamp?
+    let journalLength: Int
+    /// Each passkey's last recorded use by credential ID: ``SQLiteCredentialStore/recordUse(ofCredential:at:)`` looks
+    /// here on every sign-in.
+    let lastPasskeyUse: [[UInt8]: Date]
+
+    init(
+        identities: [CredentialIdentity], indexStamp: IndexFiles.Stamp, journalStamp: IndexFiles.Stamp?,
+        journalLength: Int
+    ) {
+        self.identities = identities
+        self.indexStamp = indexStamp
+        self.journalStamp = journalStamp
+        self.journalLength = journalLength
+        var uses: [[UInt8]: Date] = [:]
+        for identity in identities where identity.kind == .passkey {
+            if let used = identity.lastUsedDate { uses[identity.credentialID] = used }
+        }
+        lastPasskeyUse = uses
+    }
 }

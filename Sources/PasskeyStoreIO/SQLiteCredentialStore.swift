@@ -40,9 +40,6 @@ public final class SQLiteCredentialStore: CredentialStore {
     private let state: Mutex<State>
     /// The index as this store last wrote it, with the file's stamp then (`SQLiteCredentialStore+Index.swift`).
     let indexCache = Mutex<IndexCache?>(nil)
-    /// The last use this store recorded of each passkey (`recordUse`): a sign-in with a passkey used within
-    /// ``useRecordingInterval`` finds it here in one hash lookup, instead of in the index's list of every passkey.
-    let recordedUses = Mutex<[[UInt8]: Date]>([:])
 
     /// The connection, the decrypted-key cache and the damage reports, reachable only under the lock.
     private struct State {
