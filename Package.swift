@@ -1,12 +1,21 @@
 // swift-tools-version:6.1
 import PackageDescription
 
+/// `Tools/fuzz` builds with PASSKEY_FUZZ_INSTRUMENTATION=1: this package's own modules then get AddressSanitizer and
+/// libFuzzer's coverage, and its dependencies keep their ordinary objects. The fuzz targets' coverage is this
+/// package's code, and CI's fuzz stage, which builds in `.build` after the debug build, compiles no dependency again.
+let fuzzInstrumentation = Context.environment["PASSKEY_FUZZ_INSTRUMENTATION"] == "1"
+
 /// Settings every target of ours shares: Swift 6 mode with the two upcoming features the style guide asks for.
-let strictSettings: [SwiftSetting] = [
-    .swiftLanguageMode(.v6),
-    .enableUpcomingFeature("ExistentialAny"),
-    .enableUpcomingFeature("MemberImportVisibility"),
-]
+let strictSettings: [SwiftSetting] =
+    [
+        .swiftLanguageMode(.v6),
+        .enableUpcomingFeature("ExistentialAny"),
+        .enableUpcomingFeature("MemberImportVisibility"),
+    ]
+    + (fuzzInstrumentation
+        ? [.unsafeFlags(["-sanitize=address", "-sanitize-coverage=edge,trace-cmp,inline-8bit-counters,pc-table"])]
+        : [])
 
 let crypto = Target.Dependency.product(name: "Crypto", package: "swift-crypto")
 let cryptoExtras = Target.Dependency.product(name: "_CryptoExtras", package: "swift-crypto")
@@ -360,7 +369,8 @@ let package = Package(
             swiftSettings: strictSettings
         ),
         .executableTarget(
-            name: "passkey-fuzz", dependencies: ["FuzzTargets", "CFuzzerDriver", crypto], swiftSettings: strictSettings),
+            name: "passkey-fuzz", dependencies: ["FuzzTargets", "CFuzzerDriver", crypto], swiftSettings: strictSettings,
+            linkerSettings: fuzzInstrumentation ? [.unsafeFlags(["-sanitize=address"])] : []),
 
         // MARK: Tests.
         // What several test targets share: seeded randomness, a manual clock, scratch directories, child processes,
