@@ -47,16 +47,14 @@ extension Passkey.OTP {
         @OptionGroup var format: JSONOption
 
         func validate() throws {
-            guard PasswordService(site) != nil else {
-                throw ValidationError("'\(site)' is not a domain, an https:// origin or an app ID.")
-            }
+            _ = try PasswordService.named(site)
             if let user { try PasswordPrompts.validateUserName(user) }
         }
 
         @OptionGroup var verbosity: OutputOptions
 
         func run() async throws {
-            guard let service = PasswordService(site) else { return }
+            let service = try PasswordService.named(site)
             // Read before the store is unlocked: nothing is asked for a secret that is not there.
             let text = try await OTPInput.read(file: file, what: secret ? "secret" : "otpauth:// URI")
             let parsed = try OneTimeCodeVault.read(secret ? .secret(text) : .uri(text))
@@ -86,15 +84,13 @@ extension Passkey.OTP {
         @OptionGroup var format: JSONOption
 
         func validate() throws {
-            guard PasswordService(site) != nil else {
-                throw ValidationError("'\(site)' is not a domain, an https:// origin or an app ID.")
-            }
+            _ = try PasswordService.named(site)
         }
 
         @OptionGroup var verbosity: OutputOptions
 
         func run() async throws {
-            guard let service = PasswordService(site) else { return }
+            let service = try PasswordService.named(site)
             let (login, code, left) = try await OTPInput.withVault(store) { try $0.code(site: service, user: user) }
             if format.json {
                 printJSON(JSONOutput.text(OneTimeCodeLines.codeJSON(login, code: code, secondsLeft: left)))
@@ -115,9 +111,7 @@ extension Passkey.OTP {
         @OptionGroup var format: JSONOption
 
         func validate() throws {
-            if let site, PasswordService(site) == nil {
-                throw ValidationError("'\(site)' is not a domain, an https:// origin or an app ID.")
-            }
+            if let site { _ = try PasswordService.named(site) }
         }
 
         @OptionGroup var verbosity: OutputOptions
@@ -148,15 +142,13 @@ extension Passkey.OTP {
         @OptionGroup var approval: ApprovalOptions
 
         func validate() throws {
-            guard PasswordService(site) != nil else {
-                throw ValidationError("'\(site)' is not a domain, an https:// origin or an app ID.")
-            }
+            _ = try PasswordService.named(site)
         }
 
         @OptionGroup var verbosity: OutputOptions
 
         func run() async throws {
-            guard let service = PasswordService(site) else { return }
+            let service = try PasswordService.named(site)
             try await OTPInput.withVault(store, approval: approval) { try await $0.delete(site: service, user: user) }
             printLine("Deleted the one-time code for \(PasswordPrompts.login(user, service)).")
         }

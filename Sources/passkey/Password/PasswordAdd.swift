@@ -36,9 +36,7 @@ extension Passkey.Password {
 
         func validate() throws {
             if rules != nil, !generate { throw ValidationError("--rules goes with --generate.") }
-            guard let parsed = PasswordService(service) else {
-                throw ValidationError("'\(service)' is not a domain, an https:// origin or an app ID.")
-            }
+            let parsed = try PasswordService.named(service)
             if app != nil, parsed.hostAndPort == nil {
                 throw ValidationError("--app saves for a domain or an https:// origin, not for an app ID.")
             }
@@ -54,7 +52,7 @@ extension Passkey.Password {
         @OptionGroup var verbosity: OutputOptions
 
         func run() async throws {
-            guard let service = PasswordService(service) else { return }
+            let service = try PasswordService.named(service)
             // Made before anything is opened, so impossible rules change nothing.
             let generated = generate ? try await newPassword() : nil
             let saved = try await PasswordPrompts.withVault(store, approvals: approvals, approval: approval) {
@@ -94,9 +92,7 @@ extension Passkey.Password {
         var clearAfter = 45
 
         func validate() throws {
-            guard PasswordService(service) != nil else {
-                throw ValidationError("'\(service)' is not a domain, an https:// origin or an app ID.")
-            }
+            _ = try PasswordService.named(service)
             guard (1...86_400).contains(clearAfter) else {
                 throw ValidationError("--clear-after must be between 1 and 86400 seconds.")
             }
@@ -105,7 +101,7 @@ extension Passkey.Password {
         @OptionGroup var verbosity: OutputOptions
 
         func run() async throws {
-            guard let service = PasswordService(service) else { return }
+            let service = try PasswordService.named(service)
             // The clipboard is found before the store is unlocked: no passphrase is asked for nothing.
             let clipboard =
                 try clip ? Clipboard(tool: ClipboardTool.choose(environment: ProcessInfo.processInfo.environment)) : nil

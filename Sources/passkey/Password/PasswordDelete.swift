@@ -25,9 +25,7 @@ extension Passkey.Password {
         @OptionGroup var approval: ApprovalOptions
 
         func validate() throws {
-            guard let parsed = PasswordService(service) else {
-                throw ValidationError("'\(service)' is not a domain, an https:// origin or an app ID.")
-            }
+            let parsed = try PasswordService.named(service)
             if app != nil, parsed.hostAndPort == nil {
                 throw ValidationError("--app deletes for a domain or an https:// origin, not for an app ID.")
             }
@@ -36,7 +34,7 @@ extension Passkey.Password {
         @OptionGroup var verbosity: OutputOptions
 
         func run() async throws {
-            guard let service = PasswordService(service) else { return }
+            let service = try PasswordService.named(service)
             try await PasswordPrompts.withVault(store, approvals: approvals, approval: approval) {
                 try await $0.delete(service: service, user: user, app: app)
             }

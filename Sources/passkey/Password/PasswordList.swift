@@ -22,9 +22,7 @@ extension Passkey.Password {
         @Flag(help: "Unlock the store and show each login's note (`passkey password note`).") var notes = false
 
         func validate() throws {
-            if let service, PasswordService(service) == nil {
-                throw ValidationError("'\(service)' is not a domain, an https:// origin or an app ID.")
-            }
+            if let service { _ = try PasswordService.named(service) }
         }
 
         @OptionGroup var verbosity: OutputOptions

@@ -24,13 +24,11 @@ extension Passkey.Password {
         @OptionGroup var verbosity: OutputOptions
 
         func validate() throws {
-            guard PasswordService(service) != nil else {
-                throw ValidationError("'\(service)' is not a domain, an https:// origin or an app ID.")
-            }
+            _ = try PasswordService.named(service)
         }
 
         func run() async throws {
-            guard let service = PasswordService(service) else { return }
+            let service = try PasswordService.named(service)
             let login = PasswordPrompts.login(user, service)
             if note.show {
                 let saved = try await PasswordPrompts.withVault(store) { try $0.note(service: service, user: user) }

@@ -60,3 +60,14 @@ enum PasswordPrompts {
         return (try? encoder.encode(text)).map { String(decoding: $0, as: UTF8.self) } ?? "\"\""
     }
 }
+
+extension PasswordService {
+    /// A site as a command's argument names it: a domain, an https:// origin or an app ID, else the sentence every
+    /// `passkey password` and `passkey otp` command refuses it with.
+    static func named(_ text: String) throws -> PasswordService {
+        guard let service = PasswordService(text) else {
+            throw ValidationError("'\(text)' is not a domain, an https:// origin or an app ID.")
+        }
+        return service
+    }
+}
