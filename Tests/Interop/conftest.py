@@ -238,6 +238,33 @@ class Server:
         return stop_process(self.process)
 
 
+def run_with_store(store, *args, stdin="", password=None, passphrase=PASSPHRASE, new_session=False,
+                   environment_extra=None, timeout=120):
+    """`passkey ARGS` on the store at `store`: with its passphrase unless `passphrase` is None, PASSKEY_PASSWORD only
+    when `password` is given, never PASSKEY_ASSUME_YES. In a new session there is no controlling terminal, so nothing
+    can be asked on one."""
+    environment = dict(os.environ, PASSKEY_STORE=store, NO_COLOR="1")
+    for name in ("PASSKEY_PASSWORD", "PASSKEY_ASSUME_YES", "PASSKEY_PASSPHRASE"):
+        environment.pop(name, None)
+    if passphrase is not None:
+        environment["PASSKEY_PASSPHRASE"] = passphrase
+    if password is not None:
+        environment["PASSKEY_PASSWORD"] = password
+    environment.update(environment_extra or {})
+    return subprocess.run([PASSKEY_BIN, *args], input=stdin if stdin is not None else "", capture_output=True,
+                          text=True, timeout=timeout, env=environment, start_new_session=new_session)
+
+
+@pytest.fixture
+def store():
+    """A new store made by `passkey init` in a temporary folder, with PASSPHRASE; its path."""
+    with tempfile.TemporaryDirectory() as directory:
+        path = os.path.join(directory, "store.sqlite")
+        created = run_with_store(path, "init")
+        assert created.returncode == 0, created.stderr
+        yield path
+
+
 @pytest.fixture
 def store_dir():
     with tempfile.TemporaryDirectory() as directory:

@@ -15,7 +15,6 @@ import signal
 import sqlite3
 import struct
 import subprocess
-import tempfile
 import time
 import unicodedata
 
@@ -37,26 +36,7 @@ SECRET = "uFA-T9C-aRD-cDP-secret"
 APP = "ABCDE12345.com.example.app"
 
 
-def run(store, *args, password=None, passphrase=PASSPHRASE, stdin=None, new_session=False, timeout=120):
-    environment = dict(os.environ, PASSKEY_STORE=store)
-    environment.pop("PASSKEY_PASSWORD", None)
-    environment.pop("PASSKEY_ASSUME_YES", None)
-    if passphrase is not None:
-        environment["PASSKEY_PASSPHRASE"] = passphrase
-    if password is not None:
-        environment["PASSKEY_PASSWORD"] = password
-    return subprocess.run(
-        [PASSKEY_BIN, *args], input=stdin if stdin is not None else "", capture_output=True, text=True,
-        timeout=timeout, env=environment, start_new_session=new_session)
-
-
-@pytest.fixture
-def store():
-    with tempfile.TemporaryDirectory() as directory:
-        path = os.path.join(directory, "store.sqlite")
-        created = run(path, "init")
-        assert created.returncode == 0, created.stderr
-        yield path
+run = conftest.run_with_store
 
 
 def files_of(store):

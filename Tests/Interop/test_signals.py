@@ -8,8 +8,6 @@ required, as WebAuthn L3 tells relying parties to for conditional create.
 import base64
 import json
 import os
-import subprocess
-import tempfile
 
 import pytest
 from webauthn import (
@@ -21,31 +19,16 @@ from webauthn import (
 )
 from webauthn.helpers.structs import AuthenticatorSelectionCriteria, ResidentKeyRequirement
 
-from conftest import PASSKEY_BIN, PASSPHRASE
+from conftest import run_with_store
 
 ORIGIN = "https://example.com"
 NOT_ALLOWED, SECURITY, TYPE = 10, 12, 15
 
 
 def run(store, *args, stdin="", password=None, environment_extra=None):
-    environment = dict(os.environ, PASSKEY_STORE=store, PASSKEY_PASSPHRASE=PASSPHRASE, NO_COLOR="1")
-    for name in ("PASSKEY_PASSWORD", "PASSKEY_ASSUME_YES"):
-        environment.pop(name, None)
-    if password is not None:
-        environment["PASSKEY_PASSWORD"] = password
-    environment.update(environment_extra or {})
     # A new session: no controlling terminal, so nothing can be asked on one.
-    return subprocess.run([PASSKEY_BIN, *args], input=stdin, capture_output=True, text=True, timeout=120,
-                          env=environment, start_new_session=True)
-
-
-@pytest.fixture
-def store():
-    with tempfile.TemporaryDirectory() as directory:
-        path = os.path.join(directory, "store.sqlite")
-        created = run(path, "init")
-        assert created.returncode == 0, created.stderr
-        yield path
+    return run_with_store(store, *args, stdin=stdin, password=password, new_session=True,
+                          environment_extra=environment_extra)
 
 
 def register(store, user):
