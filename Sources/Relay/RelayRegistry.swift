@@ -285,18 +285,6 @@ public struct RelayRegistry<Message: Collection<UInt8> & Sendable>: Sendable {
         return buffered.map { .forward($0, to: connection) }
     }
 
-    /// A whole binary message on a connection. (A text frame is refused by the I/O layer: ``failed(_:outcome:code:now:)``.)
-    @inlinable
-    public mutating func message(_ bytes: Message, from connection: ConnectionID, now: ContinuousClock.Instant)
-        -> [Action]
-    {
-        switch relay(bytes, from: connection, now: now) {
-        case .forward(let message, let peer): [.forward(message, to: peer)]
-        case .kept: []
-        case .actions(let actions): actions
-        }
-    }
-
     /// What ``relay(_:from:now:)`` decided: the common cases without an array.
     public enum Relayed: Sendable {
         /// Send the message on the peer's connection.
@@ -307,8 +295,9 @@ public struct RelayRegistry<Message: Collection<UInt8> & Sendable>: Sendable {
         case actions([Action])
     }
 
-    /// ``message(_:from:now:)`` for the forwarding path: the same checks and counts, one result and no array when
-    /// the message goes on or waits.
+    /// A whole binary message on a connection: counted against its side's limits, then forwarded to the peer, or
+    /// buffered until the peer joins; one result, and no array when the message goes on or waits. (A text frame is
+    /// refused by the I/O layer: ``failed(_:outcome:code:now:)``.)
     @inlinable
     public mutating func relay(_ bytes: Message, from connection: ConnectionID, now: ContinuousClock.Instant)
         -> Relayed

@@ -7,6 +7,15 @@ import Testing
 typealias Registry = RelayRegistry<[UInt8]>
 
 extension RelayRegistry {
+    /// ``relay(_:from:now:)``'s decision as the list of actions the tests compare.
+    mutating func message(_ bytes: Message, from connection: ConnectionID, now: ContinuousClock.Instant) -> [Action] {
+        switch relay(bytes, from: connection, now: now) {
+        case .forward(let message, let peer): [.forward(message, to: peer)]
+        case .kept: []
+        case .actions(let actions): actions
+        }
+    }
+
     /// The routing ID of the tests' relays.
     static var testRoutingID: RoutingID { try! RoutingID(hex: "0A0B0C") }
 
