@@ -45,7 +45,7 @@ extension SQLiteCredentialStore {
             guard let last else { return false }
             return last <= date && date.timeIntervalSince(last) < Self.useRecordingInterval
         }
-        // The hot path: the index as this store last wrote or read it (which includes what other processes recorded
+        // The hot path: the index as this store last wrote it (which includes what other processes had recorded
         // until then) knows a recent use, and a sign-in again and again costs one hash lookup.
         if isRecent(indexCache.withLock({ $0?.lastPasskeyUse[id] })) { return }
         try? write("record the use of passkey \(hexPrefix(id))") { (connection, keys) throws(CredentialStoreError) in

@@ -56,28 +56,25 @@ extension SQLiteCredentialStore {
 
     /// Every passwords row, damaged ones included, of one service or of all; by service, then user name.
     public func passwordEntries(service: PasswordService? = nil) throws(CredentialStoreError) -> [PasswordEntry] {
-        let action = "read the saved passwords"
-        let records = try read(action) { (connection, _) throws(CredentialStoreError) in
-            try sql(action) { () throws(SQLiteFailure) in
-                if let service {
-                    return try connection.prepared(SQL.selectPasswordsOfService).query(
-                        [.text(service.text)], PasswordRecord.init)
-                }
-                return try connection.prepared(SQL.selectPasswords).query([], PasswordRecord.init)
-            }
-        }
-        return try records.map { record throws(CredentialStoreError) in try passwordEntry(record) }
+        if let service { return try passwordEntries(SQL.selectPasswordsOfService, [.text(service.text)]) }
+        return try passwordEntries(SQL.selectPasswords, [])
     }
 
     /// The rows whose password this program gave to a page at `date` or later (``SavedLogin/filledDate``): what an
     /// automatic passkey upgrade looks at, without opening every saved password. Each row is checked as
     /// ``passwordEntries(service:)`` checks it, so a fill time changed in the file makes its row damaged.
     public func passwordEntries(filledSince date: Date) throws(CredentialStoreError) -> [PasswordEntry] {
+        try passwordEntries(SQL.selectPasswordsFilledSince, [.integer(date.milliseconds)])
+    }
+
+    /// The passwords rows a statement selects, each checked against its seal.
+    private func passwordEntries(_ statement: String, _ values: [SQLiteValue]) throws(CredentialStoreError)
+        -> [PasswordEntry]
+    {
         let action = "read the saved passwords"
         let records = try read(action) { (connection, _) throws(CredentialStoreError) in
             try sql(action) { () throws(SQLiteFailure) in
-                try connection.prepared(SQL.selectPasswordsFilledSince).query(
-                    [.integer(date.milliseconds)], PasswordRecord.init)
+                try connection.prepared(statement).query(values, PasswordRecord.init)
             }
         }
         return try records.map { record throws(CredentialStoreError) in try passwordEntry(record) }
